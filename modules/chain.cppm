@@ -1,0 +1,185 @@
+// The chain loop: Model × Estimator × Integrator × Corrector composed into one Markov chain,
+// with cost accounting, thinning, recording and metric evaluation.
+module;
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <span>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+export module sgmcmc.chain;
+export import sgmcmc.correctors;
+import sgmcmc.error;
+
+export namespace sgmcmc {
+
+struct ChainSchedule {
+  std::uint64_t iterations = 1000;
+  std::uint64_t thin = 1;         // record every thin-th iteration
+  std::uint64_t eval_every = 10;  // evaluate the model's metrics every eval_every-th iteration
+  bool compute_lp = false;        // lp__ = -U(θ) with a full pass per recorded draw; else NaN
+};
+
+struct Draw {
+  std::uint64_t iteration;
+  double lp;
+  double accept_stat;
+  double step_size;
+  std::span<const double> theta;
+};
+
+struct MetricsRow {
+  std::uint64_t iteration;
+  double seconds;  // wall-clock since the chain started, its estimator's preparation included
+  Cost cost;
+  std::span<const double> values;  // in the order of Model::metric_names()
+};
+
+/// Where a chain's output goes (the runner writes files; tests keep vectors).
+class ChainObserver {
+public:
+  virtual ~ChainObserver() = default;
+  virtual void on_draw(const Draw& draw) = 0;
+  virtual void on_metrics(const MetricsRow& row) = 0;
+};
+
+struct ChainResult {
+  bool diverged = false;
+  std::string message;             // why the chain stopped early
+  std::uint64_t iterations = 0;    // completed
+  Cost cost;
+  double seconds = 0.0;
+  std::uint64_t blocks = 0;        // corrector blocks completed
+  std::uint64_t accepted_blocks = 0;
+  double mean_accept_stat = 0.0;
+};
+
+class Chain {
+public:
+  /// `rng` is this chain's own stream (sgmcmc::chain_stream): nothing else draws from it.
+  Chain(std::shared_ptr<const Model> model, std::unique_ptr<Estimator> estimator,
+        std::unique_ptr<Integrator> integrator, std::unique_ptr<Corrector> corrector, Rng rng);
+
+  /// Runs the whole schedule, or stops at the first non-finite θ with `diverged` set; what the
+  /// observer received before then stays valid. `progress` (optional) counts iterations done.
+  ChainResult run(const ChainSchedule& schedule, ChainObserver& observer,
+                  std::atomic<std::uint64_t>* progress = nullptr);
+
+  const ChainState& state() const { return state_; }
+
+private:
+  double log_density(ChainContext& context);
+  void after_move(std::uint64_t iteration, ChainContext& context);
+
+  // The model is declared first so that everything it made (the workspace) is destroyed
+  // before it, and it before its plugin library (the model's deleter holds the library).
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<Workspace> workspace_;
+  std::unique_ptr<Estimator> estimator_;
+  std::unique_ptr<Integrator> integrator_;
+  std::unique_ptr<Corrector> corrector_;
+  Rng rng_;
+  Cost cost_;
+  ChainState state_;
+  Capabilities capabilities_;
+  std::vector<std::size_t> all_items_;  // for lp__, when asked for
+};
+
+}  // namespace sgmcmc
+
+module :private;
+
+namespace sgmcmc {
+
+Chain::Chain(std::shared_ptr<const Model> model, std::unique_ptr<Estimator> estimator,
+             std::unique_ptr<Integrator> integrator, std::unique_ptr<Corrector> corrector, Rng rng)
+    : model_(std::move(model)), workspace_(model_->make_workspace()), estimator_(std::move(estimator)),
+      integrator_(std::move(integrator)), corrector_(std::move(corrector)), rng_(rng),
+      capabilities_(model_->capabilities()) {
+  integrator_->initialise(state_, model_->dimension());
+}
+
+double Chain::log_density(ChainContext& context) {
+  if (all_items_.empty()) {
+    all_items_.resize(model_->num_items());
+    std::iota(all_items_.begin(), all_items_.end(), std::size_t{0});
+  }
+  return -(model_->prior_potential(state_.theta) +
+           model_->data_potential(state_.theta, Batch{all_items_}, context.workspace));
+}
+
+void Chain::after_move(std::uint64_t iteration, ChainContext& context) {
+  // Mirroring keeps positive parameters positive (Patterson & Teh 2013; SCIENCE.md).
+  if (capabilities_.positive_parameters) {
+    for (double& x : state_.theta) x = std::abs(x);
+    state_.gradient_valid = false;
+  }
+  model_->after_step(iteration, state_.theta, *workspace_, context.rng);
+}
+
+namespace {
+bool all_finite(std::span<const double> values) {
+  for (double x : values)
+    if (!std::isfinite(x)) return false;
+  return true;
+}
+}  // namespace
+
+ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
+                       std::atomic<std::uint64_t>* progress) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  const auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+
+  if (schedule.compute_lp && !capabilities_.exact_log_likelihood)
+    throw Error("run.lp = true needs a model with the 'exact-log-likelihood' capability");
+  ChainContext context{*model_, *workspace_, rng_, cost_};
+  ChainResult result;
+  std::vector<double> metric_values(model_->metric_names().size());
+  double accept_sum = 0.0;
+  Decision last_decision;
+
+  model_->initial_point(state_.theta, rng_);
+  estimator_->prepare(state_.theta, context);
+
+  const std::size_t block_length = corrector_->block_length();
+  for (std::uint64_t iteration = 1; iteration <= schedule.iterations; ++iteration) {
+    const std::size_t position_in_block = (iteration - 1) % block_length;
+    if (position_in_block == 0) corrector_->begin_block(state_, context);
+    integrator_->step(state_, *estimator_, context);
+    after_move(iteration, context);
+    if (position_in_block + 1 == block_length) {
+      last_decision = corrector_->end_block(state_, context);
+      ++result.blocks;
+      result.accepted_blocks += last_decision.accepted ? 1 : 0;
+      accept_sum += last_decision.accept_stat;
+    }
+    if (!all_finite(state_.theta)) {
+      result.diverged = true;
+      result.message = fmt::format("diverged at iteration {}: θ is no longer finite (NaN or Inf); "
+                                   "try a smaller integrator.step_size",
+                                   iteration);
+      break;
+    }
+    result.iterations = iteration;
+    if (iteration % schedule.thin == 0) {
+      const double lp = schedule.compute_lp ? log_density(context) : std::nan("");
+      observer.on_draw({iteration, lp, last_decision.accept_stat, integrator_->step_size(), state_.theta});
+    }
+    if (!metric_values.empty() && iteration % schedule.eval_every == 0) {
+      model_->evaluate_metrics(state_.theta, *workspace_, metric_values);
+      observer.on_metrics({iteration, seconds(), cost_, metric_values});
+    }
+    if (progress) progress->fetch_add(1, std::memory_order_relaxed);
+  }
+  result.cost = cost_;
+  result.seconds = seconds();
+  result.mean_accept_stat = result.blocks ? accept_sum / static_cast<double>(result.blocks) : 0.0;
+  return result;
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,203 @@
+// Files: reading numeric CSV data, writing Stan CSV draws. Every read error names the file, the
+// line and, for a bad value, the column, so a user can go straight to it.
+module;
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+#include <fmt/format.h>
+export module sgmcmc.io;
+import sgmcmc.error;
+
+export namespace sgmcmc {
+
+/// A dense table of numbers, row-major.
+struct NumericTable {
+  std::vector<std::string> header;  // empty when the file has none
+  std::size_t rows = 0;
+  std::size_t columns = 0;
+  std::vector<double> values;
+  double at(std::size_t row, std::size_t column) const { return values[row * columns + column]; }
+};
+
+/// Comma-separated numbers, one row per line. A first line with any non-numeric field is a
+/// header. CRLF line ends and blank lines are tolerated; every row must have as many fields as
+/// the first.
+NumericTable read_numeric_csv(const std::filesystem::path& path);
+
+/// Parses a whole field as a double (a leading '+' is allowed); false if it is not a number.
+bool parse_double(std::string_view field, double& value);
+
+/// A file written through a buffered stdio stream; errors name the file.
+class OutputFile {
+public:
+  explicit OutputFile(const std::filesystem::path& path);
+  ~OutputFile();
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  void write(std::string_view text);
+  /// Flushes and closes; throws if anything could not be written (a full disk).
+  void close();
+  const std::filesystem::path& path() const { return path_; }
+
+private:
+  std::filesystem::path path_;
+  std::FILE* file_ = nullptr;
+};
+
+/// Draws in Stan's CSV format (CmdStan guide, "Stan CSV file format"): `#` comment lines, a
+/// header lp__,accept_stat__,stepsize__,<parameters>, then one line per draw. ArviZ's
+/// from_cmdstan and CmdStan's stansummary read it.
+class StanCsvWriter {
+public:
+  StanCsvWriter(const std::filesystem::path& path, std::span<const std::string> comment_lines,
+                std::span<const std::string> parameter_names);
+  void write_draw(double lp, double accept_stat, double step_size, std::span<const double> theta);
+  void write_comment(std::string_view line);
+  void close() { file_.close(); }
+
+private:
+  OutputFile file_;
+  std::string line_;
+};
+
+/// Shortest text that reads back as the same double ("nan", "inf" for the non-finite).
+void append_number(std::string& out, double value);
+
+}  // namespace sgmcmc
+
+module :private;
+
+namespace sgmcmc {
+
+bool parse_double(std::string_view field, double& value) {
+  while (!field.empty() && (field.front() == ' ' || field.front() == '\t')) field.remove_prefix(1);
+  while (!field.empty() && (field.back() == ' ' || field.back() == '\t')) field.remove_suffix(1);
+  if (!field.empty() && field.front() == '+') field.remove_prefix(1);
+  if (field.empty()) return false;
+  auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+  return error == std::errc() && end == field.data() + field.size();
+}
+
+namespace {
+
+struct Field {
+  std::string_view text;
+  std::size_t column;  // 1-based character column where the field starts
+};
+
+std::vector<Field> split_fields(std::string_view line) {
+  std::vector<Field> fields;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = line.find(',', start);
+    const std::size_t end = comma == std::string_view::npos ? line.size() : comma;
+    fields.push_back({line.substr(start, end - start), start + 1});
+    if (comma == std::string_view::npos) return fields;
+    start = comma + 1;
+  }
+}
+
+}  // namespace
+
+NumericTable read_numeric_csv(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open ({})", path.string(), std::strerror(errno)));
+  NumericTable table;
+  std::string line;
+  std::size_t line_number = 0;
+  std::size_t first_data_line = 0;
+  while (std::getline(in, line)) {
+    ++line_number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    const auto fields = split_fields(line);
+    const bool is_first_line = table.columns == 0 && table.header.empty();
+    if (!is_first_line && fields.size() != (table.columns ? table.columns : table.header.size()))
+      throw Error(fmt::format("{}:{}: {} fields, expected {} as in line {}", path.string(), line_number,
+                              fields.size(), table.columns ? table.columns : table.header.size(),
+                              first_data_line ? first_data_line : 1));
+    std::vector<double> row(fields.size());
+    for (std::size_t k = 0; k < fields.size(); ++k) {
+      if (parse_double(fields[k].text, row[k])) continue;
+      if (is_first_line) {  // a non-numeric first line is a header
+        for (const auto& field : fields) table.header.emplace_back(field.text);
+        row.clear();
+        break;
+      }
+      throw Error(fmt::format("{}:{}:{}: '{}' is not a number", path.string(), line_number,
+                              fields[k].column, fields[k].text));
+    }
+    if (row.empty()) continue;
+    if (table.columns == 0) {
+      table.columns = row.size();
+      first_data_line = line_number;
+    }
+    table.values.insert(table.values.end(), row.begin(), row.end());
+    ++table.rows;
+  }
+  if (in.bad()) throw Error(fmt::format("{}: read error", path.string()));
+  if (table.rows == 0) throw Error(fmt::format("{}: no data rows", path.string()));
+  return table;
+}
+
+OutputFile::OutputFile(const std::filesystem::path& path) : path_(path) {
+  file_ = std::fopen(path.c_str(), "wb");
+  if (!file_) throw Error(fmt::format("{}: cannot write ({})", path.string(), std::strerror(errno)));
+}
+
+OutputFile::~OutputFile() {
+  if (file_) std::fclose(file_);
+}
+
+void OutputFile::write(std::string_view text) {
+  if (std::fwrite(text.data(), 1, text.size(), file_) != text.size())
+    throw Error(fmt::format("{}: write failed ({})", path_.string(), std::strerror(errno)));
+}
+
+void OutputFile::close() {
+  if (!file_) return;
+  const bool failed = std::fflush(file_) != 0 || std::ferror(file_);
+  const bool close_failed = std::fclose(file_) != 0;
+  file_ = nullptr;
+  if (failed || close_failed) throw Error(fmt::format("{}: write failed", path_.string()));
+}
+
+void append_number(std::string& out, double value) {
+  fmt::format_to(std::back_inserter(out), "{}", value);
+}
+
+StanCsvWriter::StanCsvWriter(const std::filesystem::path& path, std::span<const std::string> comment_lines,
+                             std::span<const std::string> parameter_names)
+    : file_(path) {
+  for (const auto& comment : comment_lines) write_comment(comment);
+  std::string header = "lp__,accept_stat__,stepsize__";
+  for (const auto& name : parameter_names) header += "," + name;
+  file_.write(header + "\n");
+}
+
+void StanCsvWriter::write_comment(std::string_view line) { file_.write(fmt::format("# {}\n", line)); }
+
+void StanCsvWriter::write_draw(double lp, double accept_stat, double step_size, std::span<const double> theta) {
+  line_.clear();
+  append_number(line_, lp);
+  for (double value : {accept_stat, step_size}) {
+    line_ += ',';
+    append_number(line_, value);
+  }
+  for (double value : theta) {
+    line_ += ',';
+    append_number(line_, value);
+  }
+  line_ += '\n';
+  file_.write(line_);
+}
+
+}  // namespace sgmcmc

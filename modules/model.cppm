@@ -1,0 +1,177 @@
+// The Model interface: what a model plugin implements and the samplers call.
+//
+// Sign convention, used everywhere: U(θ) = -log π(θ) = f_0(θ) + Σ_{i=1..N} f_i(θ), with
+// f_0 = -log p(θ) (the prior) and f_i = -log p(x_i | θ) (item i). Gradients are of U.
+//
+// A Model is immutable once built and shared by all chains. Whatever a chain mutates (latent
+// variables, scratch buffers, running metric averages) lives in a Workspace the model makes for
+// that chain. Data terms are evaluated in batches of item indices, never one item per virtual
+// call, so the per-item loop stays inside the plugin where it can use BLAS.
+module;
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+export module sgmcmc.model;
+export import sgmcmc.random;
+export import sgmcmc.settings;
+import sgmcmc.error;
+
+export namespace sgmcmc {
+
+/// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
+/// a plugin built against another version is refused before its factory is touched.
+inline constexpr std::uint32_t model_interface_version = 1;
+
+/// What a model can do beyond the required gradient. The runner refuses, naming the missing
+/// capability, any combination that needs one the model lacks.
+struct Capabilities {
+  bool exact_log_likelihood = false;  // data_potential() is exact: MH correction, lp__
+  bool per_item_gradients = false;    // item_gradients(): SAGA's table
+  bool glm_gradients = false;         // ∇f_i(θ) = s_i(θ) x_i: glm_scalars()/add_scaled_features()
+  bool latent_gibbs_step = false;     // the gradient Gibbs-samples latent variables (LDA)
+  bool positive_parameters = false;   // the chain mirrors θ ← |θ| after every move
+  bool simulation = false;            // simulates its own data when none is given
+};
+
+/// "exact-log-likelihood, per-item-gradients, ...": the names `sgmcmc list` shows.
+std::vector<std::string> capability_names(const Capabilities& capabilities);
+
+/// Items of one batch with optional weights (for sampling probabilities p_i ≠ 1/N):
+/// the model adds Σ_{k} w_k ∇f_{items[k]}(θ). Empty `weights` means every weight is 1.
+struct Batch {
+  std::span<const std::size_t> items;
+  std::span<const double> weights = {};
+  double weight(std::size_t k) const { return weights.empty() ? 1.0 : weights[k]; }
+};
+
+/// Per-chain mutable state of a model. Models that keep none use this empty one.
+class Workspace {
+public:
+  virtual ~Workspace() = default;
+};
+
+class Model {
+public:
+  virtual ~Model() = default;
+
+  virtual std::size_t dimension() const = 0;
+  /// N, the number of data items f_i.
+  virtual std::size_t num_items() const = 0;
+  /// One name per coordinate of θ, in Stan's style ("beta.1", "beta.2", ...).
+  virtual std::vector<std::string> parameter_names() const = 0;
+  virtual Capabilities capabilities() const = 0;
+
+  virtual std::unique_ptr<Workspace> make_workspace() const { return std::make_unique<Workspace>(); }
+  /// Where a chain starts; zeros unless the model knows better.
+  virtual void initial_point(std::span<double> theta, Rng& rng) const;
+
+  /// f_0(θ) up to a constant, and gradient += ∇f_0(θ).
+  virtual double prior_potential(std::span<const double> theta) const = 0;
+  virtual void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const = 0;
+
+  /// gradient += Σ_k w_k ∇f_{items[k]}(θ). Models with a latent Gibbs step draw from `rng`.
+  virtual void add_data_gradient(std::span<const double> theta, const Batch& batch,
+                                 std::span<double> gradient, Workspace& workspace, Rng& rng) const = 0;
+
+  /// Σ_k w_k f_{items[k]}(θ); only models with `exact_log_likelihood`.
+  virtual double data_potential(std::span<const double> theta, const Batch& batch,
+                                Workspace& workspace) const;
+
+  /// Row k of `out` (items.size() × dimension(), row-major) ← ∇f_{items[k]}(θ);
+  /// only models with `per_item_gradients`.
+  virtual void item_gradients(std::span<const double> theta, std::span<const std::size_t> items,
+                              std::span<double> out, Workspace& workspace) const;
+
+  /// GLM form ∇f_i(θ) = s_i(θ) x_i; only models with `glm_gradients`.
+  /// out[k] ← s_{items[k]}(θ); and gradient += Σ_k scales[k] x_{items[k]}.
+  virtual void glm_scalars(std::span<const double> theta, std::span<const std::size_t> items,
+                           std::span<double> out, Workspace& workspace) const;
+  virtual void add_scaled_features(std::span<const std::size_t> items, std::span<const double> scales,
+                                   std::span<double> gradient) const;
+
+  /// Chain hook after every iteration (and after mirroring): Gibbs updates of hyperparameters or
+  /// anything else a model does between gradient steps. The default does nothing.
+  virtual void after_step(std::uint64_t iteration, std::span<double> theta, Workspace& workspace,
+                          Rng& rng) const;
+
+  /// Held-out metrics, evaluated every run.eval_every iterations. A model that averages over
+  /// draws (a running posterior-predictive average) keeps the running sums in its workspace.
+  virtual std::vector<std::string> metric_names() const { return {}; }
+  virtual void evaluate_metrics(std::span<const double> theta, Workspace& workspace,
+                                std::span<double> out) const;
+};
+
+/// What a plugin tells without building a model (`sgmcmc list`).
+struct PluginInfo {
+  std::string name;
+  std::string description;
+  std::string parameters;  // what θ is, in words: "beta[1..dim]: regression coefficients"
+  Capabilities capabilities;
+};
+
+/// What a plugin's factory gets: its [model] settings and the run's seed (for simulated data and
+/// train/test splits). The factory reads every key it knows; unread keys are reported as unknown.
+struct ModelContext {
+  const Settings& settings;
+  std::uint64_t seed;
+};
+
+/// The two functions every plugin exports (see sgmcmc/plugin.hpp for the macro that does it).
+using PluginInfoFunction = PluginInfo();
+using ModelFactoryFunction = std::unique_ptr<Model>(const ModelContext&);
+
+/// Symbol names of a plugin's exports.
+inline constexpr const char* interface_version_symbol = "sgmcmc_interface_version";
+inline constexpr const char* build_fingerprint_symbol = "sgmcmc_build_fingerprint";
+inline constexpr const char* plugin_info_symbol = "sgmcmc_plugin_info";
+inline constexpr const char* model_factory_symbol = "sgmcmc_create_model";
+
+}  // namespace sgmcmc
+
+module :private;
+
+namespace sgmcmc {
+
+std::vector<std::string> capability_names(const Capabilities& c) {
+  const std::pair<bool, const char*> table[] = {
+      {c.exact_log_likelihood, "exact-log-likelihood"}, {c.per_item_gradients, "per-item-gradients"},
+      {c.glm_gradients, "glm-gradients"},               {c.latent_gibbs_step, "latent-gibbs-step"},
+      {c.positive_parameters, "positive-parameters"},   {c.simulation, "simulation"}};
+  std::vector<std::string> names;
+  for (const auto& [present, name] : table)
+    if (present) names.emplace_back(name);
+  return names;
+}
+
+namespace {
+[[noreturn]] void missing_capability(const char* function, const char* capability) {
+  throw Error(std::string("Model::") + function + " called on a model without the '" + capability +
+              "' capability");
+}
+}  // namespace
+
+void Model::initial_point(std::span<double> theta, Rng&) const {
+  for (double& x : theta) x = 0.0;
+}
+double Model::data_potential(std::span<const double>, const Batch&, Workspace&) const {
+  missing_capability("data_potential", "exact-log-likelihood");
+}
+void Model::item_gradients(std::span<const double>, std::span<const std::size_t>, std::span<double>,
+                           Workspace&) const {
+  missing_capability("item_gradients", "per-item-gradients");
+}
+void Model::glm_scalars(std::span<const double>, std::span<const std::size_t>, std::span<double>,
+                        Workspace&) const {
+  missing_capability("glm_scalars", "glm-gradients");
+}
+void Model::add_scaled_features(std::span<const std::size_t>, std::span<const double>,
+                                std::span<double>) const {
+  missing_capability("add_scaled_features", "glm-gradients");
+}
+void Model::after_step(std::uint64_t, std::span<double>, Workspace&, Rng&) const {}
+void Model::evaluate_metrics(std::span<const double>, Workspace&, std::span<double>) const {}
+
+}  // namespace sgmcmc

@@ -1,0 +1,244 @@
+// Bayesian linear regression with known noise: y_i = x_iᵀβ + e_i, e_i ~ N(0, σ²), β ~ N(0, s²I).
+// The posterior is Gaussian and known in closed form, which makes this the reference model for
+// testing samplers: N(μ, Σ) with Σ = (XᵀX/σ² + I/s²)⁻¹ and μ = Σ Xᵀy/σ².
+//
+// Potentials (U = -log posterior, up to constants):
+//   f_0(β) = ‖β‖² / (2s²)                 ∇f_0 = β / s²
+//   f_i(β) = (y_i - x_iᵀβ)² / (2σ²)       ∇f_i = s_i x_i with s_i = (x_iᵀβ - y_i) / σ²  (GLM form)
+#include <sgmcmc/plugin.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <numbers>
+#include <numeric>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+#include <xtensor/xtensor.hpp>
+
+import sgmcmc;
+
+namespace {
+
+using sgmcmc::Batch;
+using sgmcmc::Rng;
+using sgmcmc::Settings;
+
+/// Rows of (y, x) before the train/test split.
+struct Dataset {
+  xt::xtensor<double, 1> y;
+  xt::xtensor<double, 2> x;
+};
+
+Dataset simulate(std::size_t rows, std::size_t dim, double noise_sd, Rng& rng) {
+  // β* ~ N(0, I) and x ~ N(0, I), both from the run's seed: documented in the README.
+  std::vector<double> beta_star(dim);
+  rng.fill_normal(beta_star);
+  Dataset data{xt::xtensor<double, 1>::from_shape({rows}), xt::xtensor<double, 2>::from_shape({rows, dim})};
+  for (std::size_t i = 0; i < rows; ++i) {
+    double mean = 0.0;
+    for (std::size_t j = 0; j < dim; ++j) {
+      data.x(i, j) = rng.normal();
+      mean += data.x(i, j) * beta_star[j];
+    }
+    data.y(i) = mean + noise_sd * rng.normal();
+  }
+  return data;
+}
+
+Dataset read_file(const std::string& path, const Settings& settings) {
+  const auto table = sgmcmc::read_numeric_csv(path);
+  if (table.columns < 2)
+    throw sgmcmc::Error(fmt::format("{}: {} column(s); expected the response then at least one covariate",
+                                    path, table.columns));
+  const std::size_t dim = table.columns - 1;
+  if (auto wanted = settings.integer("dim", 0); wanted != 0 && static_cast<std::size_t>(wanted) != dim)
+    throw sgmcmc::Error(fmt::format("{}: {} covariate columns, but {} = {}", path, dim, settings.describe("dim"), wanted));
+  Dataset data{xt::xtensor<double, 1>::from_shape({table.rows}), xt::xtensor<double, 2>::from_shape({table.rows, dim})};
+  for (std::size_t i = 0; i < table.rows; ++i) {
+    data.y(i) = table.at(i, 0);
+    for (std::size_t j = 0; j < dim; ++j) data.x(i, j) = table.at(i, j + 1);
+  }
+  return data;
+}
+
+/// Rows held out: `test_size` < 1 is a fraction of the rows, >= 1 a count.
+std::size_t test_rows(const Settings& settings, std::size_t rows) {
+  const double test_size = settings.number("test_size", 0.2);
+  const double count = test_size < 1.0 ? std::round(test_size * static_cast<double>(rows)) : test_size;
+  if (test_size < 0.0 || count != std::floor(count) || count >= static_cast<double>(rows))
+    throw sgmcmc::Error(fmt::format("{}: expected a fraction in [0, 1) or a whole count below the {} rows, found {}",
+                                    settings.describe("test_size"), rows, test_size));
+  return static_cast<std::size_t>(count);
+}
+
+/// Running posterior-predictive average per test point, kept as log Σ_draws p(y*|x*, β).
+struct GaussianWorkspace final : sgmcmc::Workspace {
+  std::vector<double> log_predictive_sum;
+  std::uint64_t draws = 0;
+};
+
+class GaussianModel final : public sgmcmc::Model {
+public:
+  explicit GaussianModel(const sgmcmc::ModelContext& context) {
+    const Settings& settings = context.settings;
+    noise_sd_ = settings.positive_number("noise_sd", 1.0);
+    prior_sd_ = settings.positive_number("prior_sd", 10.0);
+    Rng rng(context.seed, sgmcmc::data_stream);
+    Dataset data;
+    if (auto path = settings.optional_text("data")) {
+      if (settings.contains("n"))
+        throw sgmcmc::Error(fmt::format("{}: sets the size of simulated data; with model.data the rows come from the file",
+                                        settings.describe("n")));
+      data = read_file(*path, settings);
+    } else {
+      const auto rows = settings.integer_at_least("n", 1000, 2);
+      const auto dim = settings.integer_at_least("dim", 5, 1);
+      data = simulate(static_cast<std::size_t>(rows), static_cast<std::size_t>(dim), noise_sd_, rng);
+    }
+    split(data, test_rows(settings, data.y.size()), rng);
+  }
+
+  std::size_t dimension() const override { return x_.shape(1); }
+  std::size_t num_items() const override { return y_.size(); }
+  std::vector<std::string> parameter_names() const override {
+    std::vector<std::string> names;
+    for (std::size_t j = 1; j <= dimension(); ++j) names.push_back(fmt::format("beta.{}", j));
+    return names;
+  }
+  sgmcmc::Capabilities capabilities() const override { return capabilities_of_gaussian(); }
+  static sgmcmc::Capabilities capabilities_of_gaussian() {
+    return {.exact_log_likelihood = true, .per_item_gradients = true, .glm_gradients = true, .simulation = true};
+  }
+
+  std::unique_ptr<sgmcmc::Workspace> make_workspace() const override {
+    auto workspace = std::make_unique<GaussianWorkspace>();
+    workspace->log_predictive_sum.assign(test_y_.size(), -INFINITY);
+    return workspace;
+  }
+
+  double prior_potential(std::span<const double> beta) const override {
+    return 0.5 * std::inner_product(beta.begin(), beta.end(), beta.begin(), 0.0) / (prior_sd_ * prior_sd_);
+  }
+
+  void add_prior_gradient(std::span<const double> beta, std::span<double> gradient) const override {
+    const double precision = 1.0 / (prior_sd_ * prior_sd_);
+    for (std::size_t j = 0; j < beta.size(); ++j) gradient[j] += precision * beta[j];
+  }
+
+  void add_data_gradient(std::span<const double> beta, const Batch& batch, std::span<double> gradient,
+                         sgmcmc::Workspace&, Rng&) const override {
+    for (std::size_t k = 0; k < batch.items.size(); ++k) {
+      const std::size_t i = batch.items[k];
+      add_row(i, batch.weight(k) * scalar(i, beta), gradient);
+    }
+  }
+
+  double data_potential(std::span<const double> beta, const Batch& batch, sgmcmc::Workspace&) const override {
+    double sum = 0.0;
+    for (std::size_t k = 0; k < batch.items.size(); ++k) {
+      const double residual = y_(batch.items[k]) - row_dot(x_, batch.items[k], beta);
+      sum += batch.weight(k) * residual * residual;
+    }
+    return 0.5 * sum / (noise_sd_ * noise_sd_);
+  }
+
+  void item_gradients(std::span<const double> beta, std::span<const std::size_t> items, std::span<double> out,
+                      sgmcmc::Workspace&) const override {
+    const std::size_t d = dimension();
+    std::fill(out.begin(), out.end(), 0.0);
+    for (std::size_t k = 0; k < items.size(); ++k)
+      add_row(items[k], scalar(items[k], beta), out.subspan(k * d, d));
+  }
+
+  void glm_scalars(std::span<const double> beta, std::span<const std::size_t> items, std::span<double> out,
+                   sgmcmc::Workspace&) const override {
+    for (std::size_t k = 0; k < items.size(); ++k) out[k] = scalar(items[k], beta);
+  }
+
+  void add_scaled_features(std::span<const std::size_t> items, std::span<const double> scales,
+                           std::span<double> gradient) const override {
+    for (std::size_t k = 0; k < items.size(); ++k) add_row(items[k], scales[k], gradient);
+  }
+
+  std::vector<std::string> metric_names() const override { return {"log_predictive_density"}; }
+
+  /// Held-out log predictive density of the running posterior-predictive average:
+  /// (1/J) Σ_j log[(1/S) Σ_s N(y*_j; x*_jᵀβ_s, σ²)] over the S draws evaluated so far.
+  void evaluate_metrics(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
+    auto& workspace = static_cast<GaussianWorkspace&>(base);
+    const double log_normaliser = -std::log(noise_sd_) - 0.5 * std::log(2.0 * std::numbers::pi);
+    workspace.draws += 1;
+    const double log_draws = std::log(static_cast<double>(workspace.draws));
+    double total = 0.0;
+    for (std::size_t j = 0; j < test_y_.size(); ++j) {
+      const double z = (test_y_(j) - row_dot(test_x_, j, beta)) / noise_sd_;
+      double& sum = workspace.log_predictive_sum[j];
+      const double term = log_normaliser - 0.5 * z * z;
+      const double high = std::max(sum, term);
+      sum = high + std::log(std::exp(sum - high) + std::exp(term - high));  // log-sum-exp
+      total += sum - log_draws;
+    }
+    out[0] = test_y_.size() ? total / static_cast<double>(test_y_.size()) : std::nan("");
+  }
+
+private:
+  static double row_dot(const xt::xtensor<double, 2>& x, std::size_t i, std::span<const double> beta) {
+    const double* row = x.data() + i * x.shape(1);
+    return std::inner_product(beta.begin(), beta.end(), row, 0.0);
+  }
+
+  double scalar(std::size_t i, std::span<const double> beta) const {
+    return (row_dot(x_, i, beta) - y_(i)) / (noise_sd_ * noise_sd_);
+  }
+
+  void add_row(std::size_t i, double scale, std::span<double> gradient) const {
+    const double* row = x_.data() + i * x_.shape(1);
+    for (std::size_t j = 0; j < gradient.size(); ++j) gradient[j] += scale * row[j];
+  }
+
+  /// A random `test` rows (by the run's seed) are held out; the rest, in file order, are the data.
+  void split(const Dataset& data, std::size_t test, Rng& rng) {
+    const std::size_t rows = data.y.size(), dim = data.x.shape(1);
+    std::vector<std::size_t> order(rows);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    for (std::size_t k = 0; k < test; ++k) std::swap(order[k], order[k + rng.index(rows - k)]);
+    std::sort(order.begin() + static_cast<std::ptrdiff_t>(test), order.end());
+    const auto copy_rows = [&](std::size_t first, std::size_t count, xt::xtensor<double, 1>& y, xt::xtensor<double, 2>& x) {
+      y = xt::xtensor<double, 1>::from_shape({count});
+      x = xt::xtensor<double, 2>::from_shape({count, dim});
+      for (std::size_t r = 0; r < count; ++r) {
+        y(r) = data.y(order[first + r]);
+        for (std::size_t j = 0; j < dim; ++j) x(r, j) = data.x(order[first + r], j);
+      }
+    };
+    copy_rows(0, test, test_y_, test_x_);
+    copy_rows(test, rows - test, y_, x_);
+  }
+
+  double noise_sd_ = 1.0;
+  double prior_sd_ = 10.0;
+  xt::xtensor<double, 1> y_, test_y_;
+  xt::xtensor<double, 2> x_, test_x_;
+};
+
+sgmcmc::PluginInfo gaussian_info() {
+  return {.name = "gaussian",
+          .description = "Bayesian linear regression y = xᵀβ + e, e ~ N(0, noise_sd²), β ~ N(0, prior_sd² I); "
+                         "closed-form posterior. Keys: n (1000), dim (5), noise_sd (1), prior_sd (10), "
+                         "test_size (0.2), data (CSV: response, covariates)",
+          .parameters = "beta.1 .. beta.dim: regression coefficients",
+          .capabilities = GaussianModel::capabilities_of_gaussian()};
+}
+
+std::unique_ptr<sgmcmc::Model> make_gaussian(const sgmcmc::ModelContext& context) {
+  return std::make_unique<GaussianModel>(context);
+}
+
+}  // namespace
+
+SGMCMC_MODEL_PLUGIN(gaussian_info, make_gaussian)

@@ -1,0 +1,32 @@
+// The sub-commands of `sgmcmc`. Each returns the process exit code; errors the user can fix are
+// thrown as sgmcmc::Error and printed by main.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+/// Exit codes: 0 done, 1 a chain diverged (its draws up to then are kept), 2 bad input.
+inline constexpr int exit_diverged = 1;
+inline constexpr int exit_bad_input = 2;
+
+struct RunOptions {
+  std::optional<std::string> preset;
+  std::optional<std::filesystem::path> config_file;
+  std::vector<std::string> overrides;  // --set section.key=value
+  std::optional<std::int64_t> seed;
+  std::optional<std::int64_t> chains;
+  unsigned threads = 0;  // 0: one per chain, at most the number of cores
+  std::optional<std::filesystem::path> out;
+  bool replace = false;
+  bool quiet = false;
+  std::optional<std::filesystem::path> plugin_dir;
+};
+
+int run_command(const RunOptions& options);
+int list_command(const std::optional<std::filesystem::path>& plugin_dir);
+int presets_command();
+
+/// --plugin-dir, SGMCMC_PLUGIN_PATH, the build tree, the install prefix.
+std::vector<std::filesystem::path> plugin_folders(const std::optional<std::filesystem::path>& plugin_dir);

@@ -1,0 +1,54 @@
+// `sgmcmc list` and `sgmcmc presets`.
+#include <filesystem>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "presets.hpp"
+
+import sgmcmc;
+
+namespace {
+
+template <class Catalogue>
+void print_catalogue(const char* title, const Catalogue& catalogue) {
+  fmt::print("\n{}:\n", title);
+  for (const auto& entry : catalogue) fmt::print("  {:<12} {}\n", entry.name, entry.description);
+}
+
+}  // namespace
+
+int list_command(const std::optional<std::filesystem::path>& plugin_dir) {
+  const auto folders = plugin_folders(plugin_dir);
+  std::vector<std::string> folder_names;
+  for (const auto& folder : folders) folder_names.push_back(folder.string());
+  fmt::print("models (searched: {}):\n", fmt::join(folder_names, ", "));
+  for (const auto& listing : sgmcmc::discover_plugins(folders)) {
+    if (!listing.plugin) {
+      fmt::print("  {:<12} NOT LOADABLE: {}\n", listing.name, listing.error);
+      continue;
+    }
+    const auto& info = listing.plugin->info();
+    fmt::print("  {:<12} {}{}\n", info.name, info.description, listing.shadowed ? " [shadowed by an earlier folder]" : "");
+    fmt::print("  {:<12} parameters: {}\n", "", info.parameters);
+    fmt::print("  {:<12} capabilities: {}\n", "", fmt::join(sgmcmc::capability_names(info.capabilities), ", "));
+    fmt::print("  {:<12} from: {}\n", "", listing.path.string());
+  }
+  print_catalogue("estimators", sgmcmc::estimator_catalogue());
+  print_catalogue("integrators", sgmcmc::integrator_catalogue());
+  print_catalogue("correctors", sgmcmc::corrector_catalogue());
+  return 0;
+}
+
+int presets_command() {
+  for (const auto& preset : embedded_presets()) fmt::print("{:<16} {}\n", preset.name, preset_description(preset));
+  return 0;
+}
+
+std::vector<std::filesystem::path> plugin_folders(const std::optional<std::filesystem::path>& plugin_dir) {
+  // The install prefix is found from the executable: <prefix>/bin/sgmcmc → <prefix>/lib/sgmcmc/plugins.
+  const auto executable = std::filesystem::read_symlink("/proc/self/exe");
+  return sgmcmc::plugin_search_path(
+      plugin_dir, {SGMCMC_BUILD_PLUGIN_DIR, executable.parent_path().parent_path() / SGMCMC_INSTALL_PLUGIN_DIR});
+}

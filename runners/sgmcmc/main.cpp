@@ -1,0 +1,54 @@
+// sgmcmc: run stochastic-gradient MCMC chains from presets or TOML files, with model plugins
+// loaded at run time.
+#include <cstdio>
+#include <exception>
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "commands.hpp"
+
+import sgmcmc;
+
+int main(int argc, char** argv) {
+  CLI::App app{"sgmcmc: stochastic-gradient MCMC with any model, estimator, integrator and corrector"};
+  app.require_subcommand(1);
+  std::optional<std::filesystem::path> plugin_dir;
+
+  RunOptions run;
+  auto* run_cmd = app.add_subcommand("run", "run chains from a preset or a TOML configuration");
+  auto* preset = run_cmd->add_option("--preset", run.preset, "a preset (see `sgmcmc presets`)");
+  run_cmd->add_option("--config", run.config_file, "a TOML configuration file")->excludes(preset);
+  run_cmd->add_option("--set", run.overrides, "override a key: section.key=value (repeatable)");
+  run_cmd->add_option("--seed", run.seed, "run.seed");
+  run_cmd->add_option("--chains", run.chains, "run.chains");
+  run_cmd->add_option("--threads", run.threads, "threads running chains (default: one per chain, at most the cores)");
+  run_cmd->add_option("--out", run.out, "output folder (default: runs/<preset or config>-<time>)");
+  run_cmd->add_flag("--replace", run.replace, "replace the output folder's files if it is not empty");
+  run_cmd->add_flag("--quiet", run.quiet, "no progress bar, no summary");
+  run_cmd->add_option("--plugin-dir", run.plugin_dir, "search this folder for model plugins first");
+
+  auto* list_cmd = app.add_subcommand("list", "models found, estimators, integrators, correctors");
+  list_cmd->add_option("--plugin-dir", plugin_dir, "search this folder for model plugins first");
+  auto* presets_cmd = app.add_subcommand("presets", "presets with a one-line description");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error) == 0 ? 0 : exit_bad_input;
+  }
+  try {
+    if (run_cmd->parsed()) {
+      if (!run.preset && !run.config_file) throw sgmcmc::Error("sgmcmc run: give --preset NAME or --config FILE.toml");
+      return run_command(run);
+    }
+    if (list_cmd->parsed()) return list_command(plugin_dir);
+    if (presets_cmd->parsed()) return presets_command();
+  } catch (const sgmcmc::Error& error) {
+    fmt::print(stderr, "sgmcmc: error: {}\n", error.what());
+    return exit_bad_input;
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "sgmcmc: internal error: {}\n", error.what());
+    return 3;
+  }
+  return 0;
+}

@@ -1,0 +1,287 @@
+// `sgmcmc run`: configuration → model and chains → files.
+//
+// Output folder:
+//   chain-<k>.csv  Stan CSV draws of chain k (written as the chain runs)
+//   metrics.csv    chain, iteration, seconds, item_gradients, then the model's metrics
+//   manifest.json  resolved configuration, seed, versions, timings, cost; written last, through a
+//                  temporary name, so a folder without it is an interrupted run.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "presets.hpp"
+#include "progress.hpp"
+
+import sgmcmc;
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct LoadedConfig {
+  sgmcmc::RunConfig config;
+  std::string label;   // names the default output folder
+  std::string source;  // where it came from, for the manifest
+};
+
+LoadedConfig load_config(const RunOptions& options) {
+  LoadedConfig loaded;
+  if (options.preset) {
+    const auto& preset = find_preset(*options.preset);
+    loaded = {sgmcmc::parse_config(preset.text, preset.source), preset.name, fmt::format("preset {}", preset.name)};
+  } else {
+    std::ifstream in(*options.config_file);
+    if (!in) throw sgmcmc::Error(fmt::format("{}: cannot open the configuration file", options.config_file->string()));
+    std::stringstream text;
+    text << in.rdbuf();
+    loaded = {sgmcmc::parse_config(text.str(), options.config_file->string()),
+              options.config_file->stem().string(), options.config_file->string()};
+  }
+  for (const auto& assignment : options.overrides) sgmcmc::apply_override(loaded.config, assignment);
+  if (options.seed) sgmcmc::apply_override(loaded.config, fmt::format("run.seed={}", *options.seed));
+  if (options.chains) sgmcmc::apply_override(loaded.config, fmt::format("run.chains={}", *options.chains));
+  return loaded;
+}
+
+struct RunSchedule {
+  sgmcmc::ChainSchedule chain;
+  std::uint64_t chains;
+  std::uint64_t seed;
+};
+
+RunSchedule read_schedule(const sgmcmc::Settings& run) {
+  RunSchedule schedule;
+  schedule.chain.iterations = static_cast<std::uint64_t>(run.integer_at_least("iterations", 1000, 1));
+  schedule.chain.thin = static_cast<std::uint64_t>(run.integer_at_least("thin", 1, 1));
+  schedule.chain.eval_every = static_cast<std::uint64_t>(run.integer_at_least("eval_every", 10, 1));
+  schedule.chain.compute_lp = run.flag("lp", false);
+  schedule.chains = static_cast<std::uint64_t>(run.integer_at_least("chains", 1, 1));
+  schedule.seed = static_cast<std::uint64_t>(run.integer_at_least("seed", 1, 0));
+  return schedule;
+}
+
+/// An empty folder for the run's files. A folder that holds files is kept unless --replace: a
+/// run never silently overwrites another's results.
+fs::path prepare_output(const RunOptions& options, const std::string& label) {
+  fs::path out;
+  if (options.out) {
+    out = *options.out;
+  } else {
+    const std::time_t now = std::time(nullptr);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+    out = fs::path("runs") / fmt::format("{}-{}", label, stamp);
+    for (int k = 2; fs::exists(out); ++k) out = fs::path("runs") / fmt::format("{}-{}-{}", label, stamp, k);
+  }
+  std::error_code error;
+  if (fs::exists(out) && !fs::is_empty(out) && !options.replace)
+    throw sgmcmc::Error(fmt::format("output folder '{}' is not empty; choose another --out, or add --replace", out.string()));
+  fs::create_directories(out, error);
+  if (error) throw sgmcmc::Error(fmt::format("output folder '{}': {}", out.string(), error.message()));
+  for (const char* stale : {"manifest.json", "metrics.csv"}) fs::remove(out / stale, error);
+  for (const auto& entry : fs::directory_iterator(out))
+    if (entry.path().filename().string().starts_with("chain-")) fs::remove(entry.path(), error);
+  return out;
+}
+
+json to_json(const sgmcmc::Value& value) {
+  return std::visit([](const auto& v) { return json(v); }, value);
+}
+
+/// The resolved configuration: every key in force, defaults included, by section.
+json resolved_config(const sgmcmc::RunConfig& config) {
+  json sections = json::object();
+  for (const auto& [name, settings] : config.sections) {
+    json keys = json::object();
+    for (const auto& [key, value] : settings.resolved()) keys[key] = to_json(value);
+    sections[name] = keys;
+  }
+  return sections;
+}
+
+std::vector<std::string> config_comment_lines(const json& config) {
+  std::vector<std::string> lines;
+  for (const auto& [section, keys] : config.items())
+    for (const auto& [key, value] : keys.items()) lines.push_back(fmt::format("{}.{} = {}", section, key, value.dump()));
+  return lines;
+}
+
+/// One chain's output: draws streamed to its Stan CSV, metric rows kept for metrics.csv.
+class ChainFiles final : public sgmcmc::ChainObserver {
+public:
+  ChainFiles(const fs::path& path, const std::vector<std::string>& comments, const std::vector<std::string>& names)
+      : draws_(path, comments, names) {}
+  void on_draw(const sgmcmc::Draw& draw) override {
+    draws_.write_draw(draw.lp, draw.accept_stat, draw.step_size, draw.theta);
+  }
+  void on_metrics(const sgmcmc::MetricsRow& row) override {
+    rows_.push_back({row.iteration, row.seconds, row.cost, {row.values.begin(), row.values.end()}});
+  }
+  sgmcmc::StanCsvWriter& draws() { return draws_; }
+  struct Row {
+    std::uint64_t iteration;
+    double seconds;
+    sgmcmc::Cost cost;
+    std::vector<double> values;
+  };
+  const std::vector<Row>& rows() const { return rows_; }
+
+private:
+  sgmcmc::StanCsvWriter draws_;
+  std::vector<Row> rows_;
+};
+
+struct ChainJob {
+  std::unique_ptr<sgmcmc::Chain> chain;
+  std::unique_ptr<ChainFiles> files;
+  sgmcmc::ChainResult result;
+  std::exception_ptr failure;
+};
+
+void write_metrics(const fs::path& path, const std::vector<std::string>& names, const std::vector<ChainJob>& jobs) {
+  sgmcmc::OutputFile file(path);
+  std::string line = "chain,iteration,seconds,item_gradients";
+  for (const auto& name : names) line += "," + name;
+  file.write(line + "\n");
+  for (std::size_t k = 0; k < jobs.size(); ++k) {
+    for (const auto& row : jobs[k].files->rows()) {
+      line = fmt::format("{},{},{},{}", k + 1, row.iteration, row.seconds, row.cost.item_gradients);
+      for (double value : row.values) {
+        line += ',';
+        sgmcmc::append_number(line, value);
+      }
+      file.write(line + "\n");
+    }
+  }
+  file.close();
+}
+
+void write_manifest(const fs::path& out, const json& manifest) {
+  const fs::path temporary = out / "manifest.json.partial";
+  sgmcmc::OutputFile file(temporary);
+  file.write(manifest.dump(2) + "\n");
+  file.close();
+  fs::rename(temporary, out / "manifest.json");
+}
+
+/// Runs every job on `threads` threads. Chains are independent (own stream, workspace and
+/// parts), so which thread runs which chain changes nothing in their output.
+void run_jobs(std::vector<ChainJob>& jobs, const sgmcmc::ChainSchedule& schedule, unsigned threads,
+              std::atomic<std::uint64_t>& progress) {
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t k; (k = next.fetch_add(1)) < jobs.size();) {
+      try {
+        jobs[k].result = jobs[k].chain->run(schedule, *jobs[k].files, &progress);
+        jobs[k].files->draws().close();
+      } catch (...) {
+        jobs[k].failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::jthread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+}
+
+}  // namespace
+
+int run_command(const RunOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
+  auto [config, label, source] = load_config(options);
+  const RunSchedule schedule = read_schedule(config["run"]);
+
+  const std::string model_name = config["model"].text("name", "");
+  if (model_name.empty()) throw sgmcmc::Error(fmt::format("{}: [model] needs a name (see `sgmcmc list`)", source));
+  const auto plugin = sgmcmc::load_plugin(model_name, plugin_folders(options.plugin_dir));
+  const auto model = plugin.create({config["model"], schedule.seed});
+  const double model_seconds = elapsed();
+
+  // Every chain gets its own parts, all built here, before any thread starts.
+  std::vector<ChainJob> jobs(schedule.chains);
+  for (std::uint64_t k = 0; k < schedule.chains; ++k)
+    jobs[k].chain = std::make_unique<sgmcmc::Chain>(
+        model, sgmcmc::make_estimator(config["estimator"], *model), sgmcmc::make_integrator(config["integrator"]),
+        sgmcmc::make_corrector(config["corrector"]), sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
+  for (const auto& [name, settings] : config.sections) settings.reject_unknown_keys();
+  if (schedule.chain.compute_lp && !model->capabilities().exact_log_likelihood)
+    throw sgmcmc::Error(fmt::format("{}: model '{}' has no exact log-likelihood", config["run"].describe("lp"), model_name));
+
+  const fs::path out = prepare_output(options, label);
+  json manifest = {{"sgmcmc_version", SGMCMC_VERSION},
+                   {"source", source},
+                   {"config", resolved_config(config)},
+                   {"seed", schedule.seed},
+                   {"model", {{"name", model_name},
+                              {"plugin", plugin.path().string()},
+                              {"dimension", model->dimension()},
+                              {"items", model->num_items()}}}};
+  auto comments = config_comment_lines(manifest["config"]);
+  comments.insert(comments.begin(), fmt::format("sgmcmc {} ({})", SGMCMC_VERSION, source));
+  comments.push_back(schedule.chain.compute_lp ? "lp__ = -U(theta), up to a constant"
+                                               : "lp__ = nan: not computed (set run.lp = true for -U(theta), one data pass per draw)");
+  const auto names = model->parameter_names();
+  for (std::uint64_t k = 0; k < schedule.chains; ++k) {
+    auto chain_comments = comments;
+    chain_comments.push_back(fmt::format("chain = {}", k + 1));
+    jobs[k].files = std::make_unique<ChainFiles>(out / fmt::format("chain-{}.csv", k + 1), chain_comments, names);
+  }
+
+  const unsigned threads = options.threads ? options.threads
+                                           : static_cast<unsigned>(std::min<std::uint64_t>(
+                                                 schedule.chains, std::max(1u, std::thread::hardware_concurrency())));
+  std::atomic<std::uint64_t> progress{0};
+  {
+    ProgressBar bar(schedule.chains * schedule.chain.iterations, progress, !options.quiet);
+    run_jobs(jobs, schedule.chain, threads, progress);
+  }
+  for (auto& job : jobs)
+    if (job.failure) std::rethrow_exception(job.failure);
+
+  write_metrics(out / "metrics.csv", model->metric_names(), jobs);
+  bool any_diverged = false;
+  json chains = json::array();
+  for (std::size_t k = 0; k < jobs.size(); ++k) {
+    const auto& r = jobs[k].result;
+    any_diverged |= r.diverged;
+    chains.push_back({{"chain", k + 1}, {"status", r.diverged ? "diverged" : "complete"}, {"message", r.message},
+                      {"iterations", r.iterations}, {"seconds", r.seconds}, {"item_gradients", r.cost.item_gradients},
+                      {"full_passes", r.cost.full_passes}, {"blocks", r.blocks}, {"accepted_blocks", r.accepted_blocks},
+                      {"mean_accept_stat", r.mean_accept_stat}});
+    if (r.diverged) fmt::print(stderr, "sgmcmc: chain {} {}; its draws until then are in chain-{}.csv\n", k + 1, r.message, k + 1);
+  }
+  manifest["status"] = any_diverged ? "diverged" : "complete";
+  manifest["chains"] = chains;
+  manifest["threads"] = threads;
+  manifest["timings"] = {{"model_seconds", model_seconds}, {"total_seconds", elapsed()}};
+  write_manifest(out, manifest);
+
+  if (!options.quiet) {
+    fmt::print("{} chain(s) of {} iterations, model '{}' (d = {}, N = {}), in {:.2f} s -> {}\n", schedule.chains,
+               schedule.chain.iterations, model_name, model->dimension(), model->num_items(), elapsed(), out.string());
+    const auto metric_names = model->metric_names();
+    for (std::size_t k = 0; k < jobs.size(); ++k) {
+      std::string last;
+      if (!jobs[k].files->rows().empty())
+        for (std::size_t m = 0; m < metric_names.size(); ++m)
+          last += fmt::format(", {} {:.4f}", metric_names[m], jobs[k].files->rows().back().values[m]);
+      fmt::print("  chain {}: {} item gradients{}\n", k + 1, jobs[k].result.cost.item_gradients, last);
+    }
+  }
+  return any_diverged ? exit_diverged : 0;
+}
