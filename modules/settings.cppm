@@ -107,7 +107,8 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 
 std::string closest_match(const std::string& word, const std::vector<std::string>& candidates) {
   std::string best;
-  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 3) + 1;
+  // Up to half the word may differ ("noise_sigma" → "noise_sd"); short words get 2 edits.
+  std::size_t best_distance = std::max<std::size_t>(2, word.size() / 2) + 1;
   for (const auto& candidate : candidates) {
     const std::size_t distance = edit_distance(word, candidate);
     if (distance < best_distance) {

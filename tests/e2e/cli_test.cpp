@@ -1,0 +1,220 @@
+// The real `sgmcmc` binary: the demo preset end to end, reproducibility across thread counts,
+// and bad input (clear message, non-zero exit, no crash, no manifest that looks complete).
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <sstream>
+#include <string>
+#include <vector>
+#include <cmath>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+
+import sgmcmc;
+
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+/// metrics.csv without its wall-clock column (the third).
+std::string without_seconds(const std::string& metrics) {
+  std::string out;
+  for (const auto& line : lines_of(metrics)) {
+    const auto second = line.find(',', line.find(',') + 1), third = line.find(',', second + 1);
+    out += line.substr(0, second) + line.substr(third) + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("sgmcmc run --preset demo writes manifest, Stan CSV chains and metrics") {
+  test::TempDir dir;
+  const auto out = dir.path() / "demo";
+  const auto result = test::run_cli("run --preset demo --set run.iterations=400 --out '" + out.string() + "'");
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  CHECK(manifest["status"] == "complete");
+  CHECK(manifest["config"]["model"]["name"] == "gaussian");
+  CHECK(manifest["config"]["run"]["iterations"] == 400);
+  CHECK(manifest["config"]["integrator"]["temperature"] == 1.0);  // a default, resolved
+  CHECK(manifest["seed"] == 1);
+  const int chains = manifest["config"]["run"]["chains"];
+  const int thin = manifest["config"]["run"]["thin"], eval_every = manifest["config"]["run"]["eval_every"];
+  const int batch = manifest["config"]["estimator"]["batch_size"];
+  REQUIRE(manifest["chains"].size() == static_cast<std::size_t>(chains));
+  CHECK(manifest["chains"][0]["item_gradients"] == 400 * batch);
+
+  for (int k = 1; k <= chains; ++k) {
+    const auto lines = lines_of(test::read_text(out / fmt::format("chain-{}.csv", k)));
+    std::vector<std::string> data;
+    bool header_seen = false;
+    for (const auto& line : lines) {
+      if (line.starts_with("#")) continue;
+      if (!header_seen) {
+        CHECK(line == "lp__,accept_stat__,stepsize__,beta.1,beta.2,beta.3,beta.4,beta.5");
+        header_seen = true;
+      } else {
+        data.push_back(line);
+      }
+    }
+    CHECK(data.size() == static_cast<std::size_t>(400 / thin));
+    for (const auto& row : data) {  // 8 numbers, all finite but lp__ (not computed)
+      std::istringstream fields(row);
+      std::string field;
+      int count = 0;
+      while (std::getline(fields, field, ',')) {
+        double value;
+        REQUIRE(sgmcmc::parse_double(field, value));
+        if (count++ > 0) CHECK(std::isfinite(value));
+      }
+      CHECK(count == 8);
+    }
+  }
+
+  const auto metrics = lines_of(test::read_text(out / "metrics.csv"));
+  CHECK(metrics[0] == "chain,iteration,seconds,item_gradients,log_predictive_density");
+  CHECK(metrics.size() == 1 + static_cast<std::size_t>(chains * 400 / eval_every));
+  // The held-out log predictive density of a well-specified Gaussian model with σ = 1 is close to
+  // the entropy bound -½log(2πe) ≈ -1.419; anything far off means a broken metric.
+  const auto last = metrics.back();
+  const double lpd = std::stod(last.substr(last.rfind(',') + 1));
+  CHECK(lpd == Approx(-1.419).margin(0.1));
+}
+
+TEST_CASE("same seed, same files, bit for bit, on 1 thread or 4") {
+  test::TempDir dir;
+  const std::string common = "run --preset demo --quiet --set run.iterations=300 --chains 4 ";
+  REQUIRE(test::run_cli(common + "--seed 77 --threads 1 --out '" + (dir.path() / "one").string() + "'").exit_code == 0);
+  REQUIRE(test::run_cli(common + "--seed 77 --threads 4 --out '" + (dir.path() / "four").string() + "'").exit_code == 0);
+  for (int k = 1; k <= 4; ++k) {
+    const auto name = fmt::format("chain-{}.csv", k);
+    CHECK(test::read_text(dir.path() / "one" / name) == test::read_text(dir.path() / "four" / name));
+  }
+  CHECK(without_seconds(test::read_text(dir.path() / "one" / "metrics.csv")) ==
+        without_seconds(test::read_text(dir.path() / "four" / "metrics.csv")));
+  // ... and another seed gives other draws.
+  REQUIRE(test::run_cli(common + "--seed 78 --out '" + (dir.path() / "other").string() + "'").exit_code == 0);
+  CHECK(test::read_text(dir.path() / "one" / "chain-1.csv") != test::read_text(dir.path() / "other" / "chain-1.csv"));
+}
+
+TEST_CASE("a diverging chain stops with a message and keeps what it wrote") {
+  test::TempDir dir;
+  const auto out = dir.path() / "diverged";
+  // ε·λ_max ≫ 4 makes SGLD's linear recursion unstable: |1 - ελ/2| > 1 grows geometrically.
+  const auto result = test::run_cli("run --preset demo --chains 1 --set integrator.step_size=1.0 --set run.thin=1 --out '" + out.string() + "'");
+  INFO(result.output);
+  CHECK(result.exit_code == 1);
+  CHECK_THAT(result.output, Contains("chain 1 diverged at iteration") && Contains("chain-1.csv"));
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  CHECK(manifest["status"] == "diverged");
+  const std::uint64_t stopped = manifest["chains"][0]["iterations"];
+  std::size_t rows = 0;
+  for (const auto& line : lines_of(test::read_text(out / "chain-1.csv"))) rows += !line.starts_with("#") && !line.starts_with("lp__");
+  CHECK(rows == stopped);
+  CHECK(stopped < 5000);
+}
+
+TEST_CASE("bad input: a clear message, exit code 2, no crash, no results") {
+  test::TempDir dir;
+  const auto out = dir.path() / "out";
+  const auto expect_error = [&](const std::string& arguments, const std::string& message) {
+    const auto result = test::run_cli(arguments + " --out '" + out.string() + "'");
+    INFO(arguments << "\n" << result.output);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Contains(message));
+    CHECK_FALSE(fs::exists(out / "manifest.json"));
+  };
+  const auto config = [&](const std::string& name, const std::string& text) { return dir.write(name, text).string(); };
+  const std::string model = "[model]\nname = \"gaussian\"\nn = 100\n";
+
+  expect_error("run --config '" + config("bad.toml", model + "[run\niterations = 3\n") + "'", "bad.toml:4");
+  expect_error("run --config '" + config("key.toml", model + "[integrator]\nstep_sise = 0.1\n") + "'",
+               "key.toml:5: unknown key 'integrator.step_sise' (did you mean 'integrator.step_size'?)");
+  expect_error("run --preset demo --set model.noise_sigma=2", "did you mean 'model.noise_sd'?");
+  expect_error("run --preset demo --set model.name=gausian", "unknown model 'gausian'");
+  expect_error("run --preset demo --set model.name=gausian", "did you mean 'gaussian'?");
+  expect_error("run --preset demo --set estimator.name=sgd", "unknown estimator 'sgd'");
+  expect_error("run --preset demo --set integrator.name=euler", "known: sgld");
+  expect_error("run --preset demo --set corrector.name=mh", "unknown corrector 'mh'");
+  expect_error("run --preset dmeo", "unknown preset 'dmeo' (did you mean 'demo'?)");
+  expect_error("run --config '" + (dir.path() / "absent.toml").string() + "'", "absent.toml: cannot open");
+  expect_error("run --preset demo --set run.chains=0", "run.chains: expected an integer >= 1");
+  const std::string from_file = "run --config '" + config("file.toml", "[model]\nname = \"gaussian\"\n") + "' --set model.data=";
+  expect_error(from_file + (dir.path() / "none.csv").string(), "none.csv: cannot open");
+  expect_error(from_file + dir.write("d.csv", "1,2\n").string() + " --set model.n=5", "model.n: sets the size of simulated data");
+  expect_error(from_file + dir.write("bad.csv", "1,2\n3,?\n").string(), "bad.csv:2:3: '?' is not a number");
+  expect_error(from_file + dir.write("ragged.csv", "1,2\n3,4,5\n").string(), "ragged.csv:2: 3 fields, expected 2");
+}
+
+TEST_CASE("bad plugins are refused with the reason, before anything in them runs") {
+  test::TempDir dir;
+  const auto fixture = [](const std::string& name) { return (test::fixture_plugin_dir / ("sgmcmc-model-" + name + ".so")).string(); };
+  const auto expect_error = [&](const std::string& plugin, const std::string& message) {
+    const auto result = test::run_cli("run --preset demo --set model.name=" + plugin + " --out '" + (dir.path() / "o").string() + "'");
+    INFO(result.output);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Contains(message));
+  };
+  expect_error((dir.path() / "sgmcmc-model-missing.so").string(), "no such file");
+  expect_error(dir.write("sgmcmc-model-text.so", "not a library\n").string(), "not a loadable shared library");
+  expect_error(fixture("no_exports"), "not an sgmcmc model plugin");
+  expect_error(fixture("other_interface_version"), fmt::format("built for model interface version {}", sgmcmc::model_interface_version + 1));
+  expect_error(fixture("other_fingerprint"), "built with 'gcc-12");
+  expect_error(fixture("throwing_factory"), "fixture factory refuses to build a model");
+
+  // `list` names each unloadable plugin with its reason instead of failing.
+  const auto listing = test::run_cli("list --plugin-dir '" + test::fixture_plugin_dir.string() + "'");
+  CHECK(listing.exit_code == 0);
+  CHECK_THAT(listing.output, Contains("other_fingerprint") && Contains("NOT LOADABLE") && Contains("gaussian"));
+}
+
+TEST_CASE("plugins are found through --plugin-dir and SGMCMC_PLUGIN_PATH, in that order") {
+  test::TempDir dir;
+  fs::create_directories(dir.path() / "a");
+  fs::copy_file(test::gaussian_plugin_path, dir.path() / "a" / "sgmcmc-model-copied.so");
+  const auto by_dir = test::run_cli("list --plugin-dir '" + (dir.path() / "a").string() + "'");
+  CHECK_THAT(by_dir.output, Contains((dir.path() / "a" / "sgmcmc-model-copied.so").string()));
+  const auto by_env = test::run_cli("run --preset demo --quiet --set run.iterations=10 --set model.name=copied --out '" +
+                                    (dir.path() / "o").string() + "'");
+  CHECK(by_env.exit_code == 2);  // not on the search path yet
+  const auto found = test::run_cli("run --preset demo --quiet --set run.iterations=10 --set model.name=copied --plugin-dir '" +
+                                   (dir.path() / "a").string() + "' --out '" + (dir.path() / "o").string() + "'");
+  INFO(found.output);
+  CHECK(found.exit_code == 0);
+  const std::string env = "SGMCMC_PLUGIN_PATH='" + (dir.path() / "a").string() + "' ";
+  const auto result = std::system((env + "'" + SGMCMC_CLI + "' run --preset demo --quiet --set run.iterations=10 --set model.name=copied --out '" +
+                                   (dir.path() / "e").string() + "' >/dev/null 2>&1").c_str());
+  CHECK(result == 0);
+}
+
+TEST_CASE("an existing output folder is never overwritten without --replace") {
+  test::TempDir dir;
+  const auto out = dir.path() / "run";
+  const std::string run = "run --preset demo --quiet --set run.iterations=10 --out '" + out.string() + "'";
+  REQUIRE(test::run_cli(run).exit_code == 0);
+  const auto again = test::run_cli(run);
+  CHECK(again.exit_code == 2);
+  CHECK_THAT(again.output, Contains("is not empty"));
+  CHECK(test::run_cli(run + " --replace").exit_code == 0);
+}
+
+TEST_CASE("list and presets describe what is available") {
+  const auto list = test::run_cli("list");
+  CHECK(list.exit_code == 0);
+  CHECK_THAT(list.output, Contains("gaussian") && Contains("exact-log-likelihood") && Contains("minibatch") &&
+                              Contains("sgld") && Contains("none"));
+  const auto presets = test::run_cli("presets");
+  CHECK_THAT(presets.output, Contains("demo"));
+}

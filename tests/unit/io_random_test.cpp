@@ -1,0 +1,80 @@
+// Numeric CSV reading (errors with file:line:column), Stan CSV writing, and random streams.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "support.hpp"
+
+import sgmcmc;
+
+using Catch::Matchers::Contains;
+
+TEST_CASE("numeric CSV: optional header, CRLF line ends, blank lines") {
+  test::TempDir dir;
+  const auto with_header = sgmcmc::read_numeric_csv(dir.write("h.csv", "y,x1,x2\r\n1,2,3\r\n\r\n4,5,+6e-1\r\n"));
+  CHECK(with_header.header == std::vector<std::string>{"y", "x1", "x2"});
+  CHECK(with_header.rows == 2);
+  CHECK(with_header.columns == 3);
+  CHECK(with_header.at(1, 2) == 0.6);
+  const auto bare = sgmcmc::read_numeric_csv(dir.write("b.csv", "1, 2\n3 ,4\n"));
+  CHECK(bare.header.empty());
+  CHECK(bare.rows == 2);
+  CHECK(bare.at(1, 0) == 3.0);
+}
+
+TEST_CASE("numeric CSV errors name file, line and column") {
+  test::TempDir dir;
+  const auto bad = dir.write("bad.csv", "1,2,3\n4,x5,6\n");
+  CHECK_THROWS_WITH(sgmcmc::read_numeric_csv(bad), Contains("bad.csv:2:3: 'x5' is not a number"));
+  const auto ragged = dir.write("ragged.csv", "a,b\n1,2\n3,4,5\n");
+  CHECK_THROWS_WITH(sgmcmc::read_numeric_csv(ragged), Contains("ragged.csv:3: 3 fields, expected 2"));
+  const auto empty = dir.write("empty.csv", "a,b\n");
+  CHECK_THROWS_WITH(sgmcmc::read_numeric_csv(empty), Contains("empty.csv: no data rows"));
+  CHECK_THROWS_WITH(sgmcmc::read_numeric_csv(dir.path() / "missing.csv"), Contains("missing.csv: cannot open"));
+}
+
+TEST_CASE("Stan CSV: comments, header, draws that read back to the same doubles") {
+  test::TempDir dir;
+  const std::vector<std::string> comments{"seed = 3"}, names{"beta.1", "beta.2"};
+  sgmcmc::StanCsvWriter writer(dir.path() / "c.csv", comments, names);
+  const double third = 1.0 / 3.0;
+  writer.write_draw(std::nan(""), 1.0, 0.5, std::vector<double>{third, -2e-300});
+  writer.close();
+  const std::string text = test::read_text(dir.path() / "c.csv");
+  CHECK(text == "# seed = 3\nlp__,accept_stat__,stepsize__,beta.1,beta.2\nnan,1,0.5,0.3333333333333333,-2e-300\n");
+  double back = 0.0;
+  REQUIRE(sgmcmc::parse_double("0.3333333333333333", back));
+  CHECK(back == third);
+}
+
+TEST_CASE("random streams: reproducible per (seed, stream), distinct across streams") {
+  sgmcmc::Rng a(7, sgmcmc::chain_stream(0)), b(7, sgmcmc::chain_stream(0)), c(7, sgmcmc::chain_stream(1));
+  bool c_differs = false;
+  for (int k = 0; k < 100; ++k) {
+    const double x = a.normal();
+    CHECK(x == b.normal());
+    c_differs |= x != c.normal();
+  }
+  CHECK(c_differs);
+}
+
+TEST_CASE("random streams: normal and uniform moments within Monte Carlo error") {
+  // n = 10^6 draws. Standard normal: the sample mean has sd 1/sqrt(n) = 1e-3 and the sample
+  // variance has sd sqrt(2/n) ≈ 1.41e-3; index(10): each of the 10 cells has count sd
+  // sqrt(n·0.1·0.9) = 300. Tolerances are 5 sd (two-sided p ≈ 6e-7 each).
+  sgmcmc::Rng rng(2026, 1);
+  const int n = 1'000'000;
+  double sum = 0.0, sum_squares = 0.0;
+  std::vector<int> counts(10);
+  for (int k = 0; k < n; ++k) {
+    const double x = rng.normal();
+    sum += x;
+    sum_squares += x * x;
+    counts[rng.index(10)] += 1;
+  }
+  const double mean = sum / n;
+  CHECK(std::abs(mean) < 5e-3);
+  CHECK(std::abs(sum_squares / n - mean * mean - 1.0) < 5 * 1.42e-3);
+  for (int count : counts) CHECK(std::abs(count - n / 10) < 5 * 300);
+}
