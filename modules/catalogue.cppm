@@ -15,8 +15,18 @@ template <class Factory>
 struct CatalogueEntry {
   std::string name;
   std::string description;
+  std::vector<std::string> keys;  // the section keys it reads besides `name`
   Factory make;
 };
+
+/// Every key any entry reads: a key of another entry than the chosen one is "not used", not
+/// "unknown".
+template <class Factory>
+std::vector<std::string> all_keys(const std::vector<CatalogueEntry<Factory>>& catalogue) {
+  std::vector<std::string> keys;
+  for (const auto& entry : catalogue) keys.insert(keys.end(), entry.keys.begin(), entry.keys.end());
+  return keys;
+}
 
 /// The entry named by `section.name` (or `fallback`), or an Error that lists the known names.
 template <class Factory>

@@ -53,7 +53,7 @@ public:
 
 const std::vector<CatalogueEntry<CorrectorFactory>>& corrector_catalogue() {
   static const std::vector<CatalogueEntry<CorrectorFactory>> catalogue = {
-      {"none", "accept every move (no Metropolis-Hastings test)",
+      {"none", "accept every move (no Metropolis-Hastings test)", {},
        [](const Settings&) -> std::unique_ptr<Corrector> { return std::make_unique<NoCorrection>(); }},
   };
   return catalogue;

@@ -140,11 +140,12 @@ private:
 
 const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
   static const std::vector<CatalogueEntry<EstimatorFactory>> catalogue = {
-      {"exact", "full-data gradient (O(N) per step); for references and MALA/HMC",
+      {"exact", "full-data gradient (O(N) per step); for references and MALA/HMC", {},
        [](const Settings&, const Model& model) -> std::unique_ptr<Estimator> {
          return std::make_unique<ExactEstimator>(model);
        }},
       {"minibatch", "SGLD's estimate (N/n) Σ_S ∇f_i; keys batch_size (100), replacement (false)",
+       {"batch_size", "replacement"},
        [](const Settings& section, const Model& model) -> std::unique_ptr<Estimator> {
          return std::make_unique<MinibatchEstimator>(section, model);
        }},

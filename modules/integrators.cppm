@@ -86,6 +86,7 @@ private:
 const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
   static const std::vector<CatalogueEntry<IntegratorFactory>> catalogue = {
       {"sgld", "overdamped Langevin, θ' = θ - (ε/2)ĝ + sqrt(εT)ξ; keys step_size (1e-4), temperature (1)",
+       {"step_size", "temperature"},
        [](const Settings& section) -> std::unique_ptr<Integrator> { return std::make_unique<Sgld>(section); }},
   };
   return catalogue;

@@ -56,8 +56,10 @@ public:
   /// "section.key (set at origin)": how errors name a key.
   std::string describe(const std::string& key) const;
 
-  /// Throws for the first key that no getter asked for, suggesting the closest known key.
-  void reject_unknown_keys() const;
+  /// Throws for the first key that no getter asked for, suggesting the closest known key, unless
+  /// it is one of `keys_of_alternatives` (a key of another estimator, say, than the one chosen):
+  /// such keys are returned as warnings ("estimator.batch_size is not used by ...").
+  std::vector<std::string> reject_unknown_keys(const std::vector<std::string>& keys_of_alternatives = {}) const;
 
   /// Every key a getter asked for, with the value in force (the default where none was set):
   /// the resolved configuration written to a run's manifest.
@@ -191,10 +193,16 @@ double Settings::positive_number(const std::string& key, double fallback) const 
   return value;
 }
 
-void Settings::reject_unknown_keys() const {
+std::vector<std::string> Settings::reject_unknown_keys(const std::vector<std::string>& keys_of_alternatives) const {
   const std::vector<std::string> known(known_.begin(), known_.end());
+  std::vector<std::string> unused;
   for (const auto& [key, entry] : entries_) {
     if (known_.contains(key)) continue;
+    if (std::find(keys_of_alternatives.begin(), keys_of_alternatives.end(), key) != keys_of_alternatives.end()) {
+      unused.push_back(fmt::format("{}: {}.{} is not used by {} '{}'", entry.origin, section_, key, section_,
+                                   text("name", "")));
+      continue;
+    }
     std::string message = fmt::format("{}: unknown key '{}.{}'", entry.origin, section_, key);
     if (auto suggestion = closest_match(key, known); !suggestion.empty())
       message += fmt::format(" (did you mean '{}.{}'?)", section_, suggestion);
@@ -202,6 +210,7 @@ void Settings::reject_unknown_keys() const {
       message += fmt::format(" (known keys of [{}]: {})", section_, fmt::join(known, ", "));
     throw Error(message);
   }
+  return unused;
 }
 
 }  // namespace sgmcmc

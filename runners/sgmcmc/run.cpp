@@ -12,6 +12,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -218,7 +219,20 @@ int run_command(const RunOptions& options) {
     jobs[k].chain = std::make_unique<sgmcmc::Chain>(
         model, sgmcmc::make_estimator(config["estimator"], *model), sgmcmc::make_integrator(config["integrator"]),
         sgmcmc::make_corrector(config["corrector"]), sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
-  for (const auto& [name, settings] : config.sections) settings.reject_unknown_keys();
+  // Keys of another component than the chosen one (batch_size with `exact`) are ignored with a
+  // warning, so one file can serve several choices; any other unread key is an error.
+  std::vector<std::string> warnings;
+  const std::map<std::string, std::vector<std::string>> keys_of_alternatives = {
+      {"estimator", sgmcmc::all_keys(sgmcmc::estimator_catalogue())},
+      {"integrator", sgmcmc::all_keys(sgmcmc::integrator_catalogue())},
+      {"corrector", sgmcmc::all_keys(sgmcmc::corrector_catalogue())}};
+  for (const auto& [name, settings] : config.sections) {
+    const auto alternatives = keys_of_alternatives.find(name);
+    for (auto& warning : settings.reject_unknown_keys(alternatives == keys_of_alternatives.end() ? std::vector<std::string>{}
+                                                                                                  : alternatives->second))
+      warnings.push_back(std::move(warning));
+  }
+  for (const auto& warning : warnings) fmt::print(stderr, "sgmcmc: warning: {}\n", warning);
   if (schedule.chain.compute_lp && !model->capabilities().exact_log_likelihood)
     throw sgmcmc::Error(fmt::format("{}: model '{}' has no exact log-likelihood", config["run"].describe("lp"), model_name));
 
@@ -227,6 +241,7 @@ int run_command(const RunOptions& options) {
                    {"source", source},
                    {"config", resolved_config(config)},
                    {"seed", schedule.seed},
+                   {"warnings", warnings},
                    {"model", {{"name", model_name},
                               {"plugin", plugin.path().string()},
                               {"dimension", model->dimension()},

@@ -1,0 +1,63 @@
+// The catalogues of estimators, integrators and correctors: each entry's declared keys are
+// exactly the keys its factory reads (the runner relies on them to tell "not used by this
+// choice" from "unknown").
+#include <catch2/catch.hpp>
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+
+import sgmcmc;
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+class TinyModel final : public sgmcmc::Model {
+public:
+  std::size_t dimension() const override { return 1; }
+  std::size_t num_items() const override { return 10; }
+  std::vector<std::string> parameter_names() const override { return {"x"}; }
+  sgmcmc::Capabilities capabilities() const override { return {}; }
+  double prior_potential(std::span<const double>) const override { return 0.0; }
+  void add_prior_gradient(std::span<const double>, std::span<double>) const override {}
+  void add_data_gradient(std::span<const double>, const sgmcmc::Batch&, std::span<double>, sgmcmc::Workspace&,
+                         sgmcmc::Rng&) const override {}
+};
+
+std::set<std::string> read_keys(const sgmcmc::Settings& settings) {
+  std::set<std::string> keys;
+  for (const auto& [key, value] : settings.resolved())
+    if (key != "name") keys.insert(key);
+  return keys;
+}
+
+template <class Catalogue, class Build>
+void check_declared_keys(const Catalogue& catalogue, const char* section, Build build) {
+  for (const auto& entry : catalogue) {
+    auto config = sgmcmc::parse_config(fmt::format("[{}]\nname = \"{}\"\n", section, entry.name), "k.toml");
+    build(config[section]);
+    INFO(section << " " << entry.name);
+    CHECK(read_keys(config[section]) == std::set<std::string>(entry.keys.begin(), entry.keys.end()));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("every catalogue entry declares exactly the keys it reads") {
+  const TinyModel model;
+  check_declared_keys(sgmcmc::estimator_catalogue(), "estimator", [&](const auto& s) { sgmcmc::make_estimator(s, model); });
+  check_declared_keys(sgmcmc::integrator_catalogue(), "integrator", [](const auto& s) { sgmcmc::make_integrator(s); });
+  check_declared_keys(sgmcmc::corrector_catalogue(), "corrector", [](const auto& s) { sgmcmc::make_corrector(s); });
+}
+
+TEST_CASE("a key of another component is 'not used', any other unread key is an error") {
+  const TinyModel model;
+  auto config = sgmcmc::parse_config("[estimator]\nname = \"exact\"\nbatch_size = 5\n", "w.toml");
+  sgmcmc::make_estimator(config["estimator"], model);
+  const auto warnings = config["estimator"].reject_unknown_keys(sgmcmc::all_keys(sgmcmc::estimator_catalogue()));
+  REQUIRE(warnings.size() == 1);
+  CHECK_THAT(warnings[0], Contains("w.toml:3: estimator.batch_size is not used by estimator 'exact'"));
+  CHECK_THROWS_WITH(config["estimator"].reject_unknown_keys(), Contains("unknown key 'estimator.batch_size'"));
+}
