@@ -17,7 +17,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 debian_packages=(
   clang-19 clang-tools-19 libclang-rt-19-dev ninja-build
   libboost-dev libfmt-dev xtensor-dev libxtensor-blas-dev libopenblas-dev
-  catch2 libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libpcg-cpp-dev zlib1g-dev
+  catch2 libbenchmark-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libpcg-cpp-dev zlib1g-dev
 )
 
 # npm installs the pinned CMake; take Debian's only where no npm is on the machine (an npm from
