@@ -27,8 +27,8 @@ struct ChainSchedule {
 struct Draw {
   std::uint64_t iteration;
   double lp;
-  double accept_stat;
   double step_size;
+  const Decision& decision;  // of the last corrector block
   std::span<const double> theta;
 };
 
@@ -55,6 +55,7 @@ struct ChainResult {
   double seconds = 0.0;
   std::uint64_t blocks = 0;        // corrector blocks completed
   std::uint64_t accepted_blocks = 0;
+  std::uint64_t non_finite_proposals = 0;  // rejected because ΔH̃ or the potential was NaN/Inf
   double mean_accept_stat = 0.0;
 };
 
@@ -64,10 +65,16 @@ public:
   Chain(std::shared_ptr<const Model> model, std::unique_ptr<Estimator> estimator,
         std::unique_ptr<Integrator> integrator, std::unique_ptr<Corrector> corrector, Rng rng);
 
-  /// Runs the whole schedule, or stops at the first non-finite θ with `diverged` set; what the
-  /// observer received before then stays valid. `progress` (optional) counts iterations done.
+  /// Runs the whole schedule, or stops at the first non-finite θ at a block's end with `diverged`
+  /// set; what the observer received before then stays valid. Draws and metrics are taken at
+  /// block ends only (the corrected states), so thin and eval_every must be multiples of the
+  /// corrector's block length. `progress` (optional) counts iterations done.
   ChainResult run(const ChainSchedule& schedule, ChainObserver& observer,
                   std::atomic<std::uint64_t>* progress = nullptr);
+
+  /// Throws if `schedule` cannot run on this chain (run() checks too; runners call it before
+  /// they create any output).
+  void check(const ChainSchedule& schedule) const;
 
   const ChainState& state() const { return state_; }
 
@@ -99,8 +106,17 @@ Chain::Chain(std::shared_ptr<const Model> model, std::unique_ptr<Estimator> esti
              std::unique_ptr<Integrator> integrator, std::unique_ptr<Corrector> corrector, Rng rng)
     : model_(std::move(model)), workspace_(model_->make_workspace()), estimator_(std::move(estimator)),
       integrator_(std::move(integrator)), corrector_(std::move(corrector)), rng_(rng),
-      capabilities_(model_->capabilities()) {
-  integrator_->initialise(state_, model_->dimension());
+      capabilities_(model_->capabilities()) {}
+
+void Chain::check(const ChainSchedule& schedule) const {
+  if (schedule.compute_lp && !capabilities_.exact_log_likelihood)
+    throw Error("run.lp = true needs a model with the 'exact-log-likelihood' capability");
+  const std::size_t block_length = corrector_->block_length();
+  for (const auto& [key, every] : {std::pair{"thin", schedule.thin}, std::pair{"eval_every", schedule.eval_every}})
+    if (every % block_length != 0)
+      throw Error(fmt::format("run.{} = {} must be a multiple of corrector.every = {}: draws and metrics are the "
+                              "corrected states at the ends of blocks",
+                              key, every, block_length));
 }
 
 double Chain::log_density(ChainContext& context) {
@@ -135,40 +151,44 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
   const auto start = Clock::now();
   const auto seconds = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
 
-  if (schedule.compute_lp && !capabilities_.exact_log_likelihood)
-    throw Error("run.lp = true needs a model with the 'exact-log-likelihood' capability");
+  check(schedule);
+  const std::size_t block_length = corrector_->block_length();
   ChainContext context{*model_, *workspace_, rng_, cost_};
   ChainResult result;
   std::vector<double> metric_values(model_->metric_names().size());
   double accept_sum = 0.0;
-  Decision last_decision;
+  Decision decision;
 
   model_->initial_point(state_.theta, rng_);
+  integrator_->initialise(state_, model_->dimension(), rng_);
   estimator_->prepare(state_.theta, context);
 
-  const std::size_t block_length = corrector_->block_length();
   for (std::uint64_t iteration = 1; iteration <= schedule.iterations; ++iteration) {
     const std::size_t position_in_block = (iteration - 1) % block_length;
+    const bool ends_block = position_in_block + 1 == block_length;
     if (position_in_block == 0) corrector_->begin_block(state_, context);
-    integrator_->step(state_, *estimator_, context);
+    state_.iteration = iteration;
+    Estimator* endpoint = ends_block ? corrector_->endpoint_estimator() : nullptr;
+    integrator_->step(state_, endpoint ? *endpoint : *estimator_, context);
     after_move(iteration, context);
-    if (position_in_block + 1 == block_length) {
-      last_decision = corrector_->end_block(state_, context);
+    if (ends_block) {
+      decision = corrector_->end_block(state_, context);
       ++result.blocks;
-      result.accepted_blocks += last_decision.accepted ? 1 : 0;
-      accept_sum += last_decision.accept_stat;
-    }
-    if (!all_finite(state_.theta)) {
-      result.diverged = true;
-      result.message = fmt::format("diverged at iteration {}: θ is no longer finite (NaN or Inf); "
-                                   "try a smaller integrator.step_size",
-                                   iteration);
-      break;
+      result.accepted_blocks += decision.accepted ? 1 : 0;
+      result.non_finite_proposals += decision.non_finite ? 1 : 0;
+      accept_sum += decision.accept_stat;
+      if (!all_finite(state_.theta)) {
+        result.diverged = true;
+        result.message = fmt::format("diverged at iteration {}: θ is no longer finite (NaN or Inf); "
+                                     "try a smaller integrator.step_size",
+                                     iteration);
+        break;
+      }
     }
     result.iterations = iteration;
     if (iteration % schedule.thin == 0) {
       const double lp = schedule.compute_lp ? log_density(context) : std::nan("");
-      observer.on_draw({iteration, lp, last_decision.accept_stat, integrator_->step_size(), state_.theta});
+      observer.on_draw({iteration, lp, integrator_->step_size(), decision, state_.theta});
     }
     if (!metric_values.empty() && iteration % schedule.eval_every == 0) {
       model_->evaluate_metrics(state_.theta, *workspace_, metric_values);

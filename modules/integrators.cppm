@@ -1,41 +1,94 @@
 // Integrators: one step of a discretised Langevin dynamics driven by a gradient estimate
-// (SCIENCE.md, "Integrators"). The state they move is ChainState.
+// (SCIENCE.md, "Integrators"), with step-size schedules. The state they move is ChainState.
+//
+// Langevin SDE (temperature T, friction γ, diagonal mass M):
+//   dθ = M⁻¹m dt,  dm = -∇U(θ) dt - γ m dt + sqrt(2γT) M^{1/2} dW.
+// The splitting integrators (OBABO, BAOAB, leapfrog) are built from three exact sub-flows, exported
+// below so they can be tested one by one: A (drift), B (kick) and O (Ornstein–Uhlenbeck).
 module;
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <numbers>
 #include <span>
 #include <string>
 #include <vector>
+#include <fmt/format.h>
 export module sgmcmc.integrators;
 export import sgmcmc.estimators;
+import sgmcmc.error;
 
 export namespace sgmcmc {
 
 /// What a chain carries from step to step.
 struct ChainState {
+  std::uint64_t iteration = 0;  // of the step being made, from 1
   std::vector<double> theta;
   std::vector<double> momentum;  // empty for integrators without momentum
-  /// An estimate ĝ(θ) at the current θ, when `gradient_valid`. Integrators that need the same
-  /// vector on both sides of a point (OBABO under an MH corrector, SCIENCE.md) reuse it; anything
-  /// that moves θ outside an integrator (mirroring, a model's after_step) clears the flag.
+  /// An estimate ĝ(θ) at the current θ, when `gradient_valid`. The Hamiltonian splittings reuse
+  /// it as the first kick of the next step, so each point's gradient is the *same vector* on both
+  /// of its sides (what the MH energy error of seed 2 needs, SCIENCE.md "Correctors"); anything
+  /// that moves θ outside an integrator (mirroring, a model's after_step, an MH rejection that
+  /// restores no gradient) clears the flag.
   std::vector<double> gradient;
   bool gradient_valid = false;
-  /// The integrator's share of the MH energy error ΔH̃ accumulated over the current block: every
-  /// term but U(θ_K) - U(θ_0) (SCIENCE.md, "Correctors"). Correctors read it and reset it, and
-  /// never need to know how an integrator computes it.
+  /// The integrator's share of the MH energy error ΔH̃ over the current block: the sum over the
+  /// block's deterministic, volume-preserving, reversible parts (each BAB) of their change of
+  /// kinetic energy ½ mᵀM⁻¹m. With one gradient per point this equals SCIENCE.md's
+  ///   -(h/2) Σ_k ⟨g_k + g_{k+1}, M⁻¹ m_{k+1/2}⟩ + (h²/8)(‖g_K‖²_{M⁻¹} - ‖g_0‖²_{M⁻¹}),
+  /// since each BAB changes ½mᵀM⁻¹m by -(h/2)⟨g_k + g_{k+1}, M⁻¹m_{k+1/2}⟩ + (h²/8)(‖g_{k+1}‖² - ‖g_k‖²).
+  /// The O parts preserve N(0, TM) exactly and drop out. A corrector adds U(θ_K) - U(θ_0) and
+  /// never needs to know how an integrator made the sum.
   double energy_error = 0.0;
+};
+
+// ---- Sub-steps (Leimkuhler & Matthews 2015, §7; seed 2 §4) -----------------------------------
+
+/// A: θ ← θ + h M⁻¹ m.
+void drift(std::span<double> theta, std::span<const double> momentum, std::span<const double> inverse_mass, double h);
+/// B: m ← m - h g.
+void kick(std::span<double> momentum, std::span<const double> gradient, double h);
+/// O: m ← sqrt(a) m + sqrt((1 - a) T) M^{1/2} ξ, the exact OU flow over a step with a = exp(-γh).
+void ornstein_uhlenbeck(std::span<double> momentum, double a, double temperature, std::span<const double> sqrt_mass,
+                        Rng& rng);
+/// ½ mᵀ M⁻¹ m.
+double kinetic_energy(std::span<const double> momentum, std::span<const double> inverse_mass);
+
+// ---- Step-size schedules ---------------------------------------------------------------------
+
+/// ε_k for iteration k = 1, 2, ...: constant; polynomial decay a(b + k)^(-c) (Welling & Teh 2011,
+/// after Robbins–Monro); cyclical cosine (Zhang et al. 2020, cSG-MCMC eq. 1):
+/// ε_k = (ε_0/2)(cos(π ((k-1) mod L)/L) + 1) with cycle length L.
+class StepSchedule {
+public:
+  /// Reads step_size, schedule, decay_b, decay_c, cycle_length.
+  explicit StepSchedule(const Settings& section);
+  double at(std::uint64_t iteration) const;
+  bool constant() const { return kind_ == Kind::constant; }
+
+private:
+  enum class Kind { constant, polynomial, cyclical };
+  Kind kind_;
+  double step_size_, decay_b_, decay_c_;
+  std::uint64_t cycle_length_;
 };
 
 class Integrator {
 public:
   virtual ~Integrator() = default;
-  /// Sizes the state's vectors for dimension d.
-  virtual void initialise(ChainState& state, std::size_t dimension) const;
-  /// One step from state.theta (and momentum).
+  /// Sizes the state for dimension d (and draws the first momentum ~ N(0, TM) where there is one).
+  virtual void initialise(ChainState& state, std::size_t dimension, Rng& rng);
+  /// One step from state.theta (and momentum) at iteration state.iteration; `estimator` gives
+  /// every gradient the step needs.
   virtual void step(ChainState& state, Estimator& estimator, ChainContext& context) = 0;
   /// The step size of the last step, as written in Stan CSV's stepsize__.
   virtual double step_size() const = 0;
+  virtual double temperature() const { return 1.0; }
+  /// False when a schedule changes the step size from step to step.
+  virtual bool constant_step_size() const { return true; }
+  /// Why a Metropolis–Hastings test cannot follow this integrator, or "" if it can.
+  virtual std::string mh_refusal() const = 0;
 };
 
 using IntegratorFactory = std::function<std::unique_ptr<Integrator>(const Settings&)>;
@@ -50,44 +103,283 @@ module :private;
 
 namespace sgmcmc {
 
-void Integrator::initialise(ChainState& state, std::size_t dimension) const {
+void drift(std::span<double> theta, std::span<const double> momentum, std::span<const double> inverse_mass, double h) {
+  for (std::size_t j = 0; j < theta.size(); ++j) theta[j] += h * inverse_mass[j] * momentum[j];
+}
+
+void kick(std::span<double> momentum, std::span<const double> gradient, double h) {
+  for (std::size_t j = 0; j < momentum.size(); ++j) momentum[j] -= h * gradient[j];
+}
+
+void ornstein_uhlenbeck(std::span<double> momentum, double a, double temperature, std::span<const double> sqrt_mass,
+                        Rng& rng) {
+  const double keep = std::sqrt(a), noise = std::sqrt((1.0 - a) * temperature);
+  for (std::size_t j = 0; j < momentum.size(); ++j) momentum[j] = keep * momentum[j] + noise * sqrt_mass[j] * rng.normal();
+}
+
+double kinetic_energy(std::span<const double> momentum, std::span<const double> inverse_mass) {
+  double sum = 0.0;
+  for (std::size_t j = 0; j < momentum.size(); ++j) sum += momentum[j] * momentum[j] * inverse_mass[j];
+  return 0.5 * sum;
+}
+
+StepSchedule::StepSchedule(const Settings& section)
+    : step_size_(section.positive_number("step_size", 1e-4)),
+      decay_b_(section.positive_number("decay_b", 1.0)),
+      decay_c_(section.number("decay_c", 0.55)),
+      cycle_length_(static_cast<std::uint64_t>(section.integer_at_least("cycle_length", 1000, 1))) {
+  const std::string name = section.text("schedule", "constant");
+  const std::pair<const char*, Kind> kinds[] = {
+      {"constant", Kind::constant}, {"polynomial", Kind::polynomial}, {"cyclical", Kind::cyclical}};
+  for (const auto& [kind_name, kind] : kinds)
+    if (name == kind_name) {
+      kind_ = kind;
+      if (kind_ == Kind::polynomial && !(decay_c_ > 0.0 && decay_c_ <= 1.0))
+        throw Error(fmt::format("{}: expected 0 < c <= 1 for a decaying step size, found {}", section.describe("decay_c"),
+                                decay_c_));
+      return;
+    }
+  throw Error(fmt::format("{}: unknown schedule '{}'; known: constant, polynomial, cyclical",
+                          section.describe("schedule"), name));
+}
+
+double StepSchedule::at(std::uint64_t iteration) const {
+  switch (kind_) {
+    case Kind::polynomial:
+      return step_size_ * std::pow(decay_b_ + static_cast<double>(iteration), -decay_c_);
+    case Kind::cyclical: {
+      const double phase = static_cast<double>((iteration - 1) % cycle_length_) / static_cast<double>(cycle_length_);
+      return 0.5 * step_size_ * (std::cos(std::numbers::pi * phase) + 1.0);
+    }
+    case Kind::constant:
+      break;
+  }
+  return step_size_;
+}
+
+void Integrator::initialise(ChainState& state, std::size_t dimension, Rng&) {
   state.theta.resize(dimension);
   state.gradient.resize(dimension);
 }
 
 namespace {
 
+void ensure_gradient(ChainState& state, Estimator& estimator, ChainContext& context) {
+  if (state.gradient_valid) return;
+  estimator.estimate(state.theta, state.gradient, context);
+  state.gradient_valid = true;
+}
+
+/// What every integrator reads: the schedule and the temperature.
+class ScheduledIntegrator : public Integrator {
+public:
+  explicit ScheduledIntegrator(const Settings& section)
+      : schedule_(section), temperature_(section.positive_number("temperature", 1.0)) {}
+  double step_size() const override { return current_; }
+  double temperature() const override { return temperature_; }
+  bool constant_step_size() const override { return schedule_.constant(); }
+
+protected:
+  double advance(const ChainState& state) { return current_ = schedule_.at(state.iteration); }
+  StepSchedule schedule_;
+  double temperature_;
+  double current_ = 0.0;
+};
+
 /// SGLD, seed 1's convention: θ' = θ - (ε/2) ĝ(θ) + sqrt(ε T) ξ, ξ ~ N(0, I)
 /// (Welling & Teh 2011, eq. 4; SCIENCE.md "SGLD"). T = 1 samples the posterior.
-class Sgld final : public Integrator {
+class Sgld final : public ScheduledIntegrator {
 public:
-  explicit Sgld(const Settings& section)
-      : step_size_(section.positive_number("step_size", 1e-4)),
-        temperature_(section.positive_number("temperature", 1.0)),
-        noise_scale_(std::sqrt(step_size_ * temperature_)) {}
+  using ScheduledIntegrator::ScheduledIntegrator;
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
+    const double epsilon = advance(state), noise = std::sqrt(epsilon * temperature_);
     estimator.estimate(state.theta, state.gradient, context);
     for (std::size_t j = 0; j < state.theta.size(); ++j)
-      state.theta[j] += -0.5 * step_size_ * state.gradient[j] + noise_scale_ * context.rng.normal();
+      state.theta[j] += -0.5 * epsilon * state.gradient[j] + noise * context.rng.normal();
     state.gradient_valid = false;  // the estimate was at the old θ
   }
 
-  double step_size() const override { return step_size_; }
+  std::string mh_refusal() const override {
+    return "sgld computes no gradient at its proposal, which the MH energy error needs; use integrator "
+           "'mala' (the same update, step_size = ε, written as OBABO with a = 0)";
+  }
+};
+
+/// A diagonal mass matrix given as one number for every coordinate (`mass`, default 1).
+struct DiagonalMass {
+  explicit DiagonalMass(const Settings& section) : value(section.positive_number("mass", 1.0)) {}
+  void resize(std::size_t dimension) {
+    inverse.assign(dimension, 1.0 / value);
+    sqrt.assign(dimension, std::sqrt(value));
+  }
+  double value;
+  std::vector<double> inverse, sqrt;
+};
+
+/// Integrators with momentum: mass, and the first momentum drawn from N(0, TM).
+class MomentumIntegrator : public ScheduledIntegrator {
+public:
+  explicit MomentumIntegrator(const Settings& section) : ScheduledIntegrator(section), mass_(section) {}
+  void initialise(ChainState& state, std::size_t dimension, Rng& rng) override {
+    Integrator::initialise(state, dimension, rng);
+    mass_.resize(dimension);
+    state.momentum.assign(dimension, 0.0);
+    ornstein_uhlenbeck(state.momentum, 0.0, temperature_, mass_.sqrt, rng);
+  }
+
+protected:
+  /// BAB with step h: the volume-preserving, reversible core of a step. The first kick uses the
+  /// gradient kept at θ (or a fresh one), the second the gradient at the new θ, which is kept
+  /// for the next step. Adds the change of kinetic energy to state.energy_error.
+  void kick_drift_kick(ChainState& state, double h, Estimator& estimator, ChainContext& context) const {
+    ensure_gradient(state, estimator, context);
+    const double before = kinetic_energy(state.momentum, mass_.inverse);
+    kick(state.momentum, state.gradient, h / 2);
+    drift(state.theta, state.momentum, mass_.inverse, h);
+    estimator.estimate(state.theta, state.gradient, context);
+    kick(state.momentum, state.gradient, h / 2);
+    state.gradient_valid = true;
+    state.energy_error += kinetic_energy(state.momentum, mass_.inverse) - before;
+  }
+
+  DiagonalMass mass_;
+};
+
+/// OBABO / GGMC (Horowitz 1991; Leimkuhler & Matthews 2015; seed 2 §4), a = exp(-γh):
+/// O B(h/2) A(h) B(h/2) O, each O the OU flow m ← sqrt(a) m + sqrt((1-a)T) M^{1/2} ξ (SCIENCE.md).
+/// γ = 0 is a leapfrog step; a = 0 (`mala`) is SGLD/MALA with ε = h².
+class Obabo final : public MomentumIntegrator {
+public:
+  /// `overdamped`: the `mala` form, a = 0 with step_size read as ε = h².
+  Obabo(const Settings& section, bool overdamped)
+      : MomentumIntegrator(section), friction_(overdamped ? INFINITY : friction_of(section)), overdamped_(overdamped) {}
+
+  void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
+    const double scheduled = advance(state);
+    const double h = overdamped_ ? std::sqrt(scheduled) : scheduled;
+    const double a = overdamped_ ? 0.0 : std::exp(-friction_ * h);
+    ornstein_uhlenbeck(state.momentum, a, temperature_, mass_.sqrt, context.rng);
+    kick_drift_kick(state, h, estimator, context);
+    // With a = 0 the next O replaces the momentum whole, so this O would only burn random numbers;
+    // skipping it keeps `mala`'s stream aligned with `sgld`'s (one normal per coordinate per step).
+    if (!overdamped_) ornstein_uhlenbeck(state.momentum, a, temperature_, mass_.sqrt, context.rng);
+  }
+
+  std::string mh_refusal() const override { return ""; }
 
 private:
-  double step_size_;
-  double temperature_;
-  double noise_scale_;
+  static double friction_of(const Settings& section) {
+    const double friction = section.number("friction", 1.0);
+    if (!(friction >= 0.0)) throw Error(fmt::format("{}: expected γ >= 0, found {}", section.describe("friction"), friction));
+    return friction;
+  }
+  double friction_;
+  bool overdamped_;
 };
+
+/// BAOAB (Leimkuhler & Matthews 2013): B(h/2) A(h/2) O(h) A(h/2) B(h/2), O with a = exp(-γh).
+/// Its O sits between the two drifts, so the block is no composition of reversible BAB parts and
+/// the MH energy error of seed 2 does not apply.
+class Baoab final : public MomentumIntegrator {
+public:
+  explicit Baoab(const Settings& section) : MomentumIntegrator(section), friction_(section.positive_number("friction", 1.0)) {}
+
+  void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
+    const double h = advance(state);
+    ensure_gradient(state, estimator, context);
+    kick(state.momentum, state.gradient, h / 2);
+    drift(state.theta, state.momentum, mass_.inverse, h / 2);
+    ornstein_uhlenbeck(state.momentum, std::exp(-friction_ * h), temperature_, mass_.sqrt, context.rng);
+    drift(state.theta, state.momentum, mass_.inverse, h / 2);
+    estimator.estimate(state.theta, state.gradient, context);
+    kick(state.momentum, state.gradient, h / 2);
+    state.gradient_valid = true;
+  }
+
+  std::string mh_refusal() const override {
+    return "baoab's O step sits between its two drifts, so its steps are not reversible volume-preserving maps "
+           "and the MH energy error over a block does not apply; use 'obabo'";
+  }
+
+private:
+  double friction_;
+};
+
+/// HMC / leapfrog (Duane et al. 1987; Neal 2011): each step is one trajectory of L BAB steps
+/// from a fresh momentum ~ N(0, TM). With the `mh` corrector (every = 1) and exact gradients this
+/// is HMC; with stochastic gradients and no corrector, naive SGHMC without friction.
+class Hmc final : public MomentumIntegrator {
+public:
+  explicit Hmc(const Settings& section)
+      : MomentumIntegrator(section), steps_(static_cast<std::size_t>(section.integer_at_least("steps", 10, 1))) {}
+
+  void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
+    const double h = advance(state);
+    ornstein_uhlenbeck(state.momentum, 0.0, temperature_, mass_.sqrt, context.rng);
+    for (std::size_t l = 0; l < steps_; ++l) kick_drift_kick(state, h, estimator, context);
+  }
+
+  std::string mh_refusal() const override { return ""; }
+
+private:
+  std::size_t steps_;
+};
+
+/// SGHMC with the symplectic Euler–Maruyama step (Chen et al. 2014; Wenzel et al. 2020, seed 2 eq. 6):
+/// m' = (1 - hγ) m - h ĝ(θ) + sqrt(2γhT) M^{1/2} ξ,  θ' = θ + h M⁻¹ m'.
+class Sghmc final : public MomentumIntegrator {
+public:
+  explicit Sghmc(const Settings& section) : MomentumIntegrator(section), friction_(section.positive_number("friction", 1.0)) {}
+
+  void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
+    const double h = advance(state), decay = 1.0 - h * friction_, noise = std::sqrt(2.0 * friction_ * h * temperature_);
+    estimator.estimate(state.theta, state.gradient, context);
+    for (std::size_t j = 0; j < state.momentum.size(); ++j)
+      state.momentum[j] = decay * state.momentum[j] - h * state.gradient[j] + noise * mass_.sqrt[j] * context.rng.normal();
+    drift(state.theta, state.momentum, mass_.inverse, h);
+    state.gradient_valid = false;
+  }
+
+  std::string mh_refusal() const override {
+    return "sghmc's Euler-Maruyama step has no realisable backward move (its momentum update is not an OU flow "
+           "composed with reversible kicks), so every MH acceptance probability is exactly 0 (Garriga-Alonso & "
+           "Fortuin 2021, Thm 1); use 'obabo', which keeps a non-zero acceptance";
+  }
+
+private:
+  double friction_;
+};
+
+const std::vector<std::string> schedule_keys = {"step_size", "schedule", "decay_b", "decay_c", "cycle_length", "temperature"};
+
+std::vector<std::string> with_schedule_keys(std::vector<std::string> keys) {
+  keys.insert(keys.begin(), schedule_keys.begin(), schedule_keys.end());
+  return keys;
+}
+
+template <class T, class... Extra>
+IntegratorFactory factory(Extra... extra) {
+  return [=](const Settings& section) -> std::unique_ptr<Integrator> { return std::make_unique<T>(section, extra...); };
+}
 
 }  // namespace
 
 const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
   static const std::vector<CatalogueEntry<IntegratorFactory>> catalogue = {
-      {"sgld", "overdamped Langevin, θ' = θ - (ε/2)ĝ + sqrt(εT)ξ; keys step_size (1e-4), temperature (1)",
-       {"step_size", "temperature"},
-       [](const Settings& section) -> std::unique_ptr<Integrator> { return std::make_unique<Sgld>(section); }},
+      {"sgld", "overdamped Langevin, θ' = θ - (ε/2)ĝ + sqrt(εT)ξ (step_size = ε)", with_schedule_keys({}),
+       factory<Sgld>()},
+      {"mala", "OBABO with a = 0: SGLD's update with a gradient at the proposal, for MH (step_size = ε = h²)",
+       with_schedule_keys({"mass"}), factory<Obabo>(true)},
+      {"obabo", "GGMC / OBABO splitting, a = exp(-γh) (step_size = h); keys friction (1), mass (1)",
+       with_schedule_keys({"mass", "friction"}), factory<Obabo>(false)},
+      {"baoab", "BAOAB splitting (step_size = h); keys friction (1), mass (1)", with_schedule_keys({"mass", "friction"}),
+       factory<Baoab>()},
+      {"hmc", "one leapfrog trajectory of `steps` (10) steps per iteration from fresh momentum (step_size = h)",
+       with_schedule_keys({"mass", "steps"}), factory<Hmc>()},
+      {"leapfrog", "the same as hmc", with_schedule_keys({"mass", "steps"}), factory<Hmc>()},
+      {"sghmc", "SGHMC, symplectic Euler-Maruyama (step_size = h); keys friction (1), mass (1)",
+       with_schedule_keys({"mass", "friction"}), factory<Sghmc>()},
   };
   return catalogue;
 }

@@ -53,13 +53,13 @@ private:
 };
 
 /// Draws in Stan's CSV format (CmdStan guide, "Stan CSV file format"): `#` comment lines, a
-/// header lp__,accept_stat__,stepsize__,<parameters>, then one line per draw. ArviZ's
-/// from_cmdstan and CmdStan's stansummary read it.
+/// header of sampler columns (names ending in __: lp__, accept_stat__, stepsize__, ...) and
+/// parameters, then one line per draw. ArviZ's from_cmdstan and CmdStan's stansummary read it.
 class StanCsvWriter {
 public:
   StanCsvWriter(const std::filesystem::path& path, std::span<const std::string> comment_lines,
-                std::span<const std::string> parameter_names);
-  void write_draw(double lp, double accept_stat, double step_size, std::span<const double> theta);
+                std::span<const std::string> sampler_columns, std::span<const std::string> parameter_names);
+  void write_draw(std::span<const double> sampler_values, std::span<const double> theta);
   void write_comment(std::string_view line);
   void close() { file_.close(); }
 
@@ -175,21 +175,21 @@ void append_number(std::string& out, double value) {
 }
 
 StanCsvWriter::StanCsvWriter(const std::filesystem::path& path, std::span<const std::string> comment_lines,
-                             std::span<const std::string> parameter_names)
+                             std::span<const std::string> sampler_columns, std::span<const std::string> parameter_names)
     : file_(path) {
   for (const auto& comment : comment_lines) write_comment(comment);
-  std::string header = "lp__,accept_stat__,stepsize__";
+  std::string header;
+  for (const auto& name : sampler_columns) header += (header.empty() ? "" : ",") + name;
   for (const auto& name : parameter_names) header += "," + name;
   file_.write(header + "\n");
 }
 
 void StanCsvWriter::write_comment(std::string_view line) { file_.write(fmt::format("# {}\n", line)); }
 
-void StanCsvWriter::write_draw(double lp, double accept_stat, double step_size, std::span<const double> theta) {
+void StanCsvWriter::write_draw(std::span<const double> sampler_values, std::span<const double> theta) {
   line_.clear();
-  append_number(line_, lp);
-  for (double value : {accept_stat, step_size}) {
-    line_ += ',';
+  for (double value : sampler_values) {
+    if (!line_.empty()) line_ += ',';
     append_number(line_, value);
   }
   for (double value : theta) {

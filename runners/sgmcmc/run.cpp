@@ -121,13 +121,23 @@ std::vector<std::string> config_comment_lines(const json& config) {
   return lines;
 }
 
+/// Stan's sampler columns, plus the MH block's ΔH̃ and decision when there is an MH test.
+std::vector<std::string> sampler_columns(bool tests_acceptance) {
+  std::vector<std::string> columns{"lp__", "accept_stat__", "stepsize__"};
+  if (tests_acceptance) columns.insert(columns.end(), {"delta_energy__", "accepted__"});
+  return columns;
+}
+
 /// One chain's output: draws streamed to its Stan CSV, metric rows kept for metrics.csv.
 class ChainFiles final : public sgmcmc::ChainObserver {
 public:
-  ChainFiles(const fs::path& path, const std::vector<std::string>& comments, const std::vector<std::string>& names)
-      : draws_(path, comments, names) {}
+  ChainFiles(const fs::path& path, const std::vector<std::string>& comments, bool tests_acceptance,
+             const std::vector<std::string>& names)
+      : draws_(path, comments, sampler_columns(tests_acceptance), names), tests_acceptance_(tests_acceptance) {}
   void on_draw(const sgmcmc::Draw& draw) override {
-    draws_.write_draw(draw.lp, draw.accept_stat, draw.step_size, draw.theta);
+    const double all[] = {draw.lp, draw.decision.accept_stat, draw.step_size, draw.decision.delta_energy,
+                          draw.decision.accepted ? 1.0 : 0.0};
+    draws_.write_draw(std::span(all, tests_acceptance_ ? 5 : 3), draw.theta);
   }
   void on_metrics(const sgmcmc::MetricsRow& row) override {
     rows_.push_back({row.iteration, row.seconds, row.cost, {row.values.begin(), row.values.end()}});
@@ -143,6 +153,7 @@ public:
 
 private:
   sgmcmc::StanCsvWriter draws_;
+  bool tests_acceptance_;
   std::vector<Row> rows_;
 };
 
@@ -215,10 +226,15 @@ int run_command(const RunOptions& options) {
 
   // Every chain gets its own parts, all built here, before any thread starts.
   std::vector<ChainJob> jobs(schedule.chains);
-  for (std::uint64_t k = 0; k < schedule.chains; ++k)
-    jobs[k].chain = std::make_unique<sgmcmc::Chain>(
-        model, sgmcmc::make_estimator(config["estimator"], *model), sgmcmc::make_integrator(config["integrator"]),
-        sgmcmc::make_corrector(config["corrector"]), sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
+  bool tests_acceptance = false;
+  for (std::uint64_t k = 0; k < schedule.chains; ++k) {
+    auto integrator = sgmcmc::make_integrator(config["integrator"]);
+    auto corrector = sgmcmc::make_corrector(config["corrector"], *model, *integrator);
+    tests_acceptance = corrector->tests_acceptance();
+    jobs[k].chain = std::make_unique<sgmcmc::Chain>(model, sgmcmc::make_estimator(config["estimator"], *model),
+                                                    std::move(integrator), std::move(corrector),
+                                                    sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
+  }
   // Keys of another component than the chosen one (batch_size with `exact`) are ignored with a
   // warning, so one file can serve several choices; any other unread key is an error.
   std::vector<std::string> warnings;
@@ -235,6 +251,7 @@ int run_command(const RunOptions& options) {
   for (const auto& warning : warnings) fmt::print(stderr, "sgmcmc: warning: {}\n", warning);
   if (schedule.chain.compute_lp && !model->capabilities().exact_log_likelihood)
     throw sgmcmc::Error(fmt::format("{}: model '{}' has no exact log-likelihood", config["run"].describe("lp"), model_name));
+  jobs.front().chain->check(schedule.chain);
 
   const fs::path out = prepare_output(options, label);
   json manifest = {{"sgmcmc_version", SGMCMC_VERSION},
@@ -254,7 +271,8 @@ int run_command(const RunOptions& options) {
   for (std::uint64_t k = 0; k < schedule.chains; ++k) {
     auto chain_comments = comments;
     chain_comments.push_back(fmt::format("chain = {}", k + 1));
-    jobs[k].files = std::make_unique<ChainFiles>(out / fmt::format("chain-{}.csv", k + 1), chain_comments, names);
+    jobs[k].files = std::make_unique<ChainFiles>(out / fmt::format("chain-{}.csv", k + 1), chain_comments,
+                                                 tests_acceptance, names);
   }
 
   const unsigned threads = options.threads ? options.threads
@@ -277,8 +295,11 @@ int run_command(const RunOptions& options) {
     chains.push_back({{"chain", k + 1}, {"status", r.diverged ? "diverged" : "complete"}, {"message", r.message},
                       {"iterations", r.iterations}, {"seconds", r.seconds}, {"item_gradients", r.cost.item_gradients},
                       {"full_passes", r.cost.full_passes}, {"blocks", r.blocks}, {"accepted_blocks", r.accepted_blocks},
-                      {"mean_accept_stat", r.mean_accept_stat}});
+                      {"non_finite_proposals", r.non_finite_proposals}, {"mean_accept_stat", r.mean_accept_stat}});
     if (r.diverged) fmt::print(stderr, "sgmcmc: chain {} {}; its draws until then are in chain-{}.csv\n", k + 1, r.message, k + 1);
+    if (r.non_finite_proposals)
+      fmt::print(stderr, "sgmcmc: chain {}: {} proposal(s) with a non-finite potential or energy error were rejected\n",
+                 k + 1, r.non_finite_proposals);
   }
   manifest["status"] = any_diverged ? "diverged" : "complete";
   manifest["chains"] = chains;
@@ -295,6 +316,9 @@ int run_command(const RunOptions& options) {
       if (!jobs[k].files->rows().empty())
         for (std::size_t m = 0; m < metric_names.size(); ++m)
           last += fmt::format(", {} {:.4f}", metric_names[m], jobs[k].files->rows().back().values[m]);
+      if (tests_acceptance)
+        last += fmt::format(", acceptance rate {:.3f}", static_cast<double>(jobs[k].result.accepted_blocks) /
+                                                           static_cast<double>(std::max<std::uint64_t>(1, jobs[k].result.blocks)));
       fmt::print("  chain {}: {} item gradients{}\n", k + 1, jobs[k].result.cost.item_gradients, last);
     }
   }

@@ -147,7 +147,21 @@ TEST_CASE("bad input: a clear message, exit code 2, no crash, no results") {
   expect_error("run --preset demo --set model.name=gausian", "did you mean 'gaussian'?");
   expect_error("run --preset demo --set estimator.name=sgd", "unknown estimator 'sgd'");
   expect_error("run --preset demo --set integrator.name=euler", "known: sgld");
-  expect_error("run --preset demo --set corrector.name=mh", "unknown corrector 'mh'");
+  expect_error("run --preset demo --set corrector.name=metropolis", "unknown corrector 'metropolis'");
+  expect_error("run --preset demo --set corrector.name=mh --set integrator.name=sghmc",
+               "the mh corrector cannot follow this integrator: sghmc's Euler-Maruyama step has no realisable backward move");
+  expect_error("run --preset demo --set corrector.name=mh", "the mh corrector cannot follow this integrator: sgld computes no gradient");
+  expect_error("run --preset demo --set corrector.name=mh --set integrator.name=obabo --set integrator.schedule=cyclical",
+               "the mh corrector needs a constant step size");
+  expect_error("run --preset demo --set corrector.name=mh --set integrator.name=obabo --set corrector.every=3",
+               "run.thin = 5 must be a multiple of corrector.every = 3");
+  expect_error("run --preset demo --set integrator.schedule=linear", "unknown schedule 'linear'");
+  expect_error("run --preset demo --set integrator.name=obabo --set integrator.friction=-1", "expected γ >= 0");
+  expect_error("run --preset demo --set integrator.name=hmc --set integrator.steps=0", "integrator.steps: expected an integer >= 1");
+  expect_error("run --preset demo --set integrator.step_size=0", "integrator.step_size: expected a number > 0");
+  expect_error("run --preset demo --set integrator.temperature=-1", "integrator.temperature: expected a number > 0");
+  expect_error("run --preset demo --set corrector.name=mh --set integrator.name=obabo --set corrector.every=0",
+               "corrector.every: expected an integer >= 1");
   expect_error("run --preset dmeo", "unknown preset 'dmeo' (did you mean 'demo'?)");
   expect_error("run --config '" + (dir.path() / "absent.toml").string() + "'", "absent.toml: cannot open");
   expect_error("run --preset demo --set run.chains=0", "run.chains: expected an integer >= 1");

@@ -39,8 +39,10 @@ struct Draws final : sgmcmc::ChainObserver {
 Draws run_sgld_exact(std::shared_ptr<const sgmcmc::Model> model, double step_size, std::uint64_t iterations) {
   auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"sgld\"\nstep_size = {}\n", step_size), "t.toml");
   auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
-  sgmcmc::Chain chain(model, std::move(estimator), sgmcmc::make_integrator(config["integrator"]),
-                      sgmcmc::make_corrector(config["corrector"]), sgmcmc::Rng(2024, sgmcmc::chain_stream(0)));
+  auto integrator = sgmcmc::make_integrator(config["integrator"]);
+  auto corrector = sgmcmc::make_corrector(config["corrector"], *model, *integrator);
+  sgmcmc::Chain chain(model, std::move(estimator), std::move(integrator), std::move(corrector),
+                      sgmcmc::Rng(2024, sgmcmc::chain_stream(0)));
   Draws draws;
   const auto result = chain.run({.iterations = iterations, .thin = 1, .eval_every = iterations}, draws);
   REQUIRE_FALSE(result.diverged);

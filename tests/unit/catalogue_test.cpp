@@ -26,6 +26,20 @@ public:
                          sgmcmc::Rng&) const override {}
 };
 
+/// TinyModel with an exact log-likelihood (the mh corrector refuses models without one).
+class ExactModel final : public sgmcmc::Model {
+public:
+  std::size_t dimension() const override { return 1; }
+  std::size_t num_items() const override { return 10; }
+  std::vector<std::string> parameter_names() const override { return {"x"}; }
+  sgmcmc::Capabilities capabilities() const override { return {.exact_log_likelihood = true}; }
+  double prior_potential(std::span<const double>) const override { return 0.0; }
+  void add_prior_gradient(std::span<const double>, std::span<double>) const override {}
+  void add_data_gradient(std::span<const double>, const sgmcmc::Batch&, std::span<double>, sgmcmc::Workspace&,
+                         sgmcmc::Rng&) const override {}
+  double data_potential(std::span<const double>, const sgmcmc::Batch&, sgmcmc::Workspace&) const override { return 0.0; }
+};
+
 std::set<std::string> read_keys(const sgmcmc::Settings& settings) {
   std::set<std::string> keys;
   for (const auto& [key, value] : settings.resolved())
@@ -49,7 +63,11 @@ TEST_CASE("every catalogue entry declares exactly the keys it reads") {
   const TinyModel model;
   check_declared_keys(sgmcmc::estimator_catalogue(), "estimator", [&](const auto& s) { sgmcmc::make_estimator(s, model); });
   check_declared_keys(sgmcmc::integrator_catalogue(), "integrator", [](const auto& s) { sgmcmc::make_integrator(s); });
-  check_declared_keys(sgmcmc::corrector_catalogue(), "corrector", [](const auto& s) { sgmcmc::make_corrector(s); });
+  auto integrator_config = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\n", "i.toml");
+  const auto integrator = sgmcmc::make_integrator(integrator_config["integrator"]);
+  const ExactModel exact_model;
+  check_declared_keys(sgmcmc::corrector_catalogue(), "corrector",
+                      [&](const auto& s) { sgmcmc::make_corrector(s, exact_model, *integrator); });
 }
 
 TEST_CASE("a key of another component is 'not used', any other unread key is an error") {

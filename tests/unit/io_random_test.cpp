@@ -36,10 +36,10 @@ TEST_CASE("numeric CSV errors name file, line and column") {
 
 TEST_CASE("Stan CSV: comments, header, draws that read back to the same doubles") {
   test::TempDir dir;
-  const std::vector<std::string> comments{"seed = 3"}, names{"beta.1", "beta.2"};
-  sgmcmc::StanCsvWriter writer(dir.path() / "c.csv", comments, names);
+  const std::vector<std::string> comments{"seed = 3"}, sampler{"lp__", "accept_stat__", "stepsize__"}, names{"beta.1", "beta.2"};
+  sgmcmc::StanCsvWriter writer(dir.path() / "c.csv", comments, sampler, names);
   const double third = 1.0 / 3.0;
-  writer.write_draw(std::nan(""), 1.0, 0.5, std::vector<double>{third, -2e-300});
+  writer.write_draw(std::vector<double>{std::nan(""), 1.0, 0.5}, std::vector<double>{third, -2e-300});
   writer.close();
   const std::string text = test::read_text(dir.path() / "c.csv");
   CHECK(text == "# seed = 3\nlp__,accept_stat__,stepsize__,beta.1,beta.2\nnan,1,0.5,0.3333333333333333,-2e-300\n");
