@@ -7,47 +7,18 @@
 #include <xtensor/xview.hpp>
 
 #include "gaussian_fixture.hpp"
+#include "targets.hpp"
 
 namespace {
 
-/// A one-dimensional target N(μ, σ²) as a Model with a single item: f_0 = 0, f_1 = (x-μ)²/(2σ²).
-class NormalTarget final : public sgmcmc::Model {
-public:
-  NormalTarget(double mu, double sigma) : mu_(mu), sigma_(sigma) {}
-  std::size_t dimension() const override { return 1; }
-  std::size_t num_items() const override { return 1; }
-  std::vector<std::string> parameter_names() const override { return {"x"}; }
-  sgmcmc::Capabilities capabilities() const override { return {.exact_log_likelihood = true}; }
-  double prior_potential(std::span<const double>) const override { return 0.0; }
-  void add_prior_gradient(std::span<const double>, std::span<double>) const override {}
-  void add_data_gradient(std::span<const double> x, const sgmcmc::Batch& batch, std::span<double> gradient,
-                         sgmcmc::Workspace&, sgmcmc::Rng&) const override {
-    for (std::size_t k = 0; k < batch.items.size(); ++k) gradient[0] += batch.weight(k) * (x[0] - mu_) / (sigma_ * sigma_);
-  }
+using test::NormalTarget;
 
-private:
-  double mu_, sigma_;
-};
-
-/// Keeps every draw in memory.
-struct Draws final : sgmcmc::ChainObserver {
-  std::vector<std::vector<double>> rows;
-  void on_draw(const sgmcmc::Draw& draw) override { rows.emplace_back(draw.theta.begin(), draw.theta.end()); }
-  void on_metrics(const sgmcmc::MetricsRow&) override {}
-};
-
-Draws run_sgld_exact(std::shared_ptr<const sgmcmc::Model> model, double step_size, std::uint64_t iterations) {
-  auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"sgld\"\nstep_size = {}\n", step_size), "t.toml");
-  auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
-  auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  auto corrector = sgmcmc::make_corrector(config["corrector"], *model, *integrator);
-  sgmcmc::Chain chain(model, std::move(estimator), std::move(integrator), std::move(corrector),
-                      sgmcmc::Rng(2024, sgmcmc::chain_stream(0)));
-  Draws draws;
-  const auto result = chain.run({.iterations = iterations, .thin = 1, .eval_every = iterations}, draws);
-  REQUIRE_FALSE(result.diverged);
-  REQUIRE(result.cost.item_gradients == iterations * model->num_items());
-  return draws;
+test::Draws run_sgld_exact(std::shared_ptr<const sgmcmc::Model> model, double step_size, std::uint64_t iterations) {
+  auto run = test::run_chain(model, fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"sgld\"\nstep_size = {}\n", step_size),
+                             iterations);
+  REQUIRE_FALSE(run.result.diverged);
+  REQUIRE(run.result.cost.item_gradients == iterations * model->num_items());
+  return std::move(run.draws);
 }
 
 }  // namespace

@@ -1,0 +1,281 @@
+// Integrators: each sub-step and one full step of each integrator against values computed by
+// hand from the same random draws; OBABO's limits (γ = 0: leapfrog; a = 0: SGLD with ε = h²);
+// reversibility; the energy error's order; SGHMC's unrealisable backward move.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+
+#include "gaussian_fixture.hpp"
+#include "targets.hpp"
+
+namespace {
+
+/// U(x) = (x - μ)²/(2σ²) with μ = 0.5, σ² = 0.8: ∇U(x) = (x - 0.5)/0.8.
+constexpr double mu = 0.5, sigma2 = 0.8;
+double grad(double x) { return (x - mu) / sigma2; }
+
+struct OneStep {
+  std::shared_ptr<const sgmcmc::Model> model = std::make_shared<test::NormalTarget>(mu, std::sqrt(sigma2));
+  std::unique_ptr<sgmcmc::Workspace> workspace = model->make_workspace();
+  std::unique_ptr<sgmcmc::Estimator> estimator;
+  std::unique_ptr<sgmcmc::Integrator> integrator;
+  sgmcmc::Rng rng{5, 7};
+  sgmcmc::Cost cost;
+  sgmcmc::ChainState state;
+
+  /// An integrator from `toml`, at θ = 1.3 and momentum -0.4 (when it has one).
+  explicit OneStep(const std::string& toml) {
+    auto config = sgmcmc::parse_config("[estimator]\nname = \"exact\"\n" + toml, "t.toml");
+    estimator = sgmcmc::make_estimator(config["estimator"], *model);
+    integrator = sgmcmc::make_integrator(config["integrator"]);
+    integrator->initialise(state, 1, rng);
+    state.theta[0] = 1.3;
+    if (!state.momentum.empty()) state.momentum[0] = -0.4;
+    state.iteration = 1;
+  }
+  /// The random stream as the step will see it, to compute the expected values by hand.
+  sgmcmc::Rng stream() const { return rng; }
+  void step() {
+    sgmcmc::ChainContext context{*model, *workspace, rng, cost};
+    integrator->step(state, *estimator, context);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("sub-steps A, B, O and the kinetic energy on known values") {
+  std::vector<double> theta{1.0, -2.0}, momentum{0.5, 3.0};
+  const std::vector<double> inverse_mass{2.0, 0.25}, gradient{4.0, -1.0};
+  sgmcmc::drift(theta, momentum, inverse_mass, 0.1);  // θ + h M⁻¹ m
+  CHECK(theta[0] == Approx(1.1).epsilon(1e-15));
+  CHECK(theta[1] == Approx(-1.925).epsilon(1e-15));
+  sgmcmc::kick(momentum, gradient, 0.5);  // m - h g
+  CHECK(momentum[0] == Approx(-1.5).epsilon(1e-15));
+  CHECK(momentum[1] == Approx(3.5).epsilon(1e-15));
+  CHECK(sgmcmc::kinetic_energy(momentum, inverse_mass) == Approx(0.5 * (1.5 * 1.5 * 2.0 + 3.5 * 3.5 * 0.25)).epsilon(1e-15));
+
+  // O with a = 1 leaves m alone; with a = 0 it is a fresh N(0, T M) draw; in between it mixes.
+  const std::vector<double> sqrt_mass{std::sqrt(0.5), 2.0};
+  sgmcmc::Rng rng(1, 2), reference = rng;
+  auto m = momentum;
+  sgmcmc::ornstein_uhlenbeck(m, 1.0, 2.0, sqrt_mass, rng);
+  CHECK(m == momentum);
+  reference = rng;
+  sgmcmc::ornstein_uhlenbeck(m, 0.3, 2.0, sqrt_mass, rng);
+  for (std::size_t j = 0; j < 2; ++j)
+    CHECK(m[j] == Approx(std::sqrt(0.3) * momentum[j] + std::sqrt(0.7 * 2.0) * sqrt_mass[j] * reference.normal()).epsilon(1e-14));
+}
+
+TEST_CASE("one sgld step: θ - (ε/2)∇U + sqrt(εT)ξ") {
+  OneStep s("[integrator]\nname = \"sgld\"\nstep_size = 0.1\ntemperature = 1.5\n");
+  auto r = s.stream();
+  s.step();
+  CHECK(s.state.theta[0] == Approx(1.3 - 0.05 * grad(1.3) + std::sqrt(0.15) * r.normal()).epsilon(1e-14));
+}
+
+TEST_CASE("one obabo step with mass and temperature, and its energy error") {
+  const double h = 0.2, gamma = 0.7, mass = 2.0, temperature = 1.5, a = std::exp(-gamma * h);
+  OneStep s(fmt::format("[integrator]\nname = \"obabo\"\nstep_size = {}\nfriction = {}\nmass = {}\ntemperature = {}\n", h, gamma,
+                        mass, temperature));
+  auto r = s.stream();
+  double m = std::sqrt(a) * -0.4 + std::sqrt((1 - a) * temperature) * std::sqrt(mass) * r.normal();
+  const double kinetic_before = 0.5 * m * m / mass;
+  m -= h / 2 * grad(1.3);
+  const double theta = 1.3 + h * m / mass;
+  m -= h / 2 * grad(theta);
+  const double energy_error = 0.5 * m * m / mass - kinetic_before;
+  m = std::sqrt(a) * m + std::sqrt((1 - a) * temperature) * std::sqrt(mass) * r.normal();
+  s.step();
+  CHECK(s.state.theta[0] == Approx(theta).epsilon(1e-14));
+  CHECK(s.state.momentum[0] == Approx(m).epsilon(1e-14));
+  CHECK(s.state.energy_error == Approx(energy_error).epsilon(1e-12));
+  CHECK(s.state.gradient_valid);  // the gradient at the new θ is kept for the next first kick
+  CHECK(s.state.gradient[0] == Approx(grad(theta)).epsilon(1e-14));
+}
+
+TEST_CASE("one baoab step") {
+  const double h = 0.2, gamma = 0.7, a = std::exp(-gamma * h);
+  OneStep s(fmt::format("[integrator]\nname = \"baoab\"\nstep_size = {}\nfriction = {}\n", h, gamma));
+  auto r = s.stream();
+  double m = -0.4 - h / 2 * grad(1.3);
+  double theta = 1.3 + h / 2 * m;
+  m = std::sqrt(a) * m + std::sqrt(1 - a) * r.normal();
+  theta += h / 2 * m;
+  m -= h / 2 * grad(theta);
+  s.step();
+  CHECK(s.state.theta[0] == Approx(theta).epsilon(1e-14));
+  CHECK(s.state.momentum[0] == Approx(m).epsilon(1e-14));
+}
+
+TEST_CASE("one sghmc (Euler-Maruyama) step") {
+  const double h = 0.1, gamma = 2.0, mass = 0.5;
+  OneStep s(fmt::format("[integrator]\nname = \"sghmc\"\nstep_size = {}\nfriction = {}\nmass = {}\n", h, gamma, mass));
+  auto r = s.stream();
+  const double m = (1 - h * gamma) * -0.4 - h * grad(1.3) + std::sqrt(2 * gamma * h) * std::sqrt(mass) * r.normal();
+  s.step();
+  CHECK(s.state.momentum[0] == Approx(m).epsilon(1e-14));
+  CHECK(s.state.theta[0] == Approx(1.3 + h * m / mass).epsilon(1e-14));
+}
+
+TEST_CASE("one hmc step: fresh momentum, then L leapfrog steps") {
+  const double h = 0.3;
+  OneStep s(fmt::format("[integrator]\nname = \"hmc\"\nstep_size = {}\nsteps = 3\n", h));
+  auto r = s.stream();
+  double m = r.normal(), theta = 1.3;
+  for (int l = 0; l < 3; ++l) {
+    m -= h / 2 * grad(theta);
+    theta += h * m;
+    m -= h / 2 * grad(theta);
+  }
+  s.step();
+  CHECK(s.state.theta[0] == Approx(theta).epsilon(1e-14));
+  CHECK(s.state.momentum[0] == Approx(m).epsilon(1e-14));
+  CHECK(s.cost.item_gradients == 4);  // one gradient per point: θ_0 and the three new points
+}
+
+TEST_CASE("one mala step is SGLD's update with h = sqrt(ε)") {
+  const double epsilon = 0.09;
+  OneStep s(fmt::format("[integrator]\nname = \"mala\"\nstep_size = {}\n", epsilon));
+  auto r = s.stream();
+  const double xi = r.normal();
+  s.step();
+  CHECK(s.state.theta[0] == Approx(1.3 - epsilon / 2 * grad(1.3) + std::sqrt(epsilon) * xi).epsilon(1e-14));
+}
+
+TEST_CASE("obabo with γ = 0 is a leapfrog step, bit for bit") {
+  OneStep s("[integrator]\nname = \"obabo\"\nstep_size = 0.25\nfriction = 0\n");
+  double m = -0.4 - 0.125 * grad(1.3);
+  const double theta = 1.3 + 0.25 * m;
+  m -= 0.125 * grad(theta);
+  s.step();
+  CHECK(s.state.theta[0] == theta);
+  CHECK(s.state.momentum[0] == m);
+}
+
+TEST_CASE("mala (obabo with a = 0) reproduces sgld with ε = h² over a whole trajectory") {
+  // Same gradients, same normals in the same order (mala first draws the initial momentum, d
+  // normals, which sgld's stream skips here); the only difference is sqrt(ε)·sqrt(T) against
+  // sqrt(εT) and (ε/2)g against h·(h/2)g, rounding of order 1e-16 per step.
+  test::GaussianFixture fixture(30, 3);
+  const double epsilon = 1e-3;
+  auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"sgld\"\nstep_size = {}\n", epsilon), "s.toml");
+  auto mala_config = sgmcmc::parse_config(fmt::format("[integrator]\nname = \"mala\"\nstep_size = {}\n", epsilon), "m.toml");
+  auto estimator = sgmcmc::make_estimator(config["estimator"], *fixture.model);
+  auto sgld = sgmcmc::make_integrator(config["integrator"]);
+  auto mala = sgmcmc::make_integrator(mala_config["integrator"]);
+  sgmcmc::Rng sgld_rng(3, 1), mala_rng(3, 1);
+  sgmcmc::Cost cost;
+  auto workspace = fixture.model->make_workspace();
+  sgmcmc::ChainState sgld_state, mala_state;
+  sgld->initialise(sgld_state, 3, sgld_rng);
+  mala->initialise(mala_state, 3, mala_rng);
+  for (int j = 0; j < 3; ++j) sgld_rng.normal();
+  for (std::uint64_t k = 1; k <= 200; ++k) {
+    sgld_state.iteration = mala_state.iteration = k;
+    sgmcmc::ChainContext sgld_context{*fixture.model, *workspace, sgld_rng, cost}, mala_context{*fixture.model, *workspace, mala_rng, cost};
+    sgld->step(sgld_state, *estimator, sgld_context);
+    mala->step(mala_state, *estimator, mala_context);
+  }
+  for (std::size_t j = 0; j < 3; ++j) CHECK(mala_state.theta[j] == Approx(sgld_state.theta[j]).epsilon(1e-10));
+}
+
+TEST_CASE("an obabo trajectory with γ = 0 run forward, momentum flipped, run again, returns to its start") {
+  test::GaussianFixture fixture(30, 3);
+  auto config = sgmcmc::parse_config("[estimator]\nname = \"exact\"\n[integrator]\nname = \"obabo\"\nstep_size = 0.01\nfriction = 0\n", "r.toml");
+  auto estimator = sgmcmc::make_estimator(config["estimator"], *fixture.model);
+  auto integrator = sgmcmc::make_integrator(config["integrator"]);
+  sgmcmc::Rng rng(4, 4);
+  sgmcmc::Cost cost;
+  auto workspace = fixture.model->make_workspace();
+  sgmcmc::ChainContext context{*fixture.model, *workspace, rng, cost};
+  sgmcmc::ChainState state;
+  integrator->initialise(state, 3, rng);
+  state.theta = {0.2, -0.5, 1.0};
+  const auto start_theta = state.theta;
+  const auto start_momentum = state.momentum;
+  for (int k = 0; k < 40; ++k) integrator->step(state, *estimator, context);
+  for (double& m : state.momentum) m = -m;
+  for (int k = 0; k < 40; ++k) integrator->step(state, *estimator, context);
+  for (std::size_t j = 0; j < 3; ++j) {
+    CHECK(std::abs(state.theta[j] - start_theta[j]) < 1e-12);
+    CHECK(std::abs(state.momentum[j] + start_momentum[j]) < 1e-12);
+  }
+}
+
+TEST_CASE("the energy error of a leapfrog trajectory shrinks as h²") {
+  // Quantity: max over a trajectory of duration 1 of |ΔH| = |U(θ_k) - U(θ_0) + energy_error|,
+  // with exact gradients (obabo, γ = 0). Leapfrog's energy error is h²·c(t) + O(h⁴) (Hairer,
+  // Lubich & Wanner, Geometric Numerical Integration, IX.8), so halving h divides it by 4 up to a
+  // relative O(h²λ) correction: with h·sqrt(λ_max) ≤ 0.16 that is below 3%, and the log-log slope
+  // over h, h/2, h/4, h/8 is 2 within ±0.1. A first-order error (slope 1) fails.
+  test::GaussianFixture fixture(30, 3);
+  const auto eigenvalues = std::get<0>(xt::linalg::eigh(fixture.precision));
+  const double h0 = 0.16 / std::sqrt(xt::amax(eigenvalues)());
+  std::vector<double> log_h, log_error;
+  auto workspace = fixture.model->make_workspace();
+  std::vector<std::size_t> items(fixture.model->num_items());
+  std::iota(items.begin(), items.end(), std::size_t{0});
+  const auto potential = [&](const std::vector<double>& theta) {
+    return fixture.model->prior_potential(theta) + fixture.model->data_potential(theta, {items}, *workspace);
+  };
+  for (double h : {h0, h0 / 2, h0 / 4, h0 / 8}) {
+    auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"obabo\"\nstep_size = {}\nfriction = 0\n", h), "e.toml");
+    auto estimator = sgmcmc::make_estimator(config["estimator"], *fixture.model);
+    auto integrator = sgmcmc::make_integrator(config["integrator"]);
+    sgmcmc::Rng rng(9, 9);
+    sgmcmc::Cost cost;
+    sgmcmc::ChainContext context{*fixture.model, *workspace, rng, cost};
+    sgmcmc::ChainState state;
+    integrator->initialise(state, 3, rng);
+    state.theta = {fixture.mean(0) + 0.1, fixture.mean(1) - 0.2, fixture.mean(2)};
+    const double start = potential(state.theta);
+    double worst = 0.0;
+    const int steps = static_cast<int>(std::lround(1.0 / (h * std::sqrt(xt::amax(eigenvalues)()))));
+    for (int k = 0; k < steps; ++k) {
+      integrator->step(state, *estimator, context);
+      worst = std::max(worst, std::abs(potential(state.theta) - start + state.energy_error));
+    }
+    log_h.push_back(std::log(h));
+    log_error.push_back(std::log(worst));
+  }
+  const double slope = (log_error.front() - log_error.back()) / (log_h.front() - log_h.back());
+  INFO("slope " << slope);
+  CHECK(std::abs(slope - 2.0) < 0.1);
+}
+
+TEST_CASE("sghmc's backward move is not realisable, so an MH test could never accept") {
+  // Seed 2, Thm 1: from (θ', -m') a symplectic Euler-Maruyama step moves θ by h M⁻¹ m_b with
+  // its *new* momentum m_b; to return to (θ, -m) it needs m_b = -m, and then lands at
+  // θ' - hM⁻¹m = θ + hM⁻¹(m' - m), which is θ only if m' = m: an event of probability 0 under
+  // the Gaussian noise. Over many random steps the miss is never 0.
+  OneStep s("[integrator]\nname = \"sghmc\"\nstep_size = 0.1\nfriction = 1\n");
+  double smallest_miss = INFINITY;
+  for (int k = 0; k < 1000; ++k) {
+    const double theta = s.state.theta[0], m = s.state.momentum[0];
+    s.step();
+    const double miss = std::abs((s.state.theta[0] - 0.1 * m) - theta);  // θ' - h m - θ
+    CHECK(miss == Approx(std::abs(0.1 * (s.state.momentum[0] - m))).epsilon(1e-9));
+    smallest_miss = std::min(smallest_miss, miss);
+  }
+  CHECK(smallest_miss > 0.0);
+}
+
+TEST_CASE("step-size schedules: constant, polynomial decay, cyclical cosine") {
+  auto config = sgmcmc::parse_config(
+      "[integrator]\nstep_size = 0.5\nschedule = \"polynomial\"\ndecay_b = 3\ndecay_c = 0.6\n", "p.toml");
+  const sgmcmc::StepSchedule polynomial(config["integrator"]);
+  CHECK(polynomial.at(1) == Approx(0.5 * std::pow(4.0, -0.6)).epsilon(1e-15));
+  CHECK(polynomial.at(97) == Approx(0.5 * std::pow(100.0, -0.6)).epsilon(1e-15));
+  auto cyclic = sgmcmc::parse_config("[integrator]\nstep_size = 0.5\nschedule = \"cyclical\"\ncycle_length = 4\n", "c.toml");
+  const sgmcmc::StepSchedule cyclical(cyclic["integrator"]);
+  const double expected[] = {0.5, 0.25 * (std::cos(M_PI / 4) + 1), 0.25, 0.25 * (std::cos(3 * M_PI / 4) + 1), 0.5};
+  for (int k = 0; k < 5; ++k) CHECK(cyclical.at(k + 1) == Approx(expected[k]).epsilon(1e-15));
+  auto constant = sgmcmc::parse_config("[integrator]\nstep_size = 0.5\n", "k.toml");
+  CHECK(sgmcmc::StepSchedule(constant["integrator"]).at(1000) == 0.5);
+  auto bad = sgmcmc::parse_config("[integrator]\nschedule = \"polynomial\"\ndecay_c = 1.5\n", "b.toml");
+  CHECK_THROWS_WITH(sgmcmc::StepSchedule(bad["integrator"]), Catch::Matchers::Contains("b.toml:3: integrator.decay_c"));
+}
