@@ -42,7 +42,7 @@ int list_command(const std::optional<std::filesystem::path>& plugin_dir) {
 }
 
 int presets_command() {
-  for (const auto& preset : embedded_presets()) fmt::print("{:<16} {}\n", preset.name, preset_description(preset));
+  for (const auto& preset : embedded_presets()) fmt::print("{:<20} {}\n", preset.name, preset_description(preset));
   return 0;
 }
 
