@@ -93,6 +93,37 @@ TEST_CASE("sgmcmc run --preset demo writes manifest, Stan CSV chains and metrics
   CHECK(lpd == Approx(-1.419).margin(0.1));
 }
 
+TEST_CASE("the gaussian-obabo-mh preset records ΔH̃ and the decision of every block") {
+  test::TempDir dir;
+  const auto out = dir.path() / "mh";
+  const auto result = test::run_cli("run --preset gaussian-obabo-mh --chains 1 --set run.iterations=500 --out '" + out.string() + "'");
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.output, Contains("acceptance rate"));
+  std::vector<std::string> rows;
+  for (const auto& line : lines_of(test::read_text(out / "chain-1.csv")))
+    if (!line.starts_with("#")) rows.push_back(line);
+  REQUIRE(rows.size() == 1 + 50);  // header + one draw per block (thin = every = 10)
+  CHECK(rows[0].starts_with("lp__,accept_stat__,stepsize__,delta_energy__,accepted__,beta.1"));
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  std::size_t accepted = 0;
+  for (std::size_t k = 1; k < rows.size(); ++k) {
+    std::istringstream fields(rows[k]);
+    std::vector<double> values;
+    for (std::string field; std::getline(fields, field, ',');) {
+      double value;
+      REQUIRE(sgmcmc::parse_double(field, value));
+      values.push_back(value);
+    }
+    const double accept_stat = values[1], delta_energy = values[3], decision = values[4];
+    CHECK(accept_stat == Approx(std::min(1.0, std::exp(-delta_energy))).epsilon(1e-12));
+    CHECK((decision == 0.0 || decision == 1.0));
+    accepted += decision == 1.0;
+  }
+  CHECK(manifest["chains"][0]["blocks"] == 50);
+  CHECK(manifest["chains"][0]["accepted_blocks"] == accepted);
+}
+
 TEST_CASE("same seed, same files, bit for bit, on 1 thread or 4") {
   test::TempDir dir;
   const std::string common = "run --preset demo --quiet --set run.iterations=300 --chains 4 ";

@@ -70,6 +70,16 @@ TEST_CASE("every catalogue entry declares exactly the keys it reads") {
                       [&](const auto& s) { sgmcmc::make_corrector(s, exact_model, *integrator); });
 }
 
+TEST_CASE("mh is refused on a model without an exact log-likelihood, naming the capability") {
+  const TinyModel model;
+  auto config = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\n[corrector]\nname = \"mh\"\n", "m.toml");
+  const auto integrator = sgmcmc::make_integrator(config["integrator"]);
+  CHECK_THROWS_WITH(sgmcmc::make_corrector(config["corrector"], model, *integrator),
+                    Contains("m.toml:4: corrector.name") && Contains("'exact-log-likelihood' capability"));
+  const ExactModel exact_model;
+  CHECK(sgmcmc::make_corrector(config["corrector"], exact_model, *integrator)->tests_acceptance());
+}
+
 TEST_CASE("a key of another component is 'not used', any other unread key is an error") {
   const TinyModel model;
   auto config = sgmcmc::parse_config("[estimator]\nname = \"exact\"\nbatch_size = 5\n", "w.toml");
