@@ -12,3 +12,4 @@ export import sgmcmc.chain;
 export import sgmcmc.io;
 export import sgmcmc.config;
 export import sgmcmc.plugins;
+export import sgmcmc.model_checks;

@@ -28,5 +28,12 @@ int run_command(const RunOptions& options);
 int list_command(const std::optional<std::filesystem::path>& plugin_dir);
 int presets_command();
 
+/// `sgmcmc check-model NAME|PATH [--set model.key=value ...]`: 0 when every check passes.
+int check_model_command(const std::string& plugin, const std::vector<std::string>& overrides,
+                        const std::optional<std::filesystem::path>& plugin_dir);
+
+/// `sgmcmc new-model NAME DIR`: writes a plugin project that builds against the installed SDK.
+int new_model_command(const std::string& name, const std::filesystem::path& folder);
+
 /// --plugin-dir, SGMCMC_PLUGIN_PATH, the build tree, the install prefix.
 std::vector<std::filesystem::path> plugin_folders(const std::optional<std::filesystem::path>& plugin_dir);

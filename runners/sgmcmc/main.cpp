@@ -31,6 +31,19 @@ int main(int argc, char** argv) {
   list_cmd->add_option("--plugin-dir", plugin_dir, "search this folder for model plugins first");
   auto* presets_cmd = app.add_subcommand("presets", "presets with a one-line description");
 
+  std::string check_plugin;
+  std::vector<std::string> check_overrides;
+  auto* check_cmd = app.add_subcommand("check-model", "check a model plugin's gradients, batches and capabilities");
+  check_cmd->add_option("plugin", check_plugin, "plugin name or path to its .so")->required();
+  check_cmd->add_option("--set", check_overrides, "a [model] key: model.key=value (repeatable)");
+  check_cmd->add_option("--plugin-dir", plugin_dir, "search this folder for model plugins first");
+
+  std::string new_name;
+  std::filesystem::path new_folder;
+  auto* new_cmd = app.add_subcommand("new-model", "write a model plugin project that builds against the installed sgmcmc");
+  new_cmd->add_option("name", new_name, "the model's name (lower case, digits, _)")->required();
+  new_cmd->add_option("folder", new_folder, "a new or empty folder")->required();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -43,6 +56,8 @@ int main(int argc, char** argv) {
     }
     if (list_cmd->parsed()) return list_command(plugin_dir);
     if (presets_cmd->parsed()) return presets_command();
+    if (check_cmd->parsed()) return check_model_command(check_plugin, check_overrides, plugin_dir);
+    if (new_cmd->parsed()) return new_model_command(new_name, new_folder);
   } catch (const sgmcmc::Error& error) {
     fmt::print(stderr, "sgmcmc: error: {}\n", error.what());
     return exit_bad_input;

@@ -1,0 +1,100 @@
+// The TOML side of sgmcmc.config, in an implementation unit so that toml++ stays out of the
+// module interface that consumers of the installed package compile.
+module;
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <fmt/format.h>
+#include <toml++/toml.h>
+module sgmcmc.config;
+import sgmcmc.error;
+import sgmcmc.settings;
+import sgmcmc.io;
+
+namespace sgmcmc {
+
+namespace {
+
+RunConfig empty_config() {
+  RunConfig config;
+  for (const char* name : config_sections) config.sections.emplace(name, Settings(name));
+  return config;
+}
+
+Settings& section_named(RunConfig& config, const std::string& name, const std::string& origin) {
+  auto it = config.sections.find(name);
+  if (it != config.sections.end()) return it->second;
+  const std::vector<std::string> known(config_sections.begin(), config_sections.end());
+  std::string message = fmt::format("{}: unknown section [{}]", origin, name);
+  if (auto suggestion = closest_match(name, known); !suggestion.empty())
+    message += fmt::format(" (did you mean [{}]?)", suggestion);
+  throw Error(message + fmt::format("; known: {}", fmt::join(known, ", ")));
+}
+
+Value toml_value(const toml::node& node, const std::string& where) {
+  if (auto v = node.as_boolean()) return v->get();
+  if (auto v = node.as_integer()) return v->get();
+  if (auto v = node.as_floating_point()) return v->get();
+  if (auto v = node.as_string()) return v->get();
+  throw Error(fmt::format("{}: expected a boolean, integer, number or string", where));
+}
+
+}  // namespace
+
+RunConfig parse_config(std::string_view text, const std::string& source) {
+  toml::table document;
+  try {
+    document = toml::parse(text, source);
+  } catch (const toml::parse_error& error) {
+    throw Error(fmt::format("{}:{}:{}: malformed TOML: {}", source, error.source().begin.line,
+                            error.source().begin.column, error.description()));
+  }
+  RunConfig config = empty_config();
+  for (const auto& [section_key, section_node] : document) {
+    const std::string section_origin = fmt::format("{}:{}", source, section_node.source().begin.line);
+    const auto* table = section_node.as_table();
+    if (!table)
+      throw Error(fmt::format("{}: '{}' must be a [section] table", section_origin, section_key.str()));
+    Settings& settings = section_named(config, std::string(section_key.str()), section_origin);
+    for (const auto& [key, node] : *table) {
+      const std::string origin = fmt::format("{}:{}", source, node.source().begin.line);
+      const std::string name = fmt::format("{}.{}", section_key.str(), key.str());
+      settings.set(std::string(key.str()), {toml_value(node, origin + ": " + name), origin});
+    }
+  }
+  return config;
+}
+
+void apply_override(RunConfig& config, const std::string& assignment) {
+  const std::string origin = fmt::format("--set {}", assignment);
+  const auto equals = assignment.find('=');
+  const auto dot = assignment.find('.');
+  if (equals == std::string::npos || dot == std::string::npos || dot > equals || dot == 0 || dot + 1 == equals)
+    throw Error(fmt::format("{}: expected section.key=value", origin));
+  Settings& settings = section_named(config, assignment.substr(0, dot), origin);
+  const std::string key = assignment.substr(dot + 1, equals - dot - 1);
+  std::string text = assignment.substr(equals + 1);
+
+  Value value;
+  std::int64_t whole = 0;
+  double real = 0.0;
+  const char* end = text.data() + text.size();
+  if (text == "true" || text == "false") {
+    value = text == "true";
+  } else if (auto [ptr, error] = std::from_chars(text.data(), end, whole); error == std::errc() && ptr == end) {
+    value = whole;
+  } else if (parse_double(text, real)) {
+    value = real;
+  } else {
+    if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'') && text.back() == text.front())
+      text = text.substr(1, text.size() - 2);
+    value = text;
+  }
+  settings.set(key, {value, origin});
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,340 @@
+// Checks of a model plugin's contract, run by `sgmcmc check-model` before anyone trusts a
+// posterior from it: gradients against finite differences, batches against sums of items,
+// declared capabilities, reproducibility and thread safety.
+module;
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+#include <fmt/format.h>
+export module sgmcmc.model_checks;
+export import sgmcmc.model;
+import sgmcmc.error;
+
+export namespace sgmcmc {
+
+struct CheckOutcome {
+  enum class Status { passed, failed, skipped };
+  std::string name;
+  Status status;
+  std::string detail;  // the largest discrepancy, or why it was skipped or failed
+};
+
+/// Builds a model from [model] settings and a seed (a loaded plugin's factory).
+using ModelBuilder = std::function<std::shared_ptr<const Model>(const Settings&, std::uint64_t seed)>;
+
+/// Runs every check on the model `build` makes from `settings`. Never throws for a faulty model:
+/// an exception from it is a failed check.
+std::vector<CheckOutcome> check_model(const ModelBuilder& build, const Settings& settings);
+
+}  // namespace sgmcmc
+
+module :private;
+
+namespace sgmcmc {
+
+namespace {
+
+using Vector = std::vector<double>;
+constexpr double epsilon = std::numeric_limits<double>::epsilon();
+
+/// What the checks share: the model, random points, a batch with weights.
+struct Probe {
+  std::shared_ptr<const Model> model;
+  Capabilities capabilities;
+  std::unique_ptr<Workspace> workspace;
+  std::vector<Vector> points;
+  std::vector<std::size_t> items;
+  Vector weights;
+
+  /// Σ_k w_k ∇f_{items[k]}(θ), drawing (for a Gibbs step) from a fixed stream, so that calls
+  /// are comparable.
+  Vector gradient(const Vector& theta, std::span<const std::size_t> batch, std::span<const double> w = {}) const {
+    Vector g(theta.size(), 0.0);
+    Rng rng(12345, 6789);
+    model->add_data_gradient(theta, Batch{batch, w}, g, *workspace, rng);
+    return g;
+  }
+  double potential(const Vector& theta, std::span<const std::size_t> batch, std::span<const double> w = {}) const {
+    return model->data_potential(theta, Batch{batch, w}, *workspace);
+  }
+};
+
+/// Largest relative difference between two vectors; 1 means "at the tolerance".
+double worst(const Vector& a, const Vector& b, double relative = 1e-9) {
+  double result = 0.0;
+  for (std::size_t j = 0; j < a.size(); ++j)
+    result = std::max(result, std::abs(a[j] - b[j]) / (relative * std::max({1.0, std::abs(a[j]), std::abs(b[j])})));
+  return result;
+}
+
+/// Central finite differences of `f` at θ against `gradient`. Step h_j = 1e-5·max(1, |θ_j|).
+/// Error of a central difference: h²|f'''|/6 (truncation) + 2ε|f|/h (rounding). The tolerance is
+/// 1e-5 relative (truncation at h = 1e-5 is ~1e-10·|f'''|, far below) plus 100× the rounding
+/// term, so an exact gradient passes and a wrong one (a sign, a factor, a missing term) fails.
+CheckOutcome finite_differences(const std::string& name, const Vector& theta, const Vector& gradient,
+                                const std::function<double(const Vector&)>& f) {
+  double worst_ratio = 0.0;
+  std::string detail;
+  for (std::size_t j = 0; j < theta.size(); ++j) {
+    const double h = 1e-5 * std::max(1.0, std::abs(theta[j]));
+    Vector plus = theta, minus = theta;
+    plus[j] += h;
+    minus[j] -= h;
+    const double f_plus = f(plus), f_minus = f(minus);
+    const double difference = (f_plus - f_minus) / (2 * h);
+    const double tolerance = 1e-5 * std::max({1.0, std::abs(gradient[j]), std::abs(difference)}) +
+                             100 * epsilon * (std::abs(f_plus) + std::abs(f_minus)) / h;
+    const double ratio = std::abs(gradient[j] - difference) / tolerance;
+    if (ratio > worst_ratio || !std::isfinite(ratio)) {
+      worst_ratio = std::isfinite(ratio) ? ratio : INFINITY;
+      detail = fmt::format("coordinate {}: gradient {:.10g}, finite difference {:.10g}", j, gradient[j], difference);
+    }
+  }
+  return {name, worst_ratio <= 1.0 ? CheckOutcome::Status::passed : CheckOutcome::Status::failed, detail};
+}
+
+CheckOutcome compare(const std::string& name, double ratio, const std::string& detail) {
+  return {name, ratio <= 1.0 ? CheckOutcome::Status::passed : CheckOutcome::Status::failed, detail};
+}
+
+CheckOutcome skipped(const std::string& name, const std::string& why) { return {name, CheckOutcome::Status::skipped, why}; }
+
+Probe make_probe(std::shared_ptr<const Model> model) {
+  Probe probe{model, model->capabilities(), model->make_workspace(), {}, {}, {}};
+  Rng rng(2718, 28);
+  const std::size_t d = model->dimension(), n = model->num_items();
+  for (int k = 0; k < 3; ++k) {
+    Vector theta(d);
+    model->initial_point(theta, rng);
+    for (double& x : theta) x += 0.5 * rng.normal();
+    if (probe.capabilities.positive_parameters)
+      for (double& x : theta) x = std::abs(x) + 0.1;
+    probe.points.push_back(theta);
+  }
+  for (std::size_t k = 0; k < std::min<std::size_t>(n, 7); ++k) {
+    probe.items.push_back(rng.index(n));
+    probe.weights.push_back(0.5 + 1.5 * rng.uniform());
+  }
+  return probe;
+}
+
+std::string item_list(const Probe& probe) { return fmt::format("items {}", fmt::join(probe.items, ",")); }
+
+std::vector<CheckOutcome> gradient_checks(const Probe& probe) {
+  std::vector<CheckOutcome> outcomes;
+  const auto& model = *probe.model;
+  for (std::size_t p = 0; p < probe.points.size(); ++p) {
+    const Vector& theta = probe.points[p];
+    Vector prior(theta.size(), 0.0);
+    model.add_prior_gradient(theta, prior);
+    outcomes.push_back(finite_differences(fmt::format("prior gradient matches finite differences (point {})", p + 1), theta,
+                                          prior, [&](const Vector& t) { return model.prior_potential(t); }));
+    const std::string name = fmt::format("batch gradient matches finite differences of the batch potential (point {})", p + 1);
+    if (!probe.capabilities.exact_log_likelihood) {
+      outcomes.push_back(skipped(name, "needs the exact-log-likelihood capability"));
+      continue;
+    }
+    auto outcome = finite_differences(name, theta, probe.gradient(theta, probe.items, probe.weights),
+                                      [&](const Vector& t) { return probe.potential(t, probe.items, probe.weights); });
+    outcome.detail += " (" + item_list(probe) + ")";
+    outcomes.push_back(outcome);
+  }
+  return outcomes;
+}
+
+std::vector<CheckOutcome> batch_checks(const Probe& probe) {
+  std::vector<CheckOutcome> outcomes;
+  const Vector& theta = probe.points.front();
+  const std::string sum_name = "batch gradient equals the sum of single-item gradients";
+  const std::string weighted_name = "weighted batch gradient equals the weighted sum of single-item gradients";
+  if (probe.capabilities.latent_gibbs_step) {
+    outcomes.push_back(skipped(sum_name, "the Gibbs step makes single-item and batch calls draw differently"));
+    outcomes.push_back(skipped(weighted_name, "the Gibbs step makes single-item and batch calls draw differently"));
+  } else {
+    Vector sum(theta.size(), 0.0), weighted_sum(theta.size(), 0.0);
+    for (std::size_t k = 0; k < probe.items.size(); ++k) {
+      const auto single = probe.gradient(theta, std::span(probe.items).subspan(k, 1));
+      for (std::size_t j = 0; j < theta.size(); ++j) {
+        sum[j] += single[j];
+        weighted_sum[j] += probe.weights[k] * single[j];
+      }
+    }
+    outcomes.push_back(compare(sum_name, worst(probe.gradient(theta, probe.items), sum), item_list(probe)));
+    outcomes.push_back(
+        compare(weighted_name, worst(probe.gradient(theta, probe.items, probe.weights), weighted_sum), item_list(probe)));
+  }
+  const std::string potential_name = "batch potential equals the (weighted) sum over its items";
+  if (!probe.capabilities.exact_log_likelihood) {
+    outcomes.push_back(skipped(potential_name, "needs the exact-log-likelihood capability"));
+  } else {
+    double sum = 0.0, weighted_sum = 0.0;
+    for (std::size_t k = 0; k < probe.items.size(); ++k) {
+      const double single = probe.potential(theta, std::span(probe.items).subspan(k, 1));
+      sum += single;
+      weighted_sum += probe.weights[k] * single;
+    }
+    const double ratio = std::max(worst({probe.potential(theta, probe.items)}, {sum}),
+                                  worst({probe.potential(theta, probe.items, probe.weights)}, {weighted_sum}));
+    outcomes.push_back(compare(potential_name, ratio, item_list(probe)));
+  }
+  return outcomes;
+}
+
+std::vector<CheckOutcome> capability_checks(const Probe& probe) {
+  std::vector<CheckOutcome> outcomes;
+  const auto& model = *probe.model;
+  const Vector& theta = probe.points.front();
+  const std::size_t d = theta.size(), n = probe.items.size();
+  Vector batch = probe.gradient(theta, probe.items);
+
+  const std::string per_item = "per-item gradients (item_gradients) equal single-item batches";
+  if (!probe.capabilities.per_item_gradients) {
+    outcomes.push_back(skipped(per_item, "not declared"));
+  } else {
+    Vector rows(n * d);
+    model.item_gradients(theta, probe.items, rows, *probe.workspace);
+    double ratio = 0.0;
+    for (std::size_t k = 0; k < n; ++k)
+      ratio = std::max(ratio, worst(Vector(rows.begin() + static_cast<std::ptrdiff_t>(k * d), rows.begin() + static_cast<std::ptrdiff_t>((k + 1) * d)),
+                                    probe.gradient(theta, std::span(probe.items).subspan(k, 1))));
+    outcomes.push_back(compare(per_item, ratio, item_list(probe)));
+  }
+
+  const std::string glm = "GLM form s_i·x_i reproduces the batch gradient";
+  if (!probe.capabilities.glm_gradients) {
+    outcomes.push_back(skipped(glm, "not declared"));
+  } else {
+    Vector scalars(n), from_glm(d, 0.0);
+    model.glm_scalars(theta, probe.items, scalars, *probe.workspace);
+    model.add_scaled_features(probe.items, scalars, from_glm);
+    outcomes.push_back(compare(glm, worst(from_glm, batch), item_list(probe)));
+  }
+
+  // A model without a Gibbs step must not draw from the stream; one with it must draw only
+  // from it (same stream, same gradient).
+  Vector other(d, 0.0);
+  Rng different(999, 1);
+  model.add_data_gradient(theta, Batch{probe.items}, other, *probe.workspace, different);
+  if (probe.capabilities.latent_gibbs_step)
+    outcomes.push_back(compare("Gibbs step: the same stream gives the same gradient",
+                               worst(probe.gradient(theta, probe.items), batch), "two calls from one stream state"));
+  else
+    outcomes.push_back(compare("the gradient does not depend on the random stream (no latent-gibbs-step declared)",
+                               worst(other, batch), "two calls from different streams"));
+
+  if (probe.capabilities.positive_parameters) {
+    Vector start(d);
+    Rng rng(1, 1);
+    model.initial_point(start, rng);
+    const bool positive = std::all_of(start.begin(), start.end(), [](double x) { return x > 0.0; });
+    outcomes.push_back({"positive parameters: the initial point is positive",
+                        positive ? CheckOutcome::Status::passed : CheckOutcome::Status::failed, ""});
+  }
+  return outcomes;
+}
+
+/// Everything a chain reads from a model at θ: the full-data gradient and the metrics.
+Vector fingerprint(const Model& model, Workspace& workspace, const Vector& theta) {
+  std::vector<std::size_t> all(model.num_items());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  Vector values(model.dimension(), 0.0);
+  Rng rng(5, 5);
+  model.add_data_gradient(theta, Batch{all}, values, workspace, rng);
+  model.add_prior_gradient(theta, values);
+  Vector metrics(model.metric_names().size());
+  model.evaluate_metrics(theta, workspace, metrics);
+  values.insert(values.end(), metrics.begin(), metrics.end());
+  return values;
+}
+
+bool identical(const Vector& a, const Vector& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t j = 0; j < a.size(); ++j)
+    if (!(a[j] == b[j] || (std::isnan(a[j]) && std::isnan(b[j])))) return false;
+  return true;
+}
+
+std::vector<CheckOutcome> reproducibility_checks(const Probe& probe, const ModelBuilder& build, const Settings& settings) {
+  std::vector<CheckOutcome> outcomes;
+  const Vector& theta = probe.points.front();
+  auto first = probe.model->make_workspace();
+  const Vector reference = fingerprint(*probe.model, *first, theta);
+
+  const auto again = build(settings, 1);
+  auto second = again->make_workspace();
+  outcomes.push_back({"same seed, same model: identical gradient and metrics",
+                      identical(fingerprint(*again, *second, theta), reference) ? CheckOutcome::Status::passed
+                                                                                : CheckOutcome::Status::failed,
+                      "built twice with seed 1"});
+
+  // Four workspaces used at once must give what one gives alone.
+  std::vector<Vector> results(4);
+  {
+    std::vector<std::jthread> threads;
+    for (auto& result : results)
+      threads.emplace_back([&] {
+        auto workspace = probe.model->make_workspace();
+        result = fingerprint(*probe.model, *workspace, theta);
+      });
+  }
+  const bool agree = std::all_of(results.begin(), results.end(), [&](const Vector& r) { return identical(r, reference); });
+  outcomes.push_back({"thread safety: 4 workspaces in 4 threads agree with one",
+                      agree ? CheckOutcome::Status::passed : CheckOutcome::Status::failed, ""});
+
+  if (probe.capabilities.simulation) {
+    std::string error;
+    try {
+      build(Settings("model"), 1);
+    } catch (const std::exception& failure) {
+      error = failure.what();
+    }
+    outcomes.push_back({"simulation: builds with no data settings", error.empty() ? CheckOutcome::Status::passed
+                                                                                  : CheckOutcome::Status::failed,
+                        error});
+  }
+  return outcomes;
+}
+
+}  // namespace
+
+std::vector<CheckOutcome> check_model(const ModelBuilder& build, const Settings& settings) {
+  std::vector<CheckOutcome> outcomes;
+  const auto guarded = [&](const std::string& stage, auto&& run) {
+    try {
+      run();
+    } catch (const std::exception& failure) {
+      outcomes.push_back({stage, CheckOutcome::Status::failed, failure.what()});
+    }
+  };
+  std::shared_ptr<const Model> model;
+  guarded("the model builds from the given settings", [&] {
+    model = build(settings, 1);
+    settings.reject_unknown_keys();
+  });
+  if (!model) return outcomes;
+  const std::size_t d = model->dimension(), names = model->parameter_names().size();
+  outcomes.push_back(compare("dimensions are consistent (parameter names, items)",
+                             names == d && d > 0 && model->num_items() > 0 ? 0.0 : 2.0,
+                             fmt::format("dimension {}, {} parameter names, {} items", d, names, model->num_items())));
+  if (outcomes.back().status == CheckOutcome::Status::failed) return outcomes;
+
+  const Probe probe = make_probe(model);
+  for (auto* group : {&gradient_checks, &batch_checks, &capability_checks})
+    guarded("checks raised an error", [&] {
+      for (auto& outcome : (*group)(probe)) outcomes.push_back(std::move(outcome));
+    });
+  guarded("reproducibility checks raised an error", [&] {
+    for (auto& outcome : reproducibility_checks(probe, build, settings)) outcomes.push_back(std::move(outcome));
+  });
+  return outcomes;
+}
+
+}  // namespace sgmcmc

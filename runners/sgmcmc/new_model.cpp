@@ -1,0 +1,196 @@
+// `sgmcmc new-model NAME DIR`: a plugin project that builds as it is against the installed SDK.
+// The templates below are the files written, with @NAME@ replaced by the model's name.
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <fmt/format.h>
+
+#include "commands.hpp"
+
+import sgmcmc;
+
+namespace {
+
+constexpr const char* cmake_lists = R"template(# The @NAME@ model plugin for sgmcmc. Needs the compiler sgmcmc was built with (clang 19),
+# Ninja and CMake >= 3.28; see CMakePresets.json and README.md.
+cmake_minimum_required(VERSION 3.28)
+project(@NAME@ LANGUAGES CXX)
+find_package(sgmcmc REQUIRED)
+sgmcmc_add_model_plugin(@NAME@ SOURCES @NAME@.cpp)
+)template";
+
+constexpr const char* cmake_presets = R"template({
+  "version": 6,
+  "configurePresets": [
+    {
+      "name": "release",
+      "generator": "Ninja",
+      "binaryDir": "${sourceDir}/build",
+      "cacheVariables": {
+        "CMAKE_BUILD_TYPE": "Release",
+        "CMAKE_CXX_COMPILER": "clang++-19",
+        "CMAKE_CXX_COMPILER_CLANG_SCAN_DEPS": "clang-scan-deps-19"
+      }
+    }
+  ],
+  "buildPresets": [{"name": "release", "configurePreset": "release"}]
+}
+)template";
+
+constexpr const char* model_source = R"template(// @NAME@: a model plugin for sgmcmc, written by `sgmcmc new-model`.
+//
+// The model (replace it with yours): y_i ~ N(mu, sigma^2) with known sigma, prior mu ~ N(0, s^2).
+// sgmcmc samples theta from pi(theta) ~ exp(-U(theta)), U = f_0 + sum_i f_i, and asks the model for
+// the gradient of U, never of log pi. Here theta = (mu) and, up to constants,
+//   f_0(mu) = mu^2 / (2 s^2)               (the prior: -log p(mu))
+//   f_i(mu) = (y_i - mu)^2 / (2 sigma^2)   (item i: -log p(y_i | mu))
+// Check it with `sgmcmc check-model build/plugins/sgmcmc-model-@NAME@.so` before you trust a chain.
+#include <sgmcmc/plugin.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+import sgmcmc;
+
+namespace {
+
+class Model final : public sgmcmc::Model {
+public:
+  // Read every key of [model] here: a key nobody reads is reported to the user as unknown.
+  explicit Model(const sgmcmc::ModelContext& context) {
+    const sgmcmc::Settings& settings = context.settings;
+    noise_sd_ = settings.positive_number("noise_sd", 1.0);
+    prior_sd_ = settings.positive_number("prior_sd", 10.0);
+    const auto n = settings.integer_at_least("n", 1000, 1);
+    const double true_mean = settings.number("true_mean", 2.0);
+    // Simulated data from the run's seed (stream data_stream, which no chain uses). To read a
+    // file instead, use sgmcmc::read_numeric_csv(path): its errors name file, line and column.
+    sgmcmc::Rng rng(context.seed, sgmcmc::data_stream);
+    for (std::int64_t i = 0; i < n; ++i) y_.push_back(true_mean + noise_sd_ * rng.normal());
+  }
+
+  std::size_t dimension() const override { return 1; }
+  std::size_t num_items() const override { return y_.size(); }
+  std::vector<std::string> parameter_names() const override { return {"mu"}; }
+  // Declare only what you implement; `check-model` tests every declared capability.
+  sgmcmc::Capabilities capabilities() const override {
+    return {.exact_log_likelihood = true, .per_item_gradients = true, .simulation = true};
+  }
+
+  double prior_potential(std::span<const double> theta) const override {
+    return 0.5 * theta[0] * theta[0] / (prior_sd_ * prior_sd_);
+  }
+  void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const override {
+    gradient[0] += theta[0] / (prior_sd_ * prior_sd_);
+  }
+
+  // Adds sum_k w_k grad f_{items[k]}(theta). Loop over the whole batch here (one virtual call per
+  // batch, not per item), and honour the weights: estimators pass them for non-uniform sampling.
+  void add_data_gradient(std::span<const double> theta, const sgmcmc::Batch& batch, std::span<double> gradient,
+                         sgmcmc::Workspace&, sgmcmc::Rng&) const override {
+    for (std::size_t k = 0; k < batch.items.size(); ++k)
+      gradient[0] += batch.weight(k) * (theta[0] - y_[batch.items[k]]) / (noise_sd_ * noise_sd_);
+  }
+
+  double data_potential(std::span<const double> theta, const sgmcmc::Batch& batch, sgmcmc::Workspace&) const override {
+    double sum = 0.0;
+    for (std::size_t k = 0; k < batch.items.size(); ++k) {
+      const double residual = y_[batch.items[k]] - theta[0];
+      sum += batch.weight(k) * 0.5 * residual * residual / (noise_sd_ * noise_sd_);
+    }
+    return sum;
+  }
+
+  void item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
+                      sgmcmc::Workspace&) const override {
+    for (std::size_t k = 0; k < items.size(); ++k) out[k] = (theta[0] - y_[items[k]]) / (noise_sd_ * noise_sd_);
+  }
+
+private:
+  double noise_sd_ = 1.0, prior_sd_ = 10.0;
+  std::vector<double> y_;
+};
+
+sgmcmc::PluginInfo info() {
+  return {.name = "@NAME@",
+          .description = "normal mean with known noise (the new-model example). Keys: n (1000), true_mean (2), "
+                         "noise_sd (1), prior_sd (10)",
+          .parameters = "mu: the mean",
+          .capabilities = {.exact_log_likelihood = true, .per_item_gradients = true, .simulation = true}};
+}
+
+std::unique_ptr<sgmcmc::Model> make(const sgmcmc::ModelContext& context) { return std::make_unique<Model>(context); }
+
+}  // namespace
+
+SGMCMC_MODEL_PLUGIN(info, make)
+)template";
+
+constexpr const char* preset = R"template(# SGLD on the @NAME@ model: sgmcmc run --config @NAME@.toml --plugin-dir build/plugins
+[model]
+name = "@NAME@"
+n = 1000
+
+[estimator]
+name = "minibatch"
+batch_size = 100
+
+[integrator]
+name = "sgld"
+step_size = 1e-4
+
+[run]
+iterations = 2000
+chains = 2
+seed = 1
+)template";
+
+constexpr const char* readme = R"template(# @NAME@: an sgmcmc model plugin
+
+    cmake --preset release -DCMAKE_PREFIX_PATH=<where sgmcmc is installed>
+    cmake --build --preset release
+    sgmcmc check-model build/plugins/sgmcmc-model-@NAME@.so
+    sgmcmc run --config @NAME@.toml --plugin-dir build/plugins
+
+Edit `@NAME@.cpp`: the comments say what each function must do.
+)template";
+
+std::string fill(std::string text, const std::string& name) {
+  for (std::size_t at; (at = text.find("@NAME@")) != std::string::npos;) text.replace(at, 6, name);
+  return text;
+}
+
+void check_name(const std::string& name) {
+  const bool valid = !name.empty() && name.size() <= 64 && std::islower(static_cast<unsigned char>(name[0])) &&
+                     name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") == std::string::npos;
+  if (!valid)
+    throw sgmcmc::Error(fmt::format("new-model: '{}' is not a model name: use lower-case letters, digits and _, "
+                                    "starting with a letter",
+                                    name));
+}
+
+}  // namespace
+
+int new_model_command(const std::string& name, const std::filesystem::path& folder) {
+  check_name(name);
+  std::error_code error;
+  if (std::filesystem::exists(folder) && !std::filesystem::is_empty(folder, error))
+    throw sgmcmc::Error(fmt::format("new-model: folder '{}' is not empty; give a new or empty folder", folder.string()));
+  std::filesystem::create_directories(folder, error);
+  if (error) throw sgmcmc::Error(fmt::format("new-model: folder '{}': {}", folder.string(), error.message()));
+  const std::pair<std::string, const char*> files[] = {{"CMakeLists.txt", cmake_lists},
+                                                       {"CMakePresets.json", cmake_presets},
+                                                       {name + ".cpp", model_source},
+                                                       {name + ".toml", preset},
+                                                       {"README.md", readme}};
+  for (const auto& [file, text] : files) {
+    sgmcmc::OutputFile out(folder / file);
+    out.write(fill(text, name));
+    out.close();
+  }
+  fmt::print("wrote a plugin project for model '{}' in {}; see its README.md\n", name, folder.string());
+  return 0;
+}

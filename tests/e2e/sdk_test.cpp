@@ -1,0 +1,101 @@
+// The SDK end to end: install into a temporary prefix, write a plugin project with
+// `sgmcmc new-model`, build it out of tree with only find_package(sgmcmc), check it with
+// `check-model`, run a chain with it through the installed CLI. And `check-model` on plugins
+// with deliberate faults, each failure named.
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Runs a shell command, returns its exit code and output.
+test::CliResult shell(const std::string& command) {
+  std::FILE* pipe = popen((command + " 2>&1 </dev/null").c_str(), "r");
+  std::string output;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+std::string quote(const fs::path& path) { return "'" + path.string() + "'"; }
+
+}  // namespace
+
+TEST_CASE("install, new-model, out-of-tree build, check-model and a chain with the installed CLI") {
+  test::TempDir dir;
+  const fs::path prefix = dir.path() / "prefix", project = dir.path() / "mymodel";
+  const std::string cmake = quote(SGMCMC_CMAKE);
+  auto step = shell(fmt::format("{} --install {} --prefix {}", cmake, quote(SGMCMC_BUILD_DIR), quote(prefix)));
+  INFO(step.output);
+  REQUIRE(step.exit_code == 0);
+  const std::string installed = quote(prefix / "bin" / "sgmcmc");
+
+  step = shell(fmt::format("{} new-model mymodel {}", installed, quote(project)));
+  REQUIRE(step.exit_code == 0);
+  for (const char* file : {"CMakeLists.txt", "CMakePresets.json", "mymodel.cpp", "mymodel.toml", "README.md"})
+    CHECK(fs::exists(project / file));
+  CHECK(shell(fmt::format("{} new-model mymodel {}", installed, quote(project))).exit_code == 2);  // not empty
+  CHECK(shell(fmt::format("{} new-model My-Model {}", installed, quote(dir.path() / "x"))).exit_code == 2);
+
+  // Only the installed package: the source tree is nowhere on the consumer's paths.
+  step = shell(fmt::format("cd {} && {} --preset release -DCMAKE_PREFIX_PATH={} && {} --build --preset release", quote(project),
+                           cmake, quote(prefix), cmake));
+  INFO(step.output);
+  REQUIRE(step.exit_code == 0);
+  const fs::path plugin = project / "build" / "plugins" / "sgmcmc-model-mymodel.so";
+  REQUIRE(fs::exists(plugin));
+
+  step = shell(fmt::format("{} check-model {}", installed, quote(plugin)));
+  INFO(step.output);
+  CHECK(step.exit_code == 0);
+  CHECK_THAT(step.output, Contains("0 failed") && Contains("PASS  batch gradient matches finite differences"));
+
+  const fs::path out = dir.path() / "run";
+  step = shell(fmt::format("cd {} && {} run --config mymodel.toml --plugin-dir build/plugins --quiet --out {}", quote(project),
+                           installed, quote(out)));
+  INFO(step.output);
+  REQUIRE(step.exit_code == 0);
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  CHECK(manifest["status"] == "complete");
+  CHECK(manifest["model"]["name"] == "mymodel");
+  // The installed CLI finds its own bundled plugins in <prefix>/lib/sgmcmc/plugins.
+  step = shell(fmt::format("{} list", installed));
+  CHECK_THAT(step.output, Contains((prefix / "lib" / "sgmcmc" / "plugins" / "sgmcmc-model-gaussian.so").string()));
+}
+
+TEST_CASE("check-model names each deliberate fault and exits non-zero") {
+  const auto fixture = [](const std::string& name) {
+    return "'" + (test::fixture_plugin_dir / ("sgmcmc-model-" + name + ".so")).string() + "'";
+  };
+  const auto sign = test::run_cli("check-model " + fixture("gradient_sign"));
+  INFO(sign.output);
+  CHECK(sign.exit_code == 1);
+  CHECK_THAT(sign.output, Contains("FAIL  batch gradient matches finite differences of the batch potential"));
+  const auto dropped = test::run_cli("check-model " + fixture("batch_drops_last_item"));
+  INFO(dropped.output);
+  CHECK(dropped.exit_code == 1);
+  CHECK_THAT(dropped.output, Contains("FAIL  batch gradient equals the sum of single-item gradients"));
+  CHECK_THAT(dropped.output, Contains("FAIL  weighted batch gradient equals the weighted sum"));
+
+  // The loader's refusals come first, whatever the command.
+  const auto abi = test::run_cli("check-model " + fixture("other_fingerprint"));
+  CHECK(abi.exit_code == 2);
+  CHECK_THAT(abi.output, Contains("built with 'gcc-12"));
+  const auto throwing = test::run_cli("check-model " + fixture("throwing_factory"));
+  CHECK(throwing.exit_code == 1);
+  CHECK_THAT(throwing.output, Contains("FAIL  the model builds from the given settings") && Contains("fixture factory refuses"));
+  const auto unknown = test::run_cli("check-model gaussian --set model.noise_sigma=2");
+  CHECK(unknown.exit_code == 1);
+  CHECK_THAT(unknown.output, Contains("did you mean 'model.noise_sd'"));
+  const auto not_model = test::run_cli("check-model gaussian --set run.seed=2");
+  CHECK(not_model.exit_code == 2);
+}
