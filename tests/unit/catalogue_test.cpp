@@ -8,6 +8,8 @@
 #include <vector>
 #include <fmt/format.h>
 
+#include "targets.hpp"
+
 import sgmcmc;
 
 using Catch::Matchers::Contains;
@@ -24,20 +26,6 @@ public:
   void add_prior_gradient(std::span<const double>, std::span<double>) const override {}
   void add_data_gradient(std::span<const double>, const sgmcmc::Batch&, std::span<double>, sgmcmc::Workspace&,
                          sgmcmc::Rng&) const override {}
-};
-
-/// TinyModel with an exact log-likelihood (the mh corrector refuses models without one).
-class ExactModel final : public sgmcmc::Model {
-public:
-  std::size_t dimension() const override { return 1; }
-  std::size_t num_items() const override { return 10; }
-  std::vector<std::string> parameter_names() const override { return {"x"}; }
-  sgmcmc::Capabilities capabilities() const override { return {.exact_log_likelihood = true}; }
-  double prior_potential(std::span<const double>) const override { return 0.0; }
-  void add_prior_gradient(std::span<const double>, std::span<double>) const override {}
-  void add_data_gradient(std::span<const double>, const sgmcmc::Batch&, std::span<double>, sgmcmc::Workspace&,
-                         sgmcmc::Rng&) const override {}
-  double data_potential(std::span<const double>, const sgmcmc::Batch&, sgmcmc::Workspace&) const override { return 0.0; }
 };
 
 std::set<std::string> read_keys(const sgmcmc::Settings& settings) {
@@ -65,7 +53,7 @@ TEST_CASE("every catalogue entry declares exactly the keys it reads") {
   check_declared_keys(sgmcmc::integrator_catalogue(), "integrator", [](const auto& s) { sgmcmc::make_integrator(s); });
   auto integrator_config = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\n", "i.toml");
   const auto integrator = sgmcmc::make_integrator(integrator_config["integrator"]);
-  const ExactModel exact_model;
+  const test::NormalTarget exact_model(0.0, 1.0);  // has an exact log-likelihood
   check_declared_keys(sgmcmc::corrector_catalogue(), "corrector",
                       [&](const auto& s) { sgmcmc::make_corrector(s, exact_model, *integrator); });
 }
@@ -76,7 +64,7 @@ TEST_CASE("mh is refused on a model without an exact log-likelihood, naming the 
   const auto integrator = sgmcmc::make_integrator(config["integrator"]);
   CHECK_THROWS_WITH(sgmcmc::make_corrector(config["corrector"], model, *integrator),
                     Contains("m.toml:4: corrector.name") && Contains("'exact-log-likelihood' capability"));
-  const ExactModel exact_model;
+  const test::NormalTarget exact_model(0.0, 1.0);  // has an exact log-likelihood
   CHECK(sgmcmc::make_corrector(config["corrector"], exact_model, *integrator)->tests_acceptance());
 }
 
