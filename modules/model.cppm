@@ -23,7 +23,7 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 1;
+inline constexpr std::uint32_t model_interface_version = 2;  // 2: lipschitz_bounds
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.
@@ -31,6 +31,7 @@ struct Capabilities {
   bool exact_log_likelihood = false;  // data_potential() is exact: MH correction, lp__
   bool per_item_gradients = false;    // item_gradients(): SAGA's table
   bool glm_gradients = false;         // ∇f_i(θ) = s_i(θ) x_i: glm_scalars()/add_scaled_features()
+  bool lipschitz_bounds = false;      // item_lipschitz_bounds(): sampling with p_i ∝ L_i
   bool latent_gibbs_step = false;     // the gradient Gibbs-samples latent variables (LDA)
   bool positive_parameters = false;   // the chain mirrors θ ← |θ| after every move
   bool simulation = false;            // simulates its own data when none is given
@@ -92,6 +93,12 @@ public:
   virtual void add_scaled_features(std::span<const std::size_t> items, std::span<const double> scales,
                                    std::span<double> gradient) const;
 
+  /// out[i] ← L_i for every item i = 0..N-1, a Lipschitz constant of ∇f_i:
+  /// ‖∇f_i(θ) - ∇f_i(θ')‖ ≤ L_i ‖θ - θ'‖ for all θ, θ' (seed 1, Assumption 2). Control-variate
+  /// estimators then sample items with p_i ∝ L_i, which minimises seed 1's Lemma 1 bound
+  /// (1/n) Σ_i (L_i²/p_i) ‖θ - θ̂‖². Only models with `lipschitz_bounds`.
+  virtual void item_lipschitz_bounds(std::span<double> out) const;
+
   /// Chain hook after every iteration (and after mirroring): Gibbs updates of hyperparameters or
   /// anything else a model does between gradient steps. The default does nothing.
   virtual void after_step(std::uint64_t iteration, std::span<double> theta, Workspace& workspace,
@@ -138,8 +145,9 @@ namespace sgmcmc {
 std::vector<std::string> capability_names(const Capabilities& c) {
   const std::pair<bool, const char*> table[] = {
       {c.exact_log_likelihood, "exact-log-likelihood"}, {c.per_item_gradients, "per-item-gradients"},
-      {c.glm_gradients, "glm-gradients"},               {c.latent_gibbs_step, "latent-gibbs-step"},
-      {c.positive_parameters, "positive-parameters"},   {c.simulation, "simulation"}};
+      {c.glm_gradients, "glm-gradients"},               {c.lipschitz_bounds, "lipschitz-bounds"},
+      {c.latent_gibbs_step, "latent-gibbs-step"},       {c.positive_parameters, "positive-parameters"},
+      {c.simulation, "simulation"}};
   std::vector<std::string> names;
   for (const auto& [present, name] : table)
     if (present) names.emplace_back(name);
@@ -170,6 +178,9 @@ void Model::glm_scalars(std::span<const double>, std::span<const std::size_t>, s
 void Model::add_scaled_features(std::span<const std::size_t>, std::span<const double>,
                                 std::span<double>) const {
   missing_capability("add_scaled_features", "glm-gradients");
+}
+void Model::item_lipschitz_bounds(std::span<double>) const {
+  missing_capability("item_lipschitz_bounds", "lipschitz-bounds");
 }
 void Model::after_step(std::uint64_t, std::span<double>, Workspace&, Rng&) const {}
 void Model::evaluate_metrics(std::span<const double>, Workspace&, std::span<double>) const {}

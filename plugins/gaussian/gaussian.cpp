@@ -5,6 +5,8 @@
 // Potentials (U = -log posterior, up to constants):
 //   f_0(β) = ‖β‖² / (2s²)                 ∇f_0 = β / s²
 //   f_i(β) = (y_i - x_iᵀβ)² / (2σ²)       ∇f_i = s_i x_i with s_i = (x_iᵀβ - y_i) / σ²  (GLM form)
+// ∇f_i(β) - ∇f_i(β') = x_i x_iᵀ(β - β')/σ², whose operator norm is ‖x_i‖²/σ²: the exact (smallest)
+// Lipschitz constant L_i of ∇f_i.
 #include <sgmcmc/plugin.hpp>
 
 #include <algorithm>
@@ -112,7 +114,11 @@ public:
   }
   sgmcmc::Capabilities capabilities() const override { return capabilities_of_gaussian(); }
   static sgmcmc::Capabilities capabilities_of_gaussian() {
-    return {.exact_log_likelihood = true, .per_item_gradients = true, .glm_gradients = true, .simulation = true};
+    return {.exact_log_likelihood = true,
+            .per_item_gradients = true,
+            .glm_gradients = true,
+            .lipschitz_bounds = true,
+            .simulation = true};
   }
 
   std::unique_ptr<sgmcmc::Workspace> make_workspace() const override {
@@ -163,6 +169,13 @@ public:
   void add_scaled_features(std::span<const std::size_t> items, std::span<const double> scales,
                            std::span<double> gradient) const override {
     for (std::size_t k = 0; k < items.size(); ++k) add_row(items[k], scales[k], gradient);
+  }
+
+  void item_lipschitz_bounds(std::span<double> out) const override {
+    for (std::size_t i = 0; i < num_items(); ++i) {
+      const double* row = x_.data() + i * x_.shape(1);
+      out[i] = std::inner_product(row, row + x_.shape(1), row, 0.0) / (noise_sd_ * noise_sd_);
+    }
   }
 
   std::vector<std::string> metric_names() const override { return {"log_predictive_density"}; }
