@@ -1,0 +1,424 @@
+// The variance-reduced estimators cv, svrg and saga on the gaussian plugin (real plugin, closed
+// form known): unbiasedness for every sampling scheme and code path, cv's exactness at θ̂ and
+// its ‖θ - θ̂‖² variance (seed 1 Lemma 1), saga's table, svrg's snapshots.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <span>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "gaussian_fixture.hpp"
+#include "statistical/estimator_support.hpp"
+
+namespace {
+
+/// Which code path a model sends the estimators down.
+enum class Path { glm, per_item, neither };
+
+std::shared_ptr<const sgmcmc::Model> with_path(const test::GaussianFixture& fixture, Path path) {
+  if (path == Path::glm) return fixture.model;
+  return std::make_shared<test::MaskedModel>(fixture.model, false, path == Path::per_item);
+}
+
+std::string as_list(std::span<const double> values) { return fmt::format("{}", fmt::join(values, ", ")); }
+
+std::vector<double> plus(std::span<const double> a, std::vector<double> b) {
+  for (std::size_t j = 0; j < b.size(); ++j) b[j] += a[j];
+  return b;
+}
+
+/// Σ_i ‖∇f_i(θ)‖: the size of the terms whose sums the estimators form, which sets their rounding.
+double item_gradient_norm_sum(const test::GaussianFixture& fixture, std::span<const double> theta) {
+  const auto& model = *fixture.model;
+  std::vector<std::size_t> items(model.num_items());
+  std::iota(items.begin(), items.end(), std::size_t{0});
+  const std::size_t d = model.dimension();
+  std::vector<double> rows(items.size() * d);
+  auto workspace = model.make_workspace();
+  model.item_gradients(theta, items, rows, *workspace);
+  double sum = 0.0;
+  for (std::size_t i = 0; i < items.size(); ++i)
+    sum += std::sqrt(std::inner_product(rows.begin() + i * d, rows.begin() + (i + 1) * d, rows.begin() + i * d, 0.0));
+  return sum;
+}
+
+/// Mean and covariance of the errors e = ĝ - ∇U(θ) of R estimates, and Hotelling's
+/// T² = R ēᵀ S⁻¹ ē, which for unbiased estimates is χ²_d in the large-R limit (CLT).
+struct ErrorMoments {
+  xt::xtensor<double, 1> mean;
+  xt::xtensor<double, 2> covariance;
+  double hotelling = 0.0;
+};
+
+ErrorMoments error_moments(const std::vector<std::vector<double>>& estimates, std::span<const double> truth) {
+  const std::size_t d = truth.size(), repeats = estimates.size();
+  ErrorMoments m{xt::zeros<double>({d}), xt::zeros<double>({d, d})};
+  for (const auto& g : estimates)
+    for (std::size_t j = 0; j < d; ++j) m.mean(j) += (g[j] - truth[j]) / static_cast<double>(repeats);
+  for (const auto& g : estimates)
+    for (std::size_t j = 0; j < d; ++j)
+      for (std::size_t l = 0; l < d; ++l)
+        m.covariance(j, l) += (g[j] - truth[j] - m.mean(j)) * (g[l] - truth[l] - m.mean(l)) / static_cast<double>(repeats - 1);
+  const auto solved = xt::linalg::solve(m.covariance, m.mean);
+  for (std::size_t j = 0; j < d; ++j) m.hotelling += static_cast<double>(repeats) * m.mean(j) * solved(j);
+  return m;
+}
+
+/// R estimates at θ from estimators whose state was set at α (and, for saga, partly at β):
+///   cv:   centre θ̂ = α (given), then R estimates at θ;
+///   svrg: the first estimate, at α, takes the snapshot; then R estimates at θ (period > R);
+///   saga: a fresh estimator per repeat: table filled at α, one estimate at β refreshes a batch
+///         of entries, then the estimate at θ — so the table states differ between repeats too.
+std::vector<std::vector<double>> estimates_at(const std::string& kind, const std::string& keys, const sgmcmc::Model& model,
+                                              std::span<const double> theta, std::span<const double> alpha,
+                                              std::span<const double> beta, int repeats, std::uint64_t seed) {
+  test::EstimatorBench bench(model, seed);
+  std::vector<std::vector<double>> out;
+  if (kind == "saga") {
+    auto config = sgmcmc::parse_config("[estimator]\nname = \"saga\"\n" + keys, "saga.toml");
+    for (int r = 0; r < repeats; ++r) {
+      auto saga = sgmcmc::make_estimator(config["estimator"], model);
+      bench.estimate(*saga, alpha);
+      bench.estimate(*saga, beta);
+      out.push_back(bench.estimate(*saga, theta));
+    }
+    return out;
+  }
+  std::string toml = fmt::format("name = \"{}\"\n{}", kind, keys);
+  if (kind == "cv") toml += fmt::format("centre = \"{}\"\n", as_list(alpha));
+  if (kind == "svrg") toml += fmt::format("period = {}\n", repeats + 1);
+  auto estimator = test::make_estimator(toml, model);
+  std::vector<double> start(model.dimension(), 0.0);
+  estimator->prepare(start, bench.context);
+  if (kind == "svrg") bench.estimate(*estimator, alpha);
+  for (int r = 0; r < repeats; ++r) out.push_back(bench.estimate(*estimator, theta));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cv, svrg and saga are unbiased at several θ: uniform and p_i ∝ L_i, with and without replacement, every code path") {
+  // Quantity: Hotelling's T² = R ēᵀ S⁻¹ ē of the errors e = ĝ - ∇U(θ) of R = 20,000 independent
+  // estimates (d = 3; S their sample covariance). Reference: unbiased estimates give T² ~ χ²_3
+  // (multivariate CLT). Tolerance: T² < 30, where P(χ²_3 > 30) = erfc(√15) + √(60/π)·e^(-15)
+  // ≈ 1.4e-6 per check (about 5e-5 over all checks of this test). A bias b is caught once
+  // R bᵀS⁻¹b > 30, i.e. from about 0.04 standard deviations of one estimate.
+  test::GaussianFixture fixture(50, 3);
+  const std::vector<double> mu(fixture.mean.begin(), fixture.mean.end());
+  const auto alpha = plus(mu, {0.3, -0.2, 0.1}), beta = plus(mu, {-0.5, 0.4, 0.2});
+  const std::vector<std::vector<double>> thetas = {mu, plus(mu, {1.0, -1.0, 0.5}), plus(mu, {-3.0, 2.0, 4.0})};
+  struct Case {
+    const char* kind;
+    const char* keys;
+    Path path;
+  };
+  const Case cases[] = {
+      {"cv", "batch_size = 5\n", Path::glm},
+      {"cv", "batch_size = 5\n", Path::per_item},
+      {"cv", "batch_size = 5\nreplacement = true\n", Path::glm},
+      {"cv", "batch_size = 5\nsampling = \"lipschitz\"\n", Path::glm},
+      {"cv", "batch_size = 5\nsampling = \"lipschitz\"\n", Path::per_item},
+      {"svrg", "batch_size = 5\n", Path::glm},
+      {"svrg", "batch_size = 5\nsampling = \"lipschitz\"\n", Path::per_item},
+      {"saga", "batch_size = 5\n", Path::glm},
+      {"saga", "batch_size = 20\nreplacement = true\n", Path::glm},  // repeated items in a batch
+      {"saga", "batch_size = 5\nsampling = \"lipschitz\"\n", Path::glm},
+      {"saga", "batch_size = 5\n", Path::per_item},
+      {"saga", "batch_size = 20\nsampling = \"lipschitz\"\n", Path::per_item},
+      {"saga", "batch_size = 5\n", Path::neither},
+  };
+  std::uint64_t seed = 1;
+  for (const auto& c : cases) {
+    const auto model = with_path(fixture, c.path);
+    for (const auto& theta : thetas) {
+      const auto truth = test::exact_gradient(*model, theta);
+      const auto m = error_moments(estimates_at(c.kind, c.keys, *model, theta, alpha, beta, 20'000, ++seed), truth);
+      INFO(c.kind << " [" << c.keys << "] path " << static_cast<int>(c.path) << " θ = " << as_list(theta) << ": mean error "
+                  << m.mean << ", T² = " << m.hotelling);
+      CHECK(xt::amax(xt::diagonal(m.covariance))() > 0.0);  // they are stochastic estimates
+      CHECK(m.hotelling < 30.0);
+    }
+  }
+}
+
+TEST_CASE("cv is exact at θ = θ̂ found by SGD; bit for bit the exact gradient when it evaluates both batch sums") {
+  // With two batch sums (a model without the GLM form), ĝ(θ̂) = Σ_i∇f_i(θ̂) + ∇f_0(θ̂) + s·(A - A)
+  // where both batch sums A are the same computation: the difference is exactly 0, and Σ_i∇f_i(θ̂)
+  // comes from the same full-pass call as the `exact` estimator's, so the two agree bit for bit.
+  // The GLM form sums s_i(θ̂) x_i through add_scaled_features instead: equal up to rounding, at
+  // most a few ulps of the largest partial sum; the tolerance is 1e-12 of Σ_i ‖∇f_i(θ̂)‖.
+  test::GaussianFixture fixture(50, 3);
+  for (const Path path : {Path::per_item, Path::glm}) {
+    const auto model = with_path(fixture, path);
+    test::EstimatorBench bench(*model);
+    auto cv = test::make_estimator("name = \"cv\"\nbatch_size = 5\nsgd_step_size = 2e-3\nsgd_iterations = 200\n", *model);
+    auto exact = test::make_estimator("name = \"exact\"\n", *model);
+    std::vector<double> theta_hat(3, 0.0);
+    cv->prepare(theta_hat, bench.context);
+    const std::vector<double> mu(fixture.mean.begin(), fixture.mean.end());
+    INFO("θ̂ = " << as_list(theta_hat) << ", posterior mean " << as_list(mu));
+    // A smoke check that SGD descends (a sign error would diverge): from θ = 0, ‖μ‖ ≈ 1.2 away,
+    // Σ_k h_k λ > 20 contracts the start's distance to nothing, and SGD's own noise at these steps
+    // is about 0.1 per coordinate, so θ̂ ends well within half the starting distance.
+    CHECK(std::hypot(theta_hat[0] - mu[0], theta_hat[1] - mu[1], theta_hat[2] - mu[2]) <
+          0.5 * std::hypot(mu[0], mu[1], mu[2]));
+    const auto truth = bench.estimate(*exact, theta_hat);
+    const double scale = item_gradient_norm_sum(fixture, theta_hat);
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      const auto g = bench.estimate(*cv, theta_hat);
+      if (path == Path::per_item) {
+        CHECK(g == truth);
+      } else {
+        for (std::size_t j = 0; j < 3; ++j) CHECK(std::abs(g[j] - truth[j]) <= 1e-12 * scale);
+      }
+    }
+  }
+}
+
+TEST_CASE("cv's variance grows like ‖θ - θ̂‖² (seed 1 Lemma 1): log-log slope 2, below the Lemma 1 bound") {
+  // Quantity: v(t) = E‖ĝ(θ) - ∇U(θ)‖² at θ = θ̂ + t·u (u a fixed unit vector), estimated by the mean
+  // of q = ‖ĝ - ∇U‖² over R = 4,000 estimates, at t = 1e-3 … 10 posterior sd (0.07 here).
+  // Reference: for this model ∇f_i(θ) - ∇f_i(θ̂) = x_i x_iᵀ(θ - θ̂)/σ² is linear in θ - θ̂, so the
+  // noise is linear in t and v(t) = t² v(1) exactly: the slope of log v against log t is 2.
+  // Lemma 1 bounds v(t) by (1/n) Σ_i (L_i²/p_i) t² = (N/n) Σ_i L_i² t² for uniform p_i (sampling
+  // without replacement only lowers the variance).
+  // Tolerance: sd(log v̂_k) = sd(q_k)/(√R v̂_k) (delta method); the least-squares slope over
+  // x_k = log t_k has sd √(Σ(x_k - x̄)² sd_k²) / Σ(x_k - x̄)²; we allow 5 of those sd. The bound is
+  // checked with 5 sd of slack on v̂_k.
+  test::GaussianFixture fixture(50, 3);
+  const auto& model = *fixture.model;
+  const std::vector<double> mu(fixture.mean.begin(), fixture.mean.end());
+  const std::size_t n = 5;
+  auto cv = test::make_estimator(fmt::format("name = \"cv\"\nbatch_size = {}\ncentre = \"{}\"\n", n, as_list(mu)), model);
+  test::EstimatorBench bench(model, 21);
+  std::vector<double> start(3, 0.0);
+  cv->prepare(start, bench.context);
+  REQUIRE(start == mu);  // the chain starts at the given centre
+
+  std::vector<double> bounds(model.num_items());
+  model.item_lipschitz_bounds(bounds);
+  const double sum_l2 = std::inner_product(bounds.begin(), bounds.end(), bounds.begin(), 0.0);
+  const double lemma_constant = static_cast<double>(model.num_items()) / static_cast<double>(n) * sum_l2;
+
+  const std::vector<double> u{0.48, -0.6, 0.64};  // unit length
+  const double posterior_sd = 1.0 / std::sqrt(fixture.precision(0, 0));
+  std::vector<double> x, log_v, sd_log_v;
+  for (const double t_in_sd : {1e-3, 1e-2, 1e-1, 1.0, 10.0}) {
+    const double t = t_in_sd * posterior_sd;
+    std::vector<double> theta = mu;
+    for (std::size_t j = 0; j < 3; ++j) theta[j] += t * u[j];
+    const auto truth = test::exact_gradient(model, theta);
+    const int repeats = 4'000;
+    double sum = 0.0, sum_squares = 0.0;
+    for (int r = 0; r < repeats; ++r) {
+      const auto g = bench.estimate(*cv, theta);
+      double q = 0.0;
+      for (std::size_t j = 0; j < 3; ++j) q += (g[j] - truth[j]) * (g[j] - truth[j]);
+      sum += q;
+      sum_squares += q * q;
+    }
+    const double v = sum / repeats, sd_v = std::sqrt((sum_squares / repeats - v * v) / repeats);
+    INFO("t = " << t << ": v̂ = " << v << " ± " << sd_v << ", Lemma 1 bound " << lemma_constant * t * t);
+    CHECK(v < lemma_constant * t * t + 5 * sd_v);
+    x.push_back(std::log(t));
+    log_v.push_back(std::log(v));
+    sd_log_v.push_back(sd_v / v);
+  }
+  const double x_mean = std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(x.size());
+  const double y_mean = std::accumulate(log_v.begin(), log_v.end(), 0.0) / static_cast<double>(x.size());
+  double sxx = 0.0, sxy = 0.0, slope_variance = 0.0;
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    sxx += (x[k] - x_mean) * (x[k] - x_mean);
+    sxy += (x[k] - x_mean) * (log_v[k] - y_mean);
+  }
+  for (std::size_t k = 0; k < x.size(); ++k) slope_variance += std::pow((x[k] - x_mean) * sd_log_v[k], 2);
+  const double slope = sxy / sxx, slope_sd = std::sqrt(slope_variance) / sxx;
+  INFO("slope " << slope << " ± " << slope_sd);
+  CHECK(std::abs(slope - 2.0) < 5 * slope_sd);
+}
+
+TEST_CASE("near the mode cv's variance is far below minibatch's, each matching its finite-population formula") {
+  // Quantity: v = E‖ĝ - ∇U‖² at θ = μ + 1 posterior sd along u, for `minibatch` and for `cv`
+  // centred at θ̂ = μ, both with n = 20 of N = 2,000 without replacement; v̂ is the mean of
+  // q = ‖ĝ - ∇U‖² over R = 4,000 estimates.
+  // Reference: (N/n) Σ_{i∈S} a_i over a uniform sample without replacement has covariance
+  // N(N-n)/(n(N-1)) Σ_i (a_i - ā)(a_i - ā)ᵀ, so v = N(N-n)/(n(N-1)) Σ_i ‖a_i - ā‖², with
+  // a_i = ∇f_i(θ) for minibatch and a_i = ∇f_i(θ) - ∇f_i(θ̂) for cv (computed from the plugin's
+  // per-item gradients). Tolerance: 5 sd(v̂) = 5 sd(q)/√R each. "Far below": measured v̂_cv <
+  // v̂_minibatch / 100 (the formulas give a ratio near 1e-3 here).
+  test::GaussianFixture fixture(2000, 3);
+  const auto& model = *fixture.model;
+  const std::size_t big_n = model.num_items(), n = 20;
+  const std::vector<double> mu(fixture.mean.begin(), fixture.mean.end());
+  std::vector<double> theta = mu;
+  const std::vector<double> u{0.48, -0.6, 0.64};
+  for (std::size_t j = 0; j < 3; ++j) theta[j] += u[j] / std::sqrt(fixture.precision(j, j));
+  const auto truth = test::exact_gradient(model, theta);
+
+  std::vector<std::size_t> items(big_n);
+  std::iota(items.begin(), items.end(), std::size_t{0});
+  auto workspace = model.make_workspace();
+  std::vector<double> at_theta(big_n * 3), at_centre(big_n * 3);
+  model.item_gradients(theta, items, at_theta, *workspace);
+  model.item_gradients(mu, items, at_centre, *workspace);
+  const auto population_variance = [&](bool centred) {
+    std::vector<double> mean(3, 0.0);
+    const auto a = [&](std::size_t i, std::size_t j) { return at_theta[3 * i + j] - (centred ? at_centre[3 * i + j] : 0.0); };
+    for (std::size_t i = 0; i < big_n; ++i)
+      for (std::size_t j = 0; j < 3; ++j) mean[j] += a(i, j) / static_cast<double>(big_n);
+    double sum = 0.0;
+    for (std::size_t i = 0; i < big_n; ++i)
+      for (std::size_t j = 0; j < 3; ++j) sum += (a(i, j) - mean[j]) * (a(i, j) - mean[j]);
+    const double nn = static_cast<double>(big_n), m = static_cast<double>(n);
+    return nn * (nn - m) / (m * (nn - 1)) * sum;
+  };
+
+  const auto measured = [&](const std::string& toml) {
+    auto estimator = test::make_estimator(toml, model);
+    test::EstimatorBench bench(model, 5);
+    std::vector<double> start(3, 0.0);
+    estimator->prepare(start, bench.context);
+    const int repeats = 4'000;
+    double sum = 0.0, sum_squares = 0.0;
+    for (int r = 0; r < repeats; ++r) {
+      const auto g = bench.estimate(*estimator, theta);
+      double q = 0.0;
+      for (std::size_t j = 0; j < 3; ++j) q += (g[j] - truth[j]) * (g[j] - truth[j]);
+      sum += q;
+      sum_squares += q * q;
+    }
+    const double v = sum / repeats;
+    return std::pair{v, std::sqrt((sum_squares / repeats - v * v) / repeats)};
+  };
+  const auto [v_minibatch, sd_minibatch] = measured(fmt::format("name = \"minibatch\"\nbatch_size = {}\n", n));
+  const auto [v_cv, sd_cv] = measured(fmt::format("name = \"cv\"\nbatch_size = {}\ncentre = \"{}\"\n", n, as_list(mu)));
+  const double expected_minibatch = population_variance(false), expected_cv = population_variance(true);
+  INFO("minibatch " << v_minibatch << " ± " << sd_minibatch << " (formula " << expected_minibatch << "); cv " << v_cv
+                    << " ± " << sd_cv << " (formula " << expected_cv << "); ratio " << v_cv / v_minibatch);
+  CHECK(std::abs(v_minibatch - expected_minibatch) < 5 * sd_minibatch);
+  CHECK(std::abs(v_cv - expected_cv) < 5 * sd_cv);
+  CHECK(v_cv < v_minibatch / 100);
+}
+
+TEST_CASE("saga: once every entry is refreshed at a fixed θ the estimate is ∇U(θ); compact, full and one-item tables agree") {
+  // (1) After the table is filled at α, estimates at a fixed θ refresh the entries of their
+  // batches; once every item has been asked for at θ (the MaskedModel records it; for each of the
+  // three tables), g_i = ∇f_i(θ)
+  // for all i, the batch term is exactly 0, and ĝ = ∇f_0(θ) + G = ∇U(θ) up to the rounding of the
+  // running sum G: under 1e4 additions of terms bounded by Σ_i(‖∇f_i(α)‖ + ‖∇f_i(θ)‖), i.e. a
+  // relative 1e4 · 1.1e-16 ≈ 1e-12 of that sum; we allow 1e-9 of it. One stale entry would leave
+  // an error ‖∇f_i(θ) - ∇f_i(α)‖ of order 1.
+  // (2) With the same seed, the compact table (N scalars, GLM form), the full N × d table
+  // (item_gradients) and the full table built from one-item batches of add_data_gradient draw
+  // the same batches and must give the same estimates along a path of 200 θ, up to the same
+  // rounding (the GLM path forms (s - s')x where the others form sx - s'x): tolerance 1e-9 of
+  // Σ_i ‖∇f_i(θ)‖ at each θ.
+  test::GaussianFixture fixture(50, 3);
+  const std::vector<double> mu(fixture.mean.begin(), fixture.mean.end());
+  const auto alpha = plus(mu, {0.3, -0.2, 0.1}), theta = plus(mu, {-1.0, 0.5, 2.0});
+  const auto item_norm_sum = [&](std::span<const double> at) { return item_gradient_norm_sum(fixture, at); };
+
+  for (const auto [glm, per_item] : {std::pair{true, true}, {false, true}, {false, false}}) {
+    const test::MaskedModel model(fixture.model, glm, per_item);
+    test::EstimatorBench bench(model);
+    auto saga = test::make_estimator("name = \"saga\"\nbatch_size = 5\n", model);
+    bench.estimate(*saga, alpha);
+    model.forget_asked();
+    int calls = 0;
+    while (!model.asked_every_item() && calls < 10'000) {
+      bench.estimate(*saga, theta);
+      ++calls;
+    }
+    REQUIRE(model.asked_every_item());
+    const auto g = bench.estimate(*saga, theta), truth = test::exact_gradient(model, theta);
+    INFO((glm ? "compact" : per_item ? "full" : "one-item") << " table, every entry refreshed after " << calls << " estimates");
+    for (std::size_t j = 0; j < 3; ++j) CHECK(std::abs(g[j] - truth[j]) <= 1e-9 * (item_norm_sum(alpha) + item_norm_sum(theta)));
+  }
+
+  for (const char* keys : {"batch_size = 5\n", "batch_size = 20\nreplacement = true\n", "batch_size = 5\nsampling = \"lipschitz\"\n"}) {
+    const test::MaskedModel full(fixture.model, false, true), one_item(fixture.model, false, false);
+    const sgmcmc::Model* models[] = {fixture.model.get(), &full, &one_item};
+    std::vector<std::unique_ptr<test::EstimatorBench>> benches;
+    std::vector<std::unique_ptr<sgmcmc::Estimator>> sagas;
+    for (const auto* model : models) {
+      benches.push_back(std::make_unique<test::EstimatorBench>(*model, 77));
+      sagas.push_back(test::make_estimator(std::string("name = \"saga\"\n") + keys, *model));
+    }
+    sgmcmc::Rng walk(3, 9);
+    std::vector<double> at = mu;
+    for (int step = 0; step < 200; ++step) {
+      for (double& a : at) a += 0.2 * walk.normal();
+      const double tolerance = 1e-9 * item_norm_sum(at);
+      const auto compact = benches[0]->estimate(*sagas[0], at);
+      for (std::size_t m = 1; m < 3; ++m) {
+        const auto other = benches[m]->estimate(*sagas[m], at);
+        INFO(keys << "step " << step << ", table " << m);
+        for (std::size_t j = 0; j < 3; ++j) CHECK(std::abs(other[j] - compact[j]) <= tolerance);
+      }
+    }
+  }
+}
+
+TEST_CASE("svrg: the estimate at each snapshot is exact, with one full pass every `period` estimates") {
+  // Estimates 1, 1 + m, 1 + 2m, ... take a snapshot at their θ and return ∇U(θ) (the GLM sum
+  // Σ_i s_i x_i: 1e-12 of Σ_i ‖∇f_i(θ)‖ for rounding, as for cv); the others draw a batch and are
+  // stochastic (their error is of order 1 here, far above 1e-6). Cost: N per snapshot, n per
+  // other estimate (GLM form).
+  test::GaussianFixture fixture(50, 3);
+  const auto& model = *fixture.model;
+  const std::size_t period = 4, n = 5;
+  auto svrg = test::make_estimator(fmt::format("name = \"svrg\"\nbatch_size = {}\nperiod = {}\n", n, period), model);
+  test::EstimatorBench bench(model);
+  sgmcmc::Rng walk(4, 2);
+  std::vector<double> theta(fixture.mean.begin(), fixture.mean.end());
+  for (std::size_t call = 0; call < 3 * period; ++call) {
+    for (double& t : theta) t += 0.3 * walk.normal();
+    const auto g = bench.estimate(*svrg, theta), truth = test::exact_gradient(model, theta);
+    double difference = 0.0;
+    for (std::size_t j = 0; j < 3; ++j) difference = std::max(difference, std::abs(g[j] - truth[j]));
+    INFO("estimate " << call + 1 << ": max |ĝ - ∇U| = " << difference);
+    if (call % period == 0)
+      CHECK(difference <= 1e-12 * item_gradient_norm_sum(fixture, theta));
+    else
+      CHECK(difference > 1e-6);
+    CHECK(bench.cost.full_passes == call / period + 1);
+  }
+  CHECK(bench.cost.item_gradients == 3 * model.num_items() + 3 * (period - 1) * n);
+}
+
+TEST_CASE("gaussian plugin: L_i = ‖x_i‖²/σ² is a Lipschitz constant of ∇f_i, attained along x_i") {
+  // ∇f_i(θ) - ∇f_i(θ') = x_i x_iᵀ(θ - θ')/σ²: its norm is at most ‖x_i‖²‖θ - θ'‖/σ², with equality
+  // when θ - θ' is parallel to x_i. Checked on random pairs (≤, up to 1e-12 relative rounding)
+  // and along x_i (=, to 1e-12 relative).
+  test::GaussianFixture fixture(20, 3);
+  const auto& model = *fixture.model;
+  std::vector<double> bounds(model.num_items());
+  model.item_lipschitz_bounds(bounds);
+  auto workspace = model.make_workspace();
+  sgmcmc::Rng rng(6, 1);
+  for (std::size_t i = 0; i < model.num_items(); ++i) {
+    const std::vector<std::size_t> item{i};
+    CHECK(bounds[i] == Approx((fixture.x(i, 0) * fixture.x(i, 0) + fixture.x(i, 1) * fixture.x(i, 1) +
+                               fixture.x(i, 2) * fixture.x(i, 2)) / (fixture.noise_sd * fixture.noise_sd)).epsilon(1e-12));
+    for (int trial = 0; trial < 3; ++trial) {
+      std::vector<double> a(3), b(3), ga(3), gb(3);
+      for (std::size_t j = 0; j < 3; ++j) {
+        a[j] = rng.normal();
+        b[j] = trial == 0 ? a[j] + 0.5 * fixture.x(i, j) : rng.normal();
+      }
+      model.item_gradients(a, item, ga, *workspace);
+      model.item_gradients(b, item, gb, *workspace);
+      const double change = std::hypot(ga[0] - gb[0], ga[1] - gb[1], ga[2] - gb[2]);
+      const double distance = std::hypot(a[0] - b[0], a[1] - b[1], a[2] - b[2]);
+      if (trial == 0)
+        CHECK(change == Approx(bounds[i] * distance).epsilon(1e-12));
+      else
+        CHECK(change <= bounds[i] * distance * (1 + 1e-12));
+    }
+  }
+}
