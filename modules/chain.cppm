@@ -18,7 +18,8 @@ import sgmcmc.error;
 export namespace sgmcmc {
 
 struct ChainSchedule {
-  std::uint64_t iterations = 1000;
+  std::uint64_t warmup = 0;       // first iterations, run but not recorded as draws (burn-in)
+  std::uint64_t iterations = 1000;  // recorded iterations after the warmup
   std::uint64_t thin = 1;         // record every thin-th iteration
   std::uint64_t eval_every = 10;  // evaluate the model's metrics every eval_every-th iteration
   bool compute_lp = false;        // lp__ = -U(θ) with a full pass per recorded draw; else NaN
@@ -53,7 +54,7 @@ struct ChainResult {
   std::uint64_t iterations = 0;    // completed
   Cost cost;
   double seconds = 0.0;
-  std::uint64_t blocks = 0;        // corrector blocks completed
+  std::uint64_t blocks = 0;        // corrector blocks completed after the warmup, and accepted ones
   std::uint64_t accepted_blocks = 0;
   std::uint64_t non_finite_proposals = 0;  // rejected because ΔH̃ or the potential was NaN/Inf
   double mean_accept_stat = 0.0;
@@ -112,7 +113,8 @@ void Chain::check(const ChainSchedule& schedule) const {
   if (schedule.compute_lp && !capabilities_.exact_log_likelihood)
     throw Error("run.lp = true needs a model with the 'exact-log-likelihood' capability");
   const std::size_t block_length = corrector_->block_length();
-  for (const auto& [key, every] : {std::pair{"thin", schedule.thin}, std::pair{"eval_every", schedule.eval_every}})
+  for (const auto& [key, every] : {std::pair{"thin", schedule.thin}, std::pair{"eval_every", schedule.eval_every},
+                                   std::pair{"warmup", schedule.warmup}})
     if (every % block_length != 0)
       throw Error(fmt::format("run.{} = {} must be a multiple of corrector.every = {}: draws and metrics are the "
                               "corrected states at the ends of blocks",
@@ -163,7 +165,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
   integrator_->initialise(state_, model_->dimension(), rng_);
   estimator_->prepare(state_.theta, context);
 
-  for (std::uint64_t iteration = 1; iteration <= schedule.iterations; ++iteration) {
+  for (std::uint64_t iteration = 1; iteration <= schedule.warmup + schedule.iterations; ++iteration) {
     const std::size_t position_in_block = (iteration - 1) % block_length;
     const bool ends_block = position_in_block + 1 == block_length;
     if (position_in_block == 0) corrector_->begin_block(state_, context);
@@ -173,10 +175,12 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
     after_move(iteration, context);
     if (ends_block) {
       decision = corrector_->end_block(state_, context);
-      ++result.blocks;
-      result.accepted_blocks += decision.accepted ? 1 : 0;
       result.non_finite_proposals += decision.non_finite ? 1 : 0;
-      accept_sum += decision.accept_stat;
+      if (iteration > schedule.warmup) {  // acceptance statistics of the recorded part
+        ++result.blocks;
+        result.accepted_blocks += decision.accepted ? 1 : 0;
+        accept_sum += decision.accept_stat;
+      }
       if (!all_finite(state_.theta)) {
         result.diverged = true;
         result.message = fmt::format("diverged at iteration {}: θ is no longer finite (NaN or Inf); "
@@ -186,7 +190,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
       }
     }
     result.iterations = iteration;
-    if (iteration % schedule.thin == 0) {
+    if (iteration > schedule.warmup && (iteration - schedule.warmup) % schedule.thin == 0) {
       const double lp = schedule.compute_lp ? log_density(context) : std::nan("");
       observer.on_draw({iteration, lp, integrator_->step_size(), decision, state_.theta});
     }

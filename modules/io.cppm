@@ -68,6 +68,15 @@ private:
   std::string line_;
 };
 
+/// A Stan CSV file read back: column names and draws (rows), comment lines skipped.
+struct StanCsv {
+  std::vector<std::string> columns;
+  std::vector<std::vector<double>> rows;
+};
+
+/// Reads a Stan CSV file such as chain-<k>.csv; errors name the file, line and column.
+StanCsv read_stan_csv(const std::filesystem::path& path);
+
 /// Shortest text that reads back as the same double ("nan", "inf" for the non-finite).
 void append_number(std::string& out, double value);
 
@@ -146,6 +155,32 @@ NumericTable read_numeric_csv(const std::filesystem::path& path) {
   if (in.bad()) throw Error(fmt::format("{}: read error", path.string()));
   if (table.rows == 0) throw Error(fmt::format("{}: no data rows", path.string()));
   return table;
+}
+
+StanCsv read_stan_csv(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("{}: cannot open ({})", path.string(), std::strerror(errno)));
+  StanCsv csv;
+  std::string line;
+  for (std::size_t line_number = 1; std::getline(in, line); ++line_number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty() || line.starts_with("#")) continue;
+    const auto fields = split_fields(line);
+    if (csv.columns.empty()) {
+      for (const auto& field : fields) csv.columns.emplace_back(field.text);
+      continue;
+    }
+    if (fields.size() != csv.columns.size())
+      throw Error(fmt::format("{}:{}: {} fields, expected {} as in the header", path.string(), line_number, fields.size(),
+                              csv.columns.size()));
+    std::vector<double> row(fields.size());
+    for (std::size_t k = 0; k < fields.size(); ++k)
+      if (!parse_double(fields[k].text, row[k]))
+        throw Error(fmt::format("{}:{}:{}: '{}' is not a number", path.string(), line_number, fields[k].column, fields[k].text));
+    csv.rows.push_back(std::move(row));
+  }
+  if (csv.columns.empty()) throw Error(fmt::format("{}: no header line (not a Stan CSV file)", path.string()));
+  return csv;
 }
 
 OutputFile::OutputFile(const std::filesystem::path& path) : path_(path) {

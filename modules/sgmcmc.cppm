@@ -13,3 +13,4 @@ export import sgmcmc.io;
 export import sgmcmc.config;
 export import sgmcmc.plugins;
 export import sgmcmc.model_checks;
+export import sgmcmc.diagnostics;

@@ -32,6 +32,10 @@ int presets_command();
 int check_model_command(const std::string& plugin, const std::vector<std::string>& overrides,
                         const std::optional<std::filesystem::path>& plugin_dir);
 
+/// `sgmcmc summary DIR`: diagnostics of the chains in a run's folder; `wanted` empty: the first
+/// `max_parameters` parameters.
+int summary_command(const std::filesystem::path& folder, const std::vector<std::string>& wanted, std::size_t max_parameters);
+
 /// `sgmcmc new-model NAME DIR`: writes a plugin project that builds against the installed SDK.
 int new_model_command(const std::string& name, const std::filesystem::path& folder);
 

@@ -38,6 +38,14 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--set", check_overrides, "a [model] key: model.key=value (repeatable)");
   check_cmd->add_option("--plugin-dir", plugin_dir, "search this folder for model plugins first");
 
+  std::filesystem::path summary_folder;
+  std::vector<std::string> summary_parameters;
+  std::size_t summary_max = 20;
+  auto* summary_cmd = app.add_subcommand("summary", "ESS, R-hat, MCSE and quantiles of a run's chains");
+  summary_cmd->add_option("folder", summary_folder, "a run's output folder")->required();
+  summary_cmd->add_option("--parameters", summary_parameters, "the columns to summarise")->delimiter(',');
+  summary_cmd->add_option("--max-parameters", summary_max, "without --parameters, the first this many (20)");
+
   std::string new_name;
   std::filesystem::path new_folder;
   auto* new_cmd = app.add_subcommand("new-model", "write a model plugin project that builds against the installed sgmcmc");
@@ -58,6 +66,7 @@ int main(int argc, char** argv) {
     if (presets_cmd->parsed()) return presets_command();
     if (check_cmd->parsed()) return check_model_command(check_plugin, check_overrides, plugin_dir);
     if (new_cmd->parsed()) return new_model_command(new_name, new_folder);
+    if (summary_cmd->parsed()) return summary_command(summary_folder, summary_parameters, summary_max);
   } catch (const sgmcmc::Error& error) {
     fmt::print(stderr, "sgmcmc: error: {}\n", error.what());
     return exit_bad_input;

@@ -66,6 +66,7 @@ struct RunSchedule {
 
 RunSchedule read_schedule(const sgmcmc::Settings& run) {
   RunSchedule schedule;
+  schedule.chain.warmup = static_cast<std::uint64_t>(run.integer_at_least("warmup", 0, 0));
   schedule.chain.iterations = static_cast<std::uint64_t>(run.integer_at_least("iterations", 1000, 1));
   schedule.chain.thin = static_cast<std::uint64_t>(run.integer_at_least("thin", 1, 1));
   schedule.chain.eval_every = static_cast<std::uint64_t>(run.integer_at_least("eval_every", 10, 1));
@@ -280,7 +281,7 @@ int run_command(const RunOptions& options) {
                                                  schedule.chains, std::max(1u, std::thread::hardware_concurrency())));
   std::atomic<std::uint64_t> progress{0};
   {
-    ProgressBar bar(schedule.chains * schedule.chain.iterations, progress, !options.quiet);
+    ProgressBar bar(schedule.chains * (schedule.chain.warmup + schedule.chain.iterations), progress, !options.quiet);
     run_jobs(jobs, schedule.chain, threads, progress);
   }
   for (auto& job : jobs)
@@ -308,8 +309,8 @@ int run_command(const RunOptions& options) {
   write_manifest(out, manifest);
 
   if (!options.quiet) {
-    fmt::print("{} chain(s) of {} iterations, model '{}' (d = {}, N = {}), in {:.2f} s -> {}\n", schedule.chains,
-               schedule.chain.iterations, model_name, model->dimension(), model->num_items(), elapsed(), out.string());
+    fmt::print("{} chain(s) of {} + {} iterations (warmup + recorded), model '{}' (d = {}, N = {}), in {:.2f} s -> {}\n", schedule.chains,
+               schedule.chain.warmup, schedule.chain.iterations, model_name, model->dimension(), model->num_items(), elapsed(), out.string());
     const auto metric_names = model->metric_names();
     for (std::size_t k = 0; k < jobs.size(); ++k) {
       std::string last;
@@ -320,6 +321,11 @@ int run_command(const RunOptions& options) {
         last += fmt::format(", acceptance rate {:.3f}", static_cast<double>(jobs[k].result.accepted_blocks) /
                                                            static_cast<double>(std::max<std::uint64_t>(1, jobs[k].result.blocks)));
       fmt::print("  chain {}: {} item gradients{}\n", k + 1, jobs[k].result.cost.item_gradients, last);
+    }
+    const std::uint64_t draws_per_chain = schedule.chain.iterations / schedule.chain.thin;
+    if (draws_per_chain >= 4) {
+      fmt::print("\n");
+      summary_command(out, {}, 20);
     }
   }
   return any_diverged ? exit_diverged : 0;

@@ -52,9 +52,10 @@ TEST_CASE("sgmcmc run --preset demo writes manifest, Stan CSV chains and metrics
   CHECK(manifest["seed"] == 1);
   const int chains = manifest["config"]["run"]["chains"];
   const int thin = manifest["config"]["run"]["thin"], eval_every = manifest["config"]["run"]["eval_every"];
+  const int warmup = manifest["config"]["run"]["warmup"];
   const int batch = manifest["config"]["estimator"]["batch_size"];
   REQUIRE(manifest["chains"].size() == static_cast<std::size_t>(chains));
-  CHECK(manifest["chains"][0]["item_gradients"] == 400 * batch);
+  CHECK(manifest["chains"][0]["item_gradients"] == (warmup + 400) * batch);
 
   for (int k = 1; k <= chains; ++k) {
     const auto lines = lines_of(test::read_text(out / fmt::format("chain-{}.csv", k)));
@@ -85,7 +86,7 @@ TEST_CASE("sgmcmc run --preset demo writes manifest, Stan CSV chains and metrics
 
   const auto metrics = lines_of(test::read_text(out / "metrics.csv"));
   CHECK(metrics[0] == "chain,iteration,seconds,item_gradients,log_predictive_density");
-  CHECK(metrics.size() == 1 + static_cast<std::size_t>(chains * 400 / eval_every));
+  CHECK(metrics.size() == 1 + static_cast<std::size_t>(chains * (warmup + 400) / eval_every));  // metrics cover the warmup
   // The held-out log predictive density of a well-specified Gaussian model with σ = 1 is close to
   // the entropy bound -½log(2πe) ≈ -1.419; anything far off means a broken metric.
   const auto last = metrics.back();
@@ -120,7 +121,7 @@ TEST_CASE("the gaussian-obabo-mh preset records ΔH̃ and the decision of every 
     CHECK((decision == 0.0 || decision == 1.0));
     accepted += decision == 1.0;
   }
-  CHECK(manifest["chains"][0]["blocks"] == 50);
+  CHECK(manifest["chains"][0]["blocks"] == 50);  // after the warmup
   CHECK(manifest["chains"][0]["accepted_blocks"] == accepted);
 }
 
@@ -144,7 +145,8 @@ TEST_CASE("a diverging chain stops with a message and keeps what it wrote") {
   test::TempDir dir;
   const auto out = dir.path() / "diverged";
   // ε·λ_max ≫ 4 makes SGLD's linear recursion unstable: |1 - ελ/2| > 1 grows geometrically.
-  const auto result = test::run_cli("run --preset demo --chains 1 --set integrator.step_size=1.0 --set run.thin=1 --out '" + out.string() + "'");
+  const auto result = test::run_cli("run --preset demo --chains 1 --set integrator.step_size=1.0 --set run.thin=1 --set run.warmup=0 --out '" +
+                                    out.string() + "'");
   INFO(result.output);
   CHECK(result.exit_code == 1);
   CHECK_THAT(result.output, Contains("chain 1 diverged at iteration") && Contains("chain-1.csv"));
@@ -253,6 +255,47 @@ TEST_CASE("an existing output folder is never overwritten without --replace") {
   CHECK(again.exit_code == 2);
   CHECK_THAT(again.output, Contains("is not empty"));
   CHECK(test::run_cli(run + " --replace").exit_code == 0);
+}
+
+TEST_CASE("summary: diagnostics of a run's chains, and clear refusals") {
+  test::TempDir dir;
+  const auto out = dir.path() / "run";
+  const auto run = test::run_cli("run --preset demo --set run.iterations=1000 --out '" + out.string() + "'");
+  REQUIRE(run.exit_code == 0);
+  CHECK_THAT(run.output, Contains("ess_bulk") && Contains("r_hat") && Contains("beta.5"));  // printed after the run
+  const auto summary = test::run_cli("summary '" + out.string() + "' --parameters beta.2");
+  INFO(summary.output);
+  CHECK(summary.exit_code == 0);
+  CHECK_THAT(summary.output, Contains("4 chains × 200 draws") && Contains("beta.2") && Contains("chain 4: 200 draws"));
+  CHECK_THAT(summary.output, !Contains("beta.1 "));
+
+  const auto expect_error = [](const std::string& arguments, const std::string& message) {
+    const auto result = test::run_cli(arguments);
+    INFO(arguments << "\n" << result.output);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Contains(message));
+  };
+  expect_error("summary '" + dir.path().string() + "'", "has no chain-<k>.csv files");
+  expect_error("summary '" + out.string() + "' --parameters gamma", "no column 'gamma'");
+  const auto other = dir.path() / "other";
+  fs::create_directories(other);
+  fs::copy_file(out / "chain-1.csv", other / "chain-1.csv");
+  test::TempDir scratch;
+  REQUIRE(test::run_cli("run --preset demo --set model.dim=3 --set run.iterations=100 --chains 1 --quiet --out '" +
+                        (scratch.path() / "r").string() + "'").exit_code == 0);
+  fs::copy_file(scratch.path() / "r" / "chain-1.csv", other / "chain-2.csv");
+  expect_error("summary '" + other.string() + "'", "has other columns than");
+  const auto short_run = dir.path() / "short";
+  REQUIRE(test::run_cli("run --preset demo --set run.iterations=15 --quiet --out '" + short_run.string() + "'").exit_code == 0);
+  expect_error("summary '" + short_run.string() + "'", "3 draw(s) in the shortest chain; at least 4 are needed");
+  // Constant draws: said, not printed as numbers.
+  const auto constant = dir.path() / "constant";
+  fs::create_directories(constant);
+  for (int k = 1; k <= 2; ++k)
+    std::ofstream(constant / fmt::format("chain-{}.csv", k)) << "lp__,accept_stat__,stepsize__,x\n0,1,0.1,2\n0,1,0.1,2\n0,1,0.1,2\n0,1,0.1,2\n0,1,0.1,2\n";
+  const auto flat = test::run_cli("summary '" + constant.string() + "'");
+  CHECK(flat.exit_code == 0);
+  CHECK_THAT(flat.output, Contains("x: the draws are constant or not finite, so ESS, R-hat and MCSE are undefined"));
 }
 
 TEST_CASE("list and presets describe what is available") {
