@@ -218,6 +218,35 @@ std::vector<CheckOutcome> capability_checks(const Probe& probe) {
     outcomes.push_back(compare(glm, worst(from_glm, batch), item_list(probe)));
   }
 
+  const std::string lipschitz = "Lipschitz bounds: ‖∇f_i(θ) - ∇f_i(θ')‖ ≤ L_i‖θ - θ'‖ between the random points";
+  if (!probe.capabilities.lipschitz_bounds) {
+    outcomes.push_back(skipped(lipschitz, "not declared"));
+  } else {
+    Vector bounds(model.num_items());
+    model.item_lipschitz_bounds(bounds);
+    double ratio = 0.0;  // observed slope / L_i, at most 1 (up to rounding) when the bounds hold
+    std::string detail;
+    for (std::size_t k = 0; k < n; ++k) {
+      const auto item = std::span(probe.items).subspan(k, 1);
+      for (std::size_t a = 0; a < probe.points.size(); ++a)
+        for (std::size_t b = a + 1; b < probe.points.size(); ++b) {
+          const Vector ga = probe.gradient(probe.points[a], item), gb = probe.gradient(probe.points[b], item);
+          double gradient_change = 0.0, step = 0.0;
+          for (std::size_t j = 0; j < d; ++j) {
+            gradient_change += (ga[j] - gb[j]) * (ga[j] - gb[j]);
+            step += (probe.points[a][j] - probe.points[b][j]) * (probe.points[a][j] - probe.points[b][j]);
+          }
+          const double slope = std::sqrt(gradient_change / step), bound = bounds[item[0]];
+          const double r = bound >= 0.0 && std::isfinite(bound) ? slope / (bound * (1 + 1e-9) + 1e-300) : INFINITY;
+          if (r > ratio) {
+            ratio = r;
+            detail = fmt::format("item {}: slope {:.6g}, L_i {:.6g}", item[0], slope, bound);
+          }
+        }
+    }
+    outcomes.push_back(compare(lipschitz, ratio, detail));
+  }
+
   // A model without a Gibbs step must not draw from the stream; one with it must draw only
   // from it (same stream, same gradient).
   Vector other(d, 0.0);
