@@ -107,3 +107,31 @@ TEST_CASE("normal quantiles to double precision") {
   CHECK(sgmcmc::normal_quantile(1e-6) == Approx(-4.753424308822899).epsilon(1e-13));
   CHECK(sgmcmc::normal_quantile(0.3) == Approx(-0.5244005127080407).epsilon(1e-14));
 }
+
+TEST_CASE("kernel Stein discrepancy: a known value, and it shrinks with more exact samples") {
+  // One point at the mode of N(0, I_d) (score 0): k_0(x, x) = -2βd c^{2(β-1)} = d for β = -1/2,
+  // c = 1, so KSD = sqrt(d).
+  CHECK(sgmcmc::kernel_stein_discrepancy({{0.0, 0.0, 0.0}}, {{0.0, 0.0, 0.0}}) == Approx(std::sqrt(3.0)).epsilon(1e-14));
+  // Exact samples of N(0, I_2) (score -x): E[KSD²] = E[k_0(x, x)]/n because the off-diagonal terms
+  // have mean 0, so KSD falls like n^{-1/2}: ×0.5 from n = 100 to 400 and again to 1,600. Averages
+  // of 5 replicates are compared with a ratio bound of 0.75, far from 1 yet loose enough for
+  // the replicates' spread.
+  const auto average_ksd = [](std::size_t n) {
+    double total = 0.0;
+    for (std::uint64_t replicate = 0; replicate < 5; ++replicate) {
+      sgmcmc::Rng rng(31, replicate);
+      std::vector<std::vector<double>> points(n, std::vector<double>(2)), scores(n, std::vector<double>(2));
+      for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t k = 0; k < 2; ++k) {
+          points[i][k] = rng.normal();
+          scores[i][k] = -points[i][k];
+        }
+      total += sgmcmc::kernel_stein_discrepancy(points, scores);
+    }
+    return total / 5;
+  };
+  const double small = average_ksd(100), medium = average_ksd(400), large = average_ksd(1600);
+  INFO(small << " " << medium << " " << large);
+  CHECK(medium < 0.75 * small);
+  CHECK(large < 0.75 * medium);
+}
