@@ -418,15 +418,20 @@ private:
 /// SGD step sizes h_k, k = 1, 2, ...: constant h_0, or the Robbins–Monro family
 ///   h_k = h_0 (1 + (k-1)/b)^(-c),  0.5 < c <= 1,  so that Σ h_k = ∞ and Σ h_k² < ∞
 /// (Robbins & Monro 1951; seed 1 §3.1). It is a(b' + k)^(-c), the integrators' `polynomial`
-/// family, written so that sgd_step_size is the first step h_0 and b the number of steps over
-/// which the step stays near h_0: the first steps make the progress, the later, smaller ones
-/// shrink SGD's noise around the mode.
+/// family, written so that sgd_step_size is the first step h_0. The default b = c = 1 gives
+/// h_k = h_0/k, the 1/(λk) steps of the SGD bound seed 1 §3.4 uses (Nemirovski et al. 2009): on
+/// a quadratic with curvature λ = 1/h_0 in every direction, θ_k - θ* = (1 - 1/k)(θ_{k-1} - θ*) -
+/// ζ_k/(λk) gives θ_K - θ* = -(1/(λK)) Σ_k ζ_k, the average of the K batches' noise, so one pass
+/// (K = N/n) leaves θ̂ about one posterior standard deviation from the mode.
 class SgdSchedule {
 public:
-  SgdSchedule(const Settings& section, double default_step_size, double default_decay_b)
-      : step_size_(section.positive_number("sgd_step_size", default_step_size)),
-        decay_b_(section.positive_number("sgd_decay_b", default_decay_b)),
-        decay_c_(section.number("sgd_decay_c", 0.55)) {
+  explicit SgdSchedule(const Settings& section)
+      : step_size_(section.number("sgd_step_size", 0.0)),
+        decay_b_(section.positive_number("sgd_decay_b", 1.0)),
+        decay_c_(section.number("sgd_decay_c", 1.0)) {
+    if (!(step_size_ >= 0.0) || !std::isfinite(step_size_))
+      throw Error(fmt::format("{}: expected a number > 0, or 0 for 1/λ̂ (estimated), found {}",
+                              section.describe("sgd_step_size"), step_size_));
     const std::string name = section.text("sgd_schedule", "polynomial");
     if (name == "constant") return;
     if (name != "polynomial")
@@ -439,25 +444,45 @@ public:
                               section.describe("sgd_decay_c"), decay_c_));
   }
 
+  /// Whether h_0 is to be estimated (sgd_step_size = 0, the default).
+  bool automatic() const { return step_size_ == 0.0; }
+  void set_first_step(double h0) { step_size_ = h0; }
   double at(std::uint64_t k) const {
     return polynomial_ ? step_size_ * std::pow(1.0 + static_cast<double>(k - 1) / decay_b_, -decay_c_) : step_size_;
   }
-  double step_size() const { return step_size_; }
+  double first_step() const { return step_size_; }
 
 private:
   double step_size_, decay_b_, decay_c_;
   bool polynomial_ = false;
 };
 
-/// The default first SGD step: 1/Σ_i L_i when the model gives Lipschitz bounds — Σ_i L_i bounds
-/// the norm of the data term's Hessian, so h λ <= 1 for each of its eigenvalues λ and gradient
-/// descent on the data term is stable at any N — else the integrators' default 1e-4.
-double default_sgd_step_size(const Model& model) {
-  if (!model.capabilities().lipschitz_bounds) return 1e-4;
-  std::vector<double> bounds(model.num_items());
-  model.item_lipschitz_bounds(bounds);
-  const double total = std::accumulate(bounds.begin(), bounds.end(), 0.0);
-  return total > 0.0 && std::isfinite(total) ? 1.0 / total : 1e-4;
+double norm(std::span<const double> v) { return std::sqrt(std::inner_product(v.begin(), v.end(), v.begin(), 0.0)); }
+
+/// λ̂, the largest curvature of U near θ, for SGD's automatic first step h_0 = 1/λ̂ (gradient
+/// descent is stable for h λ_max < 2): 10 power iterations v ← Hv/‖Hv‖ (Golub & Van Loan §8.2),
+/// each Hessian-vector product a finite difference of minibatch estimates on one batch,
+/// Hv ≈ [∇Û(θ + δv) - ∇Û(θ)]/δ: 2n item gradients each, counted in the chain's cost. The batch
+/// Hessian's top eigenvalue tends to exceed the full one's, which errs on the safe side. Returns
+/// 0 when there is no usable curvature (a flat or non-finite model).
+double largest_curvature(std::span<const double> theta, MinibatchSampler& batches, double scale, ChainContext& context) {
+  const std::size_t d = theta.size();
+  std::vector<double> v(d), shifted(d), at_theta(d), at_shifted(d);
+  context.rng.fill_normal(v);
+  const double start_norm = norm(v), delta = 1e-4 * (1.0 + norm(theta));
+  for (double& x : v) x /= start_norm;
+  double lambda = 0.0;
+  for (int iteration = 0; iteration < 10; ++iteration) {
+    const auto items = batches.draw(context.rng);
+    for (std::size_t j = 0; j < d; ++j) shifted[j] = theta[j] + delta * v[j];
+    scaled_batch_plus_prior(theta, items, scale, at_theta, context);
+    scaled_batch_plus_prior(shifted, items, scale, at_shifted, context);
+    for (std::size_t j = 0; j < d; ++j) v[j] = (at_shifted[j] - at_theta[j]) / delta;
+    lambda = norm(v);
+    if (!(lambda > 0.0) || !std::isfinite(lambda)) return 0.0;
+    for (double& x : v) x /= lambda;
+  }
+  return lambda;
 }
 
 /// "1.5, -2, 0.3" → {1.5, -2, 0.3}: a user-given centre θ̂, one number per parameter.
@@ -493,7 +518,7 @@ public:
       : sampler_(section, model), centre_(model),
         sgd_iterations_(static_cast<std::uint64_t>(
             section.integer_at_least("sgd_iterations", static_cast<std::int64_t>(one_pass(model, sampler_)), 0))),
-        schedule_(section, default_sgd_step_size(model), std::max(1.0, static_cast<double>(sgd_iterations_) / 10.0)),
+        schedule_(section),
         with_replacement_(!sampler_.distinct_items()), section_(section.section()) {
     if (const std::string text = section.text("centre", ""); !text.empty()) {  // "": find θ̂ by SGD
       given_centre_ = parse_centre(section, text, model.dimension());
@@ -515,7 +540,7 @@ public:
                               "Inf); {}",
                               given_centre_ ? fmt::format("choose another {}.centre", section_)
                                             : fmt::format("try a smaller {}.sgd_step_size (now {})", section_,
-                                                          schedule_.step_size())));
+                                                          schedule_.first_step())));
   }
 
   void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) override {
@@ -526,10 +551,11 @@ public:
 private:
   /// SGD from the chain's starting point: θ ← θ - h_k [∇f_0(θ) + (N/n) Σ_{i∈S} ∇f_i(θ)], with
   /// uniform batches (the estimate's own p_i may be 0 for items whose gradient is constant).
-  void descend(std::span<double> theta, ChainContext& context) const {
+  void descend(std::span<double> theta, ChainContext& context) {
     const Model& model = context.model;
     MinibatchSampler batches(model.num_items(), sampler_.batch_size(), with_replacement_);
     const double scale = static_cast<double>(model.num_items()) / static_cast<double>(sampler_.batch_size());
+    if (schedule_.automatic()) schedule_.set_first_step(automatic_first_step(theta, batches, scale, context));
     std::vector<double> gradient(theta.size());
     for (std::uint64_t k = 1; k <= sgd_iterations_; ++k) {
       scaled_batch_plus_prior(theta, batches.draw(context.rng), scale, gradient, context);
@@ -538,8 +564,17 @@ private:
       if (!all_finite(theta))
         throw Error(fmt::format("estimator 'cv', SGD centring phase: θ is no longer finite (NaN or Inf) after step "
                                 "{} of {}; try a smaller {}.sgd_step_size (now {})",
-                                k, sgd_iterations_, section_, schedule_.step_size()));
+                                k, sgd_iterations_, section_, schedule_.first_step()));
     }
+  }
+
+  /// 1/λ̂; a model whose gradient Gibbs-samples latent variables has no reproducible batch
+  /// gradient to difference, and a flat one no curvature: those get 1e-4, the integrators' default.
+  static double automatic_first_step(std::span<const double> theta, MinibatchSampler& batches, double scale,
+                                     ChainContext& context) {
+    if (context.model.capabilities().latent_gibbs_step) return 1e-4;
+    const double lambda = largest_curvature(theta, batches, scale, context);
+    return lambda > 0.0 ? 1.0 / lambda : 1e-4;
   }
 
   ItemSampler sampler_;
@@ -778,8 +813,8 @@ const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
       {"cv",
        "SGLD-CV control variates around θ̂ (seed 1 eq. 4); θ̂ by SGD from the start point, or given; "
        "keys batch_size, replacement, sampling (uniform|lipschitz), centre (θ̂ as \"x1, x2, ...\"), sgd_iterations "
-       "(one pass), sgd_schedule (polynomial|constant), sgd_step_size (1/Σ L_i, or 1e-4), sgd_decay_b "
-       "(sgd_iterations/10), sgd_decay_c (0.55)",
+       "(one pass), sgd_schedule (polynomial|constant), sgd_step_size (0: 1/λ̂, the estimated largest curvature), "
+       "sgd_decay_b (1), sgd_decay_c (1)",
        {"batch_size", "replacement", "sampling", "centre", "sgd_iterations", "sgd_schedule", "sgd_step_size",
         "sgd_decay_b", "sgd_decay_c"},
        factory<ControlVariateEstimator>()},

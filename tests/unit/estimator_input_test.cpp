@@ -86,7 +86,7 @@ TEST_CASE("bad estimator input is refused when the estimator is built, with the 
   expect_refusal("name = \"cv\"\nsgd_schedule = \"cosine\"\n", model,
                  "estimator.sgd_schedule: unknown schedule 'cosine'; known: polynomial");
   expect_refusal("name = \"cv\"\nsgd_decay_c = 0.4\n", model, "estimator.sgd_decay_c: expected 0.5 < c <= 1");
-  expect_refusal("name = \"cv\"\nsgd_step_size = 0\n", model, "estimator.sgd_step_size: expected a number > 0");
+  expect_refusal("name = \"cv\"\nsgd_step_size = -1\n", model, "estimator.sgd_step_size: expected a number > 0, or 0 for");
   expect_refusal("name = \"cv\"\nsgd_iterations = -1\n", model, "estimator.sgd_iterations: expected an integer >= 0");
   expect_refusal("name = \"cv\"\ncentre = \"1, 2\"\n", model, "estimator.centre: 2 number(s) given; the model has 3 parameters");
   expect_refusal("name = \"cv\"\ncentre = \"1, two, 3\"\n", model, "estimator.centre: 'two' is not a finite number");
@@ -135,8 +135,11 @@ TEST_CASE("a diverging cv centring stops with a message naming the phase and sug
 
 TEST_CASE("every estimator's cost reaches the chain's accounting; cv's centring phase is in the first metrics row") {
   // N = 50, n = 5, 10 iterations of SGLD (one estimate each). Item gradients:
-  //   cv (GLM form):    7 SGD steps × 5 + full pass 50 + 10 × 5 (one batch at θ; s_i(θ̂) kept) = 135
-  //   cv (two sums):    35 + 50 + 10 × 2 × 5 (∇f_i at θ and at θ̂)                               = 185
+  //   cv (GLM form):    centring: 10 curvature probes × 2 batches × 5 = 100 for the automatic
+  //                     first step, 7 SGD steps × 5 = 35, full pass 50; then 10 × 5 (one batch
+  //                     at θ; s_i(θ̂) kept)                                                        = 235
+  //   cv (two sums):    185 + 10 × 2 × 5 (∇f_i at θ and at θ̂)                                    = 285
+  //   cv, given step:   35 + 50 + 10 × 5 (no curvature probes)                                   = 135
   //   svrg, period 4:   snapshots at estimates 1, 5, 9: 3 × 50, plus 7 × 5                      = 185
   //   saga:             the table's full pass at estimate 1, then 9 × 5                          = 95
   //   minibatch:        10 × 5 = 50;  exact: 10 × 50 = 500 with 10 full passes
@@ -149,8 +152,9 @@ TEST_CASE("every estimator's cost reaches the chain's accounting; cv's centring 
   };
   const std::string cv = "name = \"cv\"\nbatch_size = 5\nsgd_iterations = 7\n";
   const Expected cases[] = {
-      {fixture.model, cv, 35 + 50 + 5, 135, 1},
-      {generic, cv, 35 + 50 + 10, 185, 1},
+      {fixture.model, cv, 185 + 5, 235, 1},
+      {generic, cv, 185 + 10, 285, 1},
+      {fixture.model, cv + "sgd_step_size = 1e-3\n", 35 + 50 + 5, 135, 1},
       {fixture.model, "name = \"svrg\"\nbatch_size = 5\nperiod = 4\n", 50, 185, 3},
       {fixture.model, "name = \"saga\"\nbatch_size = 5\n", 50, 95, 1},
       {fixture.model, "name = \"minibatch\"\nbatch_size = 5\n", 5, 50, 0},
