@@ -555,7 +555,8 @@ private:
     const Model& model = context.model;
     MinibatchSampler batches(model.num_items(), sampler_.batch_size(), with_replacement_);
     const double scale = static_cast<double>(model.num_items()) / static_cast<double>(sampler_.batch_size());
-    if (schedule_.automatic()) schedule_.set_first_step(automatic_first_step(theta, batches, scale, context));
+    if (schedule_.automatic() && sgd_iterations_ > 0)
+      schedule_.set_first_step(automatic_first_step(theta, batches, scale, context));
     std::vector<double> gradient(theta.size());
     for (std::uint64_t k = 1; k <= sgd_iterations_; ++k) {
       scaled_batch_plus_prior(theta, batches.draw(context.rng), scale, gradient, context);
