@@ -103,7 +103,7 @@ ChainDraws z_scale(const ChainDraws& draws) {
   const std::vector<double> all = flatten(draws);
   std::vector<std::size_t> order(all.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return all[a] < all[b]; });
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return all[a] < all[b]; });  // ties share a rank below
   std::vector<double> scores(all.size());
   const double count = static_cast<double>(all.size()), c = 3.0 / 8.0;
   for (std::size_t begin = 0; begin < order.size();) {

@@ -37,7 +37,7 @@ TEST_CASE("minibatch estimator is unbiased at several θ, with and without repla
   const auto exact = make("[estimator]\nname = \"exact\"\n", model);
   for (const char* replacement : {"false", "true"}) {
     const auto minibatch = make(fmt::format("[estimator]\nname = \"minibatch\"\nbatch_size = 5\nreplacement = {}\n", replacement), model);
-    for (const std::vector<double> theta : {std::vector<double>{0, 0, 0}, {1.5, -2, 0.3}, {-4, 4, 1}}) {
+    for (const std::vector<double>& theta : {std::vector<double>{0, 0, 0}, {1.5, -2, 0.3}, {-4, 4, 1}}) {
       const auto truth = estimate(*exact, model, theta, rng, cost);
       const int repeats = 20'000;
       std::vector<double> sum(3, 0.0), sum_squares(3, 0.0);
