@@ -138,6 +138,16 @@ void scaled_batch_plus_prior(std::span<const double> theta, std::span<const std:
   context.cost.item_gradients += items.size();
 }
 
+/// batch_size (default min(100, N)); an explicit value above N is an error, not silently N.
+std::size_t read_batch_size(const Settings& section, const Model& model) {
+  const auto items = static_cast<std::int64_t>(model.num_items());
+  const std::int64_t size = section.integer_at_least("batch_size", std::min<std::int64_t>(100, items), 1);
+  if (size > items)
+    throw Error(fmt::format("{}: a batch of {} items is larger than the data set (N = {} items); choose at most {}",
+                            section.describe("batch_size"), size, items, items));
+  return static_cast<std::size_t>(size);
+}
+
 // ---- exact and minibatch ---------------------------------------------------------------------
 
 /// ∇U(θ) = ∇f_0(θ) + Σ_{i=1..N} ∇f_i(θ) (SCIENCE.md, "Exact"). O(N) per call.
@@ -157,8 +167,7 @@ private:
 class MinibatchEstimator final : public Estimator {
 public:
   MinibatchEstimator(const Settings& section, const Model& model)
-      : sampler_(model.num_items(), static_cast<std::size_t>(section.integer_at_least("batch_size", 100, 1)),
-                 section.flag("replacement", false)),
+      : sampler_(model.num_items(), read_batch_size(section, model), section.flag("replacement", false)),
         scale_(static_cast<double>(model.num_items()) / static_cast<double>(sampler_.batch_size())) {}
 
   void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) override {
@@ -225,16 +234,6 @@ private:
 };
 
 enum class Sampling { uniform, lipschitz };
-
-/// batch_size (default min(100, N)); an explicit value above N is an error, not silently N.
-std::size_t read_batch_size(const Settings& section, const Model& model) {
-  const auto items = static_cast<std::int64_t>(model.num_items());
-  const std::int64_t size = section.integer_at_least("batch_size", std::min<std::int64_t>(100, items), 1);
-  if (size > items)
-    throw Error(fmt::format("{}: a batch of {} items is larger than the data set (N = {} items); choose at most {}",
-                            section.describe("batch_size"), size, items, items));
-  return static_cast<std::size_t>(size);
-}
 
 Sampling read_sampling(const Settings& section, const Model& model) {
   const std::string name = section.text("sampling", "uniform");
