@@ -1,6 +1,7 @@
 // The real `sgmcmc` binary: the demo preset end to end, reproducibility across thread counts,
 // and bad input (clear message, non-zero exit, no crash, no manifest that looks complete).
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 #include <string>
@@ -58,29 +59,13 @@ TEST_CASE("sgmcmc run --preset demo writes manifest, Stan CSV chains and metrics
   CHECK(manifest["chains"][0]["item_gradients"] == (warmup + 400) * batch);
 
   for (int k = 1; k <= chains; ++k) {
-    const auto lines = lines_of(test::read_text(out / fmt::format("chain-{}.csv", k)));
-    std::vector<std::string> data;
-    bool header_seen = false;
-    for (const auto& line : lines) {
-      if (line.starts_with("#")) continue;
-      if (!header_seen) {
-        CHECK(line == "lp__,accept_stat__,stepsize__,beta.1,beta.2,beta.3,beta.4,beta.5");
-        header_seen = true;
-      } else {
-        data.push_back(line);
-      }
-    }
-    CHECK(data.size() == static_cast<std::size_t>(400 / thin));
-    for (const auto& row : data) {  // 8 numbers, all finite but lp__ (not computed)
-      std::istringstream fields(row);
-      std::string field;
-      int count = 0;
-      while (std::getline(fields, field, ',')) {
-        double value;
-        REQUIRE(sgmcmc::parse_double(field, value));
-        if (count++ > 0) CHECK(std::isfinite(value));
-      }
-      CHECK(count == 8);
+    const auto csv = sgmcmc::read_stan_csv(out / fmt::format("chain-{}.csv", k));  // the reader `summary` uses
+    CHECK(csv.columns == std::vector<std::string>{"lp__", "accept_stat__", "stepsize__", "beta.1", "beta.2", "beta.3",
+                                                  "beta.4", "beta.5"});
+    CHECK(csv.rows.size() == static_cast<std::size_t>(400 / thin));
+    for (const auto& row : csv.rows) {  // 8 numbers, all finite but lp__ (not computed)
+      CHECK(row.size() == 8);
+      for (std::size_t j = 1; j < row.size(); ++j) CHECK(std::isfinite(row[j]));
     }
   }
 
@@ -101,21 +86,13 @@ TEST_CASE("the gaussian-obabo-mh preset records ΔH̃ and the decision of every 
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   CHECK_THAT(result.output, Contains("acceptance rate"));
-  std::vector<std::string> rows;
-  for (const auto& line : lines_of(test::read_text(out / "chain-1.csv")))
-    if (!line.starts_with("#")) rows.push_back(line);
-  REQUIRE(rows.size() == 1 + 50);  // header + one draw per block (thin = every = 10)
-  CHECK(rows[0].starts_with("lp__,accept_stat__,stepsize__,delta_energy__,accepted__,beta.1"));
+  const auto csv = sgmcmc::read_stan_csv(out / "chain-1.csv");
+  REQUIRE(csv.rows.size() == 50);  // one draw per block (thin = every = 10)
+  const std::vector<std::string> sampler{"lp__", "accept_stat__", "stepsize__", "delta_energy__", "accepted__", "beta.1"};
+  CHECK(std::equal(sampler.begin(), sampler.end(), csv.columns.begin()));
   const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
   std::size_t accepted = 0;
-  for (std::size_t k = 1; k < rows.size(); ++k) {
-    std::istringstream fields(rows[k]);
-    std::vector<double> values;
-    for (std::string field; std::getline(fields, field, ',');) {
-      double value;
-      REQUIRE(sgmcmc::parse_double(field, value));
-      values.push_back(value);
-    }
+  for (const auto& values : csv.rows) {
     const double accept_stat = values[1], delta_energy = values[3], decision = values[4];
     CHECK(accept_stat == Approx(std::min(1.0, std::exp(-delta_energy))).epsilon(1e-12));
     CHECK((decision == 0.0 || decision == 1.0));

@@ -12,6 +12,9 @@
 #include "gaussian_fixture.hpp"
 #include "targets.hpp"
 
+// Known-value tolerances: 1e-14 relative where the hand computation does the same operations as
+// the integrator, possibly in another order (a few ulps); 1e-12 for sums of differences.
+
 namespace {
 
 /// U(x) = (x - μ)²/(2σ²) with μ = 0.5, σ² = 0.8: ∇U(x) = (x - 0.5)/0.8.
