@@ -122,12 +122,8 @@ void Chain::check(const ChainSchedule& schedule) const {
 }
 
 double Chain::log_density(ChainContext& context) {
-  if (all_items_.empty()) {
-    all_items_.resize(model_->num_items());
-    std::iota(all_items_.begin(), all_items_.end(), std::size_t{0});
-  }
-  return -(model_->prior_potential(state_.theta) +
-           model_->data_potential(state_.theta, Batch{all_items_}, context.workspace));
+  if (all_items_.empty()) all_items_ = every_item(*model_);
+  return -potential(*model_, state_.theta, all_items_, context.workspace);
 }
 
 void Chain::after_move(std::uint64_t iteration, ChainContext& context) {

@@ -75,8 +75,7 @@ public:
   MetropolisHastings(const Settings& section, const Model& model, const Integrator& integrator)
       : every_(static_cast<std::size_t>(section.integer_at_least("every", 1, 1))),
         temperature_(integrator.temperature()),
-        all_items_(model.num_items()) {
-    std::iota(all_items_.begin(), all_items_.end(), std::size_t{0});
+        all_items_(every_item(model)) {
     if (section.flag("exact_endpoints", true)) {
       Settings exact("estimator");
       exact.set("name", {std::string("exact"), "corrector.exact_endpoints"});
@@ -121,7 +120,7 @@ private:
   /// U(θ) = f_0(θ) + Σ_i f_i(θ): one full pass over the data, counted as such.
   double potential(std::span<const double> theta, ChainContext& context) const {
     context.cost.full_passes += 1;
-    return context.model.prior_potential(theta) + context.model.data_potential(theta, Batch{all_items_}, context.workspace);
+    return sgmcmc::potential(context.model, theta, all_items_, context.workspace);
   }
 
   std::size_t every_;

@@ -121,12 +121,6 @@ bool all_finite(std::span<const double> values) {
   return std::all_of(values.begin(), values.end(), [](double x) { return std::isfinite(x); });
 }
 
-std::vector<std::size_t> every_item(const Model& model) {
-  std::vector<std::size_t> items(model.num_items());
-  std::iota(items.begin(), items.end(), std::size_t{0});
-  return items;
-}
-
 /// Σ_{i∈batch} ∇f_i(θ) scaled by `scale`, plus ∇f_0(θ): the shared shape of the exact gradient
 /// (scale 1, every item) and of SGLD's minibatch estimate (scale N/n).
 void scaled_batch_plus_prior(std::span<const double> theta, std::span<const std::size_t> items,

@@ -11,6 +11,7 @@ module;
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <numeric>
 #include <span>
 #include <string>
 #include <vector>
@@ -111,6 +112,14 @@ public:
                                 std::span<double> out) const;
 };
 
+/// 0, 1, ..., N-1: the batch of every item (exact gradients, potentials).
+std::vector<std::size_t> every_item(const Model& model);
+
+/// U(θ) = f_0(θ) + Σ_i f_i(θ) over `every` (from every_item): one full data pass; only models
+/// with `exact_log_likelihood`. Used by the MH corrector and for lp__.
+double potential(const Model& model, std::span<const double> theta, std::span<const std::size_t> every,
+                 Workspace& workspace);
+
 /// What a plugin tells without building a model (`sgmcmc list`).
 struct PluginInfo {
   std::string name;
@@ -152,6 +161,17 @@ std::vector<std::string> capability_names(const Capabilities& c) {
   for (const auto& [present, name] : table)
     if (present) names.emplace_back(name);
   return names;
+}
+
+std::vector<std::size_t> every_item(const Model& model) {
+  std::vector<std::size_t> items(model.num_items());
+  std::iota(items.begin(), items.end(), std::size_t{0});
+  return items;
+}
+
+double potential(const Model& model, std::span<const double> theta, std::span<const std::size_t> every,
+                 Workspace& workspace) {
+  return model.prior_potential(theta) + model.data_potential(theta, Batch{every}, workspace);
 }
 
 namespace {

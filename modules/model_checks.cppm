@@ -272,8 +272,7 @@ std::vector<CheckOutcome> capability_checks(const Probe& probe) {
 
 /// Everything a chain reads from a model at θ: the full-data gradient and the metrics.
 Vector fingerprint(const Model& model, Workspace& workspace, const Vector& theta) {
-  std::vector<std::size_t> all(model.num_items());
-  std::iota(all.begin(), all.end(), std::size_t{0});
+  const auto all = every_item(model);
   Vector values(model.dimension(), 0.0);
   Rng rng(5, 5);
   model.add_data_gradient(theta, Batch{all}, values, workspace, rng);
