@@ -24,7 +24,7 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 2;  // 2: lipschitz_bounds
+inline constexpr std::uint32_t model_interface_version = 3;  // 2: lipschitz_bounds, 3: quantities
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.
@@ -110,6 +110,13 @@ public:
   virtual std::vector<std::string> metric_names() const { return {}; }
   virtual void evaluate_metrics(std::span<const double> theta, Workspace& workspace,
                                 std::span<double> out) const;
+
+  /// Scalar quantities of interest q(θ) of a single draw, for post-processing such as
+  /// zero-variance control variates (seed 1 §4): e.g. the mean held-out log predictive density
+  /// (1/J) Σ_j log p(y*_j | θ). Unlike metrics they keep no running state across draws.
+  virtual std::vector<std::string> quantity_names() const { return {}; }
+  virtual void evaluate_quantities(std::span<const double> theta, Workspace& workspace,
+                                   std::span<double> out) const;
 };
 
 /// 0, 1, ..., N-1: the batch of every item (exact gradients, potentials).
@@ -204,5 +211,6 @@ void Model::item_lipschitz_bounds(std::span<double>) const {
 }
 void Model::after_step(std::uint64_t, std::span<double>, Workspace&, Rng&) const {}
 void Model::evaluate_metrics(std::span<const double>, Workspace&, std::span<double>) const {}
+void Model::evaluate_quantities(std::span<const double>, Workspace&, std::span<double>) const {}
 
 }  // namespace sgmcmc
