@@ -18,18 +18,41 @@ import sgmcmc.error;
 
 export namespace sgmcmc {
 
+/// The lines of a text file, plain or gzip-compressed: zlib reads both, telling them apart by
+/// the gzip magic bytes, so no data reader needs to care. A CR before a line end is dropped, so
+/// CRLF files read like LF files.
+class TextLines {
+public:
+  explicit TextLines(const std::filesystem::path& path);
+  ~TextLines();
+  TextLines(const TextLines&) = delete;
+  TextLines& operator=(const TextLines&) = delete;
+  /// The next line, without its end; false at the end of the file. A read error (a truncated
+  /// gzip stream) throws, naming the file and line.
+  bool next(std::string& line);
+  std::size_t line_number() const { return line_number_; }
+  /// "path:line" of the line last read, for error messages.
+  std::string where() const;
+
+private:
+  std::filesystem::path path_;
+  void* file_ = nullptr;  // a gzFile; zlib stays out of the interface (see text_lines.cpp)
+  std::size_t line_number_ = 0;
+};
+
 /// A dense table of numbers, row-major.
 struct NumericTable {
   std::vector<std::string> header;  // empty when the file has none
   std::size_t rows = 0;
   std::size_t columns = 0;
   std::vector<double> values;
+  std::vector<std::size_t> line_numbers;  // the file line of each row, for error messages
   double at(std::size_t row, std::size_t column) const { return values[row * columns + column]; }
 };
 
-/// Comma-separated numbers, one row per line. A first line with any non-numeric field is a
-/// header. CRLF line ends and blank lines are tolerated; every row must have as many fields as
-/// the first.
+/// Comma-separated numbers, one row per line, plain or gzip-compressed. A first line with any
+/// non-numeric field is a header. CRLF line ends and blank lines are tolerated; every row must
+/// have as many fields as the first.
 NumericTable read_numeric_csv(const std::filesystem::path& path);
 
 /// Parses a whole field as a double (a leading '+' is allowed); false if it is not a number.
@@ -117,15 +140,12 @@ std::vector<Field> split_fields(std::string_view line) {
 }  // namespace
 
 NumericTable read_numeric_csv(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot open ({})", path.string(), std::strerror(errno)));
+  TextLines in(path);
   NumericTable table;
   std::string line;
-  std::size_t line_number = 0;
   std::size_t first_data_line = 0;
-  while (std::getline(in, line)) {
-    ++line_number;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  while (in.next(line)) {
+    const std::size_t line_number = in.line_number();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const auto fields = split_fields(line);
     const bool is_first_line = table.columns == 0 && table.header.empty();
@@ -150,9 +170,9 @@ NumericTable read_numeric_csv(const std::filesystem::path& path) {
       first_data_line = line_number;
     }
     table.values.insert(table.values.end(), row.begin(), row.end());
+    table.line_numbers.push_back(line_number);
     ++table.rows;
   }
-  if (in.bad()) throw Error(fmt::format("{}: read error", path.string()));
   if (table.rows == 0) throw Error(fmt::format("{}: no data rows", path.string()));
   return table;
 }

@@ -14,3 +14,4 @@ export import sgmcmc.config;
 export import sgmcmc.plugins;
 export import sgmcmc.model_checks;
 export import sgmcmc.diagnostics;
+export import sgmcmc.data;

@@ -42,6 +42,7 @@ inline std::string read_text(const std::filesystem::path& path) {
 }
 
 inline const std::filesystem::path gaussian_plugin_path = std::filesystem::path(SGMCMC_PLUGIN_DIR) / "sgmcmc-model-gaussian.so";
+inline const std::filesystem::path logistic_plugin_path = std::filesystem::path(SGMCMC_PLUGIN_DIR) / "sgmcmc-model-logistic.so";
 inline const std::filesystem::path fixture_plugin_dir = SGMCMC_FIXTURE_PLUGIN_DIR;
 
 struct CliResult {

@@ -1,0 +1,102 @@
+// What every data-backed model plugin needs besides its likelihood: how many rows a setting asks
+// for (a count or a fraction), a held-out split and a subsample drawn with the run's seed, and the
+// running posterior-predictive average behind the held-out metrics of seed 1 §5.
+module;
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+#include <fmt/format.h>
+export module sgmcmc.data;
+import sgmcmc.error;
+import sgmcmc.random;
+import sgmcmc.settings;
+
+export namespace sgmcmc {
+
+/// The number of rows a setting asks for out of `rows`: an integer is a count (`test_size = 500`),
+/// a float a fraction rounded to the nearest row (`test_size = 0.2`). Outside [minimum, maximum]
+/// is an error naming the key and where it was set. Absent, `fallback_fraction` of the rows.
+std::size_t row_count(const Settings& settings, const std::string& key, double fallback_fraction, std::size_t rows,
+                      std::size_t minimum, std::size_t maximum);
+
+/// `count` distinct rows of 0..rows-1 drawn uniformly (a partial Fisher–Yates shuffle) and the rest.
+/// `chosen` is in draw order, `rest` in file order (sequential passes stay sequential).
+struct RowSplit {
+  std::vector<std::size_t> chosen;
+  std::vector<std::size_t> rest;
+};
+RowSplit split_rows(std::size_t rows, std::size_t count, Rng& rng);
+
+/// The running posterior-predictive average of a held-out set: after S draws, per test point j,
+/// log[(1/S) Σ_s p(y*_j | θ_s)] (average the probabilities, then take logs; seed 1 §5.1), kept in
+/// log space so that tiny probabilities don't underflow.
+class PredictiveAverage {
+public:
+  explicit PredictiveAverage(std::size_t points) : log_sum_(points, -INFINITY) {}
+  /// Adds one draw's log p(y*_j | θ) for every test point; returns the mean over j of the running
+  /// log predictive density (NaN for an empty test set).
+  double add(std::span<const double> log_densities);
+  std::uint64_t draws() const { return draws_; }
+
+private:
+  std::vector<double> log_sum_;
+  std::uint64_t draws_ = 0;
+};
+
+}  // namespace sgmcmc
+
+module :private;
+
+namespace sgmcmc {
+
+std::size_t row_count(const Settings& settings, const std::string& key, double fallback_fraction, std::size_t rows,
+                      std::size_t minimum, std::size_t maximum) {
+  double count = std::round(fallback_fraction * static_cast<double>(rows));
+  if (settings.contains(key)) {
+    const auto& value = settings.entries().at(key).value;
+    const double number = settings.number(key, 0.0);  // marks the key as read; type-checks it
+    const bool is_count = std::holds_alternative<std::int64_t>(value);
+    if (!is_count && (number < 0.0 || number > 1.0))
+      throw Error(fmt::format("{}: a fraction must lie in [0, 1], found {} (write a whole number for a count of rows)",
+                              settings.describe(key), number));
+    count = is_count ? number : std::round(number * static_cast<double>(rows));
+  } else {
+    settings.number(key, fallback_fraction);  // recorded in the resolved configuration
+  }
+  if (count < static_cast<double>(minimum) || count > static_cast<double>(maximum))
+    throw Error(fmt::format("{}: asks for {} of the {} rows; expected between {} and {}", settings.describe(key), count,
+                            rows, minimum, maximum));
+  return static_cast<std::size_t>(count);
+}
+
+RowSplit split_rows(std::size_t rows, std::size_t count, Rng& rng) {
+  std::vector<std::size_t> order(rows);
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  for (std::size_t k = 0; k < count; ++k) std::swap(order[k], order[k + rng.index(rows - k)]);
+  RowSplit split;
+  split.chosen.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(count));
+  split.rest.assign(order.begin() + static_cast<std::ptrdiff_t>(count), order.end());
+  std::sort(split.rest.begin(), split.rest.end());
+  return split;
+}
+
+double PredictiveAverage::add(std::span<const double> log_densities) {
+  draws_ += 1;
+  const double log_draws = std::log(static_cast<double>(draws_));
+  double total = 0.0;
+  for (std::size_t j = 0; j < log_sum_.size(); ++j) {
+    double& sum = log_sum_[j];
+    const double term = log_densities[j];
+    const double high = std::max(sum, term);
+    if (high != -INFINITY) sum = high + std::log1p(std::exp(std::min(sum, term) - high));  // log(e^sum + e^term)
+    total += sum - log_draws;
+  }
+  return log_sum_.empty() ? std::nan("") : total / static_cast<double>(log_sum_.size());
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,196 @@
+#include "labelled_rows.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+#include <fmt/format.h>
+
+import sgmcmc;
+
+namespace logistic {
+
+namespace {
+
+/// Raw labels as read, with the file line of each row, before they are mapped to ±1.
+struct RawRows {
+  std::vector<double> label;
+  std::vector<std::size_t> line;
+  std::vector<double> x;
+  std::size_t features = 0;
+};
+
+// ---- LIBSVM: `label index:value index:value ...`, 1-based ascending indices, zeros omitted ----
+
+struct SparseEntry {
+  std::size_t row, index;  // index is 1-based
+  double value;
+};
+
+bool next_token(std::string_view& rest, std::string_view& token) {
+  const auto begin = rest.find_first_not_of(" \t");
+  if (begin == std::string_view::npos) return false;
+  rest.remove_prefix(begin);
+  const auto end = std::min(rest.find_first_of(" \t"), rest.size());
+  token = rest.substr(0, end);
+  rest.remove_prefix(end);
+  return true;
+}
+
+void parse_libsvm_line(std::string_view line, const sgmcmc::TextLines& in, std::size_t declared_features,
+                       RawRows& rows, std::vector<SparseEntry>& entries) {
+  std::string_view token;
+  next_token(line, token);
+  double label = 0.0;
+  if (!sgmcmc::parse_double(token, label))
+    throw sgmcmc::Error(fmt::format("{}: label '{}' is not a number", in.where(), token));
+  const std::size_t row = rows.label.size();
+  std::size_t previous = 0;
+  while (next_token(line, token)) {
+    const auto colon = token.find(':');
+    std::size_t index = 0;
+    double value = 0.0;
+    const auto index_text = token.substr(0, colon);
+    const auto [end, error] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
+    if (colon == std::string_view::npos || error != std::errc() || end != index_text.data() + index_text.size() ||
+        !sgmcmc::parse_double(token.substr(colon + 1), value))
+      throw sgmcmc::Error(fmt::format("{}: '{}' is not index:value", in.where(), token));
+    if (index == 0) throw sgmcmc::Error(fmt::format("{}: feature index 0 in '{}'; LIBSVM indices start at 1", in.where(), token));
+    if (declared_features && index > declared_features)
+      throw sgmcmc::Error(fmt::format("{}: feature index {} is beyond the declared model.features = {}", in.where(), index,
+                                      declared_features));
+    if (index <= previous)
+      throw sgmcmc::Error(fmt::format("{}: feature index {} after {}; LIBSVM indices must increase along a line",
+                                      in.where(), index, previous));
+    previous = index;
+    entries.push_back({row, index, value});
+    rows.features = std::max(rows.features, index);
+  }
+  rows.label.push_back(label);
+  rows.line.push_back(in.line_number());
+}
+
+RawRows read_libsvm(const std::string& path, std::size_t declared_features) {
+  sgmcmc::TextLines in(path);
+  RawRows rows;
+  std::vector<SparseEntry> entries;
+  std::string line;
+  while (in.next(line))
+    if (line.find_first_not_of(" \t") != std::string::npos) parse_libsvm_line(line, in, declared_features, rows, entries);
+  if (declared_features) rows.features = declared_features;
+  rows.x.assign(rows.label.size() * rows.features, 0.0);
+  for (const auto& entry : entries) rows.x[entry.row * rows.features + entry.index - 1] = entry.value;
+  return rows;
+}
+
+// ---- CSV: label, then the features; optional header ------------------------------------------
+
+RawRows read_csv(const std::string& path, std::size_t declared_features) {
+  const auto table = sgmcmc::read_numeric_csv(path);
+  if (table.columns < 2)
+    throw sgmcmc::Error(fmt::format("{}: {} column(s); expected the label then at least one feature", path, table.columns));
+  RawRows rows;
+  rows.features = table.columns - 1;
+  if (declared_features && declared_features != rows.features)
+    throw sgmcmc::Error(fmt::format("{}: {} feature columns, but model.features = {}", path, rows.features, declared_features));
+  rows.line = table.line_numbers;
+  rows.label.resize(table.rows);
+  rows.x.resize(table.rows * rows.features);
+  for (std::size_t i = 0; i < table.rows; ++i) {
+    rows.label[i] = table.at(i, 0);
+    std::copy_n(table.values.begin() + static_cast<std::ptrdiff_t>(i * table.columns + 1), rows.features,
+                rows.x.begin() + static_cast<std::ptrdiff_t>(i * rows.features));
+  }
+  return rows;
+}
+
+// ---- Labels ---------------------------------------------------------------------------------
+
+/// The two raw values of each coding: first ↦ -1, second ↦ +1 (the larger value is the positive class).
+std::pair<double, double> coding_values(LabelCoding coding) {
+  switch (coding) {
+    case LabelCoding::zero_one: return {0.0, 1.0};
+    case LabelCoding::one_two: return {1.0, 2.0};
+    default: return {-1.0, 1.0};
+  }
+}
+
+/// The coding the labels present fit: the value other than 1 tells (0, 2 or -1).
+LabelCoding detect_coding(const std::map<double, std::size_t>& first_line_of, const std::string& path) {
+  for (auto coding : {LabelCoding::zero_one, LabelCoding::one_two, LabelCoding::minus_plus}) {
+    const auto [negative, positive] = coding_values(coding);
+    const double distinctive = negative == 1.0 ? positive : negative;
+    if (first_line_of.contains(distinctive)) return coding;
+  }
+  throw sgmcmc::Error(fmt::format("{}: every label is 1, so the coding (0/1, 1/2 or -1/+1) cannot be told; set "
+                                  "model.labels",
+                                  path));
+}
+
+void map_labels(RawRows& rows, LabelCoding coding, const std::string& path) {
+  std::map<double, std::size_t> first_line_of;
+  for (std::size_t i = 0; i < rows.label.size(); ++i) first_line_of.try_emplace(rows.label[i], rows.line[i]);
+  for (const auto& [value, line] : first_line_of)
+    if (value != -1.0 && value != 0.0 && value != 1.0 && value != 2.0)
+      throw sgmcmc::Error(fmt::format("{}:{}: label {} is not binary; expected 0/1, 1/2 or -1/+1", path, line, value));
+  if (coding == LabelCoding::automatic) coding = detect_coding(first_line_of, path);
+  const auto [negative, positive] = coding_values(coding);
+  for (const auto& [value, line] : first_line_of)
+    if (value != negative && value != positive)
+      throw sgmcmc::Error(fmt::format("{}:{}: label {} does not belong to the coding {}/{}{}", path, line, value, negative,
+                                      positive, " (set model.labels to choose another)"));
+  for (double& label : rows.label) label = label == positive ? 1.0 : -1.0;
+}
+
+/// A first non-blank line with a ':' is LIBSVM; anything else is CSV.
+FileFormat sniff_format(const std::string& path) {
+  sgmcmc::TextLines in(path);
+  std::string line;
+  while (in.next(line))
+    if (line.find_first_not_of(" \t") != std::string::npos)
+      return line.find(':') != std::string::npos ? FileFormat::libsvm : FileFormat::csv;
+  throw sgmcmc::Error(fmt::format("{}: no data rows", path));
+}
+
+}  // namespace
+
+LabelCoding parse_label_coding(const std::string& text, const std::string& where) {
+  const std::pair<const char*, LabelCoding> table[] = {{"auto", LabelCoding::automatic},
+                                                      {"0/1", LabelCoding::zero_one},
+                                                      {"1/2", LabelCoding::one_two},
+                                                      {"-1/+1", LabelCoding::minus_plus}};
+  for (const auto& [name, coding] : table)
+    if (text == name) return coding;
+  throw sgmcmc::Error(fmt::format("{}: '{}' is not a label coding; expected auto, 0/1, 1/2 or -1/+1", where, text));
+}
+
+FileFormat parse_file_format(const std::string& text, const std::string& where) {
+  const std::pair<const char*, FileFormat> table[] = {
+      {"auto", FileFormat::automatic}, {"libsvm", FileFormat::libsvm}, {"csv", FileFormat::csv}};
+  for (const auto& [name, format] : table)
+    if (text == name) return format;
+  throw sgmcmc::Error(fmt::format("{}: '{}' is not a data format; expected auto, libsvm or csv", where, text));
+}
+
+LabelledRows read_labelled_rows(const std::string& path, FileFormat format, LabelCoding coding,
+                                std::size_t declared_features) {
+  if (format == FileFormat::automatic) format = sniff_format(path);
+  RawRows raw = format == FileFormat::libsvm ? read_libsvm(path, declared_features) : read_csv(path, declared_features);
+  if (raw.label.empty()) throw sgmcmc::Error(fmt::format("{}: no data rows", path));
+  map_labels(raw, coding, path);
+  return {std::move(raw.label), std::move(raw.x), raw.features, format == FileFormat::libsvm};
+}
+
+void widen(LabelledRows& rows, std::size_t features) {
+  std::vector<double> x(rows.y.size() * features, 0.0);
+  for (std::size_t i = 0; i < rows.y.size(); ++i)
+    std::copy_n(&rows.x[i * rows.features], rows.features, &x[i * features]);
+  rows.x = std::move(x);
+  rows.features = features;
+}
+
+}  // namespace logistic

@@ -1,0 +1,35 @@
+// Reading a binary classification data set: one row per item, a label then the features, from
+// LIBSVM sparse files or dense CSV, plain or gzip-compressed. Labels are mapped to y ∈ {-1, +1}.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace logistic {
+
+/// Rows of (y, x) with y ∈ {-1, +1} and x without the intercept, row-major.
+struct LabelledRows {
+  std::vector<double> y;
+  std::vector<double> x;  // y.size() × features
+  std::size_t features = 0;
+  bool sparse = false;  // read from LIBSVM, where trailing zero features are simply absent
+};
+
+/// Pads every row with zero features up to `features` (a LIBSVM file narrower than another).
+void widen(LabelledRows& rows, std::size_t features);
+
+/// How the file's two label values map to -1 and +1.
+enum class LabelCoding { automatic, zero_one, one_two, minus_plus };
+
+/// "auto", "0/1", "1/2", "-1/+1" → LabelCoding; anything else throws naming `where`.
+LabelCoding parse_label_coding(const std::string& text, const std::string& where);
+
+enum class FileFormat { automatic, libsvm, csv };
+FileFormat parse_file_format(const std::string& text, const std::string& where);
+
+/// Reads `path`. `declared_features` (0: none declared) bounds LIBSVM indices and fixes the
+/// feature count; a CSV row must then have that many feature columns. Errors name file and line.
+LabelledRows read_labelled_rows(const std::string& path, FileFormat format, LabelCoding coding,
+                                std::size_t declared_features);
+
+}  // namespace logistic
