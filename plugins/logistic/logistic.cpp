@@ -55,8 +55,9 @@ LabelledRows simulate_covtype_shape(std::size_t rows, Rng& rng) {
 }
 
 /// The given rows of `data` (in that order) as a design matrix with the intercept column.
-DesignMatrix design_matrix(const LabelledRows& data, std::span<const std::size_t> rows) {
-  DesignMatrix x(rows.size(), data.features);
+template <class Real>
+DesignMatrix<Real> design_matrix(const LabelledRows& data, std::span<const std::size_t> rows, StorageOptions options) {
+  DesignMatrix<Real> x(rows.size(), data.features, options);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     x.y[r] = data.y[rows[r]];
     std::copy_n(&data.x[rows[r] * data.features], data.features, x.row(r) + 1);
@@ -77,47 +78,79 @@ struct LogisticWorkspace final : sgmcmc::Workspace {
   std::vector<double> log_likelihoods;
 };
 
+/// The rows a model is built from: the data, which of its rows train, and the test set (rows of
+/// the data, or of a separate file), all chosen from [model] settings.
+struct Prepared {
+  LabelledRows data, test_file;
+  std::vector<std::size_t> train, test;  // rows of `data`, and of `test_file` or `data`
+  bool test_from_file = false;
+  StorageOptions storage;
+};
+
+/// model.subsample of the training rows (the paper's N ≈ 1%, 10%, 100% runs), in file order.
+std::vector<std::size_t> subsample(const Settings& settings, const std::vector<std::size_t>& rows, Rng& rng) {
+  if (rows.empty()) throw sgmcmc::Error("model: no training rows are left after the test set was held out");
+  const std::size_t count = sgmcmc::row_count(settings, "subsample", 1.0, rows.size(), 1, rows.size());
+  if (count == rows.size()) return rows;
+  auto chosen = sgmcmc::split_rows(rows.size(), count, rng).chosen;
+  std::sort(chosen.begin(), chosen.end());
+  for (auto& r : chosen) r = rows[r];
+  return chosen;
+}
+
+Prepared prepare(const sgmcmc::ModelContext& context) {
+  const Settings& settings = context.settings;
+  const auto format = parse_file_format(settings.text("format", "auto"), settings.describe("format"));
+  const auto coding = parse_label_coding(settings.text("labels", "auto"), settings.describe("labels"));
+  const auto declared = static_cast<std::size_t>(settings.integer_at_least("features", 0, 0));
+  Rng rng(context.seed, sgmcmc::data_stream);
+  Prepared prepared;
+  prepared.storage = {.huge_pages = settings.flag("huge_pages", true),
+                      .prefetch = static_cast<std::size_t>(settings.integer_at_least("prefetch", 8, 0))};
+
+  LabelledRows& data = prepared.data;
+  if (auto path = settings.optional_text("data")) {
+    if (settings.contains("n"))
+      throw sgmcmc::Error(fmt::format("{}: sets the size of simulated data; with model.data the rows come from the file",
+                                      settings.describe("n")));
+    data = read_labelled_rows(*path, format, coding, declared);
+  } else {
+    const auto rows = settings.integer_at_least("n", static_cast<std::int64_t>(covtype_rows), 2);
+    data = simulate_covtype_shape(static_cast<std::size_t>(rows), rng);
+  }
+
+  std::vector<std::size_t> train_rows;
+  if (auto path = settings.optional_text("test_data")) {
+    if (settings.contains("test_size"))
+      throw sgmcmc::Error(fmt::format("{}: the test set is model.test_data; remove one of the two", settings.describe("test_size")));
+    LabelledRows& test = prepared.test_file;
+    test = read_labelled_rows(*path, format, coding, declared);
+    if (test.sparse && test.features < data.features) widen(test, data.features);
+    if (test.features != data.features)
+      throw sgmcmc::Error(fmt::format("{} has {} features, but {} has {}; the test set must have the training set's",
+                                      *path, test.features, settings.optional_text("data").value_or("the simulated data"),
+                                      data.features));
+    prepared.test_from_file = true;
+    prepared.test = all_rows(test.y.size());
+    train_rows = all_rows(data.y.size());
+  } else {
+    const std::size_t rows = data.y.size();
+    auto split = sgmcmc::split_rows(rows, sgmcmc::row_count(settings, "test_size", 0.1, rows, 0, rows - 1), rng);
+    prepared.test = std::move(split.chosen);
+    train_rows = std::move(split.rest);
+  }
+  prepared.train = subsample(settings, train_rows, rng);
+  return prepared;
+}
+
+template <class Real>
 class LogisticModel final : public sgmcmc::Model {
 public:
-  explicit LogisticModel(const sgmcmc::ModelContext& context) {
-    const Settings& settings = context.settings;
-    prior_scale_ = settings.positive_number("prior_scale", 1.0);
-    const auto format = parse_file_format(settings.text("format", "auto"), settings.describe("format"));
-    const auto coding = parse_label_coding(settings.text("labels", "auto"), settings.describe("labels"));
-    const auto declared = static_cast<std::size_t>(settings.integer_at_least("features", 0, 0));
-    Rng rng(context.seed, sgmcmc::data_stream);
-
-    LabelledRows data;
-    if (auto path = settings.optional_text("data")) {
-      if (settings.contains("n"))
-        throw sgmcmc::Error(fmt::format("{}: sets the size of simulated data; with model.data the rows come from the file",
-                                        settings.describe("n")));
-      data = read_labelled_rows(*path, format, coding, declared);
-    } else {
-      const auto rows = settings.integer_at_least("n", static_cast<std::int64_t>(covtype_rows), 2);
-      data = simulate_covtype_shape(static_cast<std::size_t>(rows), rng);
-    }
-
-    std::vector<std::size_t> train_rows;
-    if (auto path = settings.optional_text("test_data")) {
-      if (settings.contains("test_size"))
-        throw sgmcmc::Error(fmt::format("{}: the test set is model.test_data; remove one of the two", settings.describe("test_size")));
-      LabelledRows test = read_labelled_rows(*path, format, coding, declared);
-      if (test.sparse && test.features < data.features) widen(test, data.features);
-      if (test.features != data.features)
-        throw sgmcmc::Error(fmt::format("{} has {} features, but {} has {}; the test set must have the training set's",
-                                        *path, test.features, settings.optional_text("data").value_or("the simulated data"),
-                                        data.features));
-      test_ = design_matrix(test, all_rows(test.y.size()));
-      train_rows = all_rows(data.y.size());
-    } else {
-      const std::size_t rows = data.y.size();
-      const auto split = sgmcmc::split_rows(rows, sgmcmc::row_count(settings, "test_size", 0.1, rows, 0, rows - 1), rng);
-      test_ = design_matrix(data, split.chosen);
-      train_rows = split.rest;
-    }
-    train_ = design_matrix(data, subsample(settings, train_rows, rng));
-  }
+  LogisticModel(const Prepared& prepared, double prior_scale)
+      : prior_scale_(prior_scale),
+        train_(design_matrix<Real>(prepared.data, prepared.train, prepared.storage)),
+        test_(design_matrix<Real>(prepared.test_from_file ? prepared.test_file : prepared.data, prepared.test,
+                                  prepared.storage)) {}
 
   std::size_t dimension() const override { return train_.columns(); }
   std::size_t num_items() const override { return train_.rows(); }
@@ -152,37 +185,37 @@ public:
 
   void add_data_gradient(std::span<const double> beta, const Batch& batch, std::span<double> gradient, sgmcmc::Workspace&,
                          Rng&) const override {
-    add_weighted_gradients(train_, batch.items, batch.weights, beta, gradient);
+    kernels_.add_weighted_gradients(train_, batch.items, batch.weights, beta, gradient);
   }
 
   double data_potential(std::span<const double> beta, const Batch& batch, sgmcmc::Workspace&) const override {
-    return weighted_potential(train_, batch.items, batch.weights, beta);
+    return kernels_.weighted_potential(train_, batch.items, batch.weights, beta);
   }
 
   void item_gradients(std::span<const double> beta, std::span<const std::size_t> items, std::span<double> out,
                       sgmcmc::Workspace&) const override {
     const std::size_t d = dimension();
     std::vector<double> scalars(items.size());
-    logistic::glm_scalars(train_, items, beta, scalars);
+    kernels_.glm_scalars(train_, items, beta, scalars);
     for (std::size_t k = 0; k < items.size(); ++k) {
-      const double* row = train_.row(items[k]);
+      const Real* row = train_.row(items[k]);
       for (std::size_t j = 0; j < d; ++j) out[k * d + j] = scalars[k] * row[j];
     }
   }
 
   void glm_scalars(std::span<const double> beta, std::span<const std::size_t> items, std::span<double> out,
                    sgmcmc::Workspace&) const override {
-    logistic::glm_scalars(train_, items, beta, out);
+    kernels_.glm_scalars(train_, items, beta, out);
   }
 
   void add_scaled_features(std::span<const std::size_t> items, std::span<const double> scales,
                            std::span<double> gradient) const override {
-    add_scaled_rows(train_, items, scales, gradient);
+    kernels_.add_scaled_rows(train_, items, scales, gradient);
   }
 
   void item_lipschitz_bounds(std::span<double> out) const override {
     for (std::size_t i = 0; i < num_items(); ++i) {
-      const double* row = train_.row(i);
+      const Real* row = train_.row(i);
       out[i] = 0.25 * std::inner_product(row, row + dimension(), row, 0.0);
     }
   }
@@ -194,7 +227,7 @@ public:
   /// Seed 1 §5.1: (1/J) Σ_j log[(1/S) Σ_s p(y*_j | x*_j, β_s)] over the S draws evaluated so far.
   void evaluate_metrics(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
     auto& workspace = static_cast<LogisticWorkspace&>(base);
-    log_likelihoods(test_, beta, workspace.log_likelihoods);
+    kernels_.log_likelihoods(test_, beta, workspace.log_likelihoods);
     out[0] = workspace.predictive.add(workspace.log_likelihoods);
   }
 
@@ -206,25 +239,15 @@ public:
   /// ZV-corrected estimate seed 1's Figure 2 shows.
   void evaluate_quantities(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
     auto& workspace = static_cast<LogisticWorkspace&>(base);
-    log_likelihoods(test_, beta, workspace.log_likelihoods);
+    kernels_.log_likelihoods(test_, beta, workspace.log_likelihoods);
     const auto& terms = workspace.log_likelihoods;
     out[0] = std::accumulate(terms.begin(), terms.end(), 0.0) / static_cast<double>(terms.size());
   }
 
 private:
-  /// model.subsample of the training rows (the paper's N ≈ 1%, 10%, 100% runs), in file order.
-  static std::vector<std::size_t> subsample(const Settings& settings, const std::vector<std::size_t>& rows, Rng& rng) {
-    if (rows.empty()) throw sgmcmc::Error("model: no training rows are left after the test set was held out");
-    const std::size_t count = sgmcmc::row_count(settings, "subsample", 1.0, rows.size(), 1, rows.size());
-    if (count == rows.size()) return rows;
-    auto chosen = sgmcmc::split_rows(rows.size(), count, rng).chosen;
-    std::sort(chosen.begin(), chosen.end());
-    for (auto& r : chosen) r = rows[r];
-    return chosen;
-  }
-
   double prior_scale_ = 1.0;
-  DesignMatrix train_, test_;
+  DesignMatrix<Real> train_, test_;
+  const Kernels<Real>& kernels_ = kernels<Real>();
 };
 
 sgmcmc::PluginInfo logistic_info() {
@@ -233,13 +256,21 @@ sgmcmc::PluginInfo logistic_info() {
                          "prior of scale prior_scale (seed 1 §5.1). Keys: data (LIBSVM or CSV, .gz or plain), "
                          "test_data, test_size (0.1: fraction, or an integer count), subsample (1.0: fraction, or an "
                          "integer count), format (auto|libsvm|csv), labels (auto|0/1|1/2|-1/+1), features (LIBSVM "
-                         "dimension), prior_scale (1), n (581012: rows simulated with cover type's shape)",
+                         "dimension), prior_scale (1), n (581012: rows simulated with cover type's shape); speed: "
+                         "storage (double|float), prefetch (8 rows), huge_pages (true)",
           .parameters = "intercept, beta.1 .. beta.features: regression coefficients",
-          .capabilities = LogisticModel::capabilities_of_logistic()};
+          .capabilities = LogisticModel<double>::capabilities_of_logistic()};
 }
 
 std::unique_ptr<sgmcmc::Model> make_logistic(const sgmcmc::ModelContext& context) {
-  return std::make_unique<LogisticModel>(context);
+  const Settings& settings = context.settings;
+  const double prior_scale = settings.positive_number("prior_scale", 1.0);
+  const std::string storage = settings.text("storage", "double");
+  if (storage != "double" && storage != "float")
+    throw sgmcmc::Error(fmt::format("{}: '{}' is not a storage type; expected double or float", settings.describe("storage"), storage));
+  const Prepared prepared = prepare(context);
+  if (storage == "float") return std::make_unique<LogisticModel<float>>(prepared, prior_scale);
+  return std::make_unique<LogisticModel<double>>(prepared, prior_scale);
 }
 
 }  // namespace

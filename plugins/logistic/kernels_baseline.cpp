@@ -1,0 +1,2 @@
+#define LOGISTIC_ISA baseline
+#include "kernels_body.hpp"
