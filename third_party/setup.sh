@@ -2,7 +2,7 @@
 # Installs what sgmcmc needs to build, then (if given arguments) runs the pinned CMake with them.
 #
 #   third_party/setup.sh                              # install only
-#   third_party/setup.sh --workflow --preset demo     # install, build Release, run the demo chain
+#   third_party/setup.sh --workflow --preset demo     # install, build Release, reproduce seed 1's Figure 1
 #   third_party/setup.sh --workflow --preset test     # install, build, run the test suite (ctest)
 #
 # Idempotent and quick when nothing is missing: it asks dpkg which packages are absent and
@@ -13,11 +13,13 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 # Debian 12 packages. clang-19 builds C++20 named modules; libclang-rt-19-dev holds the
 # sanitizer runtimes for the `asan` preset; clang-tools-19 has clang-scan-deps-19, which CMake
-# runs to order module builds; Debian's own cmake (3.25) is too old, see below.
+# runs to order module builds; Debian's own cmake (3.25) is too old, see below. Debian's python3
+# with python3-matplotlib runs the figure scripts of runners/figures (the demo among them).
 debian_packages=(
   clang-19 clang-tools-19 libclang-rt-19-dev ninja-build
   libboost-dev libfmt-dev xtensor-dev libxtensor-blas-dev libopenblas-dev
   catch2 libbenchmark-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libpcg-cpp-dev zlib1g-dev
+  python3-matplotlib
 )
 
 # npm installs the pinned CMake; take Debian's only where no npm is on the machine (an npm from
