@@ -18,12 +18,14 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 #include <fmt/format.h>
 
@@ -75,6 +77,30 @@ double full_pass_us(const sgmcmc::Model& model, int passes) {
     model.add_prior_gradient(beta, gradient);
   }
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / passes;
+}
+
+/// Float storage's accuracy: ‖∇U_float - ∇U_double‖ / ‖∇U_double‖ and |U_float - U_double| / |U_double|
+/// at the same β, over the same rows (the data are the same simulated numbers, rounded to float).
+std::pair<double, double> float_storage_error(const sgmcmc::Model& as_double, const sgmcmc::Model& as_float) {
+  const auto every = sgmcmc::every_item(as_double);
+  std::vector<double> beta(as_double.dimension());
+  sgmcmc::Rng rng(3, 0);
+  rng.fill_normal(beta);
+  const auto gradient = [&](const sgmcmc::Model& model) {
+    auto workspace = model.make_workspace();
+    std::vector<double> g(model.dimension(), 0.0);
+    model.add_data_gradient(beta, {every}, g, *workspace, rng);
+    model.add_prior_gradient(beta, g);
+    return std::pair{g, sgmcmc::potential(model, beta, every, *workspace)};
+  };
+  const auto [g_double, u_double] = gradient(as_double);
+  const auto [g_float, u_float] = gradient(as_float);
+  double difference = 0.0, norm = 0.0;
+  for (std::size_t j = 0; j < g_double.size(); ++j) {
+    difference += (g_float[j] - g_double[j]) * (g_float[j] - g_double[j]);
+    norm += g_double[j] * g_double[j];
+  }
+  return {std::sqrt(difference / norm), std::abs(u_float - u_double) / std::abs(u_double)};
 }
 
 /// µs of two cblas_dgemv over an N × 55 row-major matrix: z = Xβ, then g = Xᵀz.
@@ -166,5 +192,8 @@ int main(int argc, char** argv) {
     const double blas = median_of(repetitions, [&] { return two_dgemv_us(rows, passes); });
     std::printf("  full-data gradient pass: %.0f µs; two cblas_dgemv over N × 55: %.0f µs; ratio %.2fx\n", pass, blas,
                 pass / blas);
+    const auto [gradient_error, potential_error] = float_storage_error(*model, *logistic_model(rows, "storage = \"float\""));
+    std::printf("  float storage's accuracy at a random β: relative error of ∇U %.1e, of U %.1e\n", gradient_error,
+                potential_error);
   }
 }
