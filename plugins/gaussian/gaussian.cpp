@@ -199,6 +199,23 @@ public:
     out[0] = test_y_.size() ? total / static_cast<double>(test_y_.size()) : std::nan("");
   }
 
+  /// One draw's held-out fit, for zero-variance post-processing (seed 1 §4): no test rows, none.
+  std::vector<std::string> quantity_names() const override {
+    return test_y_.size() ? std::vector<std::string>{"held_out_log_density"} : std::vector<std::string>{};
+  }
+
+  /// (1/J) Σ_j log N(y*_j; x*_jᵀβ, σ²) of this draw alone; unlike the metric it averages logs,
+  /// not densities, so it is a function of β whose posterior mean ZV can estimate.
+  void evaluate_quantities(std::span<const double> beta, sgmcmc::Workspace&, std::span<double> out) const override {
+    const double log_normaliser = -std::log(noise_sd_) - 0.5 * std::log(2.0 * std::numbers::pi);
+    double total = 0.0;
+    for (std::size_t j = 0; j < test_y_.size(); ++j) {
+      const double z = (test_y_(j) - row_dot(test_x_, j, beta)) / noise_sd_;
+      total += log_normaliser - 0.5 * z * z;
+    }
+    out[0] = total / static_cast<double>(test_y_.size());
+  }
+
 private:
   static double row_dot(const xt::xtensor<double, 2>& x, std::size_t i, std::span<const double> beta) {
     const double* row = x.data() + i * x.shape(1);
@@ -243,7 +260,7 @@ sgmcmc::PluginInfo gaussian_info() {
   return {.name = "gaussian",
           .description = "Bayesian linear regression y = xᵀβ + e, e ~ N(0, noise_sd²), β ~ N(0, prior_sd² I); "
                          "closed-form posterior. Keys: n (1000), dim (5), noise_sd (1), prior_sd (10), "
-                         "test_size (0.2), data (CSV: response, covariates)",
+                         "test_size (0.2), data (CSV: response, covariates). Quantity: held_out_log_density",
           .parameters = "beta.1 .. beta.dim: regression coefficients",
           .capabilities = GaussianModel::capabilities_of_gaussian()};
 }
