@@ -1,5 +1,5 @@
 // A run's configuration: a TOML document (a preset or the user's file) with the sections
-// [model], [estimator], [integrator], [corrector] and [run], plus `--set section.key=value`
+// [model], [estimator], [integrator], [corrector], [run] and [output], plus `--set section.key=value`
 // overrides. Every value remembers where it came from, so errors can say file:line.
 module;
 #include <array>
@@ -17,8 +17,8 @@ import sgmcmc.io;
 
 export namespace sgmcmc {
 
-inline constexpr std::array<const char*, 5> config_sections = {"model", "estimator", "integrator",
-                                                               "corrector", "run"};
+inline constexpr std::array<const char*, 6> config_sections = {"model", "estimator", "integrator",
+                                                               "corrector", "run", "output"};
 
 struct RunConfig {
   std::map<std::string, Settings> sections;  // one per name in config_sections, maybe empty

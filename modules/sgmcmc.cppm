@@ -15,3 +15,5 @@ export import sgmcmc.plugins;
 export import sgmcmc.model_checks;
 export import sgmcmc.diagnostics;
 export import sgmcmc.data;
+export import sgmcmc.zero_variance;
+export import sgmcmc.recording;

@@ -1,0 +1,173 @@
+// Recording, at every saved draw, what post-processing needs and the chain does not: the gradient
+// of log π (zero-variance control variates, the kernel Stein discrepancy) and the model's
+// quantities of interest q(θ).
+//
+// The recorder must not perturb the chain: it owns its estimator, its model workspace, its cost
+// and its random stream (recording_stream(k), disjoint from the chain's and the data's), and it
+// only reads the chain's θ. The chain's draws are then bit-identical with and without recording.
+module;
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <fmt/format.h>
+export module sgmcmc.recording;
+export import sgmcmc.estimators;
+import sgmcmc.error;
+
+export namespace sgmcmc {
+
+/// Where the recorded gradient comes from ([output] gradients).
+enum class GradientSource {
+  none,       // nothing recorded
+  cv,         // a `cv` estimator of its own (seed 1 §4's choice: cheap, low variance near θ̂)
+  exact,      // ∇U with a full data pass per draw
+  estimator,  // another instance of the run's [estimator], with its own stream
+};
+
+/// The [output] section.
+struct OutputOptions {
+  GradientSource gradients = GradientSource::none;
+  bool quantities = false;  // the model's quantity_names() as generated-quantity columns
+  bool zv = false;          // print `sgmcmc zv` at the end of the run
+};
+
+/// Reads [output]: `gradients` ("none"; "cv" when zv = true), `quantities` (true when gradients
+/// are recorded), `zv` (false). Errors name the key and where it was set.
+OutputOptions read_output_options(const Settings& output, const Model& model);
+
+std::string gradient_source_name(GradientSource source);
+
+/// Chain k draws from stream 2k+1 and the data from 0 (sgmcmc.random); its recorder from 2k+2.
+inline constexpr std::uint64_t recording_stream(std::uint64_t chain) { return 2 * chain + 2; }
+
+/// "grad_lp.<name>": the column of ∂ log π / ∂<name> (= ∂lp__/∂<name> = -∂U/∂<name>).
+std::vector<std::string> gradient_column_names(const std::vector<std::string>& parameter_names);
+inline constexpr std::string_view gradient_column_prefix = "grad_lp.";
+
+class DrawRecorder {
+public:
+  /// `estimator_section` is the run's [estimator]: `estimator` copies it, `cv` reads its cv keys
+  /// (batch_size, sampling, centre, sgd_*; their defaults when absent).
+  DrawRecorder(std::shared_ptr<const Model> model, const OutputOptions& options, const Settings& estimator_section,
+               Rng rng);
+
+  /// Work before the first draw: a `cv` estimator finds its own centre θ̂ by SGD from the model's
+  /// start point (drawn from the recorder's stream), as a chain's would.
+  void prepare();
+  /// out ← z = ∇log π(θ) = -ĝ(θ), ĝ the source's estimate of ∇U.
+  void score(std::span<const double> theta, std::span<double> out);
+  /// out ← the model's quantities of interest at θ.
+  void quantities(std::span<const double> theta, std::span<double> out);
+
+  bool records_gradients() const { return estimator_ != nullptr; }
+  std::size_t quantity_count() const { return quantity_count_; }
+  const Cost& cost() const { return cost_; }
+
+private:
+  std::shared_ptr<const Model> model_;
+  std::unique_ptr<Workspace> workspace_;
+  std::unique_ptr<Estimator> estimator_;
+  Rng rng_;
+  Cost cost_;
+  std::size_t quantity_count_ = 0;
+};
+
+}  // namespace sgmcmc
+
+module :private;
+
+namespace sgmcmc {
+
+namespace recording_parts {
+
+GradientSource parse_source(const Settings& output, const std::string& name) {
+  for (auto source : {GradientSource::none, GradientSource::cv, GradientSource::exact, GradientSource::estimator})
+    if (gradient_source_name(source) == name) return source;
+  throw Error(fmt::format("{}: unknown gradient source '{}'; known: none, cv (a control-variate estimator of its own, "
+                          "seed 1's choice for ZV), exact (a full data pass per draw), estimator (another instance "
+                          "of [estimator])",
+                          output.describe("gradients"), name));
+}
+
+std::unique_ptr<Estimator> make_source(GradientSource source, const Settings& section, const Model& model) {
+  const auto named = [&](const std::string& name) -> std::unique_ptr<Estimator> {
+    for (const auto& entry : estimator_catalogue())
+      if (entry.name == name) return entry.make(section, model);
+    throw Error(fmt::format("internal: no estimator '{}' in the catalogue", name));
+  };
+  switch (source) {
+    case GradientSource::none: return nullptr;
+    case GradientSource::cv: return named("cv");
+    case GradientSource::exact: return named("exact");
+    case GradientSource::estimator: return make_estimator(section, model);
+  }
+  return nullptr;
+}
+
+}  // namespace recording_parts
+
+std::string gradient_source_name(GradientSource source) {
+  switch (source) {
+    case GradientSource::none: return "none";
+    case GradientSource::cv: return "cv";
+    case GradientSource::exact: return "exact";
+    case GradientSource::estimator: return "estimator";
+  }
+  return "none";
+}
+
+OutputOptions read_output_options(const Settings& output, const Model& model) {
+  OutputOptions options;
+  options.zv = output.flag("zv", false);
+  options.gradients = recording_parts::parse_source(output, output.text("gradients", options.zv ? "cv" : "none"));
+  options.quantities = output.flag("quantities", options.gradients != GradientSource::none);
+  if (options.zv && options.gradients == GradientSource::none)
+    throw Error(fmt::format("{} = true needs recorded gradients, and output.gradients is \"none\"; choose \"cv\", "
+                            "\"exact\" or \"estimator\"",
+                            output.describe("zv")));
+  // A latent-variable model's gradient depends on latent state the chain's workspace owns and
+  // Gibbs-updates; a recorder with its own workspace would see other latents.
+  if (options.gradients != GradientSource::none && model.capabilities().latent_gibbs_step)
+    throw Error(fmt::format("{}: the model Gibbs-samples latent variables inside its gradient, so a gradient recorded "
+                            "apart from the chain would not be the chain's; recording is not supported for it",
+                            output.describe("gradients")));
+  return options;
+}
+
+std::vector<std::string> gradient_column_names(const std::vector<std::string>& parameter_names) {
+  std::vector<std::string> names;
+  for (const auto& name : parameter_names) names.push_back(std::string(gradient_column_prefix) + name);
+  return names;
+}
+
+DrawRecorder::DrawRecorder(std::shared_ptr<const Model> model, const OutputOptions& options,
+                           const Settings& estimator_section, Rng rng)
+    : model_(std::move(model)), workspace_(model_->make_workspace()),
+      estimator_(recording_parts::make_source(options.gradients, estimator_section, *model_)), rng_(rng),
+      quantity_count_(options.quantities ? model_->quantity_names().size() : 0) {}
+
+void DrawRecorder::prepare() {
+  if (!estimator_) return;
+  std::vector<double> start(model_->dimension());
+  model_->initial_point(start, rng_);
+  ChainContext context{*model_, *workspace_, rng_, cost_};
+  estimator_->prepare(start, context);  // moves only this copy of the start point
+}
+
+void DrawRecorder::score(std::span<const double> theta, std::span<double> out) {
+  ChainContext context{*model_, *workspace_, rng_, cost_};
+  estimator_->estimate(theta, out, context);
+  for (double& g : out) g = -g;  // ∇log π = -∇U
+}
+
+void DrawRecorder::quantities(std::span<const double> theta, std::span<double> out) {
+  if (out.size() != quantity_count_)
+    throw Error(fmt::format("internal: {} slots for the model's {} recorded quantities", out.size(), quantity_count_));
+  if (quantity_count_ == 0) return;  // a model may write its quantities without looking at out's size
+  model_->evaluate_quantities(theta, *workspace_, out);
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,109 @@
+// sgmcmc.zero_variance: the controls computed by hand, and bad input refused with the reason.
+// sgmcmc.recording: the [output] options and their errors, the recorder's score sign.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+
+#include "targets.hpp"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+/// T draws of a 2-d θ with scores from an arbitrary smooth rule (no target needed to test shapes).
+void draws(std::size_t count, sgmcmc::DrawMatrix& points, sgmcmc::DrawMatrix& scores) {
+  sgmcmc::Rng rng(3, 1);
+  for (std::size_t t = 0; t < count; ++t) {
+    points.push_back({rng.normal(), rng.normal()});
+    scores.push_back({-points.back()[0] + 0.1 * rng.normal(), -points.back()[1] + 0.1 * rng.normal()});
+  }
+}
+
+}  // namespace
+
+TEST_CASE("ZV controls: z for order 1; then 1 + θ_j z_j and θ_j z_k + θ_k z_j for order 2") {
+  const std::vector<double> theta{2.0, -1.0, 0.5}, z{0.25, 3.0, -2.0};
+  CHECK(sgmcmc::zv_control_count(3, 1) == 3);
+  CHECK(sgmcmc::zv_control_count(3, 2) == 9);  // d(d+3)/2
+  std::vector<double> out(9);
+  sgmcmc::zv_controls(theta, z, 2, out);
+  const std::vector<double> expected{0.25, 3.0, -2.0,                        // z
+                                     1 + 2.0 * 0.25, 1 - 3.0, 1 + 0.5 * -2.0,  // 1 + θ_j z_j
+                                     2.0 * 3.0 + -1.0 * 0.25,                  // (1,2)
+                                     2.0 * -2.0 + 0.5 * 0.25,                  // (1,3)
+                                     -1.0 * -2.0 + 0.5 * 3.0};                 // (2,3)
+  CHECK(out == expected);
+  const auto names = sgmcmc::zv_control_names(3, 2);
+  REQUIRE(names.size() == 9);
+  CHECK(names[3] == "1 + θ[1]z[1]");
+  CHECK(names[6] == "θ[1]z[2] + θ[2]z[1]");
+}
+
+TEST_CASE("ZV refuses too few draws, singular controls, mismatched and non-finite input") {
+  sgmcmc::DrawMatrix points, scores;
+  draws(5, points, scores);
+  const sgmcmc::DrawMatrix q(5, std::vector<double>{1.0});
+  // order 2 in d = 2 has 5 controls: 5 draws are not enough.
+  CHECK_THROWS_WITH(sgmcmc::zero_variance(points, scores, q, 2),
+                    Contains("5 draws") && Contains("5 control variates") && Contains("at least 6"));
+  CHECK_NOTHROW(sgmcmc::zero_variance(points, scores, q, 1));
+  CHECK_THROWS_WITH(sgmcmc::zero_variance(points, scores, q, 3), Contains("order 3"));
+
+  auto short_scores = scores;
+  short_scores.pop_back();
+  CHECK_THROWS_WITH(sgmcmc::zero_variance(points, short_scores, q, 1), Contains("5 draws but 4 gradients"));
+
+  auto bad = scores;
+  bad[2][1] = std::nan("");
+  CHECK_THROWS_WITH(sgmcmc::zero_variance(points, bad, q, 1), Contains("draw 3") && Contains("non-finite"));
+
+  auto constant = scores;
+  for (auto& row : constant) row[1] = 4.0;
+  CHECK_THROWS_WITH(sgmcmc::zero_variance(points, constant, q, 1), Contains("z[2] is constant"));
+
+  auto dependent = scores;  // z_2 = 2 z_1 at every draw: the covariance is singular
+  for (auto& row : dependent) row[1] = 2 * row[0];
+  CHECK_THROWS_WITH(sgmcmc::zero_variance(points, dependent, q, 1),
+                    Contains("singular") && Contains("z[2] is a linear combination"));
+}
+
+TEST_CASE("[output]: gradient sources, zv needs gradients, errors name the key") {
+  const test::NormalTarget model(0.0, 1.0);
+  const auto options = [&](const std::string& toml) {
+    auto config = sgmcmc::parse_config(toml, "out.toml");
+    return sgmcmc::read_output_options(config["output"], model);
+  };
+  const auto none = options("");
+  CHECK(none.gradients == sgmcmc::GradientSource::none);
+  CHECK_FALSE(none.quantities);
+  const auto zv = options("[output]\nzv = true\n");  // zv alone records cv gradients, seed 1's choice
+  CHECK(zv.gradients == sgmcmc::GradientSource::cv);
+  CHECK(zv.quantities);
+  CHECK(options("[output]\ngradients = \"exact\"\nquantities = false\n").gradients == sgmcmc::GradientSource::exact);
+  CHECK_THROWS_WITH(options("[output]\ngradients = \"exakt\"\n"),
+                    Contains("out.toml:2") && Contains("output.gradients") && Contains("unknown gradient source 'exakt'"));
+  CHECK_THROWS_WITH(options("[output]\nzv = true\ngradients = \"none\"\n"),
+                    Contains("out.toml:2: output.zv = true needs recorded gradients"));
+}
+
+TEST_CASE("the recorder's score is ∇log π = -∇U and it leaves the chain's stream alone") {
+  // N(1, 2²): ∇log π(x) = -(x - 1)/4; the exact source returns exactly that.
+  auto model = std::make_shared<test::NormalTarget>(1.0, 2.0);
+  auto config = sgmcmc::parse_config("[output]\ngradients = \"exact\"\n", "out.toml");
+  sgmcmc::DrawRecorder recorder(model, sgmcmc::read_output_options(config["output"], *model), config["estimator"],
+                                sgmcmc::Rng(5, sgmcmc::recording_stream(0)));
+  recorder.prepare();
+  std::vector<double> score(1);
+  const std::vector<double> theta{3.0};
+  recorder.score(theta, score);
+  CHECK(score[0] == -0.5);
+  CHECK(recorder.cost().item_gradients == 1);
+  // Streams: data 0, chain k 2k+1, recorder k 2k+2 — all different.
+  for (std::uint64_t k = 0; k < 8; ++k) {
+    CHECK(sgmcmc::recording_stream(k) != sgmcmc::data_stream);
+    for (std::uint64_t other = 0; other < 8; ++other) CHECK(sgmcmc::recording_stream(k) != sgmcmc::chain_stream(other));
+  }
+}
