@@ -36,6 +36,14 @@ int check_model_command(const std::string& plugin, const std::vector<std::string
 /// `max_parameters` parameters.
 int summary_command(const std::filesystem::path& folder, const std::vector<std::string>& wanted, std::size_t max_parameters);
 
+struct ZvOptions {
+  int order = 0;  // 1 or 2; 0: 2 when d(d+3)/2 <= 500 (d <= 30), else 1
+  std::size_t max_parameters = 20;
+};
+
+/// `sgmcmc zv DIR`: zero-variance estimates from recorded gradients, and the KSD of the draws.
+int zv_command(const std::filesystem::path& folder, const ZvOptions& options);
+
 /// `sgmcmc new-model NAME DIR`: writes a plugin project that builds against the installed SDK.
 int new_model_command(const std::string& name, const std::filesystem::path& folder);
 

@@ -46,6 +46,14 @@ int main(int argc, char** argv) {
   summary_cmd->add_option("--parameters", summary_parameters, "the columns to summarise")->delimiter(',');
   summary_cmd->add_option("--max-parameters", summary_max, "without --parameters, the first this many (20)");
 
+  std::filesystem::path zv_folder;
+  ZvOptions zv;
+  auto* zv_cmd = app.add_subcommand("zv", "zero-variance control-variate estimates from recorded gradients; kernel Stein discrepancy");
+  zv_cmd->add_option("folder", zv_folder, "a run's output folder with gradients-<k>.csv files")->required();
+  zv_cmd->add_option("--order", zv.order, "1 (linear) or 2 (quadratic) polynomials (default 2 when d <= 30)")
+      ->check(CLI::IsMember({1, 2}));
+  zv_cmd->add_option("--max-parameters", zv.max_parameters, "show the first this many parameters (20); quantities always");
+
   std::string new_name;
   std::filesystem::path new_folder;
   auto* new_cmd = app.add_subcommand("new-model", "write a model plugin project that builds against the installed sgmcmc");
@@ -67,6 +75,7 @@ int main(int argc, char** argv) {
     if (check_cmd->parsed()) return check_model_command(check_plugin, check_overrides, plugin_dir);
     if (new_cmd->parsed()) return new_model_command(new_name, new_folder);
     if (summary_cmd->parsed()) return summary_command(summary_folder, summary_parameters, summary_max);
+    if (zv_cmd->parsed()) return zv_command(zv_folder, zv);
   } catch (const sgmcmc::Error& error) {
     fmt::print(stderr, "sgmcmc: error: {}\n", error.what());
     return exit_bad_input;

@@ -2,6 +2,7 @@
 //
 // Output folder:
 //   chain-<k>.csv  Stan CSV draws of chain k (written as the chain runs)
+//   gradients-<k>.csv  ∇log π at each draw of chain k, when [output] gradients is not "none"
 //   metrics.csv    chain, iteration, seconds, item_gradients, then the model's metrics
 //   manifest.json  resolved configuration, seed, versions, timings, cost; written last, through a
 //                  temporary name, so a folder without it is an interrupted run.
@@ -14,12 +15,14 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <variant>
 #include <vector>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -96,7 +99,8 @@ fs::path prepare_output(const RunOptions& options, const std::string& label) {
   if (error) throw sgmcmc::Error(fmt::format("output folder '{}': {}", out.string(), error.message()));
   for (const char* stale : {"manifest.json", "metrics.csv"}) fs::remove(out / stale, error);
   for (const auto& entry : fs::directory_iterator(out))
-    if (entry.path().filename().string().starts_with("chain-")) fs::remove(entry.path(), error);
+    if (const auto name = entry.path().filename().string(); name.starts_with("chain-") || name.starts_with("gradients-"))
+      fs::remove(entry.path(), error);
   return out;
 }
 
@@ -129,21 +133,74 @@ std::vector<std::string> sampler_columns(bool tests_acceptance) {
   return columns;
 }
 
-/// One chain's output: draws streamed to its Stan CSV, metric rows kept for metrics.csv.
+/// gradients-<k>.csv: `#` comment lines, the header grad_lp.<parameter>,..., then one row per
+/// draw of chain-<k>.csv, in the same order: z = ∇log π at that draw.
+class GradientFile {
+public:
+  GradientFile(const fs::path& path, const std::vector<std::string>& comments, const std::vector<std::string>& names)
+      : file_(path) {
+    for (const auto& comment : comments) file_.write(fmt::format("# {}\n", comment));
+    file_.write(fmt::format("{}\n", fmt::join(sgmcmc::gradient_column_names(names), ",")));
+  }
+  void write(std::span<const double> score) {
+    line_.clear();
+    for (double value : score) {
+      if (!line_.empty()) line_ += ',';
+      sgmcmc::append_number(line_, value);
+    }
+    file_.write(line_ + "\n");
+  }
+  void close() { file_.close(); }
+
+private:
+  sgmcmc::OutputFile file_;
+  std::string line_;
+};
+
+/// One chain's output: draws (and the model's quantities, when recorded, as generated-quantity
+/// columns after the parameters) streamed to its Stan CSV, gradients to gradients-<k>.csv, metric
+/// rows kept for metrics.csv.
 class ChainFiles final : public sgmcmc::ChainObserver {
 public:
   ChainFiles(const fs::path& path, const std::vector<std::string>& comments, bool tests_acceptance,
-             const std::vector<std::string>& names)
-      : draws_(path, comments, sampler_columns(tests_acceptance), names), tests_acceptance_(tests_acceptance) {}
+             const std::vector<std::string>& names, std::unique_ptr<sgmcmc::DrawRecorder> recorder,
+             const std::vector<std::string>& quantity_names, const fs::path& gradient_path)
+      : draws_(path, comments, sampler_columns(tests_acceptance), columns(names, recorder ? recorder->quantity_count() : 0, quantity_names)),
+        tests_acceptance_(tests_acceptance), recorder_(std::move(recorder)) {
+    if (recorder_ && recorder_->records_gradients()) {
+      auto gradient_comments = comments;
+      gradient_comments.push_back("grad_lp.<parameter> = d log pi / d parameter = -dU/d parameter at the draw of the same row "
+                                  "of chain-<k>.csv");
+      gradients_.emplace(gradient_path, gradient_comments, names);
+      score_.resize(names.size());
+    }
+    if (recorder_) row_.resize(names.size() + recorder_->quantity_count());
+  }
+  /// Work before the chain's first iteration (a `cv` recorder's centring), in the chain's thread.
+  void prepare() {
+    if (recorder_) recorder_->prepare();
+  }
   void on_draw(const sgmcmc::Draw& draw) override {
     const double all[] = {draw.lp, draw.decision.accept_stat, draw.step_size, draw.decision.delta_energy,
                           draw.decision.accepted ? 1.0 : 0.0};
-    draws_.write_draw(std::span(all, tests_acceptance_ ? 5 : 3), draw.theta);
+    const std::span sampler(all, tests_acceptance_ ? 5 : 3);
+    if (!recorder_) return draws_.write_draw(sampler, draw.theta);
+    std::copy(draw.theta.begin(), draw.theta.end(), row_.begin());
+    if (recorder_->quantity_count()) recorder_->quantities(draw.theta, std::span(row_).subspan(draw.theta.size()));
+    draws_.write_draw(sampler, row_);
+    if (gradients_) {
+      recorder_->score(draw.theta, score_);
+      gradients_->write(score_);
+    }
   }
   void on_metrics(const sgmcmc::MetricsRow& row) override {
     rows_.push_back({row.iteration, row.seconds, row.cost, {row.values.begin(), row.values.end()}});
   }
-  sgmcmc::StanCsvWriter& draws() { return draws_; }
+  void close() {
+    draws_.close();
+    if (gradients_) gradients_->close();
+  }
+  sgmcmc::Cost recording_cost() const { return recorder_ ? recorder_->cost() : sgmcmc::Cost{}; }
   struct Row {
     std::uint64_t iteration;
     double seconds;
@@ -153,8 +210,17 @@ public:
   const std::vector<Row>& rows() const { return rows_; }
 
 private:
+  static std::vector<std::string> columns(std::vector<std::string> names, std::size_t quantities,
+                                          const std::vector<std::string>& quantity_names) {
+    if (quantities) names.insert(names.end(), quantity_names.begin(), quantity_names.end());
+    return names;
+  }
+
   sgmcmc::StanCsvWriter draws_;
   bool tests_acceptance_;
+  std::unique_ptr<sgmcmc::DrawRecorder> recorder_;
+  std::optional<GradientFile> gradients_;
+  std::vector<double> row_, score_;
   std::vector<Row> rows_;
 };
 
@@ -199,8 +265,9 @@ void run_jobs(std::vector<ChainJob>& jobs, const sgmcmc::ChainSchedule& schedule
   auto worker = [&] {
     for (std::size_t k; (k = next.fetch_add(1)) < jobs.size();) {
       try {
+        jobs[k].files->prepare();
         jobs[k].result = jobs[k].chain->run(schedule, *jobs[k].files, &progress);
-        jobs[k].files->draws().close();
+        jobs[k].files->close();
       } catch (...) {
         jobs[k].failure = std::current_exception();
       }
@@ -224,6 +291,7 @@ int run_command(const RunOptions& options) {
   const auto plugin = sgmcmc::load_plugin(model_name, plugin_folders(options.plugin_dir));
   const auto model = plugin.create({config["model"], schedule.seed});
   const double model_seconds = elapsed();
+  const auto output = sgmcmc::read_output_options(config["output"], *model);
 
   // Every chain gets its own parts, all built here, before any thread starts.
   std::vector<ChainJob> jobs(schedule.chains);
@@ -236,6 +304,12 @@ int run_command(const RunOptions& options) {
                                                     std::move(integrator), std::move(corrector),
                                                     sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
   }
+  // Recorders are built here too, so the [estimator] keys a `cv` recorder reads count as known.
+  std::vector<std::unique_ptr<sgmcmc::DrawRecorder>> recorders(schedule.chains);
+  if (output.gradients != sgmcmc::GradientSource::none || output.quantities)
+    for (std::uint64_t k = 0; k < schedule.chains; ++k)
+      recorders[k] = std::make_unique<sgmcmc::DrawRecorder>(model, output, config["estimator"],
+                                                            sgmcmc::Rng(schedule.seed, sgmcmc::recording_stream(k)));
   // Keys of another component than the chosen one (batch_size with `exact`) are ignored with a
   // warning, so one file can serve several choices; any other unread key is an error.
   std::vector<std::string> warnings;
@@ -269,11 +343,13 @@ int run_command(const RunOptions& options) {
   comments.push_back(schedule.chain.compute_lp ? "lp__ = -U(theta), up to a constant"
                                                : "lp__ = nan: not computed (set run.lp = true for -U(theta), one data pass per draw)");
   const auto names = model->parameter_names();
+  const auto quantity_names = model->quantity_names();
   for (std::uint64_t k = 0; k < schedule.chains; ++k) {
     auto chain_comments = comments;
     chain_comments.push_back(fmt::format("chain = {}", k + 1));
-    jobs[k].files = std::make_unique<ChainFiles>(out / fmt::format("chain-{}.csv", k + 1), chain_comments,
-                                                 tests_acceptance, names);
+    jobs[k].files = std::make_unique<ChainFiles>(out / fmt::format("chain-{}.csv", k + 1), chain_comments, tests_acceptance,
+                                                 names, recorders[k] ? std::move(recorders[k]) : nullptr, quantity_names,
+                                                 out / fmt::format("gradients-{}.csv", k + 1));
   }
 
   const unsigned threads = options.threads ? options.threads
@@ -296,7 +372,8 @@ int run_command(const RunOptions& options) {
     chains.push_back({{"chain", k + 1}, {"status", r.diverged ? "diverged" : "complete"}, {"message", r.message},
                       {"iterations", r.iterations}, {"seconds", r.seconds}, {"item_gradients", r.cost.item_gradients},
                       {"full_passes", r.cost.full_passes}, {"blocks", r.blocks}, {"accepted_blocks", r.accepted_blocks},
-                      {"non_finite_proposals", r.non_finite_proposals}, {"mean_accept_stat", r.mean_accept_stat}});
+                      {"non_finite_proposals", r.non_finite_proposals}, {"mean_accept_stat", r.mean_accept_stat},
+                      {"recording_item_gradients", jobs[k].files->recording_cost().item_gradients}});
     if (r.diverged) fmt::print(stderr, "sgmcmc: chain {} {}; its draws until then are in chain-{}.csv\n", k + 1, r.message, k + 1);
     if (r.non_finite_proposals)
       fmt::print(stderr, "sgmcmc: chain {}: {} proposal(s) with a non-finite potential or energy error were rejected\n",
@@ -327,6 +404,10 @@ int run_command(const RunOptions& options) {
       fmt::print("\n");
       summary_command(out, {}, 20);
     }
+  }
+  if (output.zv) {  // asked for explicitly, so printed even with --quiet
+    fmt::print("\n");
+    zv_command(out, {});
   }
   return any_diverged ? exit_diverged : 0;
 }

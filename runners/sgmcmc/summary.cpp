@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "run_folder.hpp"
 
 import sgmcmc;
 
@@ -20,56 +21,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Chains {
-  std::vector<std::string> columns;
-  std::vector<sgmcmc::StanCsv> files;
-  std::size_t draws = 0;  // per chain, the shortest chain's count
-};
-
-Chains read_chains(const fs::path& folder) {
-  std::map<int, fs::path> paths;
-  std::error_code error;
-  for (const auto& entry : fs::directory_iterator(folder, error)) {
-    const std::string name = entry.path().filename().string();
-    int k = 0;
-    if (std::sscanf(name.c_str(), "chain-%d.csv", &k) == 1 && name == fmt::format("chain-{}.csv", k)) paths[k] = entry.path();
-  }
-  if (error) throw sgmcmc::Error(fmt::format("summary: '{}': {}", folder.string(), error.message()));
-  if (paths.empty()) throw sgmcmc::Error(fmt::format("summary: '{}' has no chain-<k>.csv files", folder.string()));
-  Chains chains;
-  for (const auto& [k, path] : paths) {
-    auto csv = sgmcmc::read_stan_csv(path);
-    if (chains.files.empty()) chains.columns = csv.columns;
-    if (csv.columns != chains.columns)
-      throw sgmcmc::Error(fmt::format("summary: {} has other columns than {}; chains of different runs or models cannot be "
-                                      "summarised together",
-                                      path.string(), paths.begin()->second.string()));
-    chains.files.push_back(std::move(csv));
-  }
-  chains.draws = chains.files.front().rows.size();
-  for (const auto& file : chains.files) chains.draws = std::min(chains.draws, file.rows.size());
-  if (chains.draws < 4)
-    throw sgmcmc::Error(fmt::format("summary: '{}': {} draw(s) in the shortest chain; at least 4 are needed", folder.string(),
-                                    chains.draws));
-  return chains;
-}
-
-sgmcmc::ChainDraws column(const Chains& chains, std::size_t index) {
-  sgmcmc::ChainDraws draws;
-  for (const auto& file : chains.files) {
-    std::vector<double> values;
-    for (std::size_t row = 0; row < chains.draws; ++row) values.push_back(file.rows[row][index]);
-    draws.push_back(std::move(values));
-  }
-  return draws;
-}
-
 std::string number(double x) { return std::isnan(x) ? "—" : fmt::format("{:.4g}", x); }
 
 }  // namespace
 
 int summary_command(const fs::path& folder, const std::vector<std::string>& wanted, std::size_t max_parameters) {
-  const Chains chains = read_chains(folder);
+  const Chains chains = read_chains(folder, "summary");
   std::vector<std::size_t> shown;
   for (std::size_t index = 0; index < chains.columns.size(); ++index) {
     const auto& name = chains.columns[index];
@@ -84,7 +41,9 @@ int summary_command(const fs::path& folder, const std::vector<std::string>& want
 
   fmt::print("{} chains × {} draws{}\n", chains.files.size(), chains.draws,
              total > shown.size() ? fmt::format(" (showing {} of {} parameters; choose with --parameters)", shown.size(), total) : "");
-  fmt::print("{:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7} {:>10}\n", "parameter", "mean", "sd", "5%", "50%", "95%",
+  std::size_t width = 16;  // the name column fits the longest shown name (generated quantities can be long)
+  for (std::size_t index : shown) width = std::max(width, chains.columns[index].size());
+  fmt::print("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7} {:>10}\n", "parameter", width, "mean", "sd", "5%", "50%", "95%",
              "ess_bulk", "ess_tail", "r_hat", "mcse_mean");
   std::vector<std::string> warnings;
   const double low_ess = 100.0 * static_cast<double>(chains.files.size());
@@ -99,7 +58,7 @@ int summary_command(const fs::path& folder, const std::vector<std::string>& want
     const double sd = std::sqrt(squares / static_cast<double>(all.size() - 1));
     const bool undefined = sgmcmc::diagnostics_undefined(draws);
     const double bulk = sgmcmc::ess_bulk(draws), tail = sgmcmc::ess_tail(draws), r_hat = sgmcmc::rhat(draws);
-    fmt::print("{:<16} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7} {:>10}\n", name, number(mean), number(sd),
+    fmt::print("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7} {:>10}\n", name, width, number(mean), number(sd),
                number(sgmcmc::quantile(draws, 0.05)), number(sgmcmc::quantile(draws, 0.5)), number(sgmcmc::quantile(draws, 0.95)),
                number(bulk), number(tail), number(r_hat), number(undefined ? std::nan("") : sgmcmc::mcse_mean(draws)));
     if (undefined)

@@ -1,0 +1,229 @@
+// `sgmcmc zv DIR` (also printed at the end of a run with [output] zv = true): zero-variance
+// control-variate estimates (sgmcmc.zero_variance; seed 1 §4) of the posterior mean of every
+// parameter and of every model quantity recorded in chain-<k>.csv, from the gradients of log π
+// recorded in gradients-<k>.csv; and the kernel Stein discrepancy of each chain's draws.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "run_folder.hpp"
+
+import sgmcmc;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Second-order ZV forms the covariance of d(d+3)/2 controls (draws × controls² work); beyond
+/// this many controls (d = 30) the default is first order.
+constexpr std::size_t default_second_order_limit = 500;
+/// KSD is O(n² d): each chain is thinned evenly to at most this many draws.
+constexpr std::size_t ksd_max_draws = 1000;
+
+struct Recorded {
+  Chains chains;
+  std::vector<std::string> parameters;        // from the gradient files' grad_lp.<name> header
+  std::vector<std::size_t> parameter_columns;  // their columns in chain-<k>.csv
+  std::vector<std::size_t> quantity_columns;   // the other non-sampler columns
+  std::vector<sgmcmc::StanCsv> gradients;      // per chain
+};
+
+std::vector<std::string> parameters_of(const sgmcmc::StanCsv& gradients, const fs::path& path) {
+  std::vector<std::string> names;
+  for (const auto& column : gradients.columns) {
+    if (!column.starts_with(sgmcmc::gradient_column_prefix))
+      throw sgmcmc::Error(fmt::format("zv: {}: column '{}' is not a gradient column ({}<parameter>)", path.string(), column,
+                                      sgmcmc::gradient_column_prefix));
+    names.push_back(column.substr(sgmcmc::gradient_column_prefix.size()));
+  }
+  return names;
+}
+
+/// Which chain columns are the gradient files' parameters, and which are quantities.
+void locate_columns(Recorded& recorded, const fs::path& gradient_path) {
+  const auto& columns = recorded.chains.columns;
+  for (const auto& name : recorded.parameters) {
+    const auto at = std::find(columns.begin(), columns.end(), name);
+    if (at == columns.end())
+      throw sgmcmc::Error(fmt::format("zv: {} has a gradient of '{}', but {} has no such column; the files are not of the "
+                                      "same run",
+                                      gradient_path.string(), name, recorded.chains.paths.front().string()));
+    recorded.parameter_columns.push_back(static_cast<std::size_t>(at - columns.begin()));
+  }
+  for (std::size_t index = 0; index < columns.size(); ++index)
+    if (!columns[index].ends_with("__") &&
+        std::find(recorded.parameter_columns.begin(), recorded.parameter_columns.end(), index) == recorded.parameter_columns.end())
+      recorded.quantity_columns.push_back(index);
+}
+
+Recorded read_recorded(const fs::path& folder) {
+  Recorded recorded{read_chains(folder, "zv", 1)};
+  const auto chain_paths = numbered_files(folder, "chain-", "zv");
+  const auto gradient_paths = numbered_files(folder, "gradients-", "zv");
+  if (gradient_paths.empty())
+    throw sgmcmc::Error(fmt::format("zv: '{}' has no gradients-<k>.csv files; record them with [output] gradients = "
+                                    "\"cv\" (or \"exact\", \"estimator\") in the run's configuration",
+                                    folder.string()));
+  std::size_t chain = 0;
+  for (const auto& [k, chain_path] : chain_paths) {
+    const auto found = gradient_paths.find(k);
+    if (found == gradient_paths.end())
+      throw sgmcmc::Error(fmt::format("zv: {} has no gradients-{}.csv beside it", chain_path.string(), k));
+    auto gradients = sgmcmc::read_stan_csv(found->second);
+    const auto names = parameters_of(gradients, found->second);
+    if (recorded.gradients.empty()) {
+      recorded.parameters = names;
+      locate_columns(recorded, found->second);
+    } else if (names != recorded.parameters) {
+      throw sgmcmc::Error(fmt::format("zv: {} has other columns than gradients-{}.csv", found->second.string(),
+                                      gradient_paths.begin()->first));
+    }
+    const std::size_t draws = recorded.chains.files[chain].rows.size();
+    if (gradients.rows.size() != draws)
+      throw sgmcmc::Error(fmt::format("zv: {} has {} rows but {} has {} draws; each row must be the gradient at the draw "
+                                      "of the same row",
+                                      found->second.string(), gradients.rows.size(), chain_path.string(), draws));
+    recorded.gradients.push_back(std::move(gradients));
+    ++chain;
+  }
+  return recorded;
+}
+
+struct Pooled {
+  sgmcmc::DrawMatrix points, scores, quantities;  // rows: chain 1's draws, then chain 2's, ...
+};
+
+/// Every chain cut to the shortest's length and stacked; the quantities are the parameters
+/// themselves (q = θ_j) followed by the model's quantity columns.
+Pooled pool(const Recorded& recorded) {
+  Pooled pooled;
+  for (std::size_t k = 0; k < recorded.chains.files.size(); ++k)
+    for (std::size_t t = 0; t < recorded.chains.draws; ++t) {
+      const auto& row = recorded.chains.files[k].rows[t];
+      std::vector<double> theta, quantities;
+      for (std::size_t index : recorded.parameter_columns) theta.push_back(row[index]);
+      quantities = theta;
+      for (std::size_t index : recorded.quantity_columns) quantities.push_back(row[index]);
+      pooled.points.push_back(std::move(theta));
+      pooled.scores.push_back(recorded.gradients[k].rows[t]);
+      pooled.quantities.push_back(std::move(quantities));
+    }
+  return pooled;
+}
+
+/// The draws of one quantity back in chains × draws, for the MCSE.
+sgmcmc::ChainDraws as_chains(const std::vector<double>& values, std::size_t chains, std::size_t draws) {
+  sgmcmc::ChainDraws out(chains);
+  for (std::size_t k = 0; k < chains; ++k)
+    out[k].assign(values.begin() + static_cast<std::ptrdiff_t>(k * draws), values.begin() + static_cast<std::ptrdiff_t>((k + 1) * draws));
+  return out;
+}
+
+std::string number(double x) { return std::isfinite(x) ? fmt::format("{:.6g}", x) : (std::isnan(x) ? "—" : "inf"); }
+
+double mcse(const std::vector<double>& values, std::size_t chains, std::size_t draws) {
+  const auto shaped = as_chains(values, chains, draws);
+  return sgmcmc::diagnostics_undefined(shaped) ? std::nan("") : sgmcmc::mcse_mean(shaped);
+}
+
+std::string gradient_source(const fs::path& folder) {
+  nlohmann::json manifest;
+  if (std::ifstream in(folder / "manifest.json"); in) manifest = nlohmann::json::parse(in, nullptr, false);
+  if (manifest.is_object() && manifest.contains("config") && manifest["config"].contains("output") &&
+      manifest["config"]["output"].contains("gradients"))
+    return manifest["config"]["output"]["gradients"].get<std::string>();
+  return "unknown (no manifest.json)";
+}
+
+/// Per chain, the KSD of at most ksd_max_draws evenly spaced draws, every coordinate
+/// standardised by the pooled draws' mean m and sd s: x' = (x - m)/s has score s·z, so the kernel's
+/// unit length scale (c = 1) matches the posterior's spread whatever the parameters' units.
+void print_ksd(const Recorded& recorded, const Pooled& pooled, const std::string& source) {
+  const std::size_t d = recorded.parameters.size(), rows = pooled.points.size();
+  std::vector<double> mean(d, 0.0), sd(d, 0.0);
+  for (const auto& theta : pooled.points)
+    for (std::size_t j = 0; j < d; ++j) mean[j] += theta[j] / static_cast<double>(rows);
+  for (const auto& theta : pooled.points)
+    for (std::size_t j = 0; j < d; ++j) sd[j] += (theta[j] - mean[j]) * (theta[j] - mean[j]) / static_cast<double>(rows - 1);
+  for (std::size_t j = 0; j < d; ++j) {
+    sd[j] = std::sqrt(sd[j]);
+    if (!(sd[j] > 0.0)) return fmt::print("kernel Stein discrepancy: undefined ({} does not move)\n", recorded.parameters[j]);
+  }
+  const std::size_t draws = recorded.chains.draws, step = (draws + ksd_max_draws - 1) / ksd_max_draws;
+  std::vector<std::string> values;
+  for (std::size_t k = 0; k < recorded.chains.files.size(); ++k) {
+    std::vector<std::vector<double>> points, scores;
+    for (std::size_t t = 0; t < draws; t += step) {
+      const auto& theta = pooled.points[k * draws + t];
+      const auto& z = pooled.scores[k * draws + t];
+      std::vector<double> x(d), s(d);
+      for (std::size_t j = 0; j < d; ++j) {
+        x[j] = (theta[j] - mean[j]) / sd[j];
+        s[j] = z[j] * sd[j];
+      }
+      points.push_back(std::move(x));
+      scores.push_back(std::move(s));
+    }
+    values.push_back(fmt::format("chain {} {:.4g} ({} draws)", k + 1, sgmcmc::kernel_stein_discrepancy(points, scores), points.size()));
+  }
+  fmt::print("kernel Stein discrepancy (IMQ kernel c = 1, β = -1/2, standardised coordinates): {}\n", fmt::join(values, ", "));
+  if (source != "exact")
+    fmt::print("  (from '{}' gradient estimates: their noise adds to the KSD; record exact gradients to compare samplers)\n", source);
+}
+
+int choose_order(int requested, std::size_t dimension) {
+  if (requested != 0) return requested;
+  return sgmcmc::zv_control_count(dimension, 2) <= default_second_order_limit ? 2 : 1;
+}
+
+void check_enough_draws(std::size_t rows, std::size_t dimension, int order) {
+  const std::size_t controls = sgmcmc::zv_control_count(dimension, order);
+  if (rows <= controls)
+    throw sgmcmc::Error(fmt::format("zv: {} draws in all, but order {} has {} control variates (d = {}) and needs more "
+                                    "draws than controls, at least {}{}",
+                                    rows, order, controls, dimension, controls + 1,
+                                    order == 2 ? fmt::format("; --order 1 needs {}", dimension + 1) : ""));
+}
+
+}  // namespace
+
+int zv_command(const fs::path& folder, const ZvOptions& options) {
+  const Recorded recorded = read_recorded(folder);
+  const Pooled pooled = pool(recorded);
+  const std::size_t d = recorded.parameters.size(), chains = recorded.chains.files.size(), draws = recorded.chains.draws;
+  const int order = choose_order(options.order, d);
+  check_enough_draws(pooled.points.size(), d, order);
+  const auto first = sgmcmc::zero_variance(pooled.points, pooled.scores, pooled.quantities, 1);
+  const auto second = order == 2 ? sgmcmc::zero_variance(pooled.points, pooled.scores, pooled.quantities, 2)
+                                 : std::vector<sgmcmc::ZvEstimate>{};
+  const std::string source = gradient_source(folder);
+
+  fmt::print("zero-variance control variates (Mira et al. 2013; seed 1 §4): {} chains × {} draws, gradients '{}'{}\n", chains,
+             draws, source, order == 1 ? fmt::format("; first order only (d = {}: --order 2 for second)", d) : "");
+  fmt::print("{:<22} {:>12} {:>10} {:>12} {:>10} {:>10} {:>12} {:>10} {:>10}\n", "quantity", "mean", "mcse", "zv1_mean",
+             "zv1_mcse", "var_ratio1", "zv2_mean", "zv2_mcse", "var_ratio2");
+  std::vector<std::string> names(recorded.parameters);
+  for (std::size_t index : recorded.quantity_columns) names.push_back(recorded.chains.columns[index]);
+  for (std::size_t q = 0; q < names.size(); ++q) {
+    if (q < d && q >= options.max_parameters) continue;
+    std::vector<double> plain;
+    for (const auto& row : pooled.quantities) plain.push_back(row[q]);
+    const std::string zv2 = second.empty() ? fmt::format("{:>12} {:>10} {:>10}", "—", "—", "—")
+                                           : fmt::format("{:>12} {:>10} {:>10}", number(second[q].zv_mean),
+                                                         number(mcse(second[q].corrected, chains, draws)),
+                                                         number(second[q].variance_ratio()));
+    fmt::print("{:<22} {:>12} {:>10} {:>12} {:>10} {:>10} {}\n", names[q], number(first[q].mean), number(mcse(plain, chains, draws)),
+               number(first[q].zv_mean), number(mcse(first[q].corrected, chains, draws)), number(first[q].variance_ratio()), zv2);
+  }
+  if (d > options.max_parameters) fmt::print("({} of {} parameters shown; --max-parameters to see more)\n", options.max_parameters, d);
+  print_ksd(recorded, pooled, source);
+  return 0;
+}
