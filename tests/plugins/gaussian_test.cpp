@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "gaussian_fixture.hpp"
@@ -136,4 +137,27 @@ TEST_CASE("gaussian plugin: simulated data and the split are reproducible by see
   c->evaluate_metrics(theta, *wc, mc);
   CHECK(ma[0] == mb[0]);
   CHECK(ma[0] != mc[0]);
+}
+
+TEST_CASE("gaussian plugin: held_out_log_density is one draw's mean held-out log N(y*; x*ᵀβ, σ²)") {
+  // Every row (y, x) = (1, 2, -1), so whichever 3 of 10 rows the split holds out, the quantity at
+  // β = (0.5, 0.25) is log N(1; 0.75, 0.5²) = -log 0.5 - ½log 2π - ½(0.25/0.5)², by hand.
+  test::TempDir dir;
+  std::string csv;
+  for (int row = 0; row < 10; ++row) csv += "1,2,-1\n";
+  const auto path = dir.write("rows.csv", csv);
+  const auto plugin = sgmcmc::load_plugin_file(test::gaussian_plugin_path);
+  const auto make = [&](const std::string& test_size) {
+    auto config = sgmcmc::parse_config(fmt::format("[model]\ndata = \"{}\"\ntest_size = {}\nnoise_sd = 0.5\n", path.string(), test_size),
+                                       "q.toml");
+    return plugin.create({config["model"], 1});
+  };
+  const auto model = make("3");
+  REQUIRE(model->quantity_names() == std::vector<std::string>{"held_out_log_density"});
+  auto workspace = model->make_workspace();
+  const std::vector<double> beta{0.5, 0.25};
+  std::vector<double> out(1);
+  model->evaluate_quantities(beta, *workspace, out);
+  CHECK(out[0] == Approx(-std::log(0.5) - 0.5 * std::log(2 * M_PI) - 0.5 * 0.25).epsilon(1e-14));
+  CHECK(make("0")->quantity_names().empty());  // nothing held out, no quantity
 }
