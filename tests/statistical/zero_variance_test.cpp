@@ -89,9 +89,12 @@ TEST_CASE("ZV-1 with exact scores: the mean of a Gaussian has zero variance and 
 }
 
 TEST_CASE("ZV-2 with exact scores removes the variance of θ_j², where ZV-1 removes only its linear part") {
-  // θ_j² = μ_j² + 2μ_j(θ_j - μ_j) + (θ_j - μ_j)². Second order: every quadratic in θ is a
-  // combination of the quadratic controls plus a constant when z = -P(θ - μ) (Mira et al. 2013,
-  // §3), so q̃ = E[θ_j²] = μ_j² + Σ_jj at every draw, up to rounding as in the first-order case.
+  // θ_j² = μ_j² + 2μ_j(θ_j - μ_j) + (θ_j - μ_j)². Second order: with P = aᵀθ + θᵀBθ/2 and
+  // z = -P(θ - μ), ΔP + ∇P·z = tr B - (a + Bθ)ᵀP(θ - μ), whose quadratic part is
+  // -θᵀ(BP + PB)θ/2. For any symmetric Q the Lyapunov equation BP + PB = -2Q has a solution
+  // (P's eigenvalues are positive, so no two sum to 0), and a then matches the linear part as P
+  // is invertible: every quadratic in θ is a constant plus a combination of the controls, so
+  // q̃ = E[θ_j²] = μ_j² + Σ_jj at every draw, up to rounding as in the first-order case.
   // First order: the controls are linear in θ; (θ_j - μ_j)² is uncorrelated with every linear
   // function (odd central moments vanish), so the residual variance is Var((θ_j - μ_j)²) = 2Σ_jj²
   // and the variance ratio is (4μ_j²Σ_jj + 2Σ_jj²) / (2Σ_jj²) = 1 + 2μ_j²/Σ_jj.
