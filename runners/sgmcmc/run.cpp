@@ -177,8 +177,14 @@ public:
     if (recorder_) row_.resize(names.size() + recorder_->quantity_count());
   }
   /// Work before the chain's first iteration (a `cv` recorder's centring), in the chain's thread.
+  /// Its errors name the [estimator] keys it reads, so they say whose centring failed.
   void prepare() {
-    if (recorder_) recorder_->prepare();
+    if (!recorder_) return;
+    try {
+      recorder_->prepare();
+    } catch (const sgmcmc::Error& error) {
+      throw sgmcmc::Error(fmt::format("the gradient recorder (output.gradients): {}", error.what()));
+    }
   }
   void on_draw(const sgmcmc::Draw& draw) override {
     const double all[] = {draw.lp, draw.decision.accept_stat, draw.step_size, draw.decision.delta_energy,
@@ -348,7 +354,7 @@ int run_command(const RunOptions& options) {
     auto chain_comments = comments;
     chain_comments.push_back(fmt::format("chain = {}", k + 1));
     jobs[k].files = std::make_unique<ChainFiles>(out / fmt::format("chain-{}.csv", k + 1), chain_comments, tests_acceptance,
-                                                 names, recorders[k] ? std::move(recorders[k]) : nullptr, quantity_names,
+                                                 names, std::move(recorders[k]), quantity_names,
                                                  out / fmt::format("gradients-{}.csv", k + 1));
   }
 
@@ -407,7 +413,11 @@ int run_command(const RunOptions& options) {
   }
   if (output.zv) {  // asked for explicitly, so printed even with --quiet
     fmt::print("\n");
-    zv_command(out, {});
+    try {  // the run's files are complete: a ZV refusal (too few draws) does not fail the run
+      zv_command(out, {});
+    } catch (const sgmcmc::Error& error) {
+      fmt::print(stderr, "sgmcmc: {} (the run itself is complete)\n", error.what());
+    }
   }
   return any_diverged ? exit_diverged : 0;
 }

@@ -186,6 +186,15 @@ TEST_CASE("sgmcmc zv refuses folders without gradients, mismatched files and too
   expect_error("zv '" + few.string() + "'", "16 draws in all, but order 2 has 20 control variates (d = 5) and needs more draws "
                                             "than controls, at least 21; --order 1 needs 6");
   CHECK(test::run_cli("zv '" + few.string() + "' --order 1").exit_code == 0);
+  // zv = true in such a run: the run's files are complete, so it says why and still exits 0.
+  const auto few_zv = test::run_cli("run --preset demo --quiet --chains 2 --set run.iterations=40 --set output.zv=true --out '" +
+                                    (dir.path() / "few-zv").string() + "'");
+  CHECK(few_zv.exit_code == 0);
+  CHECK_THAT(few_zv.output, Contains("sgmcmc: zv: 16 draws in all") && Contains("(the run itself is complete)"));
+  // A recorder whose own centring diverges says it is the recorder's.
+  expect_error("run --preset demo --quiet --set output.gradients=cv --set estimator.sgd_step_size=1000 --out '" +
+                   (dir.path() / "diverging").string() + "'",
+               "the gradient recorder (output.gradients): estimator 'cv', SGD centring phase: θ is no longer finite");
 
   const auto out = (dir.path() / "bad").string();
   expect_error("run --preset demo --set output.zv=true --set output.gradients=none --out '" + out + "'",
