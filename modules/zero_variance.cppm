@@ -121,12 +121,17 @@ std::vector<double> correlation_cholesky(const Controls& c, const std::vector<st
       throw Error(fmt::format("zero variance: the control {} is constant over the {} draws, so its coefficient is "
                               "undefined (are the recorded gradients all equal?)",
                               names[j], c.rows));
+  // Lower triangle of Σ_t h_t h_tᵀ, accumulated draw by draw so the rows are read in order.
+  std::vector<double> products(m * m, 0.0);
+  for (std::size_t t = 0; t < c.rows; ++t) {
+    const double* h = c.centred.data() + t * m;
+    for (std::size_t i = 0; i < m; ++i)
+      for (std::size_t j = 0; j <= i; ++j) products[i * m + j] += h[i] * h[j];
+  }
   std::vector<double> l(m * m, 0.0);
   for (std::size_t i = 0; i < m; ++i)
     for (std::size_t j = 0; j <= i; ++j) {
-      double r = 0.0;  // correlation of controls i and j
-      for (std::size_t t = 0; t < c.rows; ++t) r += c.centred[t * m + i] * c.centred[t * m + j];
-      r /= static_cast<double>(c.rows - 1) * c.scale[i] * c.scale[j];
+      double r = products[i * m + j] / (static_cast<double>(c.rows - 1) * c.scale[i] * c.scale[j]);  // correlation
       for (std::size_t k = 0; k < j; ++k) r -= l[i * m + k] * l[j * m + k];
       if (i != j) {
         l[i * m + j] = r / l[j * m + j];
