@@ -18,7 +18,9 @@
 //
 // The coefficients are estimated from the same draws, so the estimate has a bias of order 1/T
 // (T draws); the controls' covariance is factored once (Cholesky of the correlation matrix) and
-// reused for every quantity.
+// reused for every quantity. Controls that are linear combinations of earlier ones over the
+// draws are dropped as the factor meets them (ZvResult::dropped), which leaves the least-squares
+// fit, a projection, unchanged.
 module;
 #include <cmath>
 #include <cstddef>
@@ -58,13 +60,20 @@ struct ZvEstimate {
   double variance_ratio() const { return variance / zv_variance; }
 };
 
+struct ZvResult {
+  std::vector<ZvEstimate> estimates;  // one per quantity
+  /// Controls left out because over these draws they are constant or a linear combination of
+  /// the controls before them (1 - R² < 1e-12): with collinear features (cover type's indicator
+  /// groups sum to the intercept) the gradient's coordinates are too. The fitted q̃ is the
+  /// projection on the span of the controls, which the kept ones span as well, so leaving them
+  /// out changes no estimate; it only makes the coefficients unique.
+  std::vector<std::string> dropped;
+};
+
 /// ZV estimates of E_π[q_k] for every column k of `quantities` (T × Q), from draws `points`
 /// (T × d) and scores `scores` (T × d, z = ∇log π = -∇U at each draw). Throws an Error when the
-/// shapes disagree, when there are not more draws than controls, when a value is not finite, or
-/// when the controls' sample covariance is singular (a constant control, or controls that are
-/// linear combinations of each other over these draws): the message names the control.
-std::vector<ZvEstimate> zero_variance(const DrawMatrix& points, const DrawMatrix& scores, const DrawMatrix& quantities,
-                                      int order);
+/// shapes disagree, when there are not more draws than controls, or when a value is not finite.
+ZvResult zero_variance(const DrawMatrix& points, const DrawMatrix& scores, const DrawMatrix& quantities, int order);
 
 }  // namespace sgmcmc
 
@@ -76,17 +85,24 @@ namespace sgmcmc {
 // with same-named helpers of units that import it under clang 19.
 namespace zv_parts {
 
-/// Pivots of the correlation matrix's Cholesky factor below this are treated as zero: the
-/// squared pivot is 1 - R² of regressing a control on the ones before it, so 1e-12 means that
-/// control is a linear combination of the others to about 12 digits, beyond which the
-/// coefficients would be rounding noise.
+/// Pivots of the correlation matrix's Cholesky factor at or below this are treated as zero: the
+/// squared pivot is 1 - R² of regressing a control on the kept ones before it, so 1e-12 means
+/// that control is a linear combination of them to about 12 digits, beyond which its
+/// coefficient would be rounding noise amplified by 1/pivot.
 constexpr double singular_pivot = 1e-12;
 
 struct Controls {
   std::size_t rows = 0, count = 0;
   std::vector<double> centred;  // rows × count, each column minus its mean
   std::vector<double> means;
-  std::vector<double> scale;    // each column's sample sd
+  std::vector<double> scale;    // each column's sample sd, or 1 for a constant column
+};
+
+/// L Lᵀ = the correlation matrix of the kept controls (row-major, count × count; rows and
+/// columns of dropped controls are zero).
+struct Factor {
+  std::vector<double> l;
+  std::vector<bool> kept;
 };
 
 Controls centred_controls(const DrawMatrix& points, const DrawMatrix& scores, int order) {
@@ -108,53 +124,65 @@ Controls centred_controls(const DrawMatrix& points, const DrawMatrix& scores, in
       x -= c.means[j];
       c.scale[j] += x * x;
     }
-  for (double& s : c.scale) s = std::sqrt(s / static_cast<double>(c.rows - 1));
+  // A constant column keeps scale 1: its correlations are 0, so its pivot is 0 and it is dropped.
+  for (double& s : c.scale) s = s > 0.0 ? std::sqrt(s / static_cast<double>(c.rows - 1)) : 1.0;
   return c;
 }
 
-/// Lower Cholesky factor L (row-major, count × count) of the controls' sample correlation
-/// matrix, or an Error naming the first control that is (nearly) a combination of earlier ones.
-std::vector<double> correlation_cholesky(const Controls& c, const std::vector<std::string>& names) {
+/// Lower triangle of Σ_t h_t h_tᵀ / ((T - 1) s_i s_j): the controls' sample correlations,
+/// accumulated draw by draw so the rows are read in order.
+std::vector<double> correlations(const Controls& c) {
   const std::size_t m = c.count;
-  for (std::size_t j = 0; j < m; ++j)
-    if (!(c.scale[j] > 0.0))
-      throw Error(fmt::format("zero variance: the control {} is constant over the {} draws, so its coefficient is "
-                              "undefined (are the recorded gradients all equal?)",
-                              names[j], c.rows));
-  // Lower triangle of Σ_t h_t h_tᵀ, accumulated draw by draw so the rows are read in order.
-  std::vector<double> products(m * m, 0.0);
+  std::vector<double> r(m * m, 0.0);
   for (std::size_t t = 0; t < c.rows; ++t) {
     const double* h = c.centred.data() + t * m;
     for (std::size_t i = 0; i < m; ++i)
-      for (std::size_t j = 0; j <= i; ++j) products[i * m + j] += h[i] * h[j];
+      for (std::size_t j = 0; j <= i; ++j) r[i * m + j] += h[i] * h[j];
   }
-  std::vector<double> l(m * m, 0.0);
   for (std::size_t i = 0; i < m; ++i)
-    for (std::size_t j = 0; j <= i; ++j) {
-      double r = products[i * m + j] / (static_cast<double>(c.rows - 1) * c.scale[i] * c.scale[j]);  // correlation
-      for (std::size_t k = 0; k < j; ++k) r -= l[i * m + k] * l[j * m + k];
-      if (i != j) {
-        l[i * m + j] = r / l[j * m + j];
-      } else if (r > singular_pivot) {
-        l[i * m + i] = std::sqrt(r);
-      } else {
-        throw Error(fmt::format("zero variance: the controls' covariance is singular: {} is a linear combination of "
-                                "the controls before it over these {} draws (1 - R² = {:.3g}); the coefficients are "
-                                "not identified (too few distinct draws, or a parameter that does not move)",
-                                names[i], c.rows, r));
-      }
-    }
-  return l;
+    for (std::size_t j = 0; j <= i; ++j) r[i * m + j] /= static_cast<double>(c.rows - 1) * c.scale[i] * c.scale[j];
+  return r;
 }
 
-/// x ← (L Lᵀ)⁻¹ b by forward and back substitution.
-std::vector<double> cholesky_solve(const std::vector<double>& l, std::vector<double> b) {
-  const std::size_t m = b.size();
+/// Cholesky factor of the kept controls' correlation matrix, in order: a control whose pivot
+/// (1 - R² of it on the kept controls before it) is at most singular_pivot is dropped.
+Factor correlation_cholesky(const Controls& c) {
+  const std::size_t m = c.count;
+  const std::vector<double> r = correlations(c);
+  Factor f{std::vector<double>(m * m, 0.0), std::vector<bool>(m, false)};
   for (std::size_t i = 0; i < m; ++i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (!f.kept[j]) continue;
+      double x = r[i * m + j];
+      for (std::size_t k = 0; k < j; ++k) x -= f.l[i * m + k] * f.l[j * m + k];
+      f.l[i * m + j] = x / f.l[j * m + j];
+    }
+    double pivot = r[i * m + i];
+    for (std::size_t k = 0; k < i; ++k) pivot -= f.l[i * m + k] * f.l[i * m + k];
+    f.kept[i] = pivot > singular_pivot;
+    if (f.kept[i]) {
+      f.l[i * m + i] = std::sqrt(pivot);
+    } else {
+      for (std::size_t k = 0; k < i; ++k) f.l[i * m + k] = 0.0;
+    }
+  }
+  return f;
+}
+
+/// x ← (L Lᵀ)⁻¹ b on the kept controls by forward and back substitution; x = 0 on the dropped.
+std::vector<double> cholesky_solve(const Factor& f, std::vector<double> b) {
+  const std::size_t m = b.size();
+  const auto& l = f.l;
+  for (std::size_t i = 0; i < m; ++i) {
+    if (!f.kept[i]) {
+      b[i] = 0.0;
+      continue;
+    }
     for (std::size_t k = 0; k < i; ++k) b[i] -= l[i * m + k] * b[k];
     b[i] /= l[i * m + i];
   }
   for (std::size_t i = m; i-- > 0;) {
+    if (!f.kept[i]) continue;
     for (std::size_t k = i + 1; k < m; ++k) b[i] -= l[k * m + i] * b[k];
     b[i] /= l[i * m + i];
   }
@@ -170,7 +198,7 @@ double sample_variance(const std::vector<double>& x) {
 
 /// c* = -Var(h)⁻¹Cov(h, q), solved in the correlation scale (S = D R D, D = diag of sds) where
 /// the factor's pivots have a meaning independent of the parameters' units.
-ZvEstimate estimate_one(const Controls& c, const std::vector<double>& l, const std::vector<double>& q) {
+ZvEstimate estimate_one(const Controls& c, const Factor& factor, const std::vector<double>& q) {
   const std::size_t m = c.count, rows = c.rows;
   ZvEstimate e;
   for (double v : q) e.mean += v / static_cast<double>(rows);
@@ -178,7 +206,7 @@ ZvEstimate estimate_one(const Controls& c, const std::vector<double>& l, const s
   for (std::size_t t = 0; t < rows; ++t)
     for (std::size_t j = 0; j < m; ++j) scaled_cov[j] += c.centred[t * m + j] * (q[t] - e.mean);
   for (std::size_t j = 0; j < m; ++j) scaled_cov[j] /= static_cast<double>(rows - 1) * c.scale[j];
-  const std::vector<double> solved = cholesky_solve(l, scaled_cov);  // R⁻¹ D⁻¹ Cov(h, q)
+  const std::vector<double> solved = cholesky_solve(factor, scaled_cov);  // R⁻¹ D⁻¹ Cov(h, q)
   e.coefficients.resize(m);
   for (std::size_t j = 0; j < m; ++j) e.coefficients[j] = -solved[j] / c.scale[j];
   // q̃_t = q_t + c*ᵀh_t, with the uncentred controls h_t (their expectation under π is 0).
@@ -250,19 +278,20 @@ void zv_controls(std::span<const double> theta, std::span<const double> z, int o
     for (std::size_t k = j + 1; k < d; ++k) out[at++] = theta[j] * z[k] + theta[k] * z[j];
 }
 
-std::vector<ZvEstimate> zero_variance(const DrawMatrix& points, const DrawMatrix& scores, const DrawMatrix& quantities,
-                                      int order) {
+ZvResult zero_variance(const DrawMatrix& points, const DrawMatrix& scores, const DrawMatrix& quantities, int order) {
   zv_parts::check_shapes(points, scores, quantities, order);
   const auto controls = zv_parts::centred_controls(points, scores, order);
-  const auto factor = zv_parts::correlation_cholesky(controls, zv_control_names(points.front().size(), order));
-  const std::size_t count = quantities.front().size();
-  std::vector<ZvEstimate> estimates;
+  const auto factor = zv_parts::correlation_cholesky(controls);
+  const auto names = zv_control_names(points.front().size(), order);
+  ZvResult result;
+  for (std::size_t j = 0; j < names.size(); ++j)
+    if (!factor.kept[j]) result.dropped.push_back(names[j]);
   std::vector<double> q(points.size());
-  for (std::size_t k = 0; k < count; ++k) {
+  for (std::size_t k = 0; k < quantities.front().size(); ++k) {
     for (std::size_t t = 0; t < points.size(); ++t) q[t] = quantities[t][k];
-    estimates.push_back(zv_parts::estimate_one(controls, factor, q));
+    result.estimates.push_back(zv_parts::estimate_one(controls, factor, q));
   }
-  return estimates;
+  return result;
 }
 
 }  // namespace sgmcmc

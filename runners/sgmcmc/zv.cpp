@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -179,6 +180,16 @@ void print_ksd(const Recorded& recorded, const Pooled& pooled, const std::string
     fmt::print("  (from '{}' gradient estimates: their noise adds to the KSD; record exact gradients to compare samplers)\n", source);
 }
 
+/// Controls left out as constant or collinear over the draws (sgmcmc::ZvResult::dropped).
+void print_dropped(const sgmcmc::ZvResult& result, int order) {
+  if (result.dropped.empty()) return;
+  constexpr std::size_t listed = 8;
+  const std::vector<std::string> some(result.dropped.begin(), result.dropped.begin() + std::min(listed, result.dropped.size()));
+  fmt::print("order {}: {} control(s) left out as constant or a linear combination of others over these draws (collinear "
+             "features?), which changes no estimate: {}{}\n",
+             order, result.dropped.size(), fmt::join(some, ", "), result.dropped.size() > listed ? ", ..." : "");
+}
+
 int choose_order(int requested, std::size_t dimension) {
   if (requested != 0) return requested;
   return sgmcmc::zv_control_count(dimension, 2) <= default_second_order_limit ? 2 : 1;
@@ -201,9 +212,11 @@ int zv_command(const fs::path& folder, const ZvOptions& options) {
   const std::size_t d = recorded.parameters.size(), chains = recorded.chains.files.size(), draws = recorded.chains.draws;
   const int order = choose_order(options.order, d);
   check_enough_draws(pooled.points.size(), d, order);
-  const auto first = sgmcmc::zero_variance(pooled.points, pooled.scores, pooled.quantities, 1);
-  const auto second = order == 2 ? sgmcmc::zero_variance(pooled.points, pooled.scores, pooled.quantities, 2)
-                                 : std::vector<sgmcmc::ZvEstimate>{};
+  const auto first_result = sgmcmc::zero_variance(pooled.points, pooled.scores, pooled.quantities, 1);
+  const auto second_result = order == 2 ? sgmcmc::zero_variance(pooled.points, pooled.scores, pooled.quantities, 2)
+                                        : sgmcmc::ZvResult{};
+  const auto& first = first_result.estimates;
+  const auto& second = second_result.estimates;
   const std::string source = gradient_source(folder);
 
   fmt::print("zero-variance control variates (Mira et al. 2013; seed 1 §4): {} chains × {} draws, gradients '{}'{}\n", chains,
@@ -224,6 +237,8 @@ int zv_command(const fs::path& folder, const ZvOptions& options) {
                number(first[q].zv_mean), number(mcse(first[q].corrected, chains, draws)), number(first[q].variance_ratio()), zv2);
   }
   if (d > options.max_parameters) fmt::print("({} of {} parameters shown; --max-parameters to see more)\n", options.max_parameters, d);
+  print_dropped(first_result, 1);
+  print_dropped(second_result, 2);
   print_ksd(recorded, pooled, source);
   return 0;
 }

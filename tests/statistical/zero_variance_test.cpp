@@ -78,7 +78,7 @@ TEST_CASE("ZV-1 with exact scores: the mean of a Gaussian has zero variance and 
   // is below ~1e-14 of sd(q). The checks allow 1e-10 (variance ratio > 1e20), far above rounding
   // and far below any real failure (a wrong sign or a wrong control leaves a ratio near 1).
   const auto s = gaussian_sample(2000, 0.0, 11);
-  const auto estimates = sgmcmc::zero_variance(s.points, s.scores, s.points, 1);
+  const auto estimates = sgmcmc::zero_variance(s.points, s.scores, s.points, 1).estimates;
   for (std::size_t j = 0; j < 3; ++j) {
     INFO("θ_" << j + 1 << ": plain " << estimates[j].mean << ", ZV " << estimates[j].zv_mean << ", ratio "
               << estimates[j].variance_ratio());
@@ -104,8 +104,8 @@ TEST_CASE("ZV-2 with exact scores removes the variance of θ_j², where ZV-1 rem
   const std::size_t draws = 20000;
   const auto s = gaussian_sample(draws, 0.0, 12);
   const auto q = squares(s.points);
-  const auto first = sgmcmc::zero_variance(s.points, s.scores, q, 1);
-  const auto second = sgmcmc::zero_variance(s.points, s.scores, q, 2);
+  const auto first = sgmcmc::zero_variance(s.points, s.scores, q, 1).estimates;
+  const auto second = sgmcmc::zero_variance(s.points, s.scores, q, 2).estimates;
   const double log_tolerance = 5 * 2 * std::sqrt(14.0 / static_cast<double>(draws));
   for (std::size_t j = 0; j < 3; ++j) {
     const double sigma2 = s.covariance(j, j), expected_first = 1 + 2 * s.mu(j) * s.mu(j) / sigma2;
@@ -128,7 +128,7 @@ TEST_CASE("ZV-1 with noisy scores: the derived variance ratio, and the mean with
   const std::size_t draws = 20000;
   const double tau = 1.0;
   const auto s = gaussian_sample(draws, tau, 13);
-  const auto estimates = sgmcmc::zero_variance(s.points, s.scores, s.points, 1);
+  const auto estimates = sgmcmc::zero_variance(s.points, s.scores, s.points, 1).estimates;
   const xt::xtensor<double, 2> diluted = xt::linalg::inv(s.precision + tau * tau * xt::eye<double>(3));
   for (std::size_t j = 0; j < 3; ++j) {
     const double residual = s.covariance(j, j) - diluted(j, j), expected = s.covariance(j, j) / residual;
@@ -201,7 +201,7 @@ TEST_CASE("recorded exact gradients on an SGLD chain: ZV-1 returns the closed-fo
   // error ~ Nε ≈ 1e-13 of the largest, far below the 1e-8 allowed here).
   const test::GaussianFixture fixture(200, 3);
   const auto recorded = recorded_sgld(fixture, "exact");
-  const auto estimates = sgmcmc::zero_variance(recorded.points, recorded.scores, recorded.points, 1);
+  const auto estimates = sgmcmc::zero_variance(recorded.points, recorded.scores, recorded.points, 1).estimates;
   for (std::size_t j = 0; j < 3; ++j) {
     INFO("β_" << j + 1 << ": ZV " << estimates[j].zv_mean << " vs μ " << fixture.mean(j) << ", ratio " << estimates[j].variance_ratio());
     CHECK(std::abs(estimates[j].zv_mean - fixture.mean(j)) < 1e-8 * std::sqrt(estimates[j].variance));
@@ -221,7 +221,7 @@ TEST_CASE("recorded cv gradients on an SGLD chain: ZV-1 reduces the variance and
   // (E[noise | θ] = 0), so it agrees with μ within 5 standard errors, by batch means of q̃.
   const test::GaussianFixture fixture(200, 3);
   const auto recorded = recorded_sgld(fixture, "cv");
-  const auto estimates = sgmcmc::zero_variance(recorded.points, recorded.scores, recorded.points, 1);
+  const auto estimates = sgmcmc::zero_variance(recorded.points, recorded.scores, recorded.points, 1).estimates;
   const double rho = std::pow(1 - 0.25 * smallest_eigenvalue(fixture) / largest_eigenvalue(fixture), sgld_thin);
   const double effective = static_cast<double>(recorded.points.size()) * (1 - rho) / (1 + rho);
   const double least_ratio = std::exp(5 * 2 * std::sqrt(2 / effective));

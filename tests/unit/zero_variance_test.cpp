@@ -42,7 +42,7 @@ TEST_CASE("ZV controls: z for order 1; then 1 + θ_j z_j and θ_j z_k + θ_k z_j
   CHECK(names[6] == "θ[1]z[2] + θ[2]z[1]");
 }
 
-TEST_CASE("ZV refuses too few draws, singular controls, mismatched and non-finite input") {
+TEST_CASE("ZV refuses too few draws, mismatched and non-finite input") {
   sgmcmc::DrawMatrix points, scores;
   draws(5, points, scores);
   const sgmcmc::DrawMatrix q(5, std::vector<double>{1.0});
@@ -60,14 +60,32 @@ TEST_CASE("ZV refuses too few draws, singular controls, mismatched and non-finit
   bad[2][1] = std::nan("");
   CHECK_THROWS_WITH(sgmcmc::zero_variance(points, bad, q, 1), Contains("draw 3") && Contains("non-finite"));
 
-  auto constant = scores;
-  for (auto& row : constant) row[1] = 4.0;
-  CHECK_THROWS_WITH(sgmcmc::zero_variance(points, constant, q, 1), Contains("z[2] is constant"));
+  CHECK(sgmcmc::zero_variance(points, scores, q, 1).dropped.empty());
+}
 
-  auto dependent = scores;  // z_2 = 2 z_1 at every draw: the covariance is singular
-  for (auto& row : dependent) row[1] = 2 * row[0];
-  CHECK_THROWS_WITH(sgmcmc::zero_variance(points, dependent, q, 1),
-                    Contains("singular") && Contains("z[2] is a linear combination"));
+TEST_CASE("ZV drops constant and linearly dependent controls and fits the same projection without them") {
+  // With z_2 = 2 z_1 (collinear features make gradient coordinates collinear) the span of the
+  // controls is that of z_1 alone, so the least-squares fit q̃ must equal the one-control fit; a
+  // constant control spans nothing once centred. Agreement is to rounding (1e-12 relative).
+  sgmcmc::DrawMatrix points, scores, q;
+  draws(200, points, scores);
+  for (const auto& theta : points) q.push_back({theta[0] + 0.3 * theta[1] * theta[1]});
+  sgmcmc::DrawMatrix first_points, first_scores;
+  for (std::size_t t = 0; t < points.size(); ++t) {
+    first_points.push_back({points[t][0]});
+    first_scores.push_back({scores[t][0]});
+  }
+  const auto alone = sgmcmc::zero_variance(first_points, first_scores, q, 1).estimates[0];
+  for (double second : {2.0, 0.0}) {
+    auto modified = scores;
+    for (auto& row : modified) row[1] = second * row[0] + (second == 0.0 ? 4.0 : 0.0);  // 2 z_1, or the constant 4
+    const auto result = sgmcmc::zero_variance(points, modified, q, 1);
+    INFO("z_2 = " << (second == 0.0 ? "4" : "2 z_1"));
+    CHECK(result.dropped == std::vector<std::string>{"z[2]"});
+    CHECK(result.estimates[0].coefficients[1] == 0.0);
+    CHECK(result.estimates[0].zv_mean == Approx(alone.zv_mean).epsilon(1e-12));
+    CHECK(result.estimates[0].zv_variance == Approx(alone.zv_variance).epsilon(1e-12));
+  }
 }
 
 TEST_CASE("[output]: gradient sources, zv needs gradients, errors name the key") {
