@@ -35,6 +35,7 @@ struct Recorded {
   std::vector<std::size_t> parameter_columns;  // their columns in chain-<k>.csv
   std::vector<std::size_t> quantity_columns;   // the other non-sampler columns
   std::vector<sgmcmc::StanCsv> gradients;      // per chain
+  std::vector<fs::path> gradient_paths;
 };
 
 std::vector<std::string> parameters_of(const sgmcmc::StanCsv& gradients, const fs::path& path) {
@@ -93,6 +94,7 @@ Recorded read_recorded(const fs::path& folder) {
                                       "of the same row",
                                       found->second.string(), gradients.rows.size(), chain_path.string(), draws));
     recorded.gradients.push_back(std::move(gradients));
+    recorded.gradient_paths.push_back(found->second);
     ++chain;
   }
   return recorded;
@@ -102,6 +104,16 @@ struct Pooled {
   sgmcmc::DrawMatrix points, scores, quantities;  // rows: chain 1's draws, then chain 2's, ...
 };
 
+/// ZV needs finite numbers; a NaN or Inf is named by its file, draw and column.
+void check_finite(const std::vector<double>& row, const std::vector<std::string>& columns, const fs::path& path,
+                  std::size_t draw) {
+  for (std::size_t j = 0; j < row.size(); ++j)
+    if (!std::isfinite(row[j]))
+      throw sgmcmc::Error(fmt::format("zv: {}: draw {} has {} = {}; zero variance needs finite values (did the chain "
+                                      "diverge?)",
+                                      path.string(), draw, columns[j], row[j]));
+}
+
 /// Every chain cut to the shortest's length and stacked; the quantities are the parameters
 /// themselves (q = θ_j) followed by the model's quantity columns.
 Pooled pool(const Recorded& recorded) {
@@ -110,9 +122,14 @@ Pooled pool(const Recorded& recorded) {
     for (std::size_t t = 0; t < recorded.chains.draws; ++t) {
       const auto& row = recorded.chains.files[k].rows[t];
       std::vector<double> theta, quantities;
+      std::vector<std::string> names;
       for (std::size_t index : recorded.parameter_columns) theta.push_back(row[index]);
       quantities = theta;
       for (std::size_t index : recorded.quantity_columns) quantities.push_back(row[index]);
+      for (std::size_t index : recorded.parameter_columns) names.push_back(recorded.chains.columns[index]);
+      for (std::size_t index : recorded.quantity_columns) names.push_back(recorded.chains.columns[index]);
+      check_finite(quantities, names, recorded.chains.paths[k], t + 1);
+      check_finite(recorded.gradients[k].rows[t], recorded.gradients[k].columns, recorded.gradient_paths[k], t + 1);
       pooled.points.push_back(std::move(theta));
       pooled.scores.push_back(recorded.gradients[k].rows[t]);
       pooled.quantities.push_back(std::move(quantities));

@@ -169,6 +169,14 @@ TEST_CASE("sgmcmc zv refuses folders without gradients, mismatched files and too
   expect_error("zv '" + short_rows.string() + "'", "gradients-2.csv has 39 rows but");
   expect_error("zv '" + short_rows.string() + "'", "chain-2.csv has 40 draws");
 
+  const auto not_finite = copy("not-finite");  // a NaN gradient at draw 3 of chain 1
+  lines = lines_of(test::read_text(not_finite / "gradients-1.csv"));
+  std::size_t header = 0;
+  while (lines[header].starts_with("#")) ++header;
+  lines[header + 3] = "1,2,nan,4,5";
+  std::ofstream(not_finite / "gradients-1.csv") << fmt::format("{}\n", fmt::join(lines, "\n"));
+  expect_error("zv '" + not_finite.string() + "'", "gradients-1.csv: draw 3 has grad_lp.beta.3 = nan");
+
   const auto missing = copy("missing");
   fs::remove(missing / "gradients-1.csv");
   expect_error("zv '" + missing.string() + "'", "has no gradients-1.csv beside it");
