@@ -68,20 +68,11 @@ Dataset read_file(const std::string& path, const Settings& settings) {
   return data;
 }
 
-/// Rows held out: `test_size` < 1 is a fraction of the rows, >= 1 a count.
-std::size_t test_rows(const Settings& settings, std::size_t rows) {
-  const double test_size = settings.number("test_size", 0.2);
-  const double count = test_size < 1.0 ? std::round(test_size * static_cast<double>(rows)) : test_size;
-  if (test_size < 0.0 || count != std::floor(count) || count >= static_cast<double>(rows))
-    throw sgmcmc::Error(fmt::format("{}: expected a fraction in [0, 1) or a whole count below the {} rows, found {}",
-                                    settings.describe("test_size"), rows, test_size));
-  return static_cast<std::size_t>(count);
-}
-
-/// Running posterior-predictive average per test point, kept as log Σ_draws p(y*|x*, β).
+/// The running posterior-predictive average of the test set, and scratch for one draw's terms.
 struct GaussianWorkspace final : sgmcmc::Workspace {
-  std::vector<double> log_predictive_sum;
-  std::uint64_t draws = 0;
+  explicit GaussianWorkspace(std::size_t test_rows) : predictive(test_rows), log_densities(test_rows) {}
+  sgmcmc::PredictiveAverage predictive;
+  std::vector<double> log_densities;
 };
 
 class GaussianModel final : public sgmcmc::Model {
@@ -102,7 +93,8 @@ public:
       const auto dim = settings.integer_at_least("dim", 5, 1);
       data = simulate(static_cast<std::size_t>(rows), static_cast<std::size_t>(dim), noise_sd_, rng);
     }
-    split(data, test_rows(settings, data.y.size()), rng);
+    const std::size_t rows = data.y.size();
+    split(data, sgmcmc::split_rows(rows, sgmcmc::row_count(settings, "test_size", 0.2, rows, 0, rows - 1), rng));
   }
 
   std::size_t dimension() const override { return x_.shape(1); }
@@ -122,9 +114,7 @@ public:
   }
 
   std::unique_ptr<sgmcmc::Workspace> make_workspace() const override {
-    auto workspace = std::make_unique<GaussianWorkspace>();
-    workspace->log_predictive_sum.assign(test_y_.size(), -INFINITY);
-    return workspace;
+    return std::make_unique<GaussianWorkspace>(test_y_.size());
   }
 
   double prior_potential(std::span<const double> beta) const override {
@@ -184,19 +174,8 @@ public:
   /// (1/J) Σ_j log[(1/S) Σ_s N(y*_j; x*_jᵀβ_s, σ²)] over the S draws evaluated so far.
   void evaluate_metrics(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
     auto& workspace = static_cast<GaussianWorkspace&>(base);
-    const double log_normaliser = -std::log(noise_sd_) - 0.5 * std::log(2.0 * std::numbers::pi);
-    workspace.draws += 1;
-    const double log_draws = std::log(static_cast<double>(workspace.draws));
-    double total = 0.0;
-    for (std::size_t j = 0; j < test_y_.size(); ++j) {
-      const double z = (test_y_(j) - row_dot(test_x_, j, beta)) / noise_sd_;
-      double& sum = workspace.log_predictive_sum[j];
-      const double term = log_normaliser - 0.5 * z * z;
-      const double high = std::max(sum, term);
-      sum = high + std::log(std::exp(sum - high) + std::exp(term - high));  // log-sum-exp
-      total += sum - log_draws;
-    }
-    out[0] = test_y_.size() ? total / static_cast<double>(test_y_.size()) : std::nan("");
+    held_out_log_densities(beta, workspace.log_densities);
+    out[0] = workspace.predictive.add(workspace.log_densities);
   }
 
   /// One draw's held-out fit, for zero-variance post-processing (seed 1 §4): no test rows, none.
@@ -206,14 +185,11 @@ public:
 
   /// (1/J) Σ_j log N(y*_j; x*_jᵀβ, σ²) of this draw alone; unlike the metric it averages logs,
   /// not densities, so it is a function of β whose posterior mean ZV can estimate.
-  void evaluate_quantities(std::span<const double> beta, sgmcmc::Workspace&, std::span<double> out) const override {
-    const double log_normaliser = -std::log(noise_sd_) - 0.5 * std::log(2.0 * std::numbers::pi);
-    double total = 0.0;
-    for (std::size_t j = 0; j < test_y_.size(); ++j) {
-      const double z = (test_y_(j) - row_dot(test_x_, j, beta)) / noise_sd_;
-      total += log_normaliser - 0.5 * z * z;
-    }
-    out[0] = total / static_cast<double>(test_y_.size());
+  void evaluate_quantities(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
+    auto& workspace = static_cast<GaussianWorkspace&>(base);
+    held_out_log_densities(beta, workspace.log_densities);
+    const auto& terms = workspace.log_densities;
+    out[0] = std::accumulate(terms.begin(), terms.end(), 0.0) / static_cast<double>(terms.size());
   }
 
 private:
@@ -226,28 +202,33 @@ private:
     return (row_dot(x_, i, beta) - y_(i)) / (noise_sd_ * noise_sd_);
   }
 
+  /// out[j] ← log N(y*_j; x*_jᵀβ, σ²) for every test point j.
+  void held_out_log_densities(std::span<const double> beta, std::span<double> out) const {
+    const double log_normaliser = -std::log(noise_sd_) - 0.5 * std::log(2.0 * std::numbers::pi);
+    for (std::size_t j = 0; j < test_y_.size(); ++j) {
+      const double z = (test_y_(j) - row_dot(test_x_, j, beta)) / noise_sd_;
+      out[j] = log_normaliser - 0.5 * z * z;
+    }
+  }
+
   void add_row(std::size_t i, double scale, std::span<double> gradient) const {
     const double* row = x_.data() + i * x_.shape(1);
     for (std::size_t j = 0; j < gradient.size(); ++j) gradient[j] += scale * row[j];
   }
 
-  /// A random `test` rows (by the run's seed) are held out; the rest, in file order, are the data.
-  void split(const Dataset& data, std::size_t test, Rng& rng) {
-    const std::size_t rows = data.y.size(), dim = data.x.shape(1);
-    std::vector<std::size_t> order(rows);
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    for (std::size_t k = 0; k < test; ++k) std::swap(order[k], order[k + rng.index(rows - k)]);
-    std::sort(order.begin() + static_cast<std::ptrdiff_t>(test), order.end());
-    const auto copy_rows = [&](std::size_t first, std::size_t count, xt::xtensor<double, 1>& y, xt::xtensor<double, 2>& x) {
-      y = xt::xtensor<double, 1>::from_shape({count});
-      x = xt::xtensor<double, 2>::from_shape({count, dim});
-      for (std::size_t r = 0; r < count; ++r) {
-        y(r) = data.y(order[first + r]);
-        for (std::size_t j = 0; j < dim; ++j) x(r, j) = data.x(order[first + r], j);
+  /// The split's chosen rows are held out; the rest, in file order, are the data.
+  void split(const Dataset& data, const sgmcmc::RowSplit& rows) {
+    const std::size_t dim = data.x.shape(1);
+    const auto copy_rows = [&](const std::vector<std::size_t>& which, xt::xtensor<double, 1>& y, xt::xtensor<double, 2>& x) {
+      y = xt::xtensor<double, 1>::from_shape({which.size()});
+      x = xt::xtensor<double, 2>::from_shape({which.size(), dim});
+      for (std::size_t r = 0; r < which.size(); ++r) {
+        y(r) = data.y(which[r]);
+        for (std::size_t j = 0; j < dim; ++j) x(r, j) = data.x(which[r], j);
       }
     };
-    copy_rows(0, test, test_y_, test_x_);
-    copy_rows(test, rows - test, y_, x_);
+    copy_rows(rows.chosen, test_y_, test_x_);
+    copy_rows(rows.rest, y_, x_);
   }
 
   double noise_sd_ = 1.0;
@@ -260,7 +241,7 @@ sgmcmc::PluginInfo gaussian_info() {
   return {.name = "gaussian",
           .description = "Bayesian linear regression y = xᵀβ + e, e ~ N(0, noise_sd²), β ~ N(0, prior_sd² I); "
                          "closed-form posterior. Keys: n (1000), dim (5), noise_sd (1), prior_sd (10), "
-                         "test_size (0.2), data (CSV: response, covariates). Quantity: held_out_log_density",
+                         "test_size (0.2: a float fraction or an integer count), data (CSV: response, covariates). Quantity: held_out_log_density",
           .parameters = "beta.1 .. beta.dim: regression coefficients",
           .capabilities = GaussianModel::capabilities_of_gaussian()};
 }

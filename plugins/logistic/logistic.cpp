@@ -232,7 +232,7 @@ public:
   }
 
   std::vector<std::string> quantity_names() const override {
-    return test_.rows() ? std::vector<std::string>{"test_log_likelihood"} : std::vector<std::string>{};
+    return test_.rows() ? std::vector<std::string>{"held_out_log_density"} : std::vector<std::string>{};
   }
 
   /// One draw's mean held-out log-likelihood (1/J) Σ_j log p(y*_j | x*_j, β): the quantity whose

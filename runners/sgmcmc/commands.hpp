@@ -39,6 +39,7 @@ int summary_command(const std::filesystem::path& folder, const std::vector<std::
 struct ZvOptions {
   int order = 0;  // 1 or 2; 0: 2 when d(d+3)/2 <= 500 (d <= 30), else 1
   std::size_t max_parameters = 20;
+  std::filesystem::path csv;  // also write every row of the table (all parameters) here, if set
 };
 
 /// `sgmcmc zv DIR`: zero-variance estimates from recorded gradients, and the KSD of the draws.

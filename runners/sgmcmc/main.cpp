@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
   zv_cmd->add_option("--order", zv.order, "1 (linear) or 2 (quadratic) polynomials (default 2 when d <= 30)")
       ->check(CLI::IsMember({1, 2}));
   zv_cmd->add_option("--max-parameters", zv.max_parameters, "show the first this many parameters (20); quantities always");
+  zv_cmd->add_option("--csv", zv.csv, "also write the table, every parameter and quantity, as CSV to this file");
 
   std::string new_name;
   std::filesystem::path new_folder;

@@ -65,6 +65,7 @@ struct RunSchedule {
   sgmcmc::ChainSchedule chain;
   std::uint64_t chains;
   std::uint64_t seed;
+  std::uint64_t data_seed;  // the model's simulated data and splits; run.seed unless set
 };
 
 RunSchedule read_schedule(const sgmcmc::Settings& run) {
@@ -76,6 +77,8 @@ RunSchedule read_schedule(const sgmcmc::Settings& run) {
   schedule.chain.compute_lp = run.flag("lp", false);
   schedule.chains = static_cast<std::uint64_t>(run.integer_at_least("chains", 1, 1));
   schedule.seed = static_cast<std::uint64_t>(run.integer_at_least("seed", 1, 0));
+  // Separate, so that chains of several seeds can sample one data set (box plots across seeds).
+  schedule.data_seed = static_cast<std::uint64_t>(run.integer_at_least("data_seed", static_cast<std::int64_t>(schedule.seed), 0));
   return schedule;
 }
 
@@ -295,7 +298,7 @@ int run_command(const RunOptions& options) {
   const std::string model_name = config["model"].text("name", "");
   if (model_name.empty()) throw sgmcmc::Error(fmt::format("{}: [model] needs a name (see `sgmcmc list`)", source));
   const auto plugin = sgmcmc::load_plugin(model_name, plugin_folders(options.plugin_dir));
-  const auto model = plugin.create({config["model"], schedule.seed});
+  const auto model = plugin.create({config["model"], schedule.data_seed});
   const double model_seconds = elapsed();
   const auto output = sgmcmc::read_output_options(config["output"], *model);
 

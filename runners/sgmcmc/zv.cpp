@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 #include <fmt/format.h>
@@ -242,17 +243,27 @@ int zv_command(const fs::path& folder, const ZvOptions& options) {
              "zv1_mcse", "var_ratio1", "zv2_mean", "zv2_mcse", "var_ratio2");
   std::vector<std::string> names(recorded.parameters);
   for (std::size_t index : recorded.quantity_columns) names.push_back(recorded.chains.columns[index]);
+  std::optional<sgmcmc::OutputFile> csv;
+  if (!options.csv.empty()) {
+    csv.emplace(options.csv);
+    csv->write("quantity,mean,mcse,zv1_mean,zv1_mcse,var_ratio1,zv2_mean,zv2_mcse,var_ratio2\n");
+  }
   for (std::size_t q = 0; q < names.size(); ++q) {
-    if (q < d && q >= options.max_parameters) continue;
     std::vector<double> plain;
     for (const auto& row : pooled.quantities) plain.push_back(row[q]);
-    const std::string zv2 = second.empty() ? fmt::format("{:>12} {:>10} {:>10}", "—", "—", "—")
-                                           : fmt::format("{:>12} {:>10} {:>10}", number(second[q].zv_mean),
-                                                         number(mcse(second[q].corrected, chains, draws)),
-                                                         number(second[q].variance_ratio()));
-    fmt::print("{:<22} {:>12} {:>10} {:>12} {:>10} {:>10} {}\n", names[q], number(first[q].mean), number(mcse(plain, chains, draws)),
-               number(first[q].zv_mean), number(mcse(first[q].corrected, chains, draws)), number(first[q].variance_ratio()), zv2);
+    const double nan = std::nan("");
+    const double values[] = {first[q].mean, mcse(plain, chains, draws), first[q].zv_mean,
+                             mcse(first[q].corrected, chains, draws), first[q].variance_ratio(),
+                             second.empty() ? nan : second[q].zv_mean,
+                             second.empty() ? nan : mcse(second[q].corrected, chains, draws),
+                             second.empty() ? nan : second[q].variance_ratio()};
+    if (csv) csv->write(fmt::format("{},{}\n", names[q], fmt::join(values, ",")));
+    if (q < d && q >= options.max_parameters) continue;
+    fmt::print("{:<22} {:>12} {:>10} {:>12} {:>10} {:>10} {:>12} {:>10} {:>10}\n", names[q], number(values[0]),
+               number(values[1]), number(values[2]), number(values[3]), number(values[4]), number(values[5]),
+               number(values[6]), number(values[7]));
   }
+  if (csv) csv->close();
   if (d > options.max_parameters) fmt::print("({} of {} parameters shown; --max-parameters to see more)\n", options.max_parameters, d);
   print_dropped(first_result, 1);
   print_dropped(second_result, 2);
