@@ -128,7 +128,7 @@ void scaled_batch_plus_prior(std::span<const double> theta, std::span<const std:
   set_zero(gradient);
   context.model.add_data_gradient(theta, Batch{items}, gradient, context.workspace, context.rng);
   for (double& g : gradient) g *= scale;
-  context.model.add_prior_gradient(theta, gradient);
+  context.model.add_prior_gradient_given(theta, gradient, context.workspace);
   context.cost.item_gradients += items.size();
 }
 
@@ -358,7 +358,7 @@ public:
   /// exact at θ = c (used right after a full pass, where the batch term is zero).
   void exact_at_centre(std::span<const double> theta, std::span<double> gradient, ChainContext& context) const {
     std::copy(data_gradient_.begin(), data_gradient_.end(), gradient.begin());
-    context.model.add_prior_gradient(theta, gradient);
+    context.model.add_prior_gradient_given(theta, gradient, context.workspace);
   }
 
   /// gradient ← ĝ(θ) of seed 1 eq. 4 for the batch `draw`.
@@ -368,7 +368,7 @@ public:
       estimate_glm(theta, draw, gradient, context);
     else
       estimate_general(theta, draw, gradient, context);
-    context.model.add_prior_gradient(theta, gradient);
+    context.model.add_prior_gradient_given(theta, gradient, context.workspace);
   }
 
 private:
@@ -775,7 +775,7 @@ private:
   void copy_sum_plus_prior(std::span<const double> theta, std::span<double> gradient, ChainContext& context) const {
     const auto sum = table_->sum();
     std::copy(sum.begin(), sum.end(), gradient.begin());
-    context.model.add_prior_gradient(theta, gradient);
+    context.model.add_prior_gradient_given(theta, gradient, context.workspace);
   }
 
   ItemSampler sampler_;

@@ -24,7 +24,8 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 3;  // 2: lipschitz_bounds, 3: quantities
+inline constexpr std::uint32_t model_interface_version = 4;  // 2: lipschitz_bounds, 3: quantities,
+                                                             // 4: prior terms given the workspace
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.
@@ -73,6 +74,13 @@ public:
   /// f_0(θ) up to a constant, and gradient += ∇f_0(θ).
   virtual double prior_potential(std::span<const double> theta) const = 0;
   virtual void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const = 0;
+
+  /// The same given the chain's workspace, which the chain, the estimators and the checks call.
+  /// A model whose prior depends on per-chain state (hyperparameters that `after_step` refreshes
+  /// by Gibbs steps: `pmf`) overrides these; by default the workspace is ignored.
+  virtual double prior_potential_given(std::span<const double> theta, Workspace& workspace) const;
+  virtual void add_prior_gradient_given(std::span<const double> theta, std::span<double> gradient,
+                                        Workspace& workspace) const;
 
   /// gradient += Σ_k w_k ∇f_{items[k]}(θ). Models with a latent Gibbs step draw from `rng`.
   virtual void add_data_gradient(std::span<const double> theta, const Batch& batch,
@@ -178,7 +186,7 @@ std::vector<std::size_t> every_item(const Model& model) {
 
 double potential(const Model& model, std::span<const double> theta, std::span<const std::size_t> every,
                  Workspace& workspace) {
-  return model.prior_potential(theta) + model.data_potential(theta, Batch{every}, workspace);
+  return model.prior_potential_given(theta, workspace) + model.data_potential(theta, Batch{every}, workspace);
 }
 
 namespace {
@@ -188,6 +196,12 @@ namespace {
 }
 }  // namespace
 
+double Model::prior_potential_given(std::span<const double> theta, Workspace&) const {
+  return prior_potential(theta);
+}
+void Model::add_prior_gradient_given(std::span<const double> theta, std::span<double> gradient, Workspace&) const {
+  add_prior_gradient(theta, gradient);
+}
 void Model::initial_point(std::span<double> theta, Rng&) const {
   for (double& x : theta) x = 0.0;
 }

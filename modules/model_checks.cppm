@@ -134,9 +134,9 @@ std::vector<CheckOutcome> gradient_checks(const Probe& probe) {
   for (std::size_t p = 0; p < probe.points.size(); ++p) {
     const Vector& theta = probe.points[p];
     Vector prior(theta.size(), 0.0);
-    model.add_prior_gradient(theta, prior);
+    model.add_prior_gradient_given(theta, prior, *probe.workspace);
     outcomes.push_back(finite_differences(fmt::format("prior gradient matches finite differences (point {})", p + 1), theta,
-                                          prior, [&](const Vector& t) { return model.prior_potential(t); }));
+                                          prior, [&](const Vector& t) { return model.prior_potential_given(t, *probe.workspace); }));
     const std::string name = fmt::format("batch gradient matches finite differences of the batch potential (point {})", p + 1);
     if (!probe.capabilities.exact_log_likelihood) {
       outcomes.push_back(skipped(name, "needs the exact-log-likelihood capability"));
@@ -276,7 +276,7 @@ Vector fingerprint(const Model& model, Workspace& workspace, const Vector& theta
   Vector values(model.dimension(), 0.0);
   Rng rng(5, 5);
   model.add_data_gradient(theta, Batch{all}, values, workspace, rng);
-  model.add_prior_gradient(theta, values);
+  model.add_prior_gradient_given(theta, values, workspace);
   Vector metrics(model.metric_names().size());
   model.evaluate_metrics(theta, workspace, metrics);
   values.insert(values.end(), metrics.begin(), metrics.end());
