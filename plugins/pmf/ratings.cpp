@@ -1,0 +1,92 @@
+#include "ratings.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <fmt/format.h>
+
+import sgmcmc;
+
+namespace pmf {
+namespace {
+
+/// The fields of a line split on tabs, commas, semicolons and spaces (runs of spaces are one
+/// separator; MovieLens' u.data is tab-separated, ml-latest's ratings.csv comma-separated).
+std::vector<std::string_view> fields_of(std::string_view line) {
+  std::vector<std::string_view> fields;
+  constexpr std::string_view separators = "\t,; ";
+  std::size_t start = 0;
+  while (start <= line.size()) {
+    const auto end = std::min(line.find_first_of(separators, start), line.size());
+    const auto field = line.substr(start, end - start);
+    if (!field.empty() || (end < line.size() && line[end] != ' ')) fields.push_back(field);
+    start = end + 1;
+  }
+  return fields;
+}
+
+bool blank(std::string_view line) { return line.find_first_not_of(" \t") == std::string_view::npos; }
+
+std::int64_t parse_id(std::string_view text, const char* what, const sgmcmc::TextLines& in) {
+  std::int64_t id = -1;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (error != std::errc() || end != text.data() + text.size() || id < 0)
+    throw sgmcmc::Error(fmt::format("{}: {} id '{}' is not a non-negative integer", in.where(), what, text));
+  return id;
+}
+
+double parse_rating(std::string_view text, RatingRange range, const sgmcmc::TextLines& in) {
+  double rating = 0.0;
+  if (!sgmcmc::parse_double(text, rating) || !std::isfinite(rating))
+    throw sgmcmc::Error(fmt::format("{}: rating '{}' is not a number", in.where(), text));
+  if (rating < range.min || rating > range.max)
+    throw sgmcmc::Error(fmt::format("{}: rating {} is outside the declared range [{}, {}] (model.rating_min, "
+                                    "model.rating_max)",
+                                    in.where(), text, range.min, range.max));
+  return rating;
+}
+
+}  // namespace
+
+RatingTriples read_triples(const std::string& path, RatingRange range) {
+  sgmcmc::TextLines in(path);
+  RatingTriples triples;
+  std::string line;
+  while (in.next(line)) {
+    if (blank(line))
+      throw sgmcmc::Error(fmt::format("{}: empty line; every line must be `user item rating` (then anything)", in.where()));
+    const auto fields = fields_of(line);
+    double ignored = 0.0;
+    if (in.line_number() == 1 && !sgmcmc::parse_double(fields.front(), ignored)) continue;  // a header
+    if (fields.size() < 3)
+      throw sgmcmc::Error(fmt::format("{}: a short row of {} field{}; expected `user item rating`", in.where(),
+                                      fields.size(), fields.size() == 1 ? "" : "s"));
+    const auto user = parse_id(fields[0], "user", in);
+    const auto item = parse_id(fields[1], "item", in);
+    triples.push_back(user, item, parse_rating(fields[2], range, in), in.line_number());
+  }
+  if (triples.size() == 0) throw sgmcmc::Error(fmt::format("{}: no ratings in the file", path));
+  return triples;
+}
+
+std::vector<std::int64_t> first_users(const RatingTriples& triples, std::size_t count) {
+  const std::set<std::int64_t> all(triples.user.begin(), triples.user.end());
+  std::vector<std::int64_t> ids(all.begin(), all.end());
+  if (ids.size() > count) ids.resize(count);
+  return ids;
+}
+
+RatingTriples keep_users(const RatingTriples& triples, const std::vector<std::int64_t>& ids) {
+  RatingTriples kept;
+  for (std::size_t k = 0; k < triples.size(); ++k)
+    if (std::binary_search(ids.begin(), ids.end(), triples.user[k]))
+      kept.push_back(triples.user[k], triples.item[k], triples.rating[k], triples.line[k]);
+  return kept;
+}
+
+}  // namespace pmf
