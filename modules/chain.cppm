@@ -163,6 +163,9 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
   double accept_sum = 0.0;
   Decision decision;
 
+  // θ is sized before the model fills it (initialise keeps the values): a model's own starting
+  // point (pmf's random factors; zero is a saddle there) must not be lost.
+  state_.theta.assign(model_->dimension(), 0.0);
   model_->initial_point(state_.theta, rng_);
   integrator_->initialise(state_, model_->dimension(), rng_);
   estimator_->prepare(state_.theta, context);
