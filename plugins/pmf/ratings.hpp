@@ -57,8 +57,9 @@ struct SimulationShape {
 /// Simulated ratings (ids 1-based, as MovieLens'). Planted factors U*_i, V*_j ~ N(0, s² I_rank)
 /// with s = rank^(-1/4), so U*_iᵀV*_j has variance 1; r = offset + U*_iᵀV*_j + noise_sd·z, then
 /// (round) rounded and clipped to the range. Who rates what: every user gets `minimum_per_user`
-/// ratings, the rest go to users with lognormal activity weights (σ = 1); items are chosen with
-/// lognormal popularity weights (σ = 1.5), a long tail as in MovieLens; no pair is rated twice.
+/// ratings (an equal share when there are fewer than 20 per user), the rest go to users with
+/// lognormal activity weights (σ = 1); items are chosen with lognormal popularity weights
+/// (σ = 1.5), a long tail as in MovieLens; no pair is rated twice.
 /// `Random` is sgmcmc::Rng (uniform on [0, 1), normal); the header needs no module.
 template <class Random>
 RatingTriples simulate_movielens_shape(const SimulationShape& shape, Random& rng);
@@ -110,7 +111,7 @@ RatingTriples simulate_movielens_shape(const SimulationShape& shape, Random& rng
   };
   // The caller keeps ratings ≤ users × items / 2, so the rejections below end quickly.
   for (std::size_t user = 0; user < shape.users; ++user)
-    for (std::size_t k = 0; k < std::min(shape.minimum_per_user, shape.items) && triples.size() < shape.ratings; ++k)
+    for (std::size_t k = 0; k < std::min({shape.minimum_per_user, shape.items, shape.ratings / shape.users}); ++k)
       add(user);
   while (triples.size() < shape.ratings) add(detail::draw_index(user_weights, rng));
   return triples;
