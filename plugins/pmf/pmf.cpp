@@ -345,7 +345,7 @@ public:
   }
 
   std::vector<std::string> quantity_names() const override {
-    return data_.test.empty() ? std::vector<std::string>{} : std::vector<std::string>{"test_log_likelihood"};
+    return data_.test.empty() ? std::vector<std::string>{} : std::vector<std::string>{"held_out_log_density"};
   }
 
   /// One draw's mean held-out log-likelihood (1/J) Σ_j log p(r*_j | θ, hyperparameters).

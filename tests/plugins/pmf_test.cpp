@@ -225,6 +225,12 @@ TEST_CASE("pmf plugin: cold-start test ratings are predicted from the factor pri
   // RMSE of the clipped means: (5 - known_mean)², then (1-3)², (2-3)², (4-3)².
   const double rmse = std::sqrt(((5 - known_mean) * (5 - known_mean) + 4 + 1 + 1) / 4);
   CHECK(metrics[1] == Approx(rmse).epsilon(1e-13));
+  // The quantity for post-processing is the same draw's mean held-out log density, with no running
+  // average: equal to the first evaluation's metric.
+  REQUIRE(model->quantity_names() == std::vector<std::string>{"held_out_log_density"});
+  std::vector<double> quantity(1);
+  model->evaluate_quantities(theta, *workspace, quantity);
+  CHECK(quantity[0] == Approx(expected).epsilon(1e-13));
 }
 
 TEST_CASE("pmf plugin: u.data, CSV with a header, CRLF and gzip read as the same data") {
