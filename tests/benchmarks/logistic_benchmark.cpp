@@ -12,7 +12,7 @@
 //   torch       ../shared/bench/torch_sgld.py with Debian's /usr/bin/python3 (python3-torch)
 // and a full-data gradient pass (the `exact` estimator's work: N rows) next to two bare
 // cblas_dgemv over an N × 55 matrix (Xβ, then Xᵀs), the BLAS floor of that pass.
-// Each figure is the median of `repetitions` runs; µs per iteration.
+// Each figure is the median of `repetitions` runs, taken in round robin; µs per iteration.
 #include <cblas.h>
 
 #include <algorithm>
@@ -132,12 +132,16 @@ std::optional<double> reference_us(const std::string& command) {
   return std::atof(output.c_str() + colon + 2);
 }
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
 template <class Measure>
 double median_of(int repetitions, Measure measure) {
   std::vector<double> values;
   for (int r = 0; r < repetitions; ++r) values.push_back(measure());
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
+  return median(std::move(values));
 }
 
 std::string ratio(double value, std::optional<double> reference) {
@@ -170,20 +174,28 @@ int main(int argc, char** argv) {
     std::printf("\nN = %zu, d = %zu, n = %zu, %llu iterations, median of %d runs (µs per iteration)\n", rows, columns,
                 batch, static_cast<unsigned long long>(iterations), repetitions);
     const auto args = fmt::format("{} {} {} {}", rows, columns, batch, iterations);
+    const auto torch_command =
+        fmt::format("/usr/bin/python3 {} {} {} {} {}", torch_script, rows, columns, batch, iterations / 2);
+    std::vector<std::shared_ptr<const sgmcmc::Model>> models;
+    for (const auto& variant : variants) models.push_back(logistic_model(rows, variant.second));
+    // Round robin: every repetition measures each program once, so that a load that comes and
+    // goes on the machine falls on all of them alike; then the median of each.
+    std::vector<std::vector<double>> framework(models.size());
+    std::vector<double> floors, torches;
+    for (int r = 0; r < repetitions; ++r) {
+      if (have_floor) floors.push_back(reference_us(floor_program + " " + args).value_or(NAN));
+      if (have_torch) torches.push_back(reference_us(torch_command).value_or(NAN));
+      for (std::size_t v = 0; v < models.size(); ++v) framework[v].push_back(framework_us(models[v], iterations));
+    }
     std::optional<double> floor, torch;
-    if (have_floor) floor = median_of(repetitions, [&] { return reference_us(floor_program + " " + args).value_or(NAN); });
-    if (have_torch)
-      torch = median_of(repetitions, [&] {
-        return reference_us(fmt::format("/usr/bin/python3 {} {} {} {} {}", torch_script, rows, columns, batch, iterations / 2))
-            .value_or(NAN);
-      });
+    if (have_floor) floor = median(floors);
+    if (have_torch) torch = median(torches);
     std::printf("  %-52s %9s %10s %10s\n", "", "µs/iter", "vs floor", "torch/this");
     if (floor) std::printf("  %-52s %9.2f\n", "floor (gather + 2 dgemv, -O3 -march=native)", *floor);
     if (torch) std::printf("  %-52s %9.2f %10s\n", "torch (python3-torch, 1 thread)", *torch, ratio(*torch, floor).c_str());
-    for (const auto& [label, keys] : variants) {
-      const auto model = logistic_model(rows, keys);
-      const double us = median_of(repetitions, [&] { return framework_us(model, iterations); });
-      std::printf("  %-52s %9.2f %10s %10s\n", label, us, ratio(us, floor).c_str(),
+    for (std::size_t v = 0; v < models.size(); ++v) {
+      const double us = median(framework[v]);
+      std::printf("  %-52s %9.2f %10s %10s\n", variants[v].first, us, ratio(us, floor).c_str(),
                   torch ? fmt::format("{:6.2f}x", *torch / us).c_str() : "     -");
     }
     const auto model = logistic_model(rows, "");
