@@ -28,6 +28,7 @@
 #include "commands.hpp"
 #include "presets.hpp"
 #include "progress.hpp"
+#include "run.hpp"
 
 import sgmcmc;
 
@@ -269,13 +270,13 @@ void write_manifest(const fs::path& out, const json& manifest) {
 /// Runs every job on `threads` threads. Chains are independent (own stream, workspace and
 /// parts), so which thread runs which chain changes nothing in their output.
 void run_jobs(std::vector<ChainJob>& jobs, const sgmcmc::ChainSchedule& schedule, unsigned threads,
-              std::atomic<std::uint64_t>& progress) {
+              std::atomic<std::uint64_t>* progress) {
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t k; (k = next.fetch_add(1)) < jobs.size();) {
       try {
         jobs[k].files->prepare();
-        jobs[k].result = jobs[k].chain->run(schedule, *jobs[k].files, &progress);
+        jobs[k].result = jobs[k].chain->run(schedule, *jobs[k].files, progress);
         jobs[k].files->close();
       } catch (...) {
         jobs[k].failure = std::current_exception();
@@ -289,121 +290,179 @@ void run_jobs(std::vector<ChainJob>& jobs, const sgmcmc::ChainSchedule& schedule
 
 }  // namespace
 
-int run_command(const RunOptions& options) {
-  const auto started = std::chrono::steady_clock::now();
-  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); };
-  auto [config, label, source] = load_config(options);
-  const RunSchedule schedule = read_schedule(config["run"]);
+struct PreparedRun {
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  sgmcmc::RunConfig config;
+  std::string source;
+  RunSchedule schedule;
+  std::string model_name;
+  std::optional<sgmcmc::LoadedPlugin> plugin;
+  std::shared_ptr<const sgmcmc::Model> model;
+  double model_seconds = 0.0;
+  bool tests_acceptance = false;
+  std::vector<ChainJob> jobs;
+  std::vector<std::unique_ptr<sgmcmc::DrawRecorder>> recorders;
+  std::vector<std::string> warnings;
+  bool print_zv = false;  // [output] zv = true
 
-  const std::string model_name = config["model"].text("name", "");
-  if (model_name.empty()) throw sgmcmc::Error(fmt::format("{}: [model] needs a name (see `sgmcmc list`)", source));
-  const auto plugin = sgmcmc::load_plugin(model_name, plugin_folders(options.plugin_dir));
-  const auto model = plugin.create({config["model"], schedule.data_seed});
-  const double model_seconds = elapsed();
-  const auto output = sgmcmc::read_output_options(config["output"], *model);
+  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); }
+};
+
+void PreparedRunDeleter::operator()(PreparedRun* run) const { delete run; }
+
+PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
+                           const std::optional<fs::path>& plugin_dir) {
+  PreparedRunPtr run(new PreparedRun);
+  run->config = std::move(config);
+  run->source = source;
+  auto& cfg = run->config;
+  run->schedule = read_schedule(cfg["run"]);
+  const auto& schedule = run->schedule;
+
+  run->model_name = cfg["model"].text("name", "");
+  if (run->model_name.empty()) throw sgmcmc::Error(fmt::format("{}: [model] needs a name (see `sgmcmc list`)", source));
+  run->plugin.emplace(sgmcmc::load_plugin(run->model_name, plugin_folders(plugin_dir)));
+  run->model = run->plugin->create({cfg["model"], schedule.data_seed});
+  run->model_seconds = run->elapsed();
+  const auto output = sgmcmc::read_output_options(cfg["output"], *run->model);
+  run->print_zv = output.zv;
 
   // Every chain gets its own parts, all built here, before any thread starts.
-  std::vector<ChainJob> jobs(schedule.chains);
-  bool tests_acceptance = false;
+  run->jobs.resize(schedule.chains);
   for (std::uint64_t k = 0; k < schedule.chains; ++k) {
-    auto integrator = sgmcmc::make_integrator(config["integrator"]);
-    auto corrector = sgmcmc::make_corrector(config["corrector"], *model, *integrator);
-    tests_acceptance = corrector->tests_acceptance();
-    jobs[k].chain = std::make_unique<sgmcmc::Chain>(model, sgmcmc::make_estimator(config["estimator"], *model),
-                                                    std::move(integrator), std::move(corrector),
-                                                    sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
+    auto integrator = sgmcmc::make_integrator(cfg["integrator"]);
+    auto corrector = sgmcmc::make_corrector(cfg["corrector"], *run->model, *integrator);
+    run->tests_acceptance = corrector->tests_acceptance();
+    run->jobs[k].chain = std::make_unique<sgmcmc::Chain>(run->model, sgmcmc::make_estimator(cfg["estimator"], *run->model),
+                                                         std::move(integrator), std::move(corrector),
+                                                         sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
   }
   // Recorders are built here too, so the [estimator] keys a `cv` recorder reads count as known.
-  std::vector<std::unique_ptr<sgmcmc::DrawRecorder>> recorders(schedule.chains);
+  run->recorders.resize(schedule.chains);
   if (output.gradients != sgmcmc::GradientSource::none || output.quantities)
     for (std::uint64_t k = 0; k < schedule.chains; ++k)
-      recorders[k] = std::make_unique<sgmcmc::DrawRecorder>(model, output, config["estimator"],
-                                                            sgmcmc::Rng(schedule.seed, sgmcmc::recording_stream(k)));
+      run->recorders[k] = std::make_unique<sgmcmc::DrawRecorder>(run->model, output, cfg["estimator"],
+                                                                 sgmcmc::Rng(schedule.seed, sgmcmc::recording_stream(k)));
+  return run;
+}
+
+std::vector<std::string> check_keys(PreparedRun& run) {
   // Keys of another component than the chosen one (batch_size with `exact`) are ignored with a
   // warning, so one file can serve several choices; any other unread key is an error.
-  std::vector<std::string> warnings;
   const std::map<std::string, std::vector<std::string>> keys_of_alternatives = {
       {"estimator", sgmcmc::all_keys(sgmcmc::estimator_catalogue())},
       {"integrator", sgmcmc::all_keys(sgmcmc::integrator_catalogue())},
       {"corrector", sgmcmc::all_keys(sgmcmc::corrector_catalogue())}};
-  for (const auto& [name, settings] : config.sections) {
+  run.warnings.clear();
+  for (const auto& [name, settings] : run.config.sections) {
     const auto alternatives = keys_of_alternatives.find(name);
     for (auto& warning : settings.reject_unknown_keys(alternatives == keys_of_alternatives.end() ? std::vector<std::string>{}
                                                                                                   : alternatives->second))
-      warnings.push_back(std::move(warning));
+      run.warnings.push_back(std::move(warning));
   }
-  for (const auto& warning : warnings) fmt::print(stderr, "sgmcmc: warning: {}\n", warning);
-  if (schedule.chain.compute_lp && !model->capabilities().exact_log_likelihood)
-    throw sgmcmc::Error(fmt::format("{}: model '{}' has no exact log-likelihood", config["run"].describe("lp"), model_name));
-  jobs.front().chain->check(schedule.chain);
+  return run.warnings;
+}
 
-  const fs::path out = prepare_output(options, label);
-  json manifest = {{"sgmcmc_version", SGMCMC_VERSION},
-                   {"source", source},
-                   {"config", resolved_config(config)},
-                   {"seed", schedule.seed},
-                   {"warnings", warnings},
-                   {"model", {{"name", model_name},
-                              {"plugin", plugin.path().string()},
-                              {"dimension", model->dimension()},
-                              {"items", model->num_items()}}}};
-  auto comments = config_comment_lines(manifest["config"]);
-  comments.insert(comments.begin(), fmt::format("sgmcmc {} ({})", SGMCMC_VERSION, source));
-  comments.push_back(schedule.chain.compute_lp ? "lp__ = -U(theta), up to a constant"
-                                               : "lp__ = nan: not computed (set run.lp = true for -U(theta), one data pass per draw)");
-  const auto names = model->parameter_names();
-  const auto quantity_names = model->quantity_names();
-  for (std::uint64_t k = 0; k < schedule.chains; ++k) {
-    auto chain_comments = comments;
-    chain_comments.push_back(fmt::format("chain = {}", k + 1));
-    jobs[k].files = std::make_unique<ChainFiles>(out / fmt::format("chain-{}.csv", k + 1), chain_comments, tests_acceptance,
-                                                 names, std::move(recorders[k]), quantity_names,
-                                                 out / fmt::format("gradients-{}.csv", k + 1));
-  }
+void check_run(const PreparedRun& run) {
+  if (run.schedule.chain.compute_lp && !run.model->capabilities().exact_log_likelihood)
+    throw sgmcmc::Error(fmt::format("{}: model '{}' has no exact log-likelihood", run.config["run"].describe("lp"), run.model_name));
+  run.jobs.front().chain->check(run.schedule.chain);
+}
 
-  const unsigned threads = options.threads ? options.threads
-                                           : static_cast<unsigned>(std::min<std::uint64_t>(
-                                                 schedule.chains, std::max(1u, std::thread::hardware_concurrency())));
-  std::atomic<std::uint64_t> progress{0};
-  {
-    ProgressBar bar(schedule.chains * (schedule.chain.warmup + schedule.chain.iterations), progress, !options.quiet);
-    run_jobs(jobs, schedule.chain, threads, progress);
-  }
-  for (auto& job : jobs)
-    if (job.failure) std::rethrow_exception(job.failure);
+namespace {
 
-  write_metrics(out / "metrics.csv", model->metric_names(), jobs);
-  bool any_diverged = false;
+json manifest_chains(const PreparedRun& run) {
   json chains = json::array();
-  for (std::size_t k = 0; k < jobs.size(); ++k) {
-    const auto& r = jobs[k].result;
-    any_diverged |= r.diverged;
+  for (std::size_t k = 0; k < run.jobs.size(); ++k) {
+    const auto& r = run.jobs[k].result;
     chains.push_back({{"chain", k + 1}, {"status", r.diverged ? "diverged" : "complete"}, {"message", r.message},
                       {"iterations", r.iterations}, {"seconds", r.seconds}, {"item_gradients", r.cost.item_gradients},
                       {"full_passes", r.cost.full_passes}, {"blocks", r.blocks}, {"accepted_blocks", r.accepted_blocks},
                       {"non_finite_proposals", r.non_finite_proposals}, {"mean_accept_stat", r.mean_accept_stat},
-                      {"recording_item_gradients", jobs[k].files->recording_cost().item_gradients}});
+                      {"recording_item_gradients", run.jobs[k].files->recording_cost().item_gradients}});
+  }
+  return chains;
+}
+
+void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifest) {
+  auto comments = config_comment_lines(manifest["config"]);
+  comments.insert(comments.begin(), fmt::format("sgmcmc {} ({})", SGMCMC_VERSION, run.source));
+  comments.push_back(run.schedule.chain.compute_lp ? "lp__ = -U(theta), up to a constant"
+                                                   : "lp__ = nan: not computed (set run.lp = true for -U(theta), one data pass per draw)");
+  const auto names = run.model->parameter_names();
+  const auto quantity_names = run.model->quantity_names();
+  for (std::uint64_t k = 0; k < run.schedule.chains; ++k) {
+    auto chain_comments = comments;
+    chain_comments.push_back(fmt::format("chain = {}", k + 1));
+    run.jobs[k].files = std::make_unique<ChainFiles>(out / fmt::format("chain-{}.csv", k + 1), chain_comments, run.tests_acceptance,
+                                                     names, std::move(run.recorders[k]), quantity_names,
+                                                     out / fmt::format("gradients-{}.csv", k + 1));
+  }
+}
+
+}  // namespace
+
+bool execute_run(PreparedRun& run, const fs::path& out, unsigned threads, std::atomic<std::uint64_t>* progress) {
+  json manifest = {{"sgmcmc_version", SGMCMC_VERSION},
+                   {"source", run.source},
+                   {"config", resolved_config(run.config)},
+                   {"seed", run.schedule.seed},
+                   {"warnings", run.warnings},
+                   {"model", {{"name", run.model_name},
+                              {"plugin", run.plugin->path().string()},
+                              {"dimension", run.model->dimension()},
+                              {"items", run.model->num_items()}}}};
+  open_chain_files(run, out, manifest);
+  run_jobs(run.jobs, run.schedule.chain, threads, progress);
+  for (auto& job : run.jobs)
+    if (job.failure) std::rethrow_exception(job.failure);
+
+  write_metrics(out / "metrics.csv", run.model->metric_names(), run.jobs);
+  bool any_diverged = false;
+  for (const auto& job : run.jobs) any_diverged |= job.result.diverged;
+  manifest["status"] = any_diverged ? "diverged" : "complete";
+  manifest["chains"] = manifest_chains(run);
+  manifest["threads"] = threads;
+  manifest["timings"] = {{"model_seconds", run.model_seconds}, {"total_seconds", run.elapsed()}};
+  write_manifest(out, manifest);
+  return any_diverged;
+}
+
+int run_command(const RunOptions& options) {
+  auto [config, label, source] = load_config(options);
+  const auto run = prepare_run(std::move(config), source, options.plugin_dir);
+  for (const auto& warning : check_keys(*run)) fmt::print(stderr, "sgmcmc: warning: {}\n", warning);
+  check_run(*run);
+  const auto& schedule = run->schedule;
+  const auto& jobs = run->jobs;
+
+  const fs::path out = prepare_output(options, label);
+  const unsigned threads = options.threads ? options.threads
+                                           : static_cast<unsigned>(std::min<std::uint64_t>(
+                                                 schedule.chains, std::max(1u, std::thread::hardware_concurrency())));
+  std::atomic<std::uint64_t> progress{0};
+  bool any_diverged = false;
+  {
+    ProgressBar bar(schedule.chains * (schedule.chain.warmup + schedule.chain.iterations), progress, !options.quiet);
+    any_diverged = execute_run(*run, out, threads, &progress);
+  }
+  for (std::size_t k = 0; k < jobs.size(); ++k) {
+    const auto& r = jobs[k].result;
     if (r.diverged) fmt::print(stderr, "sgmcmc: chain {} {}; its draws until then are in chain-{}.csv\n", k + 1, r.message, k + 1);
     if (r.non_finite_proposals)
       fmt::print(stderr, "sgmcmc: chain {}: {} proposal(s) with a non-finite potential or energy error were rejected\n",
                  k + 1, r.non_finite_proposals);
   }
-  manifest["status"] = any_diverged ? "diverged" : "complete";
-  manifest["chains"] = chains;
-  manifest["threads"] = threads;
-  manifest["timings"] = {{"model_seconds", model_seconds}, {"total_seconds", elapsed()}};
-  write_manifest(out, manifest);
-
   if (!options.quiet) {
     fmt::print("{} chain(s) of {} + {} iterations (warmup + recorded), model '{}' (d = {}, N = {}), in {:.2f} s -> {}\n", schedule.chains,
-               schedule.chain.warmup, schedule.chain.iterations, model_name, model->dimension(), model->num_items(), elapsed(), out.string());
-    const auto metric_names = model->metric_names();
+               schedule.chain.warmup, schedule.chain.iterations, run->model_name, run->model->dimension(), run->model->num_items(), run->elapsed(), out.string());
+    const auto metric_names = run->model->metric_names();
     for (std::size_t k = 0; k < jobs.size(); ++k) {
       std::string last;
       if (!jobs[k].files->rows().empty())
         for (std::size_t m = 0; m < metric_names.size(); ++m)
           last += fmt::format(", {} {:.4f}", metric_names[m], jobs[k].files->rows().back().values[m]);
-      if (tests_acceptance)
+      if (run->tests_acceptance)
         last += fmt::format(", acceptance rate {:.3f}", static_cast<double>(jobs[k].result.accepted_blocks) /
                                                            static_cast<double>(std::max<std::uint64_t>(1, jobs[k].result.blocks)));
       fmt::print("  chain {}: {} item gradients{}\n", k + 1, jobs[k].result.cost.item_gradients, last);
@@ -414,7 +473,7 @@ int run_command(const RunOptions& options) {
       summary_command(out, {}, 20);
     }
   }
-  if (output.zv) {  // asked for explicitly, so printed even with --quiet
+  if (run->print_zv) {  // asked for explicitly, so printed even with --quiet
     fmt::print("\n");
     try {  // the run's files are complete: a ZV refusal (too few draws) does not fail the run
       zv_command(out, {});

@@ -1,0 +1,37 @@
+// One run as steps that `sgmcmc run` and `sgmcmc sweep` share: build the model and every chain's
+// parts, check the keys, check that the combination can work, then write the run's outputs into a
+// folder. A sweep needs the steps apart: a build or combination error skips its cell, an unknown
+// key is an error in the sweep file.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+import sgmcmc;
+
+struct PreparedRun;  // the model, the chains' parts and their files (run.cpp)
+struct PreparedRunDeleter {
+  void operator()(PreparedRun* run) const;
+};
+using PreparedRunPtr = std::unique_ptr<PreparedRun, PreparedRunDeleter>;
+
+/// Loads the model and builds every chain's estimator, integrator, corrector and recorder.
+/// Throws sgmcmc::Error when a part refuses the configuration (mh after sghmc, say).
+PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
+                           const std::optional<std::filesystem::path>& plugin_dir);
+
+/// Throws for a key no part read; returns warnings for keys of unchosen components.
+std::vector<std::string> check_keys(PreparedRun& run);
+
+/// Checks that need the whole run (lp on a model without exact likelihood, thin vs mh blocks).
+void check_run(const PreparedRun& run);
+
+/// Writes chain-<k>.csv, gradients-<k>.csv, metrics.csv and, last, manifest.json into `out`
+/// (which exists and is empty), running the chains on `threads` threads. `progress`, if given,
+/// counts iterations for a progress bar. Returns true when a chain diverged.
+bool execute_run(PreparedRun& run, const std::filesystem::path& out, unsigned threads,
+                 std::atomic<std::uint64_t>* progress);
