@@ -25,6 +25,18 @@ struct RunOptions {
 };
 
 int run_command(const RunOptions& options);
+
+struct SweepOptions {
+  std::filesystem::path file;
+  unsigned jobs = 0;  // cells at once; 0: the number of cores
+  std::optional<std::filesystem::path> out;
+  bool resume = false;
+  bool quiet = false;
+  std::optional<std::filesystem::path> plugin_dir;
+};
+
+/// `sgmcmc sweep FILE.toml`: a grid of runs; 1 when a cell failed or diverged.
+int sweep_command(const SweepOptions& options);
 int list_command(const std::optional<std::filesystem::path>& plugin_dir);
 int presets_command();
 

@@ -27,6 +27,15 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--quiet", run.quiet, "no progress bar, no summary");
   run_cmd->add_option("--plugin-dir", run.plugin_dir, "search this folder for model plugins first");
 
+  SweepOptions sweep;
+  auto* sweep_cmd = app.add_subcommand("sweep", "a grid of runs (cells) over any settings, on a thread pool");
+  sweep_cmd->add_option("file", sweep.file, "a sweep file: preset, [base.<section>] and [axes]")->required();
+  sweep_cmd->add_option("--jobs", sweep.jobs, "cells run at once (default: the number of cores)")->check(CLI::PositiveNumber);
+  sweep_cmd->add_option("--out", sweep.out, "output folder (default: runs/sweep-<file name>)");
+  sweep_cmd->add_flag("--resume", sweep.resume, "keep the cells this folder already finished, run the rest");
+  sweep_cmd->add_flag("--quiet", sweep.quiet, "no line per cell");
+  sweep_cmd->add_option("--plugin-dir", sweep.plugin_dir, "search this folder for model plugins first");
+
   auto* list_cmd = app.add_subcommand("list", "models found, estimators, integrators, correctors");
   list_cmd->add_option("--plugin-dir", plugin_dir, "search this folder for model plugins first");
   auto* presets_cmd = app.add_subcommand("presets", "presets with a one-line description");
@@ -71,6 +80,7 @@ int main(int argc, char** argv) {
       if (!run.preset && !run.config_file) throw sgmcmc::Error("sgmcmc run: give --preset NAME or --config FILE.toml");
       return run_command(run);
     }
+    if (sweep_cmd->parsed()) return sweep_command(sweep);
     if (list_cmd->parsed()) return list_command(plugin_dir);
     if (presets_cmd->parsed()) return presets_command();
     if (check_cmd->parsed()) return check_model_command(check_plugin, check_overrides, plugin_dir);

@@ -1,0 +1,713 @@
+// `sgmcmc sweep FILE.toml`: a grid of runs (cells) from one base configuration, on a thread pool.
+//
+// Sweep file: `preset = "NAME"`, optional `[base.<section>]` tables overriding the preset, and an
+// `[axes]` table of `"section.key" = [values...]` (cartesian product), with optional
+// `zip = [["a.b", "c.d"], ...]` (axes that vary together) and `exclude = [{ "a.b" = v }, ...]`.
+//
+// Output folder:
+//   sweep.toml         the sweep file, so --resume can refuse a folder of another sweep
+//   <cell>/            one run's normal outputs; complete when its manifest.json exists
+//   results.csv        cell, axis values, then each cell's metrics.csv rows
+//   summary.csv        one row per cell: status, cost, acceptance, final metrics, skip reason
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <variant>
+#include <vector>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <toml++/toml.h>
+
+#include "commands.hpp"
+#include "presets.hpp"
+#include "run.hpp"
+
+import sgmcmc;
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+struct AxisValue {
+  sgmcmc::Value value;
+  std::string origin;  // file:line, so a cell's errors point at the value that caused them
+};
+
+struct Axis {
+  std::string key;  // "section.key"
+  std::string section, name;
+  std::string origin;
+  std::pair<std::uint32_t, std::uint32_t> position;  // line and column in the file
+  std::vector<AxisValue> values;
+};
+
+struct Sweep {
+  std::string source;  // the sweep file's path, as errors name it
+  std::string text;
+  const EmbeddedPreset* preset = nullptr;
+  std::vector<std::pair<std::string, sgmcmc::Entry>> base;  // "section.key" and its entry
+  std::vector<Axis> axes;
+  std::vector<std::vector<std::size_t>> groups;  // axes varying together; the product is over groups
+  std::vector<std::vector<std::pair<std::size_t, sgmcmc::Value>>> excludes;  // (axis, value) pairs
+};
+
+std::string origin_of(const Sweep& sweep, const toml::node& node) {
+  return fmt::format("{}:{}", sweep.source, node.source().begin.line);
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw sgmcmc::Error(fmt::format("{}: cannot open the sweep file", path.string()));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+sgmcmc::Value to_value(const toml::node& node, const std::string& where) {
+  if (auto v = node.as_boolean()) return v->get();
+  if (auto v = node.as_integer()) return v->get();
+  if (auto v = node.as_floating_point()) return v->get();
+  if (auto v = node.as_string()) return v->get();
+  throw sgmcmc::Error(fmt::format("{}: expected a boolean, integer, number or string", where));
+}
+
+/// "a number" for integers and floats alike: a float key accepts an integer, as the getters do.
+std::string kind(const sgmcmc::Value& value) {
+  if (std::holds_alternative<bool>(value)) return "true or false";
+  if (std::holds_alternative<std::string>(value)) return "a string";
+  return "a number";
+}
+
+std::string format_value(const sgmcmc::Value& value) {
+  if (auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
+  if (auto* i = std::get_if<std::int64_t>(&value)) return std::to_string(*i);
+  if (auto* s = std::get_if<std::string>(&value)) return *s;
+  std::string text;
+  sgmcmc::append_number(text, std::get<double>(value));
+  return text;
+}
+
+bool same_value(const sgmcmc::Value& a, const sgmcmc::Value& b) {
+  const auto number = [](const sgmcmc::Value& v) -> std::optional<double> {
+    if (auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
+    if (auto* d = std::get_if<double>(&v)) return *d;
+    return std::nullopt;
+  };
+  if (number(a) && number(b)) return *number(a) == *number(b);
+  return a == b;
+}
+
+/// Splits "section.key", checking the section (with a did-you-mean), as the run's own parser does.
+std::pair<std::string, std::string> split_key(const std::string& dotted, const std::string& where) {
+  const auto dot = dotted.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == dotted.size())
+    throw sgmcmc::Error(fmt::format("{}: '{}' is not a \"section.key\" name", where, dotted));
+  const std::string section = dotted.substr(0, dot);
+  const std::vector<std::string> known(sgmcmc::config_sections.begin(), sgmcmc::config_sections.end());
+  if (std::find(known.begin(), known.end(), section) == known.end()) {
+    std::string message = fmt::format("{}: '{}': unknown section [{}]", where, dotted, section);
+    if (auto suggestion = sgmcmc::closest_match(section, known); !suggestion.empty())
+      message += fmt::format(" (did you mean [{}]?)", suggestion);
+    throw sgmcmc::Error(message + fmt::format("; known: {}", fmt::join(known, ", ")));
+  }
+  return {section, dotted.substr(dot + 1)};
+}
+
+void read_base(Sweep& sweep, const toml::node& node) {
+  const auto* sections = node.as_table();
+  if (!sections) throw sgmcmc::Error(fmt::format("{}: 'base' must hold [base.<section>] tables", origin_of(sweep, node)));
+  for (const auto& [section, keys] : *sections) {
+    const auto* table = keys.as_table();
+    if (!table) throw sgmcmc::Error(fmt::format("{}: 'base.{}' must be a [base.{}] table", origin_of(sweep, keys), section.str(), section.str()));
+    for (const auto& [key, value] : *table) {
+      const std::string origin = origin_of(sweep, value);
+      const std::string dotted = fmt::format("{}.{}", section.str(), key.str());
+      split_key(dotted, origin);
+      sweep.base.push_back({dotted, {to_value(value, origin + ": base." + dotted), origin}});
+    }
+  }
+}
+
+Axis read_axis(const Sweep& sweep, const std::string& dotted, const toml::node& node) {
+  Axis axis{dotted, "", "", origin_of(sweep, node), {node.source().begin.line, node.source().begin.column}, {}};
+  std::tie(axis.section, axis.name) = split_key(dotted, axis.origin);
+  const auto* list = node.as_array();
+  if (!list || list->empty())
+    throw sgmcmc::Error(fmt::format("{}: axis '{}' must be a non-empty list of values", axis.origin, dotted));
+  for (const auto& element : *list) {
+    const std::string origin = origin_of(sweep, element);
+    axis.values.push_back({to_value(element, fmt::format("{}: axis '{}'", origin, dotted)), origin});
+    if (kind(axis.values.back().value) != kind(axis.values.front().value))
+      throw sgmcmc::Error(fmt::format("{}: axis '{}': {} is {}, but its first value is {}", origin, dotted,
+                                      format_value(axis.values.back().value), kind(axis.values.back().value),
+                                      kind(axis.values.front().value)));
+  }
+  return axis;
+}
+
+std::size_t axis_index(const Sweep& sweep, const std::string& dotted, const std::string& where) {
+  for (std::size_t a = 0; a < sweep.axes.size(); ++a)
+    if (sweep.axes[a].key == dotted) return a;
+  std::vector<std::string> keys;
+  for (const auto& axis : sweep.axes) keys.push_back(axis.key);
+  std::string message = fmt::format("{}: '{}' is not an axis", where, dotted);
+  if (auto suggestion = sgmcmc::closest_match(dotted, keys); !suggestion.empty())
+    message += fmt::format(" (did you mean '{}'?)", suggestion);
+  throw sgmcmc::Error(message + fmt::format("; axes: {}", fmt::join(keys, ", ")));
+}
+
+void read_zip(Sweep& sweep, const toml::node& node) {
+  const auto* groups = node.as_array();
+  if (!groups) throw sgmcmc::Error(fmt::format("{}: zip must be a list of lists of axis names", origin_of(sweep, node)));
+  std::set<std::size_t> zipped;
+  for (const auto& group_node : *groups) {
+    const std::string where = origin_of(sweep, group_node);
+    const auto* names = group_node.as_array();
+    if (!names || names->size() < 2) throw sgmcmc::Error(fmt::format("{}: each zip entry lists two or more axis names", where));
+    std::vector<std::size_t> group;
+    for (const auto& name : *names) {
+      if (!name.is_string()) throw sgmcmc::Error(fmt::format("{}: zip entries are axis names (strings)", where));
+      const std::size_t a = axis_index(sweep, *name.value<std::string>(), where);
+      if (!zipped.insert(a).second) throw sgmcmc::Error(fmt::format("{}: axis '{}' is zipped twice", where, sweep.axes[a].key));
+      if (sweep.axes[a].values.size() != sweep.axes[group.empty() ? a : group.front()].values.size())
+        throw sgmcmc::Error(fmt::format("{}: zipped axes '{}' and '{}' have {} and {} values", where, sweep.axes[group.front()].key,
+                                        sweep.axes[a].key, sweep.axes[group.front()].values.size(), sweep.axes[a].values.size()));
+      group.push_back(a);
+    }
+    std::sort(group.begin(), group.end());
+    sweep.groups.push_back(group);
+  }
+  for (std::size_t a = 0; a < sweep.axes.size(); ++a)
+    if (!zipped.contains(a)) sweep.groups.push_back({a});
+  // Axis order, not zip order: the grid's order follows the file's axes however they are zipped.
+  std::sort(sweep.groups.begin(), sweep.groups.end(), [](const auto& x, const auto& y) { return x.front() < y.front(); });
+}
+
+void read_exclude(Sweep& sweep, const toml::node& node) {
+  const auto* list = node.as_array();
+  if (!list) throw sgmcmc::Error(fmt::format("{}: exclude must be a list of {{ \"section.key\" = value }} tables", origin_of(sweep, node)));
+  for (const auto& entry : *list) {
+    const std::string where = origin_of(sweep, entry);
+    const auto* table = entry.as_table();
+    if (!table || table->empty()) throw sgmcmc::Error(fmt::format("{}: each exclude entry is a non-empty {{ \"section.key\" = value }} table", where));
+    std::vector<std::pair<std::size_t, sgmcmc::Value>> match;
+    for (const auto& [key, value] : *table)
+      match.push_back({axis_index(sweep, std::string(key.str()), where), to_value(value, where)});
+    sweep.excludes.push_back(match);
+  }
+}
+
+/// The [axes] table: axis lists, and the zip and exclude entries (keys without a dot).
+void read_axes(Sweep& sweep, const toml::node& node, const toml::node*& zip, const toml::node*& exclude) {
+  const auto* table = node.as_table();
+  if (!table) throw sgmcmc::Error(fmt::format("{}: 'axes' must be an [axes] table", origin_of(sweep, node)));
+  for (const auto& [key, value] : *table) {
+    if (key.str() == "zip") zip = &value;
+    else if (key.str() == "exclude") exclude = &value;
+    else sweep.axes.push_back(read_axis(sweep, std::string(key.str()), value));
+  }
+  if (sweep.axes.empty()) throw sgmcmc::Error(fmt::format("{}: [axes] names no axis", origin_of(sweep, node)));
+  // toml++ iterates a table by key; the file's order is the one its author chose for names and rows.
+  std::stable_sort(sweep.axes.begin(), sweep.axes.end(), [](const Axis& x, const Axis& y) { return x.position < y.position; });
+}
+
+/// The preset with the [base.*] overrides, before any axis value.
+sgmcmc::RunConfig base_config(const Sweep& sweep) {
+  auto config = sgmcmc::parse_config(sweep.preset->text, sweep.preset->source);
+  for (const auto& [dotted, entry] : sweep.base) {
+    const auto [section, key] = split_key(dotted, entry.origin);
+    config[section].set(key, entry);
+  }
+  return config;
+}
+
+/// An axis value of another kind than the base's value for the key would fail in every cell:
+/// an error in the sweep file, not a combination to skip.
+void check_axis_kinds(const Sweep& sweep) {
+  const auto base = base_config(sweep);
+  for (const auto& axis : sweep.axes) {
+    const auto& entries = base[axis.section].entries();
+    const auto found = entries.find(axis.name);
+    if (found == entries.end()) continue;
+    const auto& expected = found->second.value;
+    for (const auto& value : axis.values) {
+      const bool integer_wanted = std::holds_alternative<std::int64_t>(expected) && std::holds_alternative<double>(value.value);
+      if (kind(value.value) != kind(expected) || integer_wanted)
+        throw sgmcmc::Error(fmt::format("{}: axis '{}': {} is {}, but {} is {} ({})", value.origin, axis.key,
+                                        format_value(value.value), kind(value.value), axis.key,
+                                        integer_wanted ? "an integer" : kind(expected), found->second.origin));
+    }
+  }
+}
+
+Sweep read_sweep(const fs::path& path) {
+  Sweep sweep;
+  sweep.source = path.string();
+  sweep.text = read_file(path);
+  toml::table document;
+  try {
+    document = toml::parse(sweep.text, sweep.source);
+  } catch (const toml::parse_error& error) {
+    throw sgmcmc::Error(fmt::format("{}:{}:{}: malformed TOML: {}", sweep.source, error.source().begin.line,
+                                    error.source().begin.column, error.description()));
+  }
+  const toml::node* zip = nullptr;
+  const toml::node* exclude = nullptr;
+  const std::vector<std::string> known = {"preset", "base", "axes", "zip", "exclude"};
+  for (const auto& [key, node] : document) {
+    const std::string name(key.str());
+    const std::string where = origin_of(sweep, node);
+    if (name == "preset") {
+      if (!node.is_string()) throw sgmcmc::Error(fmt::format("{}: preset must be a preset's name (a string)", where));
+      try {
+        sweep.preset = &find_preset(*node.value<std::string>());
+      } catch (const sgmcmc::Error& error) {
+        throw sgmcmc::Error(fmt::format("{}: {}", where, error.what()));
+      }
+    } else if (name == "base") {
+      read_base(sweep, node);
+    } else if (name == "axes") {
+      read_axes(sweep, node, zip, exclude);
+    } else if (name == "zip") {
+      zip = &node;
+    } else if (name == "exclude") {
+      exclude = &node;
+    } else {
+      std::string message = fmt::format("{}: unknown key '{}'", where, name);
+      if (auto suggestion = sgmcmc::closest_match(name, known); !suggestion.empty())
+        message += fmt::format(" (did you mean '{}'?)", suggestion);
+      throw sgmcmc::Error(message + fmt::format("; a sweep file has {}", fmt::join(known, ", ")));
+    }
+  }
+  if (!sweep.preset) throw sgmcmc::Error(fmt::format("{}: missing preset = \"NAME\" (the base configuration; see `sgmcmc presets`)", sweep.source));
+  if (sweep.axes.empty()) throw sgmcmc::Error(fmt::format("{}: missing the [axes] table", sweep.source));
+  if (zip) {
+    read_zip(sweep, *zip);
+  } else {
+    for (std::size_t a = 0; a < sweep.axes.size(); ++a) sweep.groups.push_back({a});
+  }
+  if (exclude) read_exclude(sweep, *exclude);
+  check_axis_kinds(sweep);
+  return sweep;
+}
+
+struct Cell {
+  std::vector<std::size_t> choice;  // per axis, the index of its value
+  std::string name;                 // its folder
+  std::string status;               // "pending", then "complete", "diverged", "failed", "skipped" or "done" (resumed)
+  std::string reason;               // why skipped or failed
+};
+
+/// Letters, digits and ._+=- only, so a cell's folder name is the same on every filesystem.
+std::string safe_name(const std::string& text) {
+  std::string name = text;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("._+=-").find(c) == std::string_view::npos) c = '_';
+  return name;
+}
+
+std::string cell_name(const Sweep& sweep, const std::vector<std::size_t>& choice) {
+  std::vector<std::string> parts;
+  for (std::size_t a = 0; a < sweep.axes.size(); ++a)
+    parts.push_back(fmt::format("{}={}", sweep.axes[a].key, format_value(sweep.axes[a].values[choice[a]].value)));
+  return safe_name(fmt::format("{}", fmt::join(parts, "+")));
+}
+
+bool excluded(const Sweep& sweep, const std::vector<std::size_t>& choice) {
+  for (const auto& match : sweep.excludes) {
+    bool all = true;
+    for (const auto& [a, value] : match) all = all && same_value(sweep.axes[a].values[choice[a]].value, value);
+    if (all) return true;
+  }
+  return false;
+}
+
+/// The grid in a fixed order (last group fastest), without excluded cells. Names made the same by
+/// safe_name get a suffix, so two cells never share a folder.
+std::vector<Cell> enumerate_cells(const Sweep& sweep) {
+  std::vector<Cell> cells;
+  std::vector<std::size_t> position(sweep.groups.size(), 0);
+  std::map<std::string, int> seen;
+  while (true) {
+    std::vector<std::size_t> choice(sweep.axes.size());
+    for (std::size_t g = 0; g < sweep.groups.size(); ++g)
+      for (std::size_t a : sweep.groups[g]) choice[a] = position[g];
+    if (!excluded(sweep, choice)) {
+      std::string name = cell_name(sweep, choice);
+      if (const int n = ++seen[name]; n > 1) name += fmt::format("-{}", n);
+      cells.push_back({choice, name, "pending", ""});
+    }
+    std::size_t g = sweep.groups.size();
+    while (g > 0 && ++position[g - 1] == sweep.axes[sweep.groups[g - 1].front()].values.size()) position[--g] = 0;
+    if (g == 0) break;
+  }
+  if (cells.empty()) throw sgmcmc::Error(fmt::format("{}: exclude leaves no cell to run", sweep.source));
+  return cells;
+}
+
+sgmcmc::RunConfig cell_config(const Sweep& sweep, const Cell& cell) {
+  auto config = base_config(sweep);
+  for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
+    const auto& axis = sweep.axes[a];
+    config[axis.section].set(axis.name, {axis.values[cell.choice[a]].value, axis.values[cell.choice[a]].origin});
+  }
+  return config;
+}
+
+std::string cell_source(const Sweep& sweep, const Cell& cell) {
+  return fmt::format("sweep {} (preset {}), cell {}", sweep.source, sweep.preset->name, cell.name);
+}
+
+/// Runs work(i) for i in [0, count) on `jobs` threads; the first exception other than the
+/// work's own handling is rethrown after every thread has stopped.
+template <class Work>
+void on_pool(std::size_t count, unsigned jobs, Work work) {
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  auto worker = [&] {
+    for (std::size_t i; (i = next.fetch_add(1)) < count;) {
+      try {
+        work(i);
+      } catch (...) {
+        const std::lock_guard lock(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = count;
+      }
+    }
+  };
+  {
+    std::vector<std::jthread> pool;
+    for (unsigned t = 1; t < jobs; ++t) pool.emplace_back(worker);
+    worker();
+  }
+  if (failure) std::rethrow_exception(failure);
+}
+
+/// What validating a cell found: a reason to skip it, or an error in the sweep file itself.
+struct Verdict {
+  std::string skip;
+  std::string key_error;
+  std::vector<std::string> warnings;
+};
+
+/// Builds the cell as its run would, without running it. A part refusing the combination
+/// (mh after sghmc) skips the cell; a key nothing reads is an error of the sweep file.
+Verdict validate_cell(const Sweep& sweep, const Cell& cell, const std::optional<fs::path>& plugin_dir) {
+  Verdict verdict;
+  PreparedRunPtr run;
+  try {
+    run = prepare_run(cell_config(sweep, cell), cell_source(sweep, cell), plugin_dir);
+  } catch (const sgmcmc::Error& error) {
+    verdict.skip = error.what();
+    return verdict;
+  }
+  try {
+    verdict.warnings = check_keys(*run);
+  } catch (const sgmcmc::Error& error) {
+    verdict.key_error = error.what();
+    return verdict;
+  }
+  try {
+    check_run(*run);
+  } catch (const sgmcmc::Error& error) {
+    verdict.skip = error.what();
+  }
+  return verdict;
+}
+
+/// One cell: a fresh folder (a killed sweep may have left a partial one), the run's outputs.
+void run_cell(const Sweep& sweep, Cell& cell, const fs::path& folder, const std::optional<fs::path>& plugin_dir) {
+  try {
+    auto run = prepare_run(cell_config(sweep, cell), cell_source(sweep, cell), plugin_dir);
+    check_keys(*run);
+    check_run(*run);
+    fs::remove_all(folder);
+    fs::create_directories(folder);
+    // One thread per cell: the pool's threads are the cells.
+    cell.status = execute_run(*run, folder, 1, nullptr) ? "diverged" : "complete";
+  } catch (const sgmcmc::Error& error) {
+    cell.status = "failed";
+    cell.reason = error.what();
+  }
+}
+
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> fields;
+  std::size_t start = 0;
+  for (std::size_t comma; (comma = line.find(',', start)) != std::string::npos; start = comma + 1)
+    fields.push_back(line.substr(start, comma - start));
+  fields.push_back(line.substr(start));
+  return fields;
+}
+
+/// A cell's metrics.csv: its header and rows, fields as written (so the table repeats them exactly).
+struct MetricsTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
+
+MetricsTable read_metrics(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw sgmcmc::Error(fmt::format("{}: cannot open a finished cell's metrics", path.string()));
+  MetricsTable table;
+  std::string line;
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    auto fields = split_csv_line(line);
+    if (table.header.empty()) {
+      table.header = std::move(fields);
+    } else if (fields.size() != table.header.size()) {
+      throw sgmcmc::Error(fmt::format("{}:{}: {} fields, the header has {}", path.string(), number, fields.size(), table.header.size()));
+    } else {
+      table.rows.push_back(std::move(fields));
+    }
+  }
+  return table;
+}
+
+json read_manifest(const fs::path& path) {
+  std::ifstream in(path);
+  try {
+    return json::parse(in);
+  } catch (const json::exception& error) {
+    throw sgmcmc::Error(fmt::format("{}: {}", path.string(), error.what()));
+  }
+}
+
+std::string number_text(double value) {
+  std::string text;
+  sgmcmc::append_number(text, value);
+  return text;
+}
+
+/// Writes through a temporary name, so a reader never sees half a table.
+void write_atomically(const fs::path& path, const std::string& text) {
+  const fs::path temporary = path.string() + ".partial";
+  sgmcmc::OutputFile file(temporary);
+  file.write(text);
+  file.close();
+  fs::rename(temporary, path);
+}
+
+constexpr std::array<const char*, 4> run_columns = {"chain", "iteration", "seconds", "item_gradients"};
+
+/// The cell column and the axis values that start every row of both tables.
+std::string cell_prefix(const Sweep& sweep, const Cell& cell) {
+  std::string line = csv_field(cell.name);
+  for (std::size_t a = 0; a < sweep.axes.size(); ++a) line += "," + csv_field(format_value(sweep.axes[a].values[cell.choice[a]].value));
+  return line;
+}
+
+std::string axes_header(const Sweep& sweep) {
+  std::string line = "cell";
+  for (const auto& axis : sweep.axes) line += "," + csv_field(axis.key);
+  return line;
+}
+
+/// Metric names over all cells in order of first appearance (cells may run different models).
+std::vector<std::string> metric_union(const std::vector<MetricsTable>& tables) {
+  std::vector<std::string> names;
+  for (const auto& table : tables)
+    for (std::size_t c = run_columns.size(); c < table.header.size(); ++c)
+      if (std::find(names.begin(), names.end(), table.header[c]) == names.end()) names.push_back(table.header[c]);
+  return names;
+}
+
+std::string field_or_empty(const MetricsTable& table, const std::vector<std::string>& row, const std::string& column) {
+  const auto it = std::find(table.header.begin(), table.header.end(), column);
+  return it == table.header.end() ? "" : row[static_cast<std::size_t>(it - table.header.begin())];
+}
+
+std::string results_csv(const Sweep& sweep, const std::vector<Cell>& cells, const std::vector<MetricsTable>& tables,
+                        const std::vector<std::string>& metrics) {
+  std::string text = axes_header(sweep);
+  for (const char* column : run_columns) text += fmt::format(",{}", column);
+  for (const auto& metric : metrics) text += "," + csv_field(metric);
+  text += "\n";
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    for (const auto& row : tables[c].rows) {
+      text += cell_prefix(sweep, cells[c]);
+      for (const char* column : run_columns) text += "," + field_or_empty(tables[c], row, column);
+      for (const auto& metric : metrics) text += "," + field_or_empty(tables[c], row, metric);
+      text += "\n";
+    }
+  }
+  return text;
+}
+
+/// Per metric, the mean over chains of each chain's last row: the cell's final value.
+std::vector<std::string> final_metrics(const MetricsTable& table, const std::vector<std::string>& metrics) {
+  std::map<std::string, const std::vector<std::string>*> last_by_chain;
+  for (const auto& row : table.rows) last_by_chain[row[0]] = &row;
+  std::vector<std::string> values;
+  for (const auto& metric : metrics) {
+    const auto it = std::find(table.header.begin(), table.header.end(), metric);
+    if (it == table.header.end() || last_by_chain.empty()) {
+      values.emplace_back();
+      continue;
+    }
+    double sum = 0.0;
+    for (const auto& [chain, row] : last_by_chain) sum += std::stod((*row)[static_cast<std::size_t>(it - table.header.begin())]);
+    values.push_back(number_text(sum / static_cast<double>(last_by_chain.size())));
+  }
+  return values;
+}
+
+std::string summary_csv(const Sweep& sweep, const std::vector<Cell>& cells, const std::vector<MetricsTable>& tables,
+                        const std::vector<json>& manifests, const std::vector<std::string>& metrics) {
+  std::string text = axes_header(sweep) + ",status,chains,item_gradients,mean_accept_stat,seconds";
+  for (const auto& metric : metrics) text += "," + csv_field("final_" + metric);
+  text += ",reason\n";
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    text += cell_prefix(sweep, cells[c]);
+    const json& manifest = manifests[c];
+    if (manifest.is_null()) {
+      text += fmt::format(",{},,,,", cells[c].status);
+      for (std::size_t m = 0; m < metrics.size(); ++m) text += ",";
+    } else {
+      std::uint64_t gradients = 0;
+      double accept = 0.0;
+      for (const auto& chain : manifest["chains"]) {
+        gradients += chain["item_gradients"].get<std::uint64_t>();
+        accept += chain["mean_accept_stat"].get<double>();
+      }
+      const auto chains = manifest["chains"].size();
+      text += fmt::format(",{},{},{},{},{}", manifest["status"].get<std::string>(), chains, gradients,
+                          number_text(accept / static_cast<double>(std::max<std::size_t>(1, chains))),
+                          number_text(manifest["timings"]["total_seconds"].get<double>()));
+      for (const auto& value : final_metrics(tables[c], metrics)) text += "," + value;
+    }
+    text += "," + csv_field(cells[c].reason) + "\n";
+  }
+  return text;
+}
+
+/// Rebuilds both tables from every cell's folder, so a resumed sweep's tables cover all cells.
+void write_tables(const Sweep& sweep, const std::vector<Cell>& cells, const fs::path& out) {
+  std::vector<MetricsTable> tables(cells.size());
+  std::vector<json> manifests(cells.size());
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    const fs::path folder = out / cells[c].name;
+    if (cells[c].status == "skipped" || !fs::exists(folder / "manifest.json")) continue;
+    manifests[c] = read_manifest(folder / "manifest.json");
+    tables[c] = read_metrics(folder / "metrics.csv");
+  }
+  const auto metrics = metric_union(tables);
+  write_atomically(out / "results.csv", results_csv(sweep, cells, tables, metrics));
+  write_atomically(out / "summary.csv", summary_csv(sweep, cells, tables, manifests, metrics));
+}
+
+/// The output folder: new or empty, or with --resume one holding this same sweep file.
+void prepare_sweep_folder(const Sweep& sweep, const fs::path& out, bool resume) {
+  const fs::path recorded = out / "sweep.toml";
+  if (resume && fs::exists(recorded)) {
+    if (read_file(recorded) != sweep.text)
+      throw sgmcmc::Error(fmt::format("--resume: '{}' holds another sweep ({} differs from {}); nothing was changed",
+                                      out.string(), recorded.string(), sweep.source));
+    return;
+  }
+  if (fs::exists(out) && !fs::is_empty(out))
+    throw sgmcmc::Error(fmt::format("output folder '{}' is not empty and holds no sweep.toml to resume; choose another --out",
+                                    out.string()));
+  std::error_code error;
+  fs::create_directories(out, error);
+  if (error) throw sgmcmc::Error(fmt::format("output folder '{}': {}", out.string(), error.message()));
+  write_atomically(recorded, sweep.text);
+}
+
+/// Validates every cell still to run, on the pool; throws the first key error, in grid order.
+void validate_cells(const Sweep& sweep, std::vector<Cell>& cells, const SweepOptions& options, unsigned jobs) {
+  std::vector<Verdict> verdicts(cells.size());
+  on_pool(cells.size(), jobs, [&](std::size_t c) {
+    if (cells[c].status == "pending") verdicts[c] = validate_cell(sweep, cells[c], options.plugin_dir);
+  });
+  std::set<std::string> warnings;
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    if (!verdicts[c].key_error.empty()) throw sgmcmc::Error(fmt::format("{} (in cell {})", verdicts[c].key_error, cells[c].name));
+    if (!verdicts[c].skip.empty()) {
+      cells[c].status = "skipped";
+      cells[c].reason = verdicts[c].skip;
+    }
+    warnings.insert(verdicts[c].warnings.begin(), verdicts[c].warnings.end());
+  }
+  for (const auto& warning : warnings) fmt::print(stderr, "sgmcmc: warning: {}\n", warning);
+  if (std::all_of(cells.begin(), cells.end(), [](const Cell& cell) { return cell.status == "skipped"; }))
+    throw sgmcmc::Error(fmt::format("{}: every cell is skipped; the first: {}", sweep.source, cells.front().reason));
+}
+
+void report(const Cell& cell, std::size_t done, std::size_t total, double seconds, std::mutex& print_mutex) {
+  const std::lock_guard lock(print_mutex);
+  fmt::print("[{}/{}] {}: {} ({:.1f} s){}\n", done, total, cell.name, cell.status, seconds,
+             cell.reason.empty() ? "" : ": " + cell.reason);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int sweep_command(const SweepOptions& options) {
+  const Sweep sweep = read_sweep(options.file);
+  auto cells = enumerate_cells(sweep);
+  const fs::path out = options.out ? *options.out : fs::path("runs") / fmt::format("sweep-{}", options.file.stem().string());
+  const unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  if (options.resume)
+    for (auto& cell : cells)
+      if (fs::exists(out / cell.name / "manifest.json")) cell.status = "done";
+  validate_cells(sweep, cells, options, jobs);
+  prepare_sweep_folder(sweep, out, options.resume);
+
+  if (!options.quiet)
+    for (const auto& cell : cells)
+      if (cell.status == "skipped") fmt::print("skipped {}: {}\n", cell.name, cell.reason);
+  std::vector<std::size_t> pending;
+  for (std::size_t c = 0; c < cells.size(); ++c)
+    if (cells[c].status == "pending") pending.push_back(c);
+  std::atomic<std::size_t> done{0};
+  std::mutex print_mutex;
+  on_pool(pending.size(), jobs, [&](std::size_t i) {
+    Cell& cell = cells[pending[i]];
+    const auto started = std::chrono::steady_clock::now();
+    run_cell(sweep, cell, out / cell.name, options.plugin_dir);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const std::size_t finished = ++done;
+    if (!options.quiet) report(cell, finished, pending.size(), seconds, print_mutex);
+  });
+  write_tables(sweep, cells, out);
+
+  std::map<std::string, int> counts;
+  for (const auto& cell : cells) ++counts[cell.status];
+  std::vector<std::string> parts;
+  for (const auto& [status, count] : counts) parts.push_back(fmt::format("{} {}", count, status == "done" ? "already done" : status));
+  if (!options.quiet) fmt::print("{} cells: {} -> {}\n", cells.size(), fmt::join(parts, ", "), out.string());
+  for (const auto& cell : cells)
+    if (cell.status == "failed") fmt::print(stderr, "sgmcmc: cell {} failed: {}\n", cell.name, cell.reason);
+  return counts["failed"] || counts["diverged"] ? exit_diverged : 0;
+}
