@@ -101,6 +101,8 @@ std::string format_value(const sgmcmc::Value& value) {
   if (auto* s = std::get_if<std::string>(&value)) return *s;
   std::string text;
   sgmcmc::append_number(text, std::get<double>(value));
+  // A float stays one in names and tables: model.subsample = 1.0 is a fraction, 1 a row count.
+  if (text.find_first_of(".eEna") == std::string::npos) text += ".0";
   return text;
 }
 

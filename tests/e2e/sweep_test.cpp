@@ -235,6 +235,7 @@ TEST_CASE("sgmcmc sweep zips axes and excludes combinations") {
   const auto file = dir.write("zip.toml",
                               "preset = \"demo\"\n[base.run]\nwarmup = 0\niterations = 20\nchains = 1\neval_every = 10\nthin = 5\n"
                               "[axes]\n\"model.n\" = [1000, 2000]\n\"integrator.step_size\" = [2e-5, 1e-5]\n\"run.seed\" = [1, 2]\n"
+                              "\"integrator.temperature\" = [1.0]\n"  // a float keeps its point in names and tables
                               "zip = [[\"model.n\", \"integrator.step_size\"]]\n"
                               "exclude = [{ \"model.n\" = 2000, \"run.seed\" = 2 }]\n");
   const auto result = sweep(file, dir.path() / "out");
@@ -243,9 +244,9 @@ TEST_CASE("sgmcmc sweep zips axes and excludes combinations") {
   const auto summary = lines_of(test::read_text(dir.path() / "out" / "summary.csv"));
   std::vector<std::string> cells;
   for (std::size_t i = 1; i < summary.size(); ++i) cells.push_back(fields_of(summary[i])[0]);
-  CHECK(cells == std::vector<std::string>{"model.n=1000+integrator.step_size=2e-05+run.seed=1",
-                                          "model.n=1000+integrator.step_size=2e-05+run.seed=2",
-                                          "model.n=2000+integrator.step_size=1e-05+run.seed=1"});
+  CHECK(cells == std::vector<std::string>{"model.n=1000+integrator.step_size=2e-05+run.seed=1+integrator.temperature=1.0",
+                                          "model.n=1000+integrator.step_size=2e-05+run.seed=2+integrator.temperature=1.0",
+                                          "model.n=2000+integrator.step_size=1e-05+run.seed=1+integrator.temperature=1.0"});
 }
 
 TEST_CASE("sgmcmc sweep --resume reruns only a deleted cell and gives the same table") {
