@@ -204,6 +204,8 @@ int main(int argc, char** argv) {
     const double blas = median_of(repetitions, [&] { return two_dgemv_us(rows, passes); });
     std::printf("  full-data gradient pass: %.0f µs; two cblas_dgemv over N × 55: %.0f µs; ratio %.2fx\n", pass, blas,
                 pass / blas);
+    const double unprefetched = median_of(repetitions, [&] { return full_pass_us(*models[1], passes); });
+    std::printf("  full-data gradient pass without prefetching: %.0f µs; ratio %.2fx\n", unprefetched, unprefetched / blas);
     const auto [gradient_error, potential_error] = float_storage_error(*model, *logistic_model(rows, "storage = \"float\""));
     std::printf("  float storage's accuracy at a random β: relative error of ∇U %.1e, of U %.1e\n", gradient_error,
                 potential_error);
