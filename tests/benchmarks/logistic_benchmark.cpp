@@ -29,7 +29,7 @@
 #include <vector>
 #include <fmt/format.h>
 
-import sgmcmc;
+#include "sgld_timing.hpp"
 
 namespace {
 
@@ -43,25 +43,9 @@ std::shared_ptr<const sgmcmc::Model> logistic_model(std::size_t rows, const std:
   return model;
 }
 
-struct NoOutput final : sgmcmc::ChainObserver {
-  void on_draw(const sgmcmc::Draw&) override {}
-  void on_metrics(const sgmcmc::MetricsRow&) override {}
-};
-
 /// µs per iteration of a minibatch SGLD chain (the chain's own sampling seconds).
 double framework_us(std::shared_ptr<const sgmcmc::Model> model, std::uint64_t iterations) {
-  auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"minibatch\"\nbatch_size = {}\n"
-                                                 "[integrator]\nname = \"sgld\"\nstep_size = 1e-6\n[corrector]\nname = \"none\"\n",
-                                                 batch),
-                                     "bench.toml");
-  auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
-  auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  auto corrector = sgmcmc::make_corrector(config["corrector"], *model, *integrator);
-  sgmcmc::Chain chain(model, std::move(estimator), std::move(integrator), std::move(corrector),
-                      sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
-  NoOutput output;
-  const auto result = chain.run({.iterations = iterations, .thin = iterations, .eval_every = iterations}, output);
-  return result.seconds / static_cast<double>(iterations) * 1e6;
+  return bench::sgld_iteration_us(std::move(model), batch, 1e-6, iterations);
 }
 
 /// µs of one exact gradient (all N rows) through the model, the `exact` estimator's work.

@@ -26,7 +26,7 @@
 #include <vector>
 #include <fmt/format.h>
 
-import sgmcmc;
+#include "sgld_timing.hpp"
 
 namespace pmf_benchmark {
 
@@ -40,10 +40,6 @@ std::shared_ptr<const sgmcmc::Model> pmf_model() {
   return model;
 }
 
-struct NoOutput final : sgmcmc::ChainObserver {
-  void on_draw(const sgmcmc::Draw&) override {}
-  void on_metrics(const sgmcmc::MetricsRow&) override {}
-};
 
 template <class Work>
 double fastest_us(int repetitions, std::size_t per, Work work) {
@@ -59,20 +55,7 @@ double fastest_us(int repetitions, std::size_t per, Work work) {
 /// µs per iteration of a minibatch SGLD chain (its own sampling seconds), fastest of `repetitions`.
 double sgld_iteration_us(std::shared_ptr<const sgmcmc::Model> model, std::uint64_t iterations, int repetitions) {
   double best = 1e300;
-  for (int r = 0; r < repetitions; ++r) {
-    auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"minibatch\"\nbatch_size = {}\n"
-                                                   "[integrator]\nname = \"sgld\"\nstep_size = 2e-3\n[corrector]\nname = \"none\"\n",
-                                                   batch),
-                                       "bench.toml");
-    auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
-    auto integrator = sgmcmc::make_integrator(config["integrator"]);
-    auto corrector = sgmcmc::make_corrector(config["corrector"], *model, *integrator);
-    sgmcmc::Chain chain(model, std::move(estimator), std::move(integrator), std::move(corrector),
-                        sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
-    NoOutput output;
-    const auto result = chain.run({.iterations = iterations, .thin = iterations, .eval_every = iterations}, output);
-    best = std::min(best, result.seconds / static_cast<double>(iterations) * 1e6);
-  }
+  for (int r = 0; r < repetitions; ++r) best = std::min(best, bench::sgld_iteration_us(model, batch, 2e-3, iterations));
   return best;
 }
 

@@ -19,12 +19,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using test::lines_of;
 
 /// metrics.csv without its wall-clock column (the third).
 std::string without_seconds(const std::string& metrics) {

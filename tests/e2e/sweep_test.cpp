@@ -46,12 +46,7 @@ std::string small_sweep(int iterations = 200, int eval_every = 50) {
          "\"run.seed\" = [1, 2]\n";
 }
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using test::lines_of;
 
 std::vector<std::string> fields_of(const std::string& line) {
   std::vector<std::string> fields;

@@ -20,12 +20,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
+using test::lines_of;
 
 /// The header and draw lines of a CSV file: everything but `#` comments (which hold the
 /// resolved configuration, and so the [output] keys themselves).

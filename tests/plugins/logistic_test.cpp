@@ -10,38 +10,20 @@
 #include <utility>
 #include <vector>
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include "support.hpp"
-
-import sgmcmc;
+#include "model_support.hpp"
 
 using Catch::Matchers::Contains;
 
 namespace {
 
-/// The logistic plugin, loaded once for the file.
-const sgmcmc::LoadedPlugin& plugin() {
-  static const sgmcmc::LoadedPlugin loaded = sgmcmc::load_plugin_file(test::logistic_plugin_path);
-  return loaded;
-}
-
-/// A model from the [model] lines given (name omitted), with every key checked as the CLI does.
 std::shared_ptr<const sgmcmc::Model> build(const std::string& model_lines, std::uint64_t seed = 1) {
-  auto config = sgmcmc::parse_config("[model]\n" + model_lines, "test.toml");
-  auto model = plugin().create({config["model"], seed});
-  config["model"].reject_unknown_keys();
-  return model;
+  return test::build_model("logistic", model_lines, seed);
 }
 
-std::string quoted(const std::filesystem::path& path) { return "\"" + path.string() + "\""; }
-
-void write_gzip(const std::filesystem::path& path, const std::string& text) {
-  gzFile file = gzopen(path.c_str(), "wb");
-  REQUIRE(file != nullptr);
-  REQUIRE(gzwrite(file, text.data(), static_cast<unsigned>(text.size())) == static_cast<int>(text.size()));
-  REQUIRE(gzclose(file) == Z_OK);
-}
+using test::quoted;
+using test::write_gzip;
 
 double full_potential(const sgmcmc::Model& model, std::span<const double> beta) {
   auto workspace = model.make_workspace();

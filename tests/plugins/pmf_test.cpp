@@ -14,38 +14,20 @@
 #include <utility>
 #include <vector>
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include "support.hpp"
-
-import sgmcmc;
+#include "model_support.hpp"
 
 using Catch::Matchers::Contains;
 
 namespace pmf_test {
 
-const sgmcmc::LoadedPlugin& plugin() {
-  static const sgmcmc::LoadedPlugin loaded =
-      sgmcmc::load_plugin_file(std::filesystem::path(SGMCMC_PLUGIN_DIR) / "sgmcmc-model-pmf.so");
-  return loaded;
-}
-
-/// A model from the [model] lines given (name omitted), with every key checked as the CLI does.
 std::shared_ptr<const sgmcmc::Model> build(const std::string& model_lines, std::uint64_t seed = 1) {
-  auto config = sgmcmc::parse_config("[model]\n" + model_lines, "test.toml");
-  auto model = plugin().create({config["model"], seed});
-  config["model"].reject_unknown_keys();
-  return model;
+  return test::build_model("pmf", model_lines, seed);
 }
 
-std::string quoted(const std::filesystem::path& path) { return "\"" + path.string() + "\""; }
-
-void write_gzip(const std::filesystem::path& path, const std::string& text) {
-  gzFile file = gzopen(path.c_str(), "wb");
-  REQUIRE(file != nullptr);
-  REQUIRE(gzwrite(file, text.data(), static_cast<unsigned>(text.size())) == static_cast<int>(text.size()));
-  REQUIRE(gzclose(file) == Z_OK);
-}
+using test::quoted;
+using test::write_gzip;
 
 double full_potential(const sgmcmc::Model& model, std::span<const double> theta, sgmcmc::Workspace& workspace) {
   const auto every = sgmcmc::every_item(model);

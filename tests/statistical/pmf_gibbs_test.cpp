@@ -19,22 +19,12 @@
 #include "../../plugins/pmf/normal_gamma.hpp"
 #include "statistics.hpp"
 #include "support.hpp"
-
-import sgmcmc;
+#include "model_support.hpp"
 
 namespace pmf_gibbs_test {
 
-const sgmcmc::LoadedPlugin& plugin() {
-  static const sgmcmc::LoadedPlugin loaded =
-      sgmcmc::load_plugin_file(std::filesystem::path(SGMCMC_PLUGIN_DIR) / "sgmcmc-model-pmf.so");
-  return loaded;
-}
-
 std::shared_ptr<const sgmcmc::Model> build(const std::string& model_lines, std::uint64_t seed = 1) {
-  auto config = sgmcmc::parse_config("[model]\n" + model_lines, "test.toml");
-  auto model = plugin().create({config["model"], seed});
-  config["model"].reject_unknown_keys();
-  return model;
+  return test::build_model("pmf", model_lines, seed);
 }
 
 /// The conjugate posterior written independently of the plugin's form: with S = Σx², the

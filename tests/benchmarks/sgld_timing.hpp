@@ -1,0 +1,34 @@
+// The framework side of the SGLD benchmarks: µs per iteration of a real sgmcmc::Chain
+// (minibatch + sgld + none), from the chain's own sampling seconds.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <utility>
+#include <fmt/format.h>
+
+import sgmcmc;
+
+namespace bench {
+
+struct NoOutput final : sgmcmc::ChainObserver {
+  void on_draw(const sgmcmc::Draw&) override {}
+  void on_metrics(const sgmcmc::MetricsRow&) override {}
+};
+
+inline double sgld_iteration_us(std::shared_ptr<const sgmcmc::Model> model, std::size_t batch, double step_size,
+                                std::uint64_t iterations) {
+  auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"minibatch\"\nbatch_size = {}\n"
+                                                 "[integrator]\nname = \"sgld\"\nstep_size = {}\n[corrector]\nname = \"none\"\n",
+                                                 batch, step_size),
+                                     "bench.toml");
+  auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
+  auto integrator = sgmcmc::make_integrator(config["integrator"]);
+  auto corrector = sgmcmc::make_corrector(config["corrector"], *model, *integrator);
+  sgmcmc::Chain chain(model, std::move(estimator), std::move(integrator), std::move(corrector),
+                      sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
+  NoOutput output;
+  const auto result = chain.run({.iterations = iterations, .thin = iterations, .eval_every = iterations}, output);
+  return result.seconds / static_cast<double>(iterations) * 1e6;
+}
+
+}  // namespace bench

@@ -1,0 +1,46 @@
+// Helpers for tests that load a bundled model plugin from the build tree and feed it files.
+// Include after the standard headers the test uses (this header imports sgmcmc).
+#pragma once
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <zlib.h>
+
+import sgmcmc;
+
+namespace test {
+
+/// sgmcmc-model-<name>.so of the build tree, loaded once per test program.
+inline const sgmcmc::LoadedPlugin& bundled_plugin(const std::string& name) {
+  static std::map<std::string, sgmcmc::LoadedPlugin> loaded;
+  auto found = loaded.find(name);
+  if (found == loaded.end())
+    found = loaded.emplace(name, sgmcmc::load_plugin_file(std::filesystem::path(SGMCMC_PLUGIN_DIR) /
+                                                          ("sgmcmc-model-" + name + ".so"))).first;
+  return found->second;
+}
+
+/// A model of plugin `name` from the [model] lines given (name omitted), with every key checked
+/// as the CLI does.
+inline std::shared_ptr<const sgmcmc::Model> build_model(const std::string& name, const std::string& model_lines,
+                                                        std::uint64_t seed = 1) {
+  auto config = sgmcmc::parse_config("[model]\n" + model_lines, "test.toml");
+  auto model = bundled_plugin(name).create({config["model"], seed});
+  config["model"].reject_unknown_keys();
+  return model;
+}
+
+/// A path as a TOML string.
+inline std::string quoted(const std::filesystem::path& path) { return "\"" + path.string() + "\""; }
+
+inline void write_gzip(const std::filesystem::path& path, const std::string& text) {
+  gzFile file = gzopen(path.c_str(), "wb");
+  REQUIRE(file != nullptr);
+  REQUIRE(gzwrite(file, text.data(), static_cast<unsigned>(text.size())) == static_cast<int>(text.size()));
+  REQUIRE(gzclose(file) == Z_OK);
+}
+
+}  // namespace test
