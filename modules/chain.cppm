@@ -195,17 +195,21 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
       }
     }
     result.iterations = iteration;
-    const auto bookkeeping_start = Clock::now();
-    if (iteration > schedule.warmup && (iteration - schedule.warmup) % schedule.thin == 0) {
-      const double lp = schedule.compute_lp ? log_density(context) : std::nan("");
-      observer.on_draw({iteration, lp, integrator_->step_size(), decision, state_.theta});
+    const bool records_draw = iteration > schedule.warmup && (iteration - schedule.warmup) % schedule.thin == 0;
+    const bool evaluates = !metric_values.empty() && iteration % schedule.eval_every == 0;
+    if (records_draw || evaluates) {  // the clock is read only around bookkeeping, not every iteration
+      const auto bookkeeping_start = Clock::now();
+      if (records_draw) {
+        const double lp = schedule.compute_lp ? log_density(context) : std::nan("");
+        observer.on_draw({iteration, lp, integrator_->step_size(), decision, state_.theta});
+      }
+      if (evaluates) {
+        const double sampling_seconds = since(start) - bookkeeping - since(bookkeeping_start);
+        model_->evaluate_metrics(state_.theta, *workspace_, metric_values);
+        observer.on_metrics({iteration, sampling_seconds, cost_, metric_values});
+      }
+      bookkeeping += since(bookkeeping_start);
     }
-    if (!metric_values.empty() && iteration % schedule.eval_every == 0) {
-      const double sampling_seconds = seconds();
-      model_->evaluate_metrics(state_.theta, *workspace_, metric_values);
-      observer.on_metrics({iteration, sampling_seconds, cost_, metric_values});
-    }
-    bookkeeping += since(bookkeeping_start);
     if (progress) progress->fetch_add(1, std::memory_order_relaxed);
   }
   result.cost = cost_;

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -41,6 +42,20 @@ inline void write_gzip(const std::filesystem::path& path, const std::string& tex
   REQUIRE(file != nullptr);
   REQUIRE(gzwrite(file, text.data(), static_cast<unsigned>(text.size())) == static_cast<int>(text.size()));
   REQUIRE(gzclose(file) == Z_OK);
+}
+
+/// `folder/name`, or `folder/name.gz` gzip-compressed, holding `text`; returns the path.
+inline std::filesystem::path write_data_file(const std::filesystem::path& folder, const std::string& name,
+                                             const std::string& text, bool compressed) {
+  const auto path = folder / (name + (compressed ? ".gz" : ""));
+  if (compressed) {
+    write_gzip(path, text);
+  } else {
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    REQUIRE(out.good());
+  }
+  return path;
 }
 
 }  // namespace test

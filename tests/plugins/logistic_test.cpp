@@ -77,11 +77,7 @@ TEST_CASE("logistic plugin: every format and label coding reads as the same data
   for (const auto& [name, text] : {std::pair{"b.csv", tiny_csv_12_header_crlf}, std::pair{"c.libsvm", tiny_libsvm_pm},
                                    std::pair{"d.csv", tiny_csv_01}}) {
     for (bool compressed : {false, true}) {
-      const auto path = dir.path() / (std::string(name) + (compressed ? ".gz" : ""));
-      if (compressed)
-        write_gzip(path, text);
-      else
-        dir.write(path.filename().string(), text);
+      const auto path = test::write_data_file(dir.path(), name, text, compressed);
       INFO(path.filename().string());
       const auto model = build(fmt::format("data = {}\ntest_size = 0\n", quoted(path)));
       CHECK(full_potential(*model, tiny_beta) == u);

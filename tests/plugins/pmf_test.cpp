@@ -226,11 +226,7 @@ TEST_CASE("pmf plugin: u.data, CSV with a header, CRLF and gzip read as the same
   const std::string spaces = "1 10 4\n2  10 1\n5 20 5\n1 20 3\n";
   for (const auto& [name, text] : {std::pair{"a.csv", csv}, std::pair{"b.txt", spaces}, std::pair{"c.data", tiny_udata}}) {
     for (bool compressed : {false, true}) {
-      const auto path = dir.path() / (std::string(name) + (compressed ? ".gz" : ""));
-      if (compressed)
-        write_gzip(path, text);
-      else
-        dir.write(path.filename().string(), text);
+      const auto path = test::write_data_file(dir.path(), name, text, compressed);
       INFO(path.filename().string());
       const auto model = build(fmt::format("data = {}\ntest_size = 0\nrank = 2\n", quoted(path)));
       auto other = model->make_workspace();
