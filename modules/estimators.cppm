@@ -121,6 +121,11 @@ bool all_finite(std::span<const double> values) {
   return std::all_of(values.begin(), values.end(), [](double x) { return std::isfinite(x); });
 }
 
+/// θ ← |θ|: the mirroring that keeps a model's positive parameters positive (Patterson & Teh 2013).
+void mirror_positive(std::span<double> theta) {
+  for (double& x : theta) x = std::abs(x);
+}
+
 /// Σ_{i∈batch} ∇f_i(θ) scaled by `scale`, plus ∇f_0(θ): the shared shape of the exact gradient
 /// (scale 1, every item) and of SGLD's minibatch estimate (scale N/n).
 void scaled_batch_plus_prior(std::span<const double> theta, std::span<const std::size_t> items,
@@ -373,13 +378,17 @@ public:
 
 private:
   /// Σ_i∇f_i(c) + Σ_k w_k [∇f_i(θ) - ∇f_i(c)], both batch sums kept apart until the difference
-  /// so that at θ = c they cancel exactly.
+  /// so that at θ = c they cancel exactly. A model whose gradient Gibbs-samples latent variables
+  /// (LDA) draws both from the same stream state: common random numbers, so the two Gibbs
+  /// estimates are positively correlated and their difference small when θ is near c (at θ = c
+  /// it is exactly 0, as for a deterministic gradient). Models that draw nothing are unaffected.
   void estimate_general(std::span<const double> theta, const WeightedBatch& draw, std::span<double> gradient,
                         ChainContext& context) {
     set_zero(gradient);
     set_zero(at_centre_);
+    Rng replay = context.rng;
     context.model.add_data_gradient(theta, draw.batch, gradient, context.workspace, context.rng);
-    context.model.add_data_gradient(point_, draw.batch, at_centre_, context.workspace, context.rng);
+    context.model.add_data_gradient(point_, draw.batch, at_centre_, context.workspace, replay);
     for (std::size_t j = 0; j < gradient.size(); ++j)
       gradient[j] = data_gradient_[j] + draw.scale * (gradient[j] - at_centre_[j]);
     context.cost.item_gradients += 2 * draw.batch.items.size();
@@ -551,10 +560,12 @@ private:
     if (schedule_.automatic() && sgd_iterations_ > 0)
       schedule_.set_first_step(automatic_first_step(theta, batches, scale, context));
     std::vector<double> gradient(theta.size());
+    const bool mirror = model.capabilities().positive_parameters;  // as the chain does after its moves
     for (std::uint64_t k = 1; k <= sgd_iterations_; ++k) {
       scaled_batch_plus_prior(theta, batches.draw(context.rng), scale, gradient, context);
       const double h = schedule_.at(k);
       for (std::size_t j = 0; j < theta.size(); ++j) theta[j] -= h * gradient[j];
+      if (mirror) mirror_positive(theta);
       if (!all_finite(theta))
         throw Error(fmt::format("estimator 'cv', SGD centring phase: θ is no longer finite (NaN or Inf) after step "
                                 "{} of {}; try a smaller {}.sgd_step_size (now {})",

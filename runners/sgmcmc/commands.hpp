@@ -57,6 +57,10 @@ struct ZvOptions {
 /// `sgmcmc zv DIR`: zero-variance estimates from recorded gradients, and the KSD of the draws.
 int zv_command(const std::filesystem::path& folder, const ZvOptions& options);
 
+/// `sgmcmc topics DIR [--top N] [--vocab FILE]`: the top words of each topic of an `lda` run.
+int topics_command(const std::filesystem::path& folder, std::size_t top,
+                   const std::optional<std::filesystem::path>& vocabulary_file);
+
 /// `sgmcmc new-model NAME DIR`: writes a plugin project that builds against the installed SDK.
 int new_model_command(const std::string& name, const std::filesystem::path& folder);
 

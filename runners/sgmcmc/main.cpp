@@ -64,6 +64,14 @@ int main(int argc, char** argv) {
   zv_cmd->add_option("--max-parameters", zv.max_parameters, "show the first this many parameters (20); quantities always");
   zv_cmd->add_option("--csv", zv.csv, "also write the table, every parameter and quantity, as CSV to this file");
 
+  std::filesystem::path topics_folder;
+  std::size_t topics_top = 10;
+  std::optional<std::filesystem::path> topics_vocabulary;
+  auto* topics_cmd = app.add_subcommand("topics", "the top words of each topic of an lda run (posterior mean of π)");
+  topics_cmd->add_option("folder", topics_folder, "an lda run's output folder")->required();
+  topics_cmd->add_option("--top", topics_top, "words per topic (10)")->check(CLI::PositiveNumber);
+  topics_cmd->add_option("--vocab", topics_vocabulary, "a vocabulary file, word k on line k (UCI vocab.<name>.txt)");
+
   std::string new_name;
   std::filesystem::path new_folder;
   auto* new_cmd = app.add_subcommand("new-model", "write a model plugin project that builds against the installed sgmcmc");
@@ -87,6 +95,7 @@ int main(int argc, char** argv) {
     if (new_cmd->parsed()) return new_model_command(new_name, new_folder);
     if (summary_cmd->parsed()) return summary_command(summary_folder, summary_parameters, summary_max);
     if (zv_cmd->parsed()) return zv_command(zv_folder, zv);
+    if (topics_cmd->parsed()) return topics_command(topics_folder, topics_top, topics_vocabulary);
   } catch (const sgmcmc::Error& error) {
     fmt::print(stderr, "sgmcmc: error: {}\n", error.what());
     return exit_bad_input;

@@ -331,7 +331,12 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   run->jobs.resize(schedule.chains);
   for (std::uint64_t k = 0; k < schedule.chains; ++k) {
     auto integrator = sgmcmc::make_integrator(cfg["integrator"]);
-    auto corrector = sgmcmc::make_corrector(cfg["corrector"], *run->model, *integrator);
+    std::unique_ptr<sgmcmc::Corrector> corrector;
+    try {
+      corrector = sgmcmc::make_corrector(cfg["corrector"], *run->model, *integrator);
+    } catch (const sgmcmc::Error& error) {  // a refusal for want of a capability names the plugin
+      throw sgmcmc::Error(fmt::format("{} (model '{}')", error.what(), run->model_name));
+    }
     run->tests_acceptance = corrector->tests_acceptance();
     run->jobs[k].chain = std::make_unique<sgmcmc::Chain>(run->model, sgmcmc::make_estimator(cfg["estimator"], *run->model),
                                                          std::move(integrator), std::move(corrector),

@@ -1,0 +1,102 @@
+#include "corpus.hpp"
+
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <fmt/format.h>
+
+import sgmcmc;
+
+namespace lda {
+namespace {
+
+/// The whitespace-separated fields of a line.
+std::vector<std::string_view> fields_of(std::string_view line) {
+  std::vector<std::string_view> fields;
+  std::size_t start = line.find_first_not_of(" \t");
+  while (start != std::string_view::npos) {
+    const std::size_t end = std::min(line.find_first_of(" \t", start), line.size());
+    fields.push_back(line.substr(start, end - start));
+    start = line.find_first_not_of(" \t", end);
+  }
+  return fields;
+}
+
+bool parse_integer(std::string_view text, std::int64_t& value) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc() && end == text.data() + text.size();
+}
+
+/// One header line: a single positive integer (what it counts is `what`).
+std::size_t header_count(sgmcmc::TextLines& in, std::string& line, const char* what) {
+  if (!in.next(line))
+    throw sgmcmc::Error(fmt::format("{}: the file ends in the header; expected three lines D, W, NNZ, then "
+                                    "`docID wordID count` lines (UCI bag of words)",
+                                    in.where()));
+  const auto fields = fields_of(line);
+  std::int64_t value = 0;
+  if (fields.size() != 1 || !parse_integer(fields[0], value) || value < 1)
+    throw sgmcmc::Error(fmt::format("{}: expected {} (a positive integer) on this header line, found '{}'", in.where(), what,
+                                    line));
+  return static_cast<std::size_t>(value);
+}
+
+std::int64_t body_field(std::string_view text, const char* what, std::int64_t low, std::int64_t high,
+                        const sgmcmc::TextLines& in) {
+  std::int64_t value = 0;
+  if (!parse_integer(text, value))
+    throw sgmcmc::Error(fmt::format("{}: {} '{}' is not an integer", in.where(), what, text));
+  if (value < low || value > high)
+    throw sgmcmc::Error(fmt::format("{}: {} {} is outside {}..{}{}", in.where(), what, value, low, high,
+                                    high == INT64_MAX ? "" : " (declared in the header)"));
+  return value;
+}
+
+}  // namespace
+
+Corpus read_bag_of_words(const std::string& path) {
+  sgmcmc::TextLines in(path);
+  std::string line;
+  const std::size_t documents = header_count(in, line, "D, the number of documents");
+  const std::size_t words = header_count(in, line, "W, the number of words");
+  const std::size_t declared_entries = header_count(in, line, "NNZ, the number of `docID wordID count` lines");
+  std::vector<std::map<std::uint32_t, std::uint32_t>> counts(documents);
+  std::size_t entries = 0;
+  while (in.next(line)) {
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;  // a trailing blank line
+    if (++entries > declared_entries)
+      throw sgmcmc::Error(fmt::format("{}: more `docID wordID count` lines than the {} declared on line 3 (NNZ)",
+                                      in.where(), declared_entries));
+    const auto fields = fields_of(line);
+    if (fields.size() != 3)
+      throw sgmcmc::Error(fmt::format("{}: {} field(s); expected `docID wordID count`", in.where(), fields.size()));
+    const auto doc = body_field(fields[0], "document id", 1, static_cast<std::int64_t>(documents), in);
+    const auto word = body_field(fields[1], "word id", 1, static_cast<std::int64_t>(words), in);
+    const auto count = body_field(fields[2], "count", 1, INT64_MAX, in);
+    if (count > UINT32_MAX) throw sgmcmc::Error(fmt::format("{}: count {} is too large", in.where(), count));
+    counts[static_cast<std::size_t>(doc - 1)][static_cast<std::uint32_t>(word - 1)] += static_cast<std::uint32_t>(count);
+  }
+  if (entries != declared_entries)
+    throw sgmcmc::Error(fmt::format("{}: {} `docID wordID count` line(s), but line 3 declares NNZ = {} (a truncated "
+                                    "file?)",
+                                    in.where(), entries, declared_entries));
+  Corpus corpus;
+  corpus.words = words;
+  for (std::size_t d = 0; d < documents; ++d) {
+    if (counts[d].empty()) {
+      corpus.skipped_empty.push_back(d + 1);
+      continue;
+    }
+    std::vector<WordCount> document;
+    for (const auto& [word, count] : counts[d]) document.push_back({word, count});
+    corpus.documents.push_back(std::move(document));
+    corpus.ids.push_back(d + 1);
+  }
+  if (corpus.documents.empty()) throw sgmcmc::Error(fmt::format("{}: no document has any word", path));
+  return corpus;
+}
+
+}  // namespace lda

@@ -1,0 +1,54 @@
+// A corpus as bags of words: read from the UCI bag-of-words format, or simulated from LDA itself
+// with planted topics. The model turns documents into token lists; this file knows only counts.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace lda {
+
+/// One (word, count) entry of a document; word ids are 0-based here (the file's id - 1).
+struct WordCount {
+  std::uint32_t word;
+  std::uint32_t count;
+};
+
+struct Corpus {
+  std::size_t words = 0;                          // W, the vocabulary size
+  std::vector<std::vector<WordCount>> documents;  // by document, in id order
+  std::vector<std::size_t> ids;                   // each document's id (1-based, the file's)
+  std::vector<std::size_t> skipped_empty;         // ids of declared documents with no words
+};
+
+/// Reads UCI's bag-of-words format (`docword.<name>.txt`, plain or gzip; Newman 2008, UCI
+/// Machine Learning Repository "Bag of Words"): three header lines D, W, NNZ, then NNZ lines
+/// `docID wordID count`, ids 1-based. Errors name path:line: a header line that is not a positive
+/// integer, a line without exactly three integers, an id outside 1..D or 1..W, a count < 1, more
+/// or fewer body lines than NNZ. A (doc, word) pair on two lines adds its counts. A declared
+/// document with no line is skipped (its likelihood is 1 whatever θ, so leaving it out changes
+/// nothing in the posterior) and listed in `skipped_empty`.
+Corpus read_bag_of_words(const std::string& path);
+
+/// What a simulated corpus is drawn from (LDA's generative process, Blei, Ng & Jordan 2003 §3):
+/// topics φ_k ~ Dirichlet(true_beta) over `words`, k = 1..topics; per document a mix
+/// ϑ_d ~ Dirichlet(true_alpha) and a length 1 + Poisson(doc_length - 1); per token z ~ ϑ_d,
+/// w ~ φ_z. Small true_beta makes the planted topics nearly disjoint (well separated).
+struct SimulationShape {
+  std::size_t documents = 1000, words = 500, topics = 10;
+  double doc_length = 100.0;  // mean tokens per document
+  double true_alpha = 0.1, true_beta = 0.05;
+};
+
+struct SimulatedCorpus {
+  Corpus corpus;
+  std::vector<double> topics;  // the planted φ, topics × words, row-major
+};
+
+/// `Random` is sgmcmc::Rng (anything with uniform() on [0, 1) and normal()).
+template <class Random>
+SimulatedCorpus simulate_corpus(const SimulationShape& shape, Random& rng);
+
+}  // namespace lda
+
+#include "corpus_simulation.hpp"

@@ -1,0 +1,164 @@
+// LDA's Gibbs step (issue #7): token-topic updates per second of the plugin's sparse/alias sampler
+// (plugins/lda/topic_sampler.hpp) next to a straightforward O(K) loop written here, at K = 20,
+// 100 and 500, and one SGLD iteration at batch 50 on KOS. Printed figures and ratios, not a
+// timed test:
+//
+//   build/release/tests/benchmarks/lda_benchmark [repetitions=3]
+//
+// Workload: a corpus simulated from LDA (lda::simulate_corpus) with K planted topics over W = 6,906
+// words (KOS's vocabulary), Dirichlet(0.05) topics, Dirichlet(0.1) mixes, 136 tokens a document
+// (KOS's mean), 500 documents; π = the planted topics (floored at 1e-6), the state a chain is in
+// once it has learnt them. The work of one estimate: per batch of 50 documents, the per-word
+// tables are built (alias tables for the words met; the reference transposes π into one K-vector
+// per word, the best layout for its loop), then each document is initialised from π and swept 10
+// times. Updates counted: tokens × 10 sweeps; time: everything above. Both samplers use the same
+// stream and draw from the same conditional, each the fastest of `repetitions` runs.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+
+#include "sgld_timing.hpp"
+#include "../../plugins/lda/corpus.hpp"
+#include "../../plugins/lda/documents.hpp"
+#include "../../plugins/lda/topic_sampler.hpp"
+
+namespace lda_benchmark {
+
+constexpr std::size_t words = 6906, documents = 500, batch = 50, sweeps = 10;
+constexpr double alpha = 0.1;
+
+struct Workload {
+  std::size_t topics;
+  std::vector<double> theta;  // K × W
+  lda::TokenLists corpus;
+};
+
+Workload make_workload(std::size_t topics) {
+  sgmcmc::Rng rng(3, 0);
+  const lda::SimulationShape shape{.documents = documents, .words = words, .topics = topics, .doc_length = 136.0,
+                                   .true_alpha = 0.1, .true_beta = 0.05};
+  auto simulated = lda::simulate_corpus(shape, rng);
+  Workload work{topics, std::move(simulated.topics), {}};
+  for (double& x : work.theta) x = std::max(x, 1e-6);
+  for (const auto& document : simulated.corpus.documents) work.corpus.add(lda::tokens_of(document));
+  return work;
+}
+
+/// The plugin's sampler, as LdaModel::add_data_gradient drives it.
+double sparse_seconds(const Workload& work) {
+  lda::TopicTables tables;
+  lda::DocumentSampler sampler(work.topics);
+  std::vector<std::uint32_t> z;
+  sgmcmc::Rng rng(1, 1);
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t first = 0; first < documents; first += batch) {
+    tables.set_topics(work.theta, work.topics, words);
+    for (std::size_t d = first; d < first + batch; ++d) {
+      const auto tokens = work.corpus[d];
+      z.resize(tokens.size());
+      sampler.initialise(tokens, z, tables, rng);
+      for (std::size_t s = 0; s < sweeps; ++s) sampler.sweep(tokens, z, tables, alpha, rng);
+    }
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// The reference: per token, the K products (α + n_dk) π_kw, their running sum, a uniform point
+/// in it and a linear scan. π is transposed per estimate into contiguous per-word columns.
+double reference_seconds(const Workload& work) {
+  const std::size_t topics = work.topics;
+  std::vector<double> columns(words * topics), row_sums(topics), cumulative(topics);
+  std::vector<std::uint32_t> counts(topics), z;
+  sgmcmc::Rng rng(1, 1);
+  const auto draw = [&](const double* pi, double prior) {
+    double total = 0.0;
+    for (std::size_t k = 0; k < topics; ++k) cumulative[k] = total += (prior + counts[k]) * pi[k];
+    const double u = rng.uniform() * total;
+    std::size_t k = 0;
+    while (k + 1 < topics && cumulative[k] <= u) ++k;
+    return static_cast<std::uint32_t>(k);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  for (std::size_t first = 0; first < documents; first += batch) {
+    std::fill(row_sums.begin(), row_sums.end(), 0.0);
+    for (std::size_t k = 0; k < topics; ++k)
+      for (std::size_t w = 0; w < words; ++w) row_sums[k] += work.theta[k * words + w];
+    for (std::size_t k = 0; k < topics; ++k)
+      for (std::size_t w = 0; w < words; ++w) columns[w * topics + k] = work.theta[k * words + w] / row_sums[k];
+    for (std::size_t d = first; d < first + batch; ++d) {
+      const auto tokens = work.corpus[d];
+      z.resize(tokens.size());
+      std::fill(counts.begin(), counts.end(), 0);  // the start draws from π alone: (1 + 0) π_kw
+      for (std::size_t j = 0; j < tokens.size(); ++j) z[j] = draw(&columns[tokens[j] * topics], 1.0);
+      for (auto k : z) ++counts[k];
+      for (std::size_t s = 0; s < sweeps; ++s)
+        for (std::size_t j = 0; j < tokens.size(); ++j) {
+          --counts[z[j]];
+          ++counts[z[j] = draw(&columns[tokens[j] * topics], alpha)];
+        }
+    }
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+template <class Measure>
+double fastest(int repetitions, Measure measure) {
+  double best = 1e300;
+  for (int r = 0; r < repetitions; ++r) best = std::min(best, measure());
+  return best;
+}
+
+}  // namespace lda_benchmark
+
+int main(int argc, char** argv) {
+  using namespace lda_benchmark;
+  const int repetitions = argc > 1 ? std::atoi(argv[1]) : 3;
+  fmt::print("Gibbs step, {} documents in batches of {}, {} sweeps each, W = {}; million token-topic updates/s\n", documents,
+             batch, sweeps, words);
+  fmt::print("{:>5} {:>12} {:>12} {:>7} {:>16}\n", "K", "reference", "sparse", "ratio", "topics/document");
+  for (std::size_t topics : {20, 100, 500}) {
+    const auto work = make_workload(topics);
+    const double updates = static_cast<double>(work.corpus.tokens() * sweeps);
+    const double reference = fastest(repetitions, [&] { return reference_seconds(work); });
+    const double sparse = fastest(repetitions, [&] { return sparse_seconds(work); });
+    // Mean number of topics present in a document after the sweeps: the document bucket's length.
+    lda::TopicTables tables;
+    tables.set_topics(work.theta, topics, words);
+    lda::DocumentSampler sampler(topics);
+    std::vector<std::uint32_t> z;
+    sgmcmc::Rng rng(2, 2);
+    double present = 0.0;
+    for (std::size_t d = 0; d < documents; ++d) {
+      z.resize(work.corpus[d].size());
+      sampler.initialise(work.corpus[d], z, tables, rng);
+      for (std::size_t s = 0; s < sweeps; ++s) sampler.sweep(work.corpus[d], z, tables, alpha, rng);
+      present += static_cast<double>(sampler.topics_present());
+    }
+    fmt::print("{:>5} {:>12.2f} {:>12.2f} {:>6.2f}x {:>16.1f}\n", topics, updates / reference / 1e6, updates / sparse / 1e6,
+               reference / sparse, present / documents);
+  }
+
+  const std::filesystem::path kos = std::filesystem::path(SGMCMC_SHARED_DIR) / "datasets/kos/docword.kos.txt.gz";
+  if (!std::filesystem::exists(kos)) {
+    fmt::print("\nSGLD iteration on KOS: skipped, {} is absent (configure with -DSGMCMC_SHARED_DIR=<shared folder>)\n",
+               kos.string());
+    return 0;
+  }
+  const auto plugin = sgmcmc::load_plugin_file(std::string(SGMCMC_PLUGIN_DIR) + "/sgmcmc-model-lda.so");
+  auto config = sgmcmc::parse_config(fmt::format("[model]\ndata = \"{}\"\ntopics = 20\n", kos.string()), "bench.toml");
+  const std::shared_ptr<const sgmcmc::Model> model = plugin.create({config["model"], 1});
+  config["model"].reject_unknown_keys();
+  double best = 1e300;
+  for (int r = 0; r < repetitions; ++r) best = std::min(best, bench::sgld_iteration_us(model, batch, 1e-3, 50));
+  fmt::print("\nSGLD iteration on KOS (D = {} training documents, K = 20, d = {}), batch {}, {} sweeps ({} burn-in): {:.0f} µs\n",
+             model->num_items(), model->dimension(), batch, 10, 5, best);
+  return 0;
+}
