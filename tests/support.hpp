@@ -43,6 +43,16 @@ inline std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
+/// metrics.csv (chain,iteration,seconds,...) without its wall-clock column, the third.
+inline std::string without_seconds(const std::string& metrics) {
+  std::string out;
+  for (const auto& line : lines_of(metrics)) {
+    const auto second = line.find(',', line.find(',') + 1), third = line.find(',', second + 1);
+    out += line.substr(0, second) + line.substr(third) + "\n";
+  }
+  return out;
+}
+
 inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream text;

@@ -21,15 +21,7 @@ namespace {
 
 using test::lines_of;
 
-/// metrics.csv without its wall-clock column (the third).
-std::string without_seconds(const std::string& metrics) {
-  std::string out;
-  for (const auto& line : lines_of(metrics)) {
-    const auto second = line.find(',', line.find(',') + 1), third = line.find(',', second + 1);
-    out += line.substr(0, second) + line.substr(third) + "\n";
-  }
-  return out;
-}
+using test::without_seconds;
 
 }  // namespace
 

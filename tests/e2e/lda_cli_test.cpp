@@ -80,14 +80,7 @@ std::vector<double> perplexities(const std::filesystem::path& run) {
   return values;
 }
 
-std::string without_seconds(const std::string& metrics) {
-  std::string out;
-  for (const auto& line : test::lines_of(metrics)) {
-    const auto first = line.find(','), second = line.find(',', first + 1), third = line.find(',', second + 1);
-    out += line.substr(0, second) + line.substr(third) + "\n";
-  }
-  return out;
-}
+using test::without_seconds;
 
 }  // namespace lda_cli_test
 
