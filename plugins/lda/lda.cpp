@@ -196,7 +196,7 @@ public:
   }
 
   /// gradient += Σ_k w_k ∇f_{d_k}(θ), each expectation by the Gibbs step: O(tokens × sweeps) for
-  /// the sampler and the sparse term, O(distinct words × K) for the tables, O(K·W) for the rows.
+  /// the sampler and the sparse term, O(K·W) for the tables (π by word) and the rows.
   void add_data_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
                          sgmcmc::Workspace& base, Rng& rng) const override {
     auto& workspace = static_cast<LdaWorkspace&>(base);

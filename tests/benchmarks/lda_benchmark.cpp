@@ -1,4 +1,4 @@
-// LDA's Gibbs step (issue #7): token-topic updates per second of the plugin's sparse/alias sampler
+// LDA's Gibbs step (issue #7): token-topic updates per second of the plugin's sparse (SparseLDA-style) sampler
 // (plugins/lda/topic_sampler.hpp) next to a straightforward O(K) loop written here, at K = 20,
 // 100 and 500, and one SGLD iteration at batch 50 on KOS. Printed figures and ratios, not a
 // timed test:

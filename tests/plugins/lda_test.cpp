@@ -1,4 +1,4 @@
-// The lda plugin and its Gibbs step: the alias tables and the sparse conditional against the
+// The lda plugin and its Gibbs step: a word's running sums and the sparse conditional against the
 // exact conditional (chi-square), the fixed-z gradient against finite differences, the Gibbs-
 // estimated gradient against the exact expectation by enumeration on a tiny document (whose
 // finite differences of log p(w | θ) check Fisher's identity), the UCI reader, every malformed
