@@ -23,6 +23,9 @@ struct ChainSchedule {
   std::uint64_t thin = 1;         // record every thin-th iteration
   std::uint64_t eval_every = 10;  // evaluate the model's metrics every eval_every-th iteration
   bool compute_lp = false;        // lp__ = -U(θ) with a full pass per recorded draw; else NaN
+  std::uint64_t checkpoint_every = 0;  // hand the observer a checkpoint every this many iterations
+                                       // and at the last one (0: never)
+  std::uint64_t stop_after = 0;        // stop after this iteration's checkpoint (0: run to the end)
 };
 
 struct Draw {
@@ -47,10 +50,15 @@ public:
   virtual ~ChainObserver() = default;
   virtual void on_draw(const Draw& draw) = 0;
   virtual void on_metrics(const MetricsRow& row) = 0;
+  /// `state` holds the chain's whole state after `iteration` (Chain::save_state), taken after
+  /// that iteration's draw and metrics were handed over; the observer adds what it needs to
+  /// continue its own output and stores it. Called as ChainSchedule::checkpoint_every says.
+  virtual void on_checkpoint(std::uint64_t /*iteration*/, StateWriter& /*state*/) {}
 };
 
 struct ChainResult {
   bool diverged = false;
+  bool stopped = false;            // at ChainSchedule::stop_after, with a checkpoint there
   std::string message;             // why the chain stopped early
   std::uint64_t iterations = 0;    // completed
   Cost cost;
@@ -70,9 +78,19 @@ public:
   /// Runs the whole schedule, or stops at the first non-finite θ at a block's end with `diverged`
   /// set; what the observer received before then stays valid. Draws and metrics are taken at
   /// block ends only (the corrected states), so thin and eval_every must be multiples of the
-  /// corrector's block length. `progress` (optional) counts iterations done.
+  /// corrector's block length. `progress` (optional) counts iterations done. After
+  /// restore_state it continues from the checkpoint's iteration instead of starting.
   ChainResult run(const ChainSchedule& schedule, ChainObserver& observer,
                   std::atomic<std::uint64_t>* progress = nullptr);
+
+  /// Everything the chain needs to continue bit for bit: θ, momentum, kept gradient, iteration,
+  /// random stream, cost, acceptance tallies, sampling seconds, and the state of the estimator,
+  /// integrator, corrector and model workspace.
+  void save_state(StateWriter& out) const;
+  /// Reads what save_state wrote into a chain built from the same configuration; run() then
+  /// continues after the saved iteration (the start point, integrator draw and estimator
+  /// preparation are not repeated).
+  void restore_state(StateReader& in);
 
   /// Throws if `schedule` cannot run on this chain (run() checks too; runners call it before
   /// they create any output).
@@ -83,6 +101,14 @@ public:
 private:
   double log_density(ChainContext& context);
   void after_move(std::uint64_t iteration, ChainContext& context);
+  void start(ChainContext& context);
+
+  /// What run() accumulates and a checkpoint must carry across a restart.
+  struct Tally {
+    std::uint64_t blocks = 0, accepted_blocks = 0, non_finite_proposals = 0;
+    double accept_sum = 0.0;
+    double seconds = 0.0;  // sampling seconds up to the last checkpoint
+  };
 
   // The model is declared first so that everything it made (the workspace) is destroyed
   // before it, and it before its plugin library (the model's deleter holds the library).
@@ -96,6 +122,8 @@ private:
   ChainState state_;
   Capabilities capabilities_;
   std::vector<std::size_t> all_items_;  // for lp__, when asked for
+  Tally tally_;
+  bool restored_ = false;  // restore_state ran: run() continues instead of starting
 };
 
 }  // namespace sgmcmc
@@ -120,6 +148,81 @@ void Chain::check(const ChainSchedule& schedule) const {
       throw Error(fmt::format("run.{} = {} must be a multiple of corrector.every = {}: draws and metrics are the "
                               "corrected states at the ends of blocks",
                               key, every, block_length));
+  if (schedule.checkpoint_every % block_length != 0)
+    throw Error(fmt::format("run.checkpoint_every = {} must be a multiple of corrector.every = {}: a checkpoint is "
+                            "taken at the end of a block",
+                            schedule.checkpoint_every, block_length));
+  if (schedule.stop_after != 0 &&
+      (schedule.checkpoint_every == 0 || schedule.stop_after % schedule.checkpoint_every != 0 ||
+       schedule.stop_after >= schedule.warmup + schedule.iterations))
+    throw Error(fmt::format("stopping after iteration {} needs a checkpoint there before the last iteration {}: a "
+                            "multiple of run.checkpoint_every = {} (0 is off)",
+                            schedule.stop_after, schedule.warmup + schedule.iterations, schedule.checkpoint_every));
+}
+
+void Chain::save_state(StateWriter& out) const {
+  out.section("chain");
+  out.count(model_->dimension());
+  out.count(state_.iteration);
+  out.numbers(state_.theta);
+  out.numbers(state_.momentum);
+  out.numbers(state_.gradient);
+  out.flag(state_.gradient_valid);
+  out.number(state_.energy_error);
+  out.count(cost_.item_gradients);
+  out.count(cost_.full_passes);
+  out.count(tally_.blocks);
+  out.count(tally_.accepted_blocks);
+  out.count(tally_.non_finite_proposals);
+  out.number(tally_.accept_sum);
+  out.number(tally_.seconds);
+  rng_.save_state(out);
+  integrator_->save_state(out);
+  estimator_->save_state(out);
+  corrector_->save_state(out);
+  out.section("model workspace");
+  workspace_->save_state(out);
+}
+
+void Chain::restore_state(StateReader& in) {
+  in.section("chain");
+  const std::size_t dimension = model_->dimension();
+  if (const auto saved = in.count(); saved != dimension)
+    throw Error(fmt::format("{}: the checkpoint is of a model with {} parameters, this run's has {}", in.origin(), saved,
+                            dimension));
+  // The integrator sizes its buffers (the mass) and the state; its momentum draw is discarded.
+  Rng discarded = rng_;
+  integrator_->initialise(state_, dimension, discarded);
+  state_.iteration = in.count();
+  in.numbers(state_.theta, dimension);
+  in.numbers(state_.momentum, state_.momentum.size());
+  in.numbers(state_.gradient, dimension);
+  state_.gradient_valid = in.flag();
+  state_.energy_error = in.number();
+  cost_.item_gradients = in.count();
+  cost_.full_passes = in.count();
+  tally_.blocks = in.count();
+  tally_.accepted_blocks = in.count();
+  tally_.non_finite_proposals = in.count();
+  tally_.accept_sum = in.number();
+  tally_.seconds = in.number();
+  rng_.restore_state(in);
+  integrator_->restore_state(in);
+  estimator_->restore_state(in);
+  corrector_->restore_state(in);
+  in.section("model workspace");
+  workspace_->restore_state(in);
+  restored_ = true;
+}
+
+/// θ sized before the model fills it (initialise keeps the values): a model's own starting
+/// point (pmf's random factors; zero is a saddle there) must not be lost.
+void Chain::start(ChainContext& context) {
+  tally_ = {};
+  state_.theta.assign(model_->dimension(), 0.0);
+  model_->initial_point(state_.theta, rng_);
+  integrator_->initialise(state_, model_->dimension(), rng_);
+  estimator_->prepare(state_.theta, context);
 }
 
 double Chain::log_density(ChainContext& context) {
@@ -149,28 +252,26 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
   // Seconds of sampling work only: held-out metrics, lp__ and writing draws are bookkeeping whose
   // cost depends on how often the user asks for them, so they are timed and left out; curves
   // against seconds then compare samplers, not evaluation schedules.
+  // A resumed chain adds the sampling seconds of the runs before (what its checkpoint saved).
   using Clock = std::chrono::steady_clock;
-  const auto start = Clock::now();
+  const auto begin = Clock::now();
   double bookkeeping = 0.0;
   const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-  const auto seconds = [&] { return since(start) - bookkeeping; };
+  const double earlier = restored_ ? tally_.seconds : 0.0;
+  const auto seconds = [&] { return earlier + since(begin) - bookkeeping; };
 
   check(schedule);
   const std::size_t block_length = corrector_->block_length();
   ChainContext context{*model_, *workspace_, rng_, cost_};
   ChainResult result;
   std::vector<double> metric_values(model_->metric_names().size());
-  double accept_sum = 0.0;
   Decision decision;
 
-  // θ is sized before the model fills it (initialise keeps the values): a model's own starting
-  // point (pmf's random factors; zero is a saddle there) must not be lost.
-  state_.theta.assign(model_->dimension(), 0.0);
-  model_->initial_point(state_.theta, rng_);
-  integrator_->initialise(state_, model_->dimension(), rng_);
-  estimator_->prepare(state_.theta, context);
-
-  for (std::uint64_t iteration = 1; iteration <= schedule.warmup + schedule.iterations; ++iteration) {
+  if (!restored_) start(context);
+  result.iterations = state_.iteration;
+  if (progress) progress->fetch_add(state_.iteration, std::memory_order_relaxed);
+  const std::uint64_t last = schedule.warmup + schedule.iterations;
+  for (std::uint64_t iteration = state_.iteration + 1; iteration <= last; ++iteration) {
     const std::size_t position_in_block = (iteration - 1) % block_length;
     const bool ends_block = position_in_block + 1 == block_length;
     if (position_in_block == 0) corrector_->begin_block(state_, context);
@@ -180,11 +281,12 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
     after_move(iteration, context);
     if (ends_block) {
       decision = corrector_->end_block(state_, context);
-      result.non_finite_proposals += decision.non_finite ? 1 : 0;
+      state_.iteration = iteration;  // a rejection restored the block's first state, iteration included
+      tally_.non_finite_proposals += decision.non_finite ? 1 : 0;
       if (iteration > schedule.warmup) {  // acceptance statistics of the recorded part
-        ++result.blocks;
-        result.accepted_blocks += decision.accepted ? 1 : 0;
-        accept_sum += decision.accept_stat;
+        ++tally_.blocks;
+        tally_.accepted_blocks += decision.accepted ? 1 : 0;
+        tally_.accept_sum += decision.accept_stat;
       }
       if (!all_finite(state_.theta)) {
         result.diverged = true;
@@ -204,17 +306,32 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
         observer.on_draw({iteration, lp, integrator_->step_size(), decision, state_.theta});
       }
       if (evaluates) {
-        const double sampling_seconds = since(start) - bookkeeping - since(bookkeeping_start);
+        const double sampling_seconds = seconds() - since(bookkeeping_start);
         model_->evaluate_metrics(state_.theta, *workspace_, metric_values);
         observer.on_metrics({iteration, sampling_seconds, cost_, metric_values});
       }
       bookkeeping += since(bookkeeping_start);
     }
     if (progress) progress->fetch_add(1, std::memory_order_relaxed);
+    if (schedule.checkpoint_every && (iteration % schedule.checkpoint_every == 0 || iteration == last)) {
+      const auto checkpoint_start = Clock::now();
+      tally_.seconds = seconds();
+      StateWriter state;
+      save_state(state);
+      observer.on_checkpoint(iteration, state);
+      bookkeeping += since(checkpoint_start);
+      if (iteration == schedule.stop_after) {
+        result.stopped = true;
+        break;
+      }
+    }
   }
   result.cost = cost_;
   result.seconds = seconds();
-  result.mean_accept_stat = result.blocks ? accept_sum / static_cast<double>(result.blocks) : 0.0;
+  result.blocks = tally_.blocks;
+  result.accepted_blocks = tally_.accepted_blocks;
+  result.non_finite_proposals = tally_.non_finite_proposals;
+  result.mean_accept_stat = tally_.blocks ? tally_.accept_sum / static_cast<double>(tally_.blocks) : 0.0;
   return result;
 }
 

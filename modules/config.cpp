@@ -5,8 +5,10 @@ module;
 #include <charconv>
 #include <cstdint>
 #include <map>
+#include <sstream>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -67,6 +69,28 @@ RunConfig parse_config(std::string_view text, const std::string& source) {
     }
   }
   return config;
+}
+
+std::string format_config(const RunConfig& config) {
+  toml::table document;
+  for (const auto& [name, settings] : config.sections) {
+    if (settings.entries().empty()) continue;
+    toml::table keys;
+    for (const auto& [key, entry] : settings.entries())
+      std::visit([&, &key = key](const auto& value) { keys.insert(key, value); }, entry.value);
+    document.insert(name, std::move(keys));
+  }
+  std::ostringstream text;
+  text << document << "\n";  // doubles are written with all their digits, so they read back exactly
+  // Checked, not assumed: a value that would not come back the same would resume another run.
+  const RunConfig back = parse_config(text.str(), "(formatted configuration)");
+  for (const auto& [name, settings] : config.sections) {
+    const auto& again = back[name].entries();
+    bool same = again.size() == settings.entries().size();
+    for (const auto& [key, entry] : settings.entries()) same = same && again.contains(key) && again.at(key).value == entry.value;
+    if (!same) throw Error(fmt::format("internal: the [{}] section does not survive being written as TOML", name));
+  }
+  return text.str();
 }
 
 void apply_override(RunConfig& config, const std::string& assignment) {

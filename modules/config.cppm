@@ -29,6 +29,10 @@ struct RunConfig {
 /// Parses TOML text; `source` names it in errors ("runners/presets/demo.toml", "my.toml").
 RunConfig parse_config(std::string_view text, const std::string& source);
 
+/// The keys set explicitly (not the defaults) as TOML that parse_config reads back to the same
+/// values, types and bits: a checkpointed run's config.toml, from which --resume rebuilds it.
+std::string format_config(const RunConfig& config);
+
 /// Applies `section.key=value`. The value is read as a boolean, an integer, a number or else a
 /// string (quotes optional).
 void apply_override(RunConfig& config, const std::string& assignment);

@@ -40,6 +40,10 @@ public:
   /// The estimator for the last step of a block (exact gradients at the endpoints), or nullptr
   /// for the chain's own.
   virtual Estimator* endpoint_estimator() { return nullptr; }
+  /// Checkpoints, which the chain takes at the ends of blocks only: what carries from one block
+  /// to the next. By default there is none.
+  virtual void save_state(StateWriter& /*out*/) const {}
+  virtual void restore_state(StateReader& /*in*/) {}
 };
 
 using CorrectorFactory = std::function<std::unique_ptr<Corrector>(const Settings&, const Model&, const Integrator&)>;
@@ -114,6 +118,19 @@ public:
       for (double& m : state.momentum) m = -m;
     }
     return decision;
+  }
+
+  /// U(θ_0) of the next block (saved at a block's end, so (θ_0, m_0) are the chain's state).
+  void save_state(StateWriter& out) const override {
+    out.section("corrector mh");
+    out.flag(start_potential_.has_value());
+    out.number(start_potential_.value_or(0.0));
+  }
+  void restore_state(StateReader& in) override {
+    in.section("corrector mh");
+    const bool known = in.flag();
+    const double value = in.number();
+    start_potential_ = known ? std::optional<double>(value) : std::nullopt;
   }
 
 private:

@@ -15,6 +15,7 @@ export module sgmcmc.data;
 import sgmcmc.error;
 import sgmcmc.random;
 import sgmcmc.settings;
+export import sgmcmc.state;
 
 export namespace sgmcmc {
 
@@ -42,6 +43,9 @@ public:
   /// log predictive density (NaN for an empty test set).
   double add(std::span<const double> log_densities);
   std::uint64_t draws() const { return draws_; }
+  /// The running sums and the number of draws, for checkpoints.
+  void save_state(StateWriter& out) const;
+  void restore_state(StateReader& in);
 
 private:
   std::vector<double> log_sum_;
@@ -83,6 +87,18 @@ RowSplit split_rows(std::size_t rows, std::size_t count, Rng& rng) {
   split.rest.assign(order.begin() + static_cast<std::ptrdiff_t>(count), order.end());
   std::sort(split.rest.begin(), split.rest.end());
   return split;
+}
+
+void PredictiveAverage::save_state(StateWriter& out) const {
+  out.section("predictive average");
+  out.numbers(log_sum_);
+  out.count(draws_);
+}
+
+void PredictiveAverage::restore_state(StateReader& in) {
+  in.section("predictive average");
+  in.numbers(log_sum_, log_sum_.size());
+  draws_ = in.count();
 }
 
 double PredictiveAverage::add(std::span<const double> log_densities) {

@@ -52,6 +52,11 @@ public:
   virtual void prepare(std::span<double> /*theta*/, ChainContext& /*context*/) {}
   /// gradient ← an unbiased estimate of ∇U(θ).
   virtual void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) = 0;
+  /// Checkpoints (sgmcmc.state): what carries from one estimate to the next (a centre and its
+  /// full gradient, a snapshot, a table, the minibatch permutation). A restored estimator
+  /// continues as if prepare() and every earlier estimate had run. By default there is none.
+  virtual void save_state(StateWriter& /*out*/) const {}
+  virtual void restore_state(StateReader& /*in*/) {}
 };
 
 using EstimatorFactory = std::function<std::unique_ptr<Estimator>(const Settings&, const Model&)>;
@@ -69,8 +74,12 @@ public:
   /// once, in index order.
   std::span<const std::size_t> draw(Rng& rng);
   std::size_t batch_size() const { return batch_size_; }
+  /// The permutation, when draws change it (without replacement, batches smaller than N).
+  void save_state(StateWriter& out) const;
+  void restore_state(StateReader& in);
 
 private:
+  bool shuffles() const { return !with_replacement_ && batch_size_ < permutation_.size(); }
   std::vector<std::size_t> permutation_;
   std::vector<std::size_t> batch_;
   std::size_t batch_size_;
@@ -88,6 +97,21 @@ MinibatchSampler::MinibatchSampler(std::size_t num_items, std::size_t batch_size
       batch_size_(std::min(batch_size, num_items)), with_replacement_(with_replacement) {
   std::iota(permutation_.begin(), permutation_.end(), std::size_t{0});
   if (batch_size_ == permutation_.size() && !with_replacement_) batch_ = permutation_;
+}
+
+void MinibatchSampler::save_state(StateWriter& out) const {
+  out.section("minibatch sampler");
+  out.indices(shuffles() ? std::span<const std::size_t>(permutation_) : std::span<const std::size_t>{});
+}
+
+void MinibatchSampler::restore_state(StateReader& in) {
+  in.section("minibatch sampler");
+  auto permutation = in.indices();
+  if (permutation.size() != (shuffles() ? permutation_.size() : 0))
+    throw Error(fmt::format("{}: a minibatch permutation of {} items where this run shuffles {}; the checkpoint does "
+                            "not fit this run's configuration",
+                            in.origin(), permutation.size(), shuffles() ? permutation_.size() : 0));
+  if (shuffles()) permutation_ = std::move(permutation);
 }
 
 std::span<const std::size_t> MinibatchSampler::draw(Rng& rng) {
@@ -172,6 +196,8 @@ public:
   void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) override {
     scaled_batch_plus_prior(theta, sampler_.draw(context.rng), scale_, gradient, context);
   }
+  void save_state(StateWriter& out) const override { sampler_.save_state(out); }
+  void restore_state(StateReader& in) override { sampler_.restore_state(in); }
 
 private:
   MinibatchSampler sampler_;
@@ -279,6 +305,13 @@ public:
   std::size_t batch_size() const { return batch_size_; }
   /// No item appears twice in a batch (sampling without replacement).
   bool distinct_items() const { return !with_replacement_; }
+  /// Uniform sampling keeps a permutation; the alias table draws independently and keeps none.
+  void save_state(StateWriter& out) const {
+    if (uniform_) uniform_->save_state(out);
+  }
+  void restore_state(StateReader& in) {
+    if (uniform_) uniform_->restore_state(in);
+  }
 
 private:
   /// p_i = L_i / Σ_j L_j and w_i = 1/(n p_i). An item with L_i = 0 has a constant gradient, so
@@ -333,17 +366,13 @@ std::size_t one_pass(const Model& model, const ItemSampler& sampler) {
 /// n item gradients; any other model evaluates both ∇f_i(θ) and ∇f_i(c) of the batch (2n).
 class Centre {
 public:
-  explicit Centre(const Model& model) : glm_(model.capabilities().glm_gradients) {}
+  explicit Centre(const Model& model)
+      : glm_(model.capabilities().glm_gradients), dimension_(model.dimension()), items_(model.num_items()) {}
 
   /// c ← θ, with one full data pass for Σ_i ∇f_i(c).
   void move_to(std::span<const double> theta, ChainContext& context) {
     const Model& model = context.model;
-    if (all_items_.empty()) {
-      all_items_ = every_item(model);
-      data_gradient_.resize(model.dimension());
-      at_centre_.resize(model.dimension());
-      if (glm_) centre_scalars_.resize(model.num_items());
-    }
+    allocate();
     point_.assign(theta.begin(), theta.end());
     set_zero(data_gradient_);
     if (glm_) {
@@ -358,6 +387,24 @@ public:
 
   bool placed() const { return !point_.empty(); }
   std::span<const double> data_gradient() const { return data_gradient_; }
+
+  /// c, Σ_i ∇f_i(c) and, for GLM models, s_i(c): everything the full pass at c computed.
+  void save_state(StateWriter& out) const {
+    out.section("control-variate centre");
+    out.flag(placed());
+    if (!placed()) return;
+    out.numbers(point_);
+    out.numbers(data_gradient_);
+    out.numbers(centre_scalars_);
+  }
+  void restore_state(StateReader& in) {
+    in.section("control-variate centre");
+    if (!in.flag()) return;
+    allocate();
+    in.numbers(point_, dimension_);
+    in.numbers(data_gradient_, dimension_);
+    in.numbers(centre_scalars_, glm_ ? items_ : 0);
+  }
 
   /// gradient ← ∇U(c) + ∇f_0(θ) - ∇f_0(c): the estimate with the batch term left out, which is
   /// exact at θ = c (used right after a full pass, where the batch term is zero).
@@ -377,6 +424,15 @@ public:
   }
 
 private:
+  void allocate() {
+    if (!all_items_.empty()) return;
+    all_items_.resize(items_);
+    std::iota(all_items_.begin(), all_items_.end(), std::size_t{0});
+    data_gradient_.resize(dimension_);
+    at_centre_.resize(dimension_);
+    if (glm_) centre_scalars_.resize(items_);
+  }
+
   /// Σ_i∇f_i(c) + Σ_k w_k [∇f_i(θ) - ∇f_i(c)], both batch sums kept apart until the difference
   /// so that at θ = c they cancel exactly. A model whose gradient Gibbs-samples latent variables
   /// (LDA) draws both from the same stream state: common random numbers, so the two Gibbs
@@ -407,6 +463,7 @@ private:
   }
 
   bool glm_;
+  std::size_t dimension_, items_;
   std::vector<std::size_t> all_items_;
   std::vector<double> point_;           // c
   std::vector<double> data_gradient_;   // Σ_i ∇f_i(c)
@@ -550,6 +607,21 @@ public:
     centre_.estimate(theta, sampler_.draw(context.rng), gradient, context);
   }
 
+  /// The centre θ̂ and its full gradient (the SGD phase is not repeated), the batch permutation,
+  /// and h_0 (estimated by prepare when sgd_step_size = 0; messages quote it).
+  void save_state(StateWriter& out) const override {
+    out.section("estimator cv");
+    out.number(schedule_.first_step());
+    centre_.save_state(out);
+    sampler_.save_state(out);
+  }
+  void restore_state(StateReader& in) override {
+    in.section("estimator cv");
+    schedule_.set_first_step(in.number());
+    centre_.restore_state(in);
+    sampler_.restore_state(in);
+  }
+
 private:
   /// SGD from the chain's starting point: θ ← θ - h_k [∇f_0(θ) + (N/n) Σ_{i∈S} ∇f_i(θ)], with
   /// uniform batches (the estimate's own p_i may be 0 for items whose gradient is constant).
@@ -615,6 +687,19 @@ public:
     ++since_snapshot_;
   }
 
+  void save_state(StateWriter& out) const override {
+    out.section("estimator svrg");
+    out.count(since_snapshot_);
+    centre_.save_state(out);
+    sampler_.save_state(out);
+  }
+  void restore_state(StateReader& in) override {
+    in.section("estimator svrg");
+    since_snapshot_ = in.count();
+    centre_.restore_state(in);
+    sampler_.restore_state(in);
+  }
+
 private:
   ItemSampler sampler_;
   Centre centre_;
@@ -635,6 +720,9 @@ public:
   virtual void exchange(std::span<const double> theta, const WeightedBatch& draw, bool distinct,
                         std::span<double> out, ChainContext& context) = 0;
   std::span<const double> sum() const { return sum_; }
+  /// The table and G, once filled.
+  virtual void save_state(StateWriter& out) const = 0;
+  virtual void restore_state(StateReader& in) = 0;
 
 protected:
   /// G += Δ and out += scale·Δ, where Δ = Σ_k (fresh_k - old_k) was computed while updating: the
@@ -653,7 +741,20 @@ protected:
 /// capability, from one-item batches of add_data_gradient (slower: one virtual call per item).
 class FullTable final : public GradientTable {
 public:
-  explicit FullTable(const Model& model) : dimension_(model.dimension()), per_item_(model.capabilities().per_item_gradients) {}
+  explicit FullTable(const Model& model)
+      : dimension_(model.dimension()), items_(model.num_items()), per_item_(model.capabilities().per_item_gradients) {}
+
+  void save_state(StateWriter& out) const override {
+    out.section("saga table, N x d");
+    out.numbers(rows_);
+    out.numbers(sum_);
+  }
+  void restore_state(StateReader& in) override {
+    in.section("saga table, N x d");
+    in.numbers(rows_, items_ * dimension_);
+    in.numbers(sum_, dimension_);
+    change_.assign(dimension_, 0.0);
+  }
 
   void fill(std::span<const double> theta, ChainContext& context) override {
     const auto items = every_item(context.model);
@@ -700,7 +801,7 @@ private:
     context.cost.item_gradients += items.size();
   }
 
-  std::size_t dimension_;
+  std::size_t dimension_, items_;
   bool per_item_;
   std::vector<double> rows_;   // g_i, row-major N × d
   std::vector<double> fresh_;  // scratch: ∇f_i(θ) of the batch
@@ -709,6 +810,20 @@ private:
 /// N scalars for a GLM model: g_i = s_i(α_i) x_i is stored as s_i(α_i) (SCIENCE.md, "SAGA").
 class CompactTable final : public GradientTable {
 public:
+  explicit CompactTable(const Model& model) : dimension_(model.dimension()), items_(model.num_items()) {}
+
+  void save_state(StateWriter& out) const override {
+    out.section("saga table, N scalars");
+    out.numbers(scalars_);
+    out.numbers(sum_);
+  }
+  void restore_state(StateReader& in) override {
+    in.section("saga table, N scalars");
+    in.numbers(scalars_, items_);
+    in.numbers(sum_, dimension_);
+    change_.assign(dimension_, 0.0);
+  }
+
   void fill(std::span<const double> theta, ChainContext& context) override {
     const auto items = every_item(context.model);
     scalars_.assign(items.size(), 0.0);
@@ -742,6 +857,7 @@ public:
   }
 
 private:
+  std::size_t dimension_, items_;
   std::vector<double> scalars_;      // s_i(α_i)
   std::vector<double> fresh_;        // scratch: s_i(θ) of the batch
   std::vector<double> differences_;  // scratch
@@ -766,7 +882,7 @@ public:
                               section.describe("memory_limit_mb"), bytes, bytes / (1024.0 * 1024.0), model.num_items(),
                               compact ? "1 scalar (GLM form)" : fmt::format("d {}", model.dimension()), limit_mb));
     if (compact)
-      table_ = std::make_unique<CompactTable>();
+      table_ = std::make_unique<CompactTable>(model);
     else
       table_ = std::make_unique<FullTable>(model);
   }
@@ -780,6 +896,19 @@ public:
     }
     copy_sum_plus_prior(theta, gradient, context);
     table_->exchange(theta, sampler_.draw(context.rng), sampler_.distinct_items(), gradient, context);
+  }
+
+  void save_state(StateWriter& out) const override {
+    out.section("estimator saga");
+    out.flag(filled_);
+    if (filled_) table_->save_state(out);
+    sampler_.save_state(out);
+  }
+  void restore_state(StateReader& in) override {
+    in.section("estimator saga");
+    filled_ = in.flag();
+    if (filled_) table_->restore_state(in);
+    sampler_.restore_state(in);
   }
 
 private:

@@ -89,6 +89,10 @@ public:
   virtual bool constant_step_size() const { return true; }
   /// Why a Metropolis–Hastings test cannot follow this integrator, or "" if it can.
   virtual std::string mh_refusal() const = 0;
+  /// Checkpoints: state of the integrator itself between steps. θ, the momentum and the kept
+  /// gradient are ChainState, which the chain saves; restore_state follows initialise().
+  virtual void save_state(StateWriter& /*out*/) const {}
+  virtual void restore_state(StateReader& /*in*/) {}
 };
 
 using IntegratorFactory = std::function<std::unique_ptr<Integrator>(const Settings&)>;
@@ -178,6 +182,14 @@ public:
   double step_size() const override { return current_; }
   double temperature() const override { return temperature_; }
   bool constant_step_size() const override { return schedule_.constant(); }
+  void save_state(StateWriter& out) const override {
+    out.section("integrator");
+    out.number(current_);
+  }
+  void restore_state(StateReader& in) override {
+    in.section("integrator");
+    current_ = in.number();
+  }
 
 protected:
   double advance(const ChainState& state) { return current_ = schedule_.at(state.iteration); }

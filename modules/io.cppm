@@ -1,7 +1,9 @@
 // Files: reading numeric CSV data, writing Stan CSV draws. Every read error names the file, the
 // line and, for a bad value, the column, so a user can go straight to it.
 module;
+#include <cerrno>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -62,12 +64,17 @@ bool parse_double(std::string_view field, double& value);
 class OutputFile {
 public:
   explicit OutputFile(const std::filesystem::path& path);
+  /// Continues an existing file after its first `keep` bytes (where a checkpoint left it); what
+  /// follows them, written after the checkpoint by an interrupted run, is cut off.
+  OutputFile(const std::filesystem::path& path, std::uint64_t keep);
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
   void write(std::string_view text);
   /// Flushes and closes; throws if anything could not be written (a full disk).
   void close();
+  /// Flushes to the operating system; returns the file's length in bytes.
+  std::uint64_t flush();
   const std::filesystem::path& path() const { return path_; }
 
 private:
@@ -83,8 +90,11 @@ public:
   StanCsvWriter(const std::filesystem::path& path, std::span<const std::string> comment_lines,
                 std::span<const std::string> sampler_columns, std::span<const std::string> parameter_names);
   void write_draw(std::span<const double> sampler_values, std::span<const double> theta);
+  /// Continues a file this writer wrote, after its first `keep` bytes (see OutputFile).
+  StanCsvWriter(const std::filesystem::path& path, std::uint64_t keep) : file_(path, keep) {}
   void write_comment(std::string_view line);
   void close() { file_.close(); }
+  std::uint64_t flush() { return file_.flush(); }
 
 private:
   OutputFile file_;
@@ -206,6 +216,28 @@ StanCsv read_stan_csv(const std::filesystem::path& path) {
 OutputFile::OutputFile(const std::filesystem::path& path) : path_(path) {
   file_ = std::fopen(path.c_str(), "wb");
   if (!file_) throw Error(fmt::format("{}: cannot write ({})", path.string(), std::strerror(errno)));
+}
+
+OutputFile::OutputFile(const std::filesystem::path& path, std::uint64_t keep) : path_(path) {
+  std::error_code error;
+  const std::uint64_t length = std::filesystem::file_size(path, error);
+  if (error) throw Error(fmt::format("{}: cannot continue it ({})", path.string(), error.message()));
+  if (length < keep)
+    throw Error(fmt::format("{}: {} bytes, fewer than the {} its checkpoint recorded; the file was changed after the "
+                            "checkpoint",
+                            path.string(), length, keep));
+  std::filesystem::resize_file(path, keep, error);
+  if (error) throw Error(fmt::format("{}: cannot cut it to {} bytes ({})", path.string(), keep, error.message()));
+  file_ = std::fopen(path.c_str(), "ab");
+  if (!file_ || std::fseek(file_, 0, SEEK_END) != 0)  // so that ftell (flush) tells the length
+    throw Error(fmt::format("{}: cannot write ({})", path.string(), std::strerror(errno)));
+}
+
+std::uint64_t OutputFile::flush() {
+  if (std::fflush(file_) != 0) throw Error(fmt::format("{}: write failed ({})", path_.string(), std::strerror(errno)));
+  const long position = std::ftell(file_);
+  if (position < 0) throw Error(fmt::format("{}: cannot tell its length ({})", path_.string(), std::strerror(errno)));
+  return static_cast<std::uint64_t>(position);
 }
 
 OutputFile::~OutputFile() {

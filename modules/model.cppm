@@ -24,8 +24,9 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 4;  // 2: lipschitz_bounds, 3: quantities,
-                                                             // 4: prior terms given the workspace
+inline constexpr std::uint32_t model_interface_version = 5;  // 2: lipschitz_bounds, 3: quantities,
+                                                             // 4: prior terms given the workspace,
+                                                             // 5: Workspace save_state/restore_state
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.
@@ -54,6 +55,12 @@ struct Batch {
 class Workspace {
 public:
   virtual ~Workspace() = default;
+  /// What a checkpoint must keep for a resumed chain to continue bit for bit: state that carries
+  /// from one iteration to the next (Gibbs-updated hyperparameters, running predictive averages,
+  /// latent variables). Scratch buffers are not state. restore_state reads the same values in
+  /// the same order into a workspace fresh from make_workspace(). By default there is none.
+  virtual void save_state(StateWriter& /*out*/) const {}
+  virtual void restore_state(StateReader& /*in*/) {}
 };
 
 class Model {

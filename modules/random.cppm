@@ -1,12 +1,14 @@
 // Random streams. Every chain owns one stream derived from (seed, chain), so a chain's draws do
 // not depend on which thread runs it or on how many chains run beside it.
 module;
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <numbers>
 #include <span>
 #include <pcg_random.hpp>
 export module sgmcmc.random;
+export import sgmcmc.state;
 
 export namespace sgmcmc {
 
@@ -46,8 +48,39 @@ public:
 
   bool operator==(const Rng&) const = default;
 
+  /// The engine's whole state, its position and its stream (the multiplier is a constant), as
+  /// four 64-bit words: a restored stream continues with the same numbers.
+  void save_state(StateWriter& out) const {
+    out.section("random stream");
+    for (std::uint64_t word : engine_.words()) out.count(word);
+  }
+  void restore_state(StateReader& in) {
+    in.section("random stream");
+    std::array<std::uint64_t, 4> words;
+    for (auto& word : words) word = in.count();
+    engine_.set_words(words);
+  }
+
 private:
-  pcg64 engine_;
+  /// pcg64 with its 128-bit state and increment readable and settable (pcg keeps them
+  /// protected; its text stream operators for 128-bit integers do not resolve in a module).
+  class Engine : public pcg64 {
+  public:
+    using pcg64::pcg64;
+    std::array<std::uint64_t, 4> words() const {
+      return {high(state_), low(state_), high(this->increment()), low(this->increment())};
+    }
+    void set_words(const std::array<std::uint64_t, 4>& words) {
+      state_ = join(words[0], words[1]);
+      this->inc_ = join(words[2], words[3]);
+    }
+
+  private:
+    static std::uint64_t high(__uint128_t x) { return static_cast<std::uint64_t>(x >> 64); }
+    static std::uint64_t low(__uint128_t x) { return static_cast<std::uint64_t>(x); }
+    static __uint128_t join(std::uint64_t high, std::uint64_t low) { return (static_cast<__uint128_t>(high) << 64) | low; }
+  };
+  Engine engine_;
 };
 
 /// Stream numbers by purpose, so that the data simulation of a model and the chains never share

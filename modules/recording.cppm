@@ -62,6 +62,11 @@ public:
   /// out ← the model's quantities of interest at θ.
   void quantities(std::span<const double> theta, std::span<double> out);
 
+  /// Checkpoints: the recorder's stream, cost, estimator and workspace. A restored recorder
+  /// needs no prepare().
+  void save_state(StateWriter& out) const;
+  void restore_state(StateReader& in);
+
   bool records_gradients() const { return estimator_ != nullptr; }
   std::size_t quantity_count() const { return quantity_count_; }
   const Cost& cost() const { return cost_; }
@@ -155,6 +160,24 @@ void DrawRecorder::prepare() {
   model_->initial_point(start, rng_);
   ChainContext context{*model_, *workspace_, rng_, cost_};
   estimator_->prepare(start, context);  // moves only this copy of the start point
+}
+
+void DrawRecorder::save_state(StateWriter& out) const {
+  out.section("draw recorder");
+  rng_.save_state(out);
+  out.count(cost_.item_gradients);
+  out.count(cost_.full_passes);
+  if (estimator_) estimator_->save_state(out);
+  workspace_->save_state(out);
+}
+
+void DrawRecorder::restore_state(StateReader& in) {
+  in.section("draw recorder");
+  rng_.restore_state(in);
+  cost_.item_gradients = in.count();
+  cost_.full_passes = in.count();
+  if (estimator_) estimator_->restore_state(in);
+  workspace_->restore_state(in);
 }
 
 void DrawRecorder::score(std::span<const double> theta, std::span<double> out) {

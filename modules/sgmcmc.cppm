@@ -1,6 +1,7 @@
 // The umbrella module: `import sgmcmc;` gives a plugin, the runner or a test the whole framework.
 export module sgmcmc;
 export import sgmcmc.error;
+export import sgmcmc.state;
 export import sgmcmc.random;
 export import sgmcmc.settings;
 export import sgmcmc.catalogue;

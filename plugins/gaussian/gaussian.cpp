@@ -72,7 +72,9 @@ Dataset read_file(const std::string& path, const Settings& settings) {
 struct GaussianWorkspace final : sgmcmc::Workspace {
   explicit GaussianWorkspace(std::size_t test_rows) : predictive(test_rows), log_densities(test_rows) {}
   sgmcmc::PredictiveAverage predictive;
-  std::vector<double> log_densities;
+  std::vector<double> log_densities;  // scratch: not state
+  void save_state(sgmcmc::StateWriter& out) const override { predictive.save_state(out); }
+  void restore_state(sgmcmc::StateReader& in) override { predictive.restore_state(in); }
 };
 
 class GaussianModel final : public sgmcmc::Model {

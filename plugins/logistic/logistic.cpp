@@ -75,7 +75,9 @@ std::vector<std::size_t> all_rows(std::size_t count) {
 struct LogisticWorkspace final : sgmcmc::Workspace {
   explicit LogisticWorkspace(std::size_t test_rows) : predictive(test_rows), log_likelihoods(test_rows) {}
   sgmcmc::PredictiveAverage predictive;
-  std::vector<double> log_likelihoods;
+  std::vector<double> log_likelihoods;  // scratch: not state
+  void save_state(sgmcmc::StateWriter& out) const override { predictive.save_state(out); }
+  void restore_state(sgmcmc::StateReader& in) override { predictive.restore_state(in); }
 };
 
 /// The rows a model is built from: the data, which of its rows train, and the test set (rows of

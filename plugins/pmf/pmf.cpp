@@ -76,6 +76,23 @@ struct PmfWorkspace final : sgmcmc::Workspace {
   std::vector<double> log_densities;  // one draw's log p(r*_j | θ, hyper), scratch
   std::vector<double> mean_sum;       // Σ over evaluated draws of the predicted mean of r*_j
   std::uint64_t mean_draws = 0;
+
+  /// The Gibbs-updated hyperparameters and the running averages behind the metrics.
+  void save_state(sgmcmc::StateWriter& out) const override {
+    out.section("pmf workspace");
+    for (const auto* values : {&hyper.mean_u, &hyper.precision_u, &hyper.mean_v, &hyper.precision_v}) out.numbers(*values);
+    predictive.save_state(out);
+    out.numbers(mean_sum);
+    out.count(mean_draws);
+  }
+  void restore_state(sgmcmc::StateReader& in) override {
+    in.section("pmf workspace");
+    for (auto* values : {&hyper.mean_u, &hyper.precision_u, &hyper.mean_v, &hyper.precision_v})
+      in.numbers(*values, values->size());
+    predictive.restore_state(in);
+    in.numbers(mean_sum, mean_sum.size());
+    mean_draws = in.count();
+  }
 };
 
 /// Everything a model is built from, read from [model].
