@@ -22,6 +22,9 @@ struct RunOptions {
   bool replace = false;
   bool quiet = false;
   std::optional<std::filesystem::path> plugin_dir;
+  std::optional<std::int64_t> checkpoint_every;  // run.checkpoint_every
+  std::uint64_t stop_after = 0;                  // stop after this iteration's checkpoint (0: never)
+  std::optional<std::filesystem::path> resume;   // continue the run in this folder
 };
 
 int run_command(const RunOptions& options);

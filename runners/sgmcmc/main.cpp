@@ -26,6 +26,13 @@ int main(int argc, char** argv) {
   run_cmd->add_flag("--replace", run.replace, "replace the output folder's files if it is not empty");
   run_cmd->add_flag("--quiet", run.quiet, "no progress bar, no summary");
   run_cmd->add_option("--plugin-dir", run.plugin_dir, "search this folder for model plugins first");
+  run_cmd->add_option("--checkpoint-every", run.checkpoint_every,
+                      "run.checkpoint_every: save every chain's state every K iterations, for --resume")
+      ->check(CLI::NonNegativeNumber);
+  run_cmd->add_option("--stop-after", run.stop_after,
+                      "stop every chain after iteration K's checkpoint (K a multiple of the checkpoint interval)");
+  auto* resume = run_cmd->add_option("--resume", run.resume, "continue the interrupted run in this folder from its checkpoints");
+  resume->excludes("--out")->excludes("--replace");
 
   SweepOptions sweep;
   auto* sweep_cmd = app.add_subcommand("sweep", "a grid of runs (cells) over any settings, on a thread pool");
@@ -85,7 +92,8 @@ int main(int argc, char** argv) {
   }
   try {
     if (run_cmd->parsed()) {
-      if (!run.preset && !run.config_file) throw sgmcmc::Error("sgmcmc run: give --preset NAME or --config FILE.toml");
+      if (!run.preset && !run.config_file && !run.resume)
+        throw sgmcmc::Error("sgmcmc run: give --preset NAME, --config FILE.toml or --resume DIR");
       return run_command(run);
     }
     if (sweep_cmd->parsed()) return sweep_command(sweep);

@@ -6,6 +6,11 @@
 //   metrics.csv    chain, iteration, seconds, item_gradients, then the model's metrics
 //   manifest.json  resolved configuration, seed, versions, timings, cost; written last, through a
 //                  temporary name, so a folder without it is an interrupted run.
+// With run.checkpoint_every (for `sgmcmc run --resume DIR`):
+//   config.toml        the keys set, which --resume rebuilds the run from
+//   checkpoint.json    the source and resolved configuration, which a resumed run must match
+//   checkpoint-<k>.bin chain k's state (sgmcmc.state) and where its files stood; removed when
+//                      the run is complete
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -43,22 +48,31 @@ struct LoadedConfig {
   std::string source;  // where it came from, for the manifest
 };
 
+std::string file_text(const fs::path& path, const char* what) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw sgmcmc::Error(fmt::format("{}: cannot open the {}", path.string(), what));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 LoadedConfig load_config(const RunOptions& options) {
   LoadedConfig loaded;
   if (options.preset) {
     const auto& preset = find_preset(*options.preset);
     loaded = {sgmcmc::parse_config(preset.text, preset.source), preset.name, fmt::format("preset {}", preset.name)};
-  } else {
-    std::ifstream in(*options.config_file);
-    if (!in) throw sgmcmc::Error(fmt::format("{}: cannot open the configuration file", options.config_file->string()));
-    std::stringstream text;
-    text << in.rdbuf();
-    loaded = {sgmcmc::parse_config(text.str(), options.config_file->string()),
+  } else if (options.config_file) {
+    loaded = {sgmcmc::parse_config(file_text(*options.config_file, "configuration file"), options.config_file->string()),
               options.config_file->stem().string(), options.config_file->string()};
+  } else {  // --resume DIR alone: the configuration the run wrote there
+    const fs::path file = *options.resume / "config.toml";
+    loaded = {sgmcmc::parse_config(file_text(file, "configuration the run recorded"), file.string()), "", file.string()};
   }
   for (const auto& assignment : options.overrides) sgmcmc::apply_override(loaded.config, assignment);
   if (options.seed) sgmcmc::apply_override(loaded.config, fmt::format("run.seed={}", *options.seed));
   if (options.chains) sgmcmc::apply_override(loaded.config, fmt::format("run.chains={}", *options.chains));
+  if (options.checkpoint_every)
+    sgmcmc::apply_override(loaded.config, fmt::format("run.checkpoint_every={}", *options.checkpoint_every));
   return loaded;
 }
 
@@ -76,6 +90,9 @@ RunSchedule read_schedule(const sgmcmc::Settings& run) {
   schedule.chain.thin = static_cast<std::uint64_t>(run.integer_at_least("thin", 1, 1));
   schedule.chain.eval_every = static_cast<std::uint64_t>(run.integer_at_least("eval_every", 10, 1));
   schedule.chain.compute_lp = run.flag("lp", false);
+  // Read only when set: runs without checkpoints record no such key (their files are unchanged).
+  if (run.contains("checkpoint_every"))
+    schedule.chain.checkpoint_every = static_cast<std::uint64_t>(run.integer_at_least("checkpoint_every", 0, 0));
   schedule.chains = static_cast<std::uint64_t>(run.integer_at_least("chains", 1, 1));
   schedule.seed = static_cast<std::uint64_t>(run.integer_at_least("seed", 1, 0));
   // Separate, so that chains of several seeds can sample one data set (box plots across seeds).
@@ -101,9 +118,10 @@ fs::path prepare_output(const RunOptions& options, const std::string& label) {
     throw sgmcmc::Error(fmt::format("output folder '{}' is not empty; choose another --out, or add --replace", out.string()));
   fs::create_directories(out, error);
   if (error) throw sgmcmc::Error(fmt::format("output folder '{}': {}", out.string(), error.message()));
-  for (const char* stale : {"manifest.json", "metrics.csv"}) fs::remove(out / stale, error);
+  for (const char* stale : {"manifest.json", "metrics.csv", "config.toml", "checkpoint.json"}) fs::remove(out / stale, error);
   for (const auto& entry : fs::directory_iterator(out))
-    if (const auto name = entry.path().filename().string(); name.starts_with("chain-") || name.starts_with("gradients-"))
+    if (const auto name = entry.path().filename().string();
+        name.starts_with("chain-") || name.starts_with("gradients-") || name.starts_with("checkpoint-"))
       fs::remove(entry.path(), error);
   return out;
 }
@@ -146,6 +164,9 @@ public:
     for (const auto& comment : comments) file_.write(fmt::format("# {}\n", comment));
     file_.write(fmt::format("{}\n", fmt::join(sgmcmc::gradient_column_names(names), ",")));
   }
+  /// Continues the file after its first `keep` bytes.
+  GradientFile(const fs::path& path, std::uint64_t keep) : file_(path, keep) {}
+  std::uint64_t flush() { return file_.flush(); }
   void write(std::span<const double> score) {
     line_.clear();
     for (double value : score) {
@@ -161,29 +182,61 @@ private:
   std::string line_;
 };
 
+/// Where chain k's files go.
+struct ChainPaths {
+  fs::path draws, gradients, checkpoint;
+};
+
 /// One chain's output: draws (and the model's quantities, when recorded, as generated-quantity
 /// columns after the parameters) streamed to its Stan CSV, gradients to gradients-<k>.csv, metric
-/// rows kept for metrics.csv.
+/// rows kept for metrics.csv. At a checkpoint it adds where its files stand, its metric rows and
+/// its recorder to the chain's state and writes checkpoint-<k>.bin.
 class ChainFiles final : public sgmcmc::ChainObserver {
 public:
-  ChainFiles(const fs::path& path, const std::vector<std::string>& comments, bool tests_acceptance,
+  ChainFiles(ChainPaths paths, std::vector<std::string> comments, bool tests_acceptance,
              const std::vector<std::string>& names, std::unique_ptr<sgmcmc::DrawRecorder> recorder,
-             const std::vector<std::string>& quantity_names, const fs::path& gradient_path)
-      : draws_(path, comments, sampler_columns(tests_acceptance), columns(names, recorder ? recorder->quantity_count() : 0, quantity_names)),
-        tests_acceptance_(tests_acceptance), recorder_(std::move(recorder)) {
-    if (recorder_ && recorder_->records_gradients()) {
-      auto gradient_comments = comments;
-      gradient_comments.push_back("grad_lp.<parameter> = d log pi / d parameter = -dU/d parameter at the draw of the same row "
-                                  "of chain-<k>.csv");
-      gradients_.emplace(gradient_path, gradient_comments, names);
-      score_.resize(names.size());
-    }
+             const std::vector<std::string>& quantity_names)
+      : paths_(std::move(paths)), comments_(std::move(comments)), tests_acceptance_(tests_acceptance),
+        parameter_names_(names), columns_(columns(names, recorder ? recorder->quantity_count() : 0, quantity_names)),
+        recorder_(std::move(recorder)) {
+    if (records_gradients()) score_.resize(names.size());
     if (recorder_) row_.resize(names.size() + recorder_->quantity_count());
   }
+  /// Reads what on_checkpoint added to a chain's state; open() then continues the files there.
+  void restore_state(sgmcmc::StateReader& in) {
+    in.section("chain files");
+    continue_at_ = Lengths{in.count(), in.count()};
+    rows_.resize(in.count());
+    for (auto& row : rows_) {
+      row.iteration = in.count();
+      row.seconds = in.number();
+      row.cost.item_gradients = in.count();
+      row.cost.full_passes = in.count();
+      row.values = in.numbers();
+    }
+    if (recorder_) recorder_->restore_state(in);
+  }
+  /// New files with comments and headers, or, after restore_state, the files cut to where the
+  /// checkpoint left them (an interrupted run may have written beyond it) and continued.
+  void open() {
+    if (continue_at_) {
+      draws_.emplace(paths_.draws, continue_at_->draws);
+      if (records_gradients()) gradients_.emplace(paths_.gradients, continue_at_->gradients);
+      return;
+    }
+    draws_.emplace(paths_.draws, comments_, sampler_columns(tests_acceptance_), columns_);
+    if (records_gradients()) {
+      auto gradient_comments = comments_;
+      gradient_comments.push_back("grad_lp.<parameter> = d log pi / d parameter = -dU/d parameter at the draw of the same row "
+                                  "of chain-<k>.csv");
+      gradients_.emplace(paths_.gradients, gradient_comments, parameter_names_);
+    }
+  }
   /// Work before the chain's first iteration (a `cv` recorder's centring), in the chain's thread.
-  /// Its errors name the [estimator] keys it reads, so they say whose centring failed.
+  /// Its errors name the [estimator] keys it reads, so they say whose centring failed. A
+  /// recorder restored from a checkpoint has done it.
   void prepare() {
-    if (!recorder_) return;
+    if (!recorder_ || continue_at_) return;
     try {
       recorder_->prepare();
     } catch (const sgmcmc::Error& error) {
@@ -194,10 +247,10 @@ public:
     const double all[] = {draw.lp, draw.decision.accept_stat, draw.step_size, draw.decision.delta_energy,
                           draw.decision.accepted ? 1.0 : 0.0};
     const std::span sampler(all, tests_acceptance_ ? 5 : 3);
-    if (!recorder_) return draws_.write_draw(sampler, draw.theta);
+    if (!recorder_) return draws_->write_draw(sampler, draw.theta);
     std::copy(draw.theta.begin(), draw.theta.end(), row_.begin());
     if (recorder_->quantity_count()) recorder_->quantities(draw.theta, std::span(row_).subspan(draw.theta.size()));
-    draws_.write_draw(sampler, row_);
+    draws_->write_draw(sampler, row_);
     if (gradients_) {
       recorder_->score(draw.theta, score_);
       gradients_->write(score_);
@@ -206,8 +259,24 @@ public:
   void on_metrics(const sgmcmc::MetricsRow& row) override {
     rows_.push_back({row.iteration, row.seconds, row.cost, {row.values.begin(), row.values.end()}});
   }
+  /// The files are flushed first, so the lengths saved are what is on disk.
+  void on_checkpoint(std::uint64_t, sgmcmc::StateWriter& state) override {
+    state.section("chain files");
+    state.count(draws_->flush());
+    state.count(gradients_ ? gradients_->flush() : 0);
+    state.count(rows_.size());
+    for (const auto& row : rows_) {
+      state.count(row.iteration);
+      state.number(row.seconds);
+      state.count(row.cost.item_gradients);
+      state.count(row.cost.full_passes);
+      state.numbers(row.values);
+    }
+    if (recorder_) recorder_->save_state(state);
+    sgmcmc::write_state_file(paths_.checkpoint, state);
+  }
   void close() {
-    draws_.close();
+    draws_->close();
     if (gradients_) gradients_->close();
   }
   sgmcmc::Cost recording_cost() const { return recorder_ ? recorder_->cost() : sgmcmc::Cost{}; }
@@ -225,10 +294,18 @@ private:
     if (quantities) names.insert(names.end(), quantity_names.begin(), quantity_names.end());
     return names;
   }
+  bool records_gradients() const { return recorder_ && recorder_->records_gradients(); }
 
-  sgmcmc::StanCsvWriter draws_;
+  struct Lengths {
+    std::uint64_t draws, gradients;  // bytes of chain-<k>.csv and gradients-<k>.csv at the checkpoint
+  };
+  ChainPaths paths_;
+  std::vector<std::string> comments_;
   bool tests_acceptance_;
+  std::vector<std::string> parameter_names_, columns_;
   std::unique_ptr<sgmcmc::DrawRecorder> recorder_;
+  std::optional<Lengths> continue_at_;
+  std::optional<sgmcmc::StanCsvWriter> draws_;
   std::optional<GradientFile> gradients_;
   std::vector<double> row_, score_;
   std::vector<Row> rows_;
@@ -239,6 +316,7 @@ struct ChainJob {
   std::unique_ptr<ChainFiles> files;
   sgmcmc::ChainResult result;
   std::exception_ptr failure;
+  std::uint64_t resumed_at = 0;  // the iteration of the checkpoint it continued from, if any
 };
 
 void write_metrics(const fs::path& path, const std::vector<std::string>& names, const std::vector<ChainJob>& jobs) {
@@ -259,12 +337,14 @@ void write_metrics(const fs::path& path, const std::vector<std::string>& names, 
   file.close();
 }
 
-void write_manifest(const fs::path& out, const json& manifest) {
-  const fs::path temporary = out / "manifest.json.partial";
+/// Whole or absent: written to a temporary name, then renamed.
+void write_atomically(const fs::path& path, const std::string& text) {
+  fs::path temporary = path;
+  temporary += ".partial";
   sgmcmc::OutputFile file(temporary);
-  file.write(manifest.dump(2) + "\n");
+  file.write(text);
   file.close();
-  fs::rename(temporary, out / "manifest.json");
+  fs::rename(temporary, path);
 }
 
 /// Runs every job on `threads` threads. Chains are independent (own stream, workspace and
@@ -384,12 +464,66 @@ json manifest_chains(const PreparedRun& run) {
                       {"iterations", r.iterations}, {"seconds", r.seconds}, {"item_gradients", r.cost.item_gradients},
                       {"full_passes", r.cost.full_passes}, {"blocks", r.blocks}, {"accepted_blocks", r.accepted_blocks},
                       {"non_finite_proposals", r.non_finite_proposals}, {"mean_accept_stat", r.mean_accept_stat},
-                      {"recording_item_gradients", run.jobs[k].files->recording_cost().item_gradients}});
+                      {"recording_item_gradients", run.jobs[k].files->recording_cost().item_gradients},
+                      {"resumed_at_iteration", run.jobs[k].resumed_at}});
   }
   return chains;
 }
 
-void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifest) {
+/// config.toml and checkpoint.json, before any chain starts.
+void record_run(const PreparedRun& run, const fs::path& out, const json& manifest) {
+  write_atomically(out / "config.toml",
+                   fmt::format("# The keys set for this run ({}), which `sgmcmc run --resume` rebuilds it from.\n{}",
+                               run.source, sgmcmc::format_config(run.config)));
+  const json recorded = {{"sgmcmc_version", SGMCMC_VERSION}, {"source", run.source}, {"config", manifest["config"]}};
+  write_atomically(out / "checkpoint.json", recorded.dump(2) + "\n");
+}
+
+json read_recorded_run(const fs::path& out) {
+  const fs::path path = out / "checkpoint.json";
+  try {
+    return json::parse(file_text(path, "record of the checkpointed run"));
+  } catch (const json::exception& error) {
+    throw sgmcmc::Error(fmt::format("{}: not a record of a checkpointed run ({})", path.string(), error.what()));
+  }
+}
+
+/// "section.key: <here> here, <there> recorded", one per key that differs.
+std::vector<std::string> config_differences(const json& here, const json& recorded) {
+  std::vector<std::string> differences;
+  std::map<std::string, std::pair<json, json>> keys;
+  for (const auto& [section, values] : here.items())
+    for (const auto& [key, value] : values.items()) keys[section + "." + key].first = value;
+  for (const auto& [section, values] : recorded.items())
+    for (const auto& [key, value] : values.items()) keys[section + "." + key].second = value;
+  for (const auto& [key, values] : keys)
+    if (values.first != values.second)
+      differences.push_back(fmt::format("{}: {} here, {} recorded", key, values.first.is_null() ? "unset" : values.first.dump(),
+                                        values.second.is_null() ? "unset" : values.second.dump()));
+  return differences;
+}
+
+/// Throws unless `out`'s checkpoint.json records this very run: the same sgmcmc and the same
+/// resolved configuration (a checkpoint restored into another configuration would not continue
+/// the chain it came from).
+void check_recorded_run(const fs::path& out, const json& manifest) {
+  const json recorded = read_recorded_run(out);
+  const fs::path path = out / "checkpoint.json";
+  if (recorded.value("sgmcmc_version", "") != SGMCMC_VERSION)
+    throw sgmcmc::Error(fmt::format("{}: the run was made by sgmcmc {}, this is {}; its chains cannot be continued bit "
+                                    "for bit (nothing was changed)",
+                                    path.string(), recorded.value("sgmcmc_version", "?"), SGMCMC_VERSION));
+  if (const auto differences = config_differences(manifest["config"], recorded["config"]); !differences.empty())
+    throw sgmcmc::Error(fmt::format("{}: the configuration differs from the one this folder was run with ({}); resume "
+                                    "with the same configuration, or start a new run (nothing was changed)",
+                                    path.string(), fmt::join(differences, "; ")));
+}
+
+fs::path checkpoint_path(const fs::path& out, std::size_t k) { return out / fmt::format("checkpoint-{}.bin", k + 1); }
+
+/// Builds every chain's files; with `resume`, first restores every chain that has a checkpoint
+/// (all are read before any file is touched, so a bad checkpoint changes nothing).
+void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifest, bool resume) {
   auto comments = config_comment_lines(manifest["config"]);
   comments.insert(comments.begin(), fmt::format("sgmcmc {} ({})", SGMCMC_VERSION, run.source));
   comments.push_back(run.schedule.chain.compute_lp ? "lp__ = -U(theta), up to a constant"
@@ -399,15 +533,39 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
   for (std::uint64_t k = 0; k < run.schedule.chains; ++k) {
     auto chain_comments = comments;
     chain_comments.push_back(fmt::format("chain = {}", k + 1));
-    run.jobs[k].files = std::make_unique<ChainFiles>(out / fmt::format("chain-{}.csv", k + 1), chain_comments, run.tests_acceptance,
-                                                     names, std::move(run.recorders[k]), quantity_names,
-                                                     out / fmt::format("gradients-{}.csv", k + 1));
+    const ChainPaths paths{out / fmt::format("chain-{}.csv", k + 1), out / fmt::format("gradients-{}.csv", k + 1),
+                           checkpoint_path(out, k)};
+    run.jobs[k].files = std::make_unique<ChainFiles>(paths, chain_comments, run.tests_acceptance, names,
+                                                     std::move(run.recorders[k]), quantity_names);
   }
+  for (std::uint64_t k = 0; resume && k < run.schedule.chains; ++k) {
+    if (!fs::exists(checkpoint_path(out, k))) continue;  // interrupted before its first checkpoint
+    auto state = sgmcmc::read_state_file(checkpoint_path(out, k));
+    run.jobs[k].chain->restore_state(state);
+    run.jobs[k].files->restore_state(state);
+    state.finish();
+    run.jobs[k].resumed_at = run.jobs[k].chain->state().iteration;
+  }
+  for (auto& job : run.jobs) job.files->open();
 }
 
 }  // namespace
 
-bool execute_run(PreparedRun& run, const fs::path& out, unsigned threads, std::atomic<std::uint64_t>* progress) {
+std::string resume_refusal(const fs::path& out) {
+  if (!fs::is_directory(out)) return fmt::format("'{}' is not a folder", out.string());
+  if (fs::exists(out / "manifest.json"))
+    return fmt::format("'{}' holds a complete run (its manifest.json is written); there is nothing to resume, and "
+                       "nothing was changed",
+                       out.string());
+  if (!fs::exists(out / "checkpoint.json"))
+    return fmt::format("'{}' holds no checkpoint.json: it is not a run made with checkpoints (--checkpoint-every K or "
+                       "run.checkpoint_every)",
+                       out.string());
+  return "";
+}
+
+RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, std::atomic<std::uint64_t>* progress,
+                       bool resume) {
   json manifest = {{"sgmcmc_version", SGMCMC_VERSION},
                    {"source", run.source},
                    {"config", resolved_config(run.config)},
@@ -417,10 +575,17 @@ bool execute_run(PreparedRun& run, const fs::path& out, unsigned threads, std::a
                               {"plugin", run.plugin->path().string()},
                               {"dimension", run.model->dimension()},
                               {"items", run.model->num_items()}}}};
-  open_chain_files(run, out, manifest);
+  const bool checkpoints = run.schedule.chain.checkpoint_every > 0;
+  if (resume)
+    check_recorded_run(out, manifest);
+  else if (checkpoints)
+    record_run(run, out, manifest);
+  open_chain_files(run, out, manifest, resume);
   run_jobs(run.jobs, run.schedule.chain, threads, progress);
   for (auto& job : run.jobs)
     if (job.failure) std::rethrow_exception(job.failure);
+  for (const auto& job : run.jobs)
+    if (job.result.stopped) return RunOutcome::stopped;  // the checkpoints stay for --resume
 
   write_metrics(out / "metrics.csv", run.model->metric_names(), run.jobs);
   bool any_diverged = false;
@@ -429,28 +594,40 @@ bool execute_run(PreparedRun& run, const fs::path& out, unsigned threads, std::a
   manifest["chains"] = manifest_chains(run);
   manifest["threads"] = threads;
   manifest["timings"] = {{"model_seconds", run.model_seconds}, {"total_seconds", run.elapsed()}};
-  write_manifest(out, manifest);
-  return any_diverged;
+  write_atomically(out / "manifest.json", manifest.dump(2) + "\n");
+  for (std::size_t k = 0; checkpoints && k < run.jobs.size(); ++k) fs::remove(checkpoint_path(out, k));
+  return any_diverged ? RunOutcome::diverged : RunOutcome::complete;
 }
 
 int run_command(const RunOptions& options) {
+  if (options.resume)
+    if (const auto refusal = resume_refusal(*options.resume); !refusal.empty()) throw sgmcmc::Error("--resume: " + refusal);
   auto [config, label, source] = load_config(options);
+  // A resumed run keeps the first run's source: chains that restart write the same headers.
+  if (options.resume) source = read_recorded_run(*options.resume).value("source", source);
   const auto run = prepare_run(std::move(config), source, options.plugin_dir);
   for (const auto& warning : check_keys(*run)) fmt::print(stderr, "sgmcmc: warning: {}\n", warning);
+  run->schedule.chain.stop_after = options.stop_after;
   check_run(*run);
   const auto& schedule = run->schedule;
   const auto& jobs = run->jobs;
 
-  const fs::path out = prepare_output(options, label);
+  const fs::path out = options.resume ? *options.resume : prepare_output(options, label);
   const unsigned threads = options.threads ? options.threads
                                            : static_cast<unsigned>(std::min<std::uint64_t>(
                                                  schedule.chains, std::max(1u, std::thread::hardware_concurrency())));
   std::atomic<std::uint64_t> progress{0};
-  bool any_diverged = false;
+  RunOutcome outcome;
   {
     ProgressBar bar(schedule.chains * (schedule.chain.warmup + schedule.chain.iterations), progress, !options.quiet);
-    any_diverged = execute_run(*run, out, threads, &progress);
+    outcome = execute_run(*run, out, threads, &progress, options.resume.has_value());
   }
+  if (outcome == RunOutcome::stopped) {
+    fmt::print(stderr, "sgmcmc: stopped after iteration {} (--stop-after); continue with: sgmcmc run --resume {}\n",
+               options.stop_after, out.string());
+    return 0;
+  }
+  const bool any_diverged = outcome == RunOutcome::diverged;
   for (std::size_t k = 0; k < jobs.size(); ++k) {
     const auto& r = jobs[k].result;
     if (r.diverged) fmt::print(stderr, "sgmcmc: chain {} {}; its draws until then are in chain-{}.csv\n", k + 1, r.message, k + 1);

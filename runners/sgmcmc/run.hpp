@@ -30,8 +30,17 @@ std::vector<std::string> check_keys(PreparedRun& run);
 /// Checks that need the whole run (lp on a model without exact likelihood, thin vs mh blocks).
 void check_run(const PreparedRun& run);
 
+enum class RunOutcome { complete, diverged, stopped };
+
 /// Writes chain-<k>.csv, gradients-<k>.csv, metrics.csv and, last, manifest.json into `out`
 /// (which exists and is empty), running the chains on `threads` threads. `progress`, if given,
-/// counts iterations for a progress bar. Returns true when a chain diverged.
-bool execute_run(PreparedRun& run, const std::filesystem::path& out, unsigned threads,
-                 std::atomic<std::uint64_t>* progress);
+/// counts iterations for a progress bar. With run.checkpoint_every it first writes config.toml
+/// and checkpoint.json, and checkpoint-<k>.bin as chain k runs (removed once the run is
+/// complete). With `resume`, `out` is such a folder: its checkpoint.json must record this run's
+/// configuration, and each chain continues from its checkpoint, or starts afresh without one.
+/// `stopped`: every chain stopped at run.schedule's stop_after; the folder can be resumed.
+RunOutcome execute_run(PreparedRun& run, const std::filesystem::path& out, unsigned threads,
+                       std::atomic<std::uint64_t>* progress, bool resume = false);
+
+/// Why the folder `out` cannot be resumed (no checkpoint.json, a complete run), or "".
+std::string resume_refusal(const std::filesystem::path& out);

@@ -6,7 +6,8 @@
 //
 // Output folder:
 //   sweep.toml         the sweep file, so --resume can refuse a folder of another sweep
-//   <cell>/            one run's normal outputs; complete when its manifest.json exists
+//   <cell>/            one run's normal outputs; complete when its manifest.json exists (with
+//                      run.checkpoint_every, --resume continues a partial one from its checkpoints)
 //   results.csv        cell, axis values, then each cell's metrics.csv rows
 //   summary.csv        one row per cell: status, cost, acceptance, final metrics, skip reason
 #include <algorithm>
@@ -435,16 +436,20 @@ Verdict validate_cell(const Sweep& sweep, const Cell& cell, const std::optional<
   return verdict;
 }
 
-/// One cell: a fresh folder (a killed sweep may have left a partial one), the run's outputs.
+/// One cell: the run's outputs in `folder`. A partial folder a killed sweep left continues from
+/// its chains' checkpoints when the cell's run takes them (run.checkpoint_every), else is replaced.
 void run_cell(const Sweep& sweep, Cell& cell, const fs::path& folder, const std::optional<fs::path>& plugin_dir) {
   try {
     auto run = prepare_run(cell_config(sweep, cell), cell_source(sweep, cell), plugin_dir);
     check_keys(*run);
     check_run(*run);
-    fs::remove_all(folder);
-    fs::create_directories(folder);
+    const bool resumable = resume_refusal(folder).empty();
+    if (!resumable) {
+      fs::remove_all(folder);
+      fs::create_directories(folder);
+    }
     // One thread per cell: the pool's threads are the cells.
-    cell.status = execute_run(*run, folder, 1, nullptr) ? "diverged" : "complete";
+    cell.status = execute_run(*run, folder, 1, nullptr, resumable) == RunOutcome::diverged ? "diverged" : "complete";
   } catch (const sgmcmc::Error& error) {
     cell.status = "failed";
     cell.reason = error.what();

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <vector>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "support.hpp"
 
@@ -27,7 +28,7 @@ namespace {
 
 // 2 estimators × 2 step sizes × 2 seeds on the demo's gaussian model, small enough for seconds.
 // `iterations` is a parameter so the interruption test can make cells last long enough to kill.
-std::string small_sweep(int iterations = 200, int eval_every = 50) {
+std::string small_sweep(int iterations = 200, int eval_every = 50, int checkpoint_every = 0) {
   return "preset = \"demo\"\n"
          "\n"
          "[base.model]\n"
@@ -38,7 +39,8 @@ std::string small_sweep(int iterations = 200, int eval_every = 50) {
          "iterations = " + std::to_string(iterations) + "\n"
          "thin = 5\n"
          "chains = 2\n"
-         "eval_every = " + std::to_string(eval_every) + "\n"
+         "eval_every = " + std::to_string(eval_every) + "\n" +
+         (checkpoint_every ? "checkpoint_every = " + std::to_string(checkpoint_every) + "\n" : std::string()) +
          "\n"
          "[axes]\n"
          "\"estimator.name\" = [\"minibatch\", \"exact\"]\n"
@@ -307,4 +309,55 @@ TEST_CASE("sgmcmc sweep killed mid-way and resumed gives the uninterrupted table
   CHECK(finished_cells(out) == 8);
   CHECK(without_seconds(test::read_text(out / "results.csv")) ==
         without_seconds(test::read_text(dir.path() / "whole" / "results.csv")));
+}
+
+namespace {
+
+/// A cell folder with a checkpoint and no manifest: a cell in flight that has saved its state.
+bool cell_with_checkpoint(const fs::path& out) {
+  if (!fs::exists(out)) return false;
+  for (const auto& entry : fs::directory_iterator(out))
+    if (entry.is_directory() && fs::exists(entry.path() / "checkpoint-1.bin") && !fs::exists(entry.path() / "manifest.json"))
+      return true;
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("a sweep with checkpoints killed mid-cell continues its cells in flight from their checkpoints") {
+  test::TempDir dir;
+  const auto file = dir.write("checkpointed.toml", small_sweep(20000, 1000, 500));
+  REQUIRE(sweep(file, dir.path() / "whole", "--jobs 2").exit_code == 0);
+
+  const auto out = dir.path() / "killed";
+  const pid_t child = spawn_sweep(file, out);
+  REQUIRE(child > 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int status = 0;
+  bool exited = false;
+  while (!cell_with_checkpoint(out) && std::chrono::steady_clock::now() < deadline) {
+    if (waitpid(child, &status, WNOHANG) == child) {
+      exited = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(!exited);
+  kill(child, SIGKILL);
+  waitpid(child, &status, 0);
+  REQUIRE(WIFSIGNALED(status));
+  REQUIRE(cell_with_checkpoint(out));
+
+  const auto resumed = sweep(file, out, "--resume --jobs 2");
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(finished_cells(out) == 8);
+  CHECK(without_seconds(test::read_text(out / "results.csv")) ==
+        without_seconds(test::read_text(dir.path() / "whole" / "results.csv")));
+  std::size_t continued = 0;  // chains that went on from a checkpoint rather than from iteration 0
+  for (const auto& entry : fs::directory_iterator(out))
+    if (entry.is_directory())
+      for (const auto& chain : nlohmann::json::parse(test::read_text(entry.path() / "manifest.json"))["chains"])
+        continued += chain["resumed_at_iteration"].get<std::uint64_t>() > 0 ? 1 : 0;
+  CHECK(continued >= 1);
 }
