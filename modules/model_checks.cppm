@@ -290,6 +290,32 @@ bool identical(const Vector& a, const Vector& b) {
   return true;
 }
 
+/// A chain resumed from a checkpoint continues bit for bit only if the workspace's save_state
+/// writes all of its state: a workspace used as a chain uses one (after_step hooks, metric
+/// evaluations), saved and restored into a fresh one, must then give what the used one gives.
+CheckOutcome workspace_state_check(const Model& model, const std::vector<Vector>& points) {
+  auto used = model.make_workspace();
+  Rng rng(7, 7);
+  for (std::uint64_t iteration = 1; iteration <= 30; ++iteration) {
+    Vector theta = points[iteration % points.size()];
+    model.after_step(iteration, theta, *used, rng);
+    fingerprint(model, *used, theta);
+  }
+  StateWriter saved;
+  used->save_state(saved);
+  auto restored = model.make_workspace();
+  StateReader in(saved.bytes(), "the saved workspace");
+  restored->restore_state(in);
+  in.finish();
+  const Vector& theta = points.front();
+  const bool same = identical(fingerprint(model, *restored, theta), fingerprint(model, *used, theta));
+  return {"checkpoints: a workspace restored from a used one's save_state gives the same gradient and metrics",
+          same ? CheckOutcome::Status::passed : CheckOutcome::Status::failed,
+          same ? fmt::format("{} bytes of state after 30 iterations", saved.bytes().size())
+               : "Workspace::save_state/restore_state leave out state that carries across iterations (running "
+                 "averages, hyperparameters), so a resumed chain would not continue as it would have"};
+}
+
 std::vector<CheckOutcome> reproducibility_checks(const Probe& probe, const ModelBuilder& build, const Settings& settings) {
   std::vector<CheckOutcome> outcomes;
   const Vector& theta = probe.points.front();
@@ -316,6 +342,7 @@ std::vector<CheckOutcome> reproducibility_checks(const Probe& probe, const Model
   const bool agree = std::all_of(results.begin(), results.end(), [&](const Vector& r) { return identical(r, reference); });
   outcomes.push_back({"thread safety: 4 workspaces in 4 threads agree with one",
                       agree ? CheckOutcome::Status::passed : CheckOutcome::Status::failed, ""});
+  outcomes.push_back(workspace_state_check(*probe.model, probe.points));
 
   if (probe.capabilities.simulation) {
     std::string error;

@@ -85,6 +85,19 @@ TEST_CASE("check-model names each deliberate fault and exits non-zero") {
   CHECK(dropped.exit_code == 1);
   CHECK_THAT(dropped.output, Contains("FAIL  batch gradient equals the sum of single-item gradients"));
   CHECK_THAT(dropped.output, Contains("FAIL  weighted batch gradient equals the weighted sum"));
+  const auto unsaved = test::run_cli("check-model " + fixture("workspace_state_not_saved"));
+  INFO(unsaved.output);
+  CHECK(unsaved.exit_code == 1);
+  CHECK_THAT(unsaved.output, Contains("FAIL  checkpoints: a workspace restored from a used one's save_state"));
+  CHECK_THAT(unsaved.output, Contains("PASS  batch gradient equals the sum of single-item gradients"));
+  // The bundled plugins' workspaces save all their state (pmf: hyperparameters and averages).
+  for (const char* bundled : {"gaussian --set model.n=300", "logistic --set model.n=2000",
+                              "pmf --set model.users=40 --set model.items=30 --set model.ratings=400 --set model.gibbs_every=3"}) {
+    const auto checked = test::run_cli(std::string("check-model ") + bundled);
+    INFO(checked.output);
+    CHECK(checked.exit_code == 0);
+    CHECK_THAT(checked.output, Contains("PASS  checkpoints: a workspace restored"));
+  }
 
   // The loader's refusals come first, whatever the command.
   const auto abi = test::run_cli("check-model " + fixture("other_fingerprint"));
