@@ -1,13 +1,17 @@
 // Helpers shared by the test suites: temporary folders, the real gaussian plugin, the real CLI.
 #pragma once
 #include <array>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
+#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,6 +82,39 @@ inline CliResult run_cli(const std::string& arguments) {
   while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
   const int status = pclose(pipe);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
+
+/// Starts the real `sgmcmc` binary with `arguments` in a child process, output discarded.
+inline pid_t spawn_cli(std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), SGMCMC_CLI);
+  std::vector<char*> argv;
+  for (auto& argument : arguments) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {  // only async-signal-safe calls between fork and exec
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+/// Waits until `ready()` holds, then kills `child` with SIGKILL (a power cut, as far as its files
+/// know). False when the child ended first or nothing was ready within two minutes.
+template <class Ready>
+bool kill_when(pid_t child, Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  int status = 0;
+  while (!ready()) {
+    if (waitpid(child, &status, WNOHANG) == child) return false;
+    if (std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  kill(child, SIGKILL);
+  waitpid(child, &status, 0);
+  return WIFSIGNALED(status) && ready();
 }
 
 }  // namespace test

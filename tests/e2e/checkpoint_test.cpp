@@ -5,16 +5,13 @@
 // (Gibbs-updated hyperparameters in its workspace) and logistic (running predictive averages).
 // Bad input: a corrupt or truncated checkpoint, another configuration, a finished run.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <filesystem>
+#include <optional>
 #include <string>
-#include <thread>
 #include <vector>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "support.hpp"
 
@@ -146,26 +143,6 @@ TEST_CASE("pmf and logistic runs stopped at a checkpoint and resumed continue bi
   }
 }
 
-namespace {
-
-/// Starts `sgmcmc ARGUMENTS...` in a child process, output discarded.
-pid_t spawn_cli(std::vector<std::string> arguments) {
-  arguments.insert(arguments.begin(), SGMCMC_CLI);
-  std::vector<char*> argv;
-  for (auto& argument : arguments) argv.push_back(argument.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {  // only async-signal-safe calls between fork and exec
-    const int null = open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-}  // namespace
 
 TEST_CASE("sgmcmc run killed with SIGKILL mid-run and resumed writes the uninterrupted run's files") {
   test::TempDir dir;
@@ -191,26 +168,16 @@ TEST_CASE("sgmcmc run killed with SIGKILL mid-run and resumed writes the uninter
   const auto out = dir.path() / "killed";
   auto killed_arguments = arguments;
   killed_arguments.insert(killed_arguments.end(), {"--out", out.string()});
-  const pid_t child = spawn_cli(killed_arguments);
+  const pid_t child = test::spawn_cli(killed_arguments);
   REQUIRE(child > 0);
-  // Kill once both chains have a checkpoint: then the files hold rows beyond a checkpoint that
-  // the resumed run must cut off.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  int status = 0;
-  bool exited = false;
-  while (!(fs::exists(out / "checkpoint-1.bin") && fs::exists(out / "checkpoint-2.bin")) &&
-         std::chrono::steady_clock::now() < deadline) {
-    if (waitpid(child, &status, WNOHANG) == child) {
-      exited = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  REQUIRE(!exited);
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  kill(child, SIGKILL);
-  waitpid(child, &status, 0);
-  REQUIRE(WIFSIGNALED(status));
+  // Killed once both chains have a checkpoint and have gone on (their files then hold rows
+  // beyond the checkpoint, which the resumed run must cut off).
+  const auto checkpoints = [&] { return fs::exists(out / "checkpoint-1.bin") && fs::exists(out / "checkpoint-2.bin"); };
+  REQUIRE(test::kill_when(child, [&, since = std::optional<std::chrono::steady_clock::time_point>()]() mutable {
+    if (!checkpoints()) return false;
+    if (!since) since = std::chrono::steady_clock::now();
+    return std::chrono::steady_clock::now() - *since > std::chrono::milliseconds(50);
+  }));
   REQUIRE(!fs::exists(out / "manifest.json"));
 
   const auto resumed = test::run_cli("run --resume '" + out.string() + "' --quiet");

@@ -90,19 +90,7 @@ std::size_t finished_cells(const fs::path& out) {
 
 /// Starts `sgmcmc sweep FILE --out OUT --jobs 1` in a child process, output discarded.
 pid_t spawn_sweep(const fs::path& file, const fs::path& out) {
-  std::vector<std::string> arguments = {SGMCMC_CLI, "sweep", file.string(), "--out", out.string(), "--jobs", "1", "--quiet"};
-  std::vector<char*> argv;
-  for (auto& argument : arguments) argv.push_back(argument.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {  // only async-signal-safe calls between fork and exec
-    const int null = open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
+  return test::spawn_cli({"sweep", file.string(), "--out", out.string(), "--jobs", "1", "--quiet"});
 }
 
 }  // namespace
@@ -283,20 +271,7 @@ TEST_CASE("sgmcmc sweep killed mid-way and resumed gives the uninterrupted table
   const auto out = dir.path() / "killed";
   const pid_t child = spawn_sweep(file, out);
   REQUIRE(child > 0);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  int status = 0;
-  bool exited = false;
-  while (finished_cells(out) == 0 && std::chrono::steady_clock::now() < deadline) {
-    if (waitpid(child, &status, WNOHANG) == child) {
-      exited = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
-  REQUIRE(!exited);
-  kill(child, SIGKILL);
-  waitpid(child, &status, 0);
-  REQUIRE(WIFSIGNALED(status));
+  REQUIRE(test::kill_when(child, [&] { return finished_cells(out) > 0; }));
   const auto finished = finished_cells(out);
   INFO(finished << " cells had finished when the sweep was killed");
   REQUIRE(finished >= 1);
@@ -332,21 +307,8 @@ TEST_CASE("a sweep with checkpoints killed mid-cell continues its cells in fligh
   const auto out = dir.path() / "killed";
   const pid_t child = spawn_sweep(file, out);
   REQUIRE(child > 0);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  int status = 0;
-  bool exited = false;
-  while (!cell_with_checkpoint(out) && std::chrono::steady_clock::now() < deadline) {
-    if (waitpid(child, &status, WNOHANG) == child) {
-      exited = true;
-      break;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  REQUIRE(!exited);
-  kill(child, SIGKILL);
-  waitpid(child, &status, 0);
-  REQUIRE(WIFSIGNALED(status));
-  REQUIRE(cell_with_checkpoint(out));
+  // Killed while a cell in flight has a checkpoint.
+  REQUIRE(test::kill_when(child, [&] { return cell_with_checkpoint(out); }));
 
   const auto resumed = sweep(file, out, "--resume --jobs 2");
   INFO(resumed.output);
@@ -355,9 +317,10 @@ TEST_CASE("a sweep with checkpoints killed mid-cell continues its cells in fligh
   CHECK(without_seconds(test::read_text(out / "results.csv")) ==
         without_seconds(test::read_text(dir.path() / "whole" / "results.csv")));
   std::size_t continued = 0;  // chains that went on from a checkpoint rather than from iteration 0
-  for (const auto& entry : fs::directory_iterator(out))
-    if (entry.is_directory())
-      for (const auto& chain : nlohmann::json::parse(test::read_text(entry.path() / "manifest.json"))["chains"])
-        continued += chain["resumed_at_iteration"].get<std::uint64_t>() > 0 ? 1 : 0;
+  for (const auto& entry : fs::directory_iterator(out)) {
+    if (!entry.is_directory()) continue;
+    const auto manifest = nlohmann::json::parse(test::read_text(entry.path() / "manifest.json"));
+    for (const auto& chain : manifest["chains"]) continued += chain["resumed_at_iteration"].get<std::uint64_t>() > 0 ? 1 : 0;
+  }
   CHECK(continued >= 1);
 }
