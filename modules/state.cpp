@@ -56,11 +56,15 @@ using namespace state_parts;
 void StateWriter::raw(const void* data, std::size_t size) { bytes_.append(static_cast<const char*>(data), size); }
 void StateWriter::tag(char type) { bytes_.push_back(type); }
 
+void StateWriter::sized_text(std::string_view value) {
+  const std::uint64_t size = value.size();
+  raw(&size, sizeof size);
+  raw(value.data(), value.size());
+}
+
 void StateWriter::section(std::string_view name) {
   tag(section_tag);
-  const std::uint64_t size = name.size();
-  raw(&size, sizeof size);
-  raw(name.data(), name.size());
+  sized_text(name);
 }
 
 void StateWriter::count(std::uint64_t value) {
@@ -80,9 +84,7 @@ void StateWriter::flag(bool value) {
 
 void StateWriter::text(std::string_view value) {
   tag(text_tag);
-  const std::uint64_t size = value.size();
-  raw(&size, sizeof size);
-  raw(value.data(), value.size());
+  sized_text(value);
 }
 
 void StateWriter::numbers(std::span<const double> values) {
@@ -121,16 +123,18 @@ void StateReader::expect(char type, const char* what) {
   if (found != type) fail(fmt::format("expected {} ({}), found {}", tag_name(type), what, tag_name(found)));
 }
 
+std::string StateReader::sized_text() {
+  std::uint64_t size = 0;
+  raw(&size, sizeof size);
+  if (size > bytes_.size() - position_) fail("the checkpoint ends early");
+  std::string value(size, '\0');
+  raw(value.data(), size);
+  return value;
+}
+
 void StateReader::section(std::string_view name) {
   expect(section_tag, "a part's start");
-  const std::string found = [&] {
-    std::uint64_t size = 0;
-    raw(&size, sizeof size);
-    if (size > bytes_.size() - position_) fail("the checkpoint ends early");
-    std::string text(size, '\0');
-    raw(text.data(), size);
-    return text;
-  }();
+  const std::string found = sized_text();
   if (found != name) fail(fmt::format("expected the part '{}', found '{}'", name, found));
   section_ = found;
 }
@@ -159,12 +163,7 @@ bool StateReader::flag() {
 
 std::string StateReader::text() {
   expect(text_tag, "a text");
-  std::uint64_t size = 0;
-  raw(&size, sizeof size);
-  if (size > bytes_.size() - position_) fail("the checkpoint ends early");
-  std::string value(size, '\0');
-  raw(value.data(), size);
-  return value;
+  return sized_text();
 }
 
 std::vector<double> StateReader::numbers() {

@@ -46,6 +46,7 @@ public:
 private:
   void tag(char type);
   void raw(const void* data, std::size_t size);
+  void sized_text(std::string_view value);  // its length, then its bytes
   std::string bytes_;
 };
 
@@ -72,6 +73,7 @@ public:
 private:
   void expect(char type, const char* what);
   void raw(void* data, std::size_t size);
+  std::string sized_text();
   [[noreturn]] void fail(const std::string& message) const;
   std::string bytes_;
   std::string origin_;

@@ -95,6 +95,19 @@ pid_t spawn_sweep(const fs::path& file, const fs::path& out) {
 
 }  // namespace
 
+namespace {
+
+/// Resumes the sweep of `file` in `out`: every cell finished, the uninterrupted run's table.
+void resume_to_whole_table(const fs::path& file, const fs::path& out, const fs::path& whole) {
+  const auto resumed = sweep(file, out, "--resume --jobs 2");
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(finished_cells(out) == 8);
+  CHECK(without_seconds(test::read_text(out / "results.csv")) == without_seconds(test::read_text(whole / "results.csv")));
+}
+
+}  // namespace
+
 TEST_CASE("sgmcmc sweep gives the same results.csv for --jobs 1 and --jobs 2") {
   test::TempDir dir;
   const auto file = dir.write("small.toml", small_sweep());
@@ -278,12 +291,7 @@ TEST_CASE("sgmcmc sweep killed mid-way and resumed gives the uninterrupted table
   REQUIRE(finished < 8);
   CHECK(!fs::exists(out / "results.csv"));
 
-  const auto resumed = sweep(file, out, "--resume --jobs 2");
-  INFO(resumed.output);
-  REQUIRE(resumed.exit_code == 0);
-  CHECK(finished_cells(out) == 8);
-  CHECK(without_seconds(test::read_text(out / "results.csv")) ==
-        without_seconds(test::read_text(dir.path() / "whole" / "results.csv")));
+  resume_to_whole_table(file, out, dir.path() / "whole");
 }
 
 namespace {
@@ -310,12 +318,7 @@ TEST_CASE("a sweep with checkpoints killed mid-cell continues its cells in fligh
   // Killed while a cell in flight has a checkpoint.
   REQUIRE(test::kill_when(child, [&] { return cell_with_checkpoint(out); }));
 
-  const auto resumed = sweep(file, out, "--resume --jobs 2");
-  INFO(resumed.output);
-  REQUIRE(resumed.exit_code == 0);
-  CHECK(finished_cells(out) == 8);
-  CHECK(without_seconds(test::read_text(out / "results.csv")) ==
-        without_seconds(test::read_text(dir.path() / "whole" / "results.csv")));
+  resume_to_whole_table(file, out, dir.path() / "whole");
   std::size_t continued = 0;  // chains that went on from a checkpoint rather than from iteration 0
   for (const auto& entry : fs::directory_iterator(out)) {
     if (!entry.is_directory()) continue;
