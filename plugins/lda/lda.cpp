@@ -146,6 +146,17 @@ struct LdaWorkspace final : sgmcmc::Workspace {
   std::vector<double> log_densities;  // one draw's log p(w* | observed half, θ) per held-out token
   std::vector<double> mix;            // a test document's estimated topic mix
   Rng evaluation_rng;
+
+  /// What carries across iterations: the running predictive average and the evaluation stream.
+  /// The tables, counts and assignments are rebuilt by every gradient and evaluation.
+  void save_state(sgmcmc::StateWriter& out) const override {
+    predictive.save_state(out);
+    evaluation_rng.save_state(out);
+  }
+  void restore_state(sgmcmc::StateReader& in) override {
+    predictive.restore_state(in);
+    evaluation_rng.restore_state(in);
+  }
 };
 
 class LdaModel final : public sgmcmc::Model {

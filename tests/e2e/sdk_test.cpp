@@ -90,9 +90,11 @@ TEST_CASE("check-model names each deliberate fault and exits non-zero") {
   CHECK(unsaved.exit_code == 1);
   CHECK_THAT(unsaved.output, Contains("FAIL  checkpoints: a workspace restored from a used one's save_state"));
   CHECK_THAT(unsaved.output, Contains("PASS  batch gradient equals the sum of single-item gradients"));
-  // The bundled plugins' workspaces save all their state (pmf: hyperparameters and averages).
+  // The bundled plugins' workspaces save all their state (pmf: hyperparameters and averages; lda:
+  // its evaluation stream too).
   for (const char* bundled : {"gaussian --set model.n=300", "logistic --set model.n=2000",
-                              "pmf --set model.users=40 --set model.items=30 --set model.ratings=400 --set model.gibbs_every=3"}) {
+                              "pmf --set model.users=40 --set model.items=30 --set model.ratings=400 --set model.gibbs_every=3",
+                              "lda --set model.topics=4 --set model.docs=200 --set model.words=60"}) {
     const auto checked = test::run_cli(std::string("check-model ") + bundled);
     INFO(checked.output);
     CHECK(checked.exit_code == 0);
