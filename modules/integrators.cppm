@@ -207,8 +207,10 @@ public:
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double epsilon = advance(state), noise = std::sqrt(epsilon * temperature_);
     estimator.estimate(state.theta, state.gradient, context);
+    xi_.resize(state.theta.size());
+    context.rng.fill_normal(xi_);  // one call, so the update below is a plain vectorisable loop
     for (std::size_t j = 0; j < state.theta.size(); ++j)
-      state.theta[j] += -0.5 * epsilon * state.gradient[j] + noise * context.rng.normal();
+      state.theta[j] += -0.5 * epsilon * state.gradient[j] + noise * xi_[j];
     state.gradient_valid = false;  // the estimate was at the old θ
   }
 
@@ -216,6 +218,9 @@ public:
     return "sgld computes no gradient at its proposal, which the MH energy error needs; use integrator "
            "'mala' (the same update, step_size = ε, written as OBABO with a = 0)";
   }
+
+private:
+  std::vector<double> xi_;  // scratch: this step's ξ
 };
 
 /// A diagonal mass matrix given as one number for every coordinate (`mass`, default 1).

@@ -1,0 +1,141 @@
+// Rng::normal (the ziggurat of modules/random.cppm) against the exact standard normal: goodness of
+// fit (Kolmogorov–Smirnov, Anderson–Darling), moments, a fine-binned chi-square over [-6, 6] that
+// sees every layer and wedge of the ziggurat, and the tail frequencies beyond 3σ, beyond the
+// ziggurat's base r ≈ 3.654 (drawn by the separate tail algorithm) and beyond 5σ.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "statistics.hpp"
+
+import sgmcmc;
+
+namespace {
+
+/// P(|Z| > t) for a standard normal Z.
+double two_sided_tail(double t) { return std::erfc(t / std::sqrt(2.0)); }
+
+/// Anderson–Darling A² of a sample against the fully specified N(0, 1):
+///   A² = -n - (1/n) Σ_i (2i - 1)[log F(x_(i)) + log(1 - F(x_(n+1-i)))],
+/// with 1 - F from erfc so that the upper tail keeps its digits.
+double anderson_darling(std::vector<double> x) {
+  std::sort(x.begin(), x.end());
+  const std::size_t n = x.size();
+  double sum = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double lower = 0.5 * std::erfc(-x[i] / std::sqrt(2.0));
+    const double upper = 0.5 * std::erfc(x[n - 1 - i] / std::sqrt(2.0));
+    sum += static_cast<double>(2 * i + 1) * (std::log(lower) + std::log(upper));
+  }
+  return -static_cast<double>(n) - sum / static_cast<double>(n);
+}
+
+/// P(A² > z) under the null for large n, z ≥ 2: Marsaglia & Marsaglia (2004), "Evaluating the
+/// Anderson–Darling distribution", J. Stat. Software 9(2), their approximation of ADinf.
+double anderson_darling_p(double z) {
+  const double inner = 1.0776 - (2.30695 - (0.43424 - (0.082433 - (0.008056 - 0.0003146 * z) * z) * z) * z) * z;
+  return std::exp(-std::exp(inner));
+}
+
+}  // namespace
+
+TEST_CASE("normal draws: Kolmogorov-Smirnov and Anderson-Darling against N(0, 1)") {
+  // n = 10^6 draws. Under the null sqrt(n)·D follows Kolmogorov's law, P(sqrt(n) D > 2.3) ≈
+  // 2 exp(-2·2.3²) ≈ 5e-5; A² has P(A² > z) from Marsaglia & Marsaglia's formula, required
+  // above 1e-4 (a false alarm once in 10,000 seeds). A generator off by 0.3% in its CDF anywhere
+  // gives sqrt(n)·D ≈ 3 and fails.
+  sgmcmc::Rng rng(20260, sgmcmc::chain_stream(0));
+  std::vector<double> x(1'000'000);
+  rng.fill_normal(x);
+  const double ks = test::ks_statistic_normal(x, 0.0, 1.0) * std::sqrt(static_cast<double>(x.size()));
+  CHECK(ks < 2.3);
+  const double a2 = anderson_darling(x);
+  INFO("A² = " << a2 << ", p = " << anderson_darling_p(a2));
+  CHECK(anderson_darling_p(a2) > 1e-4);
+}
+
+TEST_CASE("normal draws: moments, fine-binned chi-square and tail frequencies over 10^8 draws") {
+  const std::uint64_t n = 100'000'000;
+  const double bin_width = 0.01, edge = 6.0;
+  const auto bins = static_cast<std::size_t>(2 * edge / bin_width);
+  std::vector<std::uint64_t> counts(bins + 2, 0);  // [-∞, -6), bins..., [6, ∞)
+  double sums[5] = {0, 0, 0, 0, 0};                 // Σ z^p, p = 1..4 (index p)
+  std::uint64_t beyond_3 = 0, beyond_base = 0, beyond_5 = 0, positive = 0;
+  const double base = 3.6541528853610088;  // the ziggurat's r (Marsaglia & Tsang 2000, 256 layers)
+  sgmcmc::Rng rng(20261, sgmcmc::chain_stream(1));
+  std::vector<double> block(1 << 16);
+  std::uint64_t drawn = 0;
+  for (; drawn < n; drawn += block.size()) {
+    rng.fill_normal(block);
+    for (double z : block) {
+      const double z2 = z * z;
+      sums[1] += z, sums[2] += z2, sums[3] += z2 * z, sums[4] += z2 * z2;
+      const double a = std::abs(z);
+      beyond_3 += a > 3.0, beyond_base += a > base, beyond_5 += a > 5.0, positive += z > 0.0;
+      const double slot = std::floor((z + edge) / bin_width);
+      counts[slot < 0 ? 0 : slot >= static_cast<double>(bins) ? bins + 1 : static_cast<std::size_t>(slot) + 1] += 1;
+    }
+  }
+  const auto total = static_cast<double>(drawn);
+
+  SECTION("moments E z = 0, E z² = 1, E z³ = 0, E z⁴ = 3 within 5 standard errors") {
+    // The sample mean of z^p has standard error sqrt(Var(z^p)/n): Var z = 1, Var z² = E z⁴ - 1 = 2,
+    // Var z³ = E z⁶ = 15, Var z⁴ = E z⁸ - 9 = 105 - 9 = 96.
+    const double expected[5] = {0, 0, 1, 0, 3}, var[5] = {0, 1, 2, 15, 96};
+    for (int p = 1; p <= 4; ++p) {
+      INFO("p = " << p << ": mean of z^p = " << sums[p] / total);
+      CHECK(std::abs(sums[p] / total - expected[p]) < 5 * std::sqrt(var[p] / total));
+    }
+  }
+
+  SECTION("chi-square over 1,200 bins of width 0.01 on [-6, 6] and the two outer bins") {
+    // Expected counts n·p_b with p_b from erfc. Bins with an expected count below 5 are pooled
+    // with their outer neighbours into one tail bin per side, so the χ² approximation holds.
+    // With k bins the statistic has mean k - 1 and sd sqrt(2(k - 1)); 6 sd above the mean is
+    // p < 1e-6 even allowing for χ²'s right skew (Wilson–Hilferty: ≈ 4e-7 at k ≈ 1,000).
+    // A wedge accepted with a 1% error over one layer's width moves ~10⁴ draws and fails.
+    std::vector<double> observed, expected;
+    double pooled_observed = 0.0, pooled_expected = 0.0;
+    const auto probability = [&](std::size_t b) {  // of counts[b]
+      const auto cdf = [](double t) { return 0.5 * std::erfc(-t / std::sqrt(2.0)); };
+      const double low = b == 0 ? -INFINITY : -edge + static_cast<double>(b - 1) * bin_width;
+      const double high = b == bins + 1 ? INFINITY : -edge + static_cast<double>(b) * bin_width;
+      return (low >= 0 ? 0.5 * std::erfc(low / std::sqrt(2.0)) - 0.5 * std::erfc(high / std::sqrt(2.0))
+                       : cdf(high) - cdf(low));
+    };
+    for (std::size_t b = 0; b < counts.size(); ++b) {
+      const double e = total * probability(b);
+      if (e < 5.0) {  // only the outermost bins on either side
+        pooled_observed += static_cast<double>(counts[b]);
+        pooled_expected += e;
+        continue;
+      }
+      if (pooled_expected > 0.0) {  // close the pooled lower tail at the first full bin
+        observed.push_back(pooled_observed), expected.push_back(pooled_expected);
+        pooled_observed = pooled_expected = 0.0;
+      }
+      observed.push_back(static_cast<double>(counts[b])), expected.push_back(e);
+    }
+    if (pooled_expected > 0.0) observed.push_back(pooled_observed), expected.push_back(pooled_expected);
+    double chi2 = 0.0;
+    for (std::size_t k = 0; k < observed.size(); ++k) chi2 += (observed[k] - expected[k]) * (observed[k] - expected[k]) / expected[k];
+    const double df = static_cast<double>(observed.size() - 1);
+    INFO("χ² = " << chi2 << " on " << df << " degrees of freedom");
+    CHECK(chi2 < df + 6.0 * std::sqrt(2.0 * df));
+  }
+
+  SECTION("tail frequencies beyond 3σ, beyond the ziggurat's base r and beyond 5σ; the sign") {
+    // Each count is Binomial(n, p) with p = P(|Z| > t): tolerance 5 sd, sqrt(n p (1 - p)).
+    // Beyond 5σ, p = 5.73e-7: 57 expected, sd 7.6; a generator without a tail gives 0 and fails,
+    // one with a tail twice too heavy gives ≈ 115 and fails. The sign: Binomial(n, 1/2).
+    const std::pair<std::uint64_t, double> tails[] = {{beyond_3, 3.0}, {beyond_base, base}, {beyond_5, 5.0}};
+    for (const auto& [count, t] : tails) {
+      const double p = two_sided_tail(t), mean = total * p, sd = std::sqrt(total * p * (1 - p));
+      INFO("beyond " << t << ": " << count << " draws, expected " << mean << " ± " << sd);
+      CHECK(std::abs(static_cast<double>(count) - mean) < 5 * sd);
+    }
+    CHECK(std::abs(static_cast<double>(positive) - total / 2) < 5 * std::sqrt(total / 4));
+  }
+}
