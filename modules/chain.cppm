@@ -100,7 +100,8 @@ public:
 
 private:
   double log_density(ChainContext& context);
-  void after_move(std::uint64_t iteration, ChainContext& context);
+  void mirror();
+  void model_step(std::uint64_t iteration, ChainContext& context);
   void start(ChainContext& context);
 
   /// What run() accumulates and a checkpoint must carry across a restart.
@@ -230,13 +231,24 @@ double Chain::log_density(ChainContext& context) {
   return -potential(*model_, state_.theta, all_items_, context.workspace);
 }
 
-void Chain::after_move(std::uint64_t iteration, ChainContext& context) {
+void Chain::mirror() {
   // Mirroring keeps positive parameters positive (Patterson & Teh 2013; SCIENCE.md).
   if (capabilities_.positive_parameters) {
     for (double& x : state_.theta) x = std::abs(x);
     state_.gradient_valid = false;
   }
-  model_->after_step(iteration, state_.theta, *workspace_, context.rng);
+}
+
+/// The model's hook (Gibbs steps of hyperparameters). It runs after the corrector's decision, so
+/// that an MH test compares the potentials of one target; when it changed the target, everything
+/// cached of the old one is dropped: the integrator's gradient at θ, the MH corrector's U(θ_0)
+/// and, when the data terms changed, the estimators' sums of ∇f_i (centre, snapshot, table).
+void Chain::model_step(std::uint64_t iteration, ChainContext& context) {
+  const TargetChange change = model_->after_step(iteration, state_.theta, *workspace_, context.rng);
+  if (change == TargetChange::none) return;
+  state_.gradient_valid = false;
+  corrector_->target_changed();
+  if (change == TargetChange::data) estimator_->data_terms_changed(state_.theta, context);
 }
 
 namespace {
@@ -278,10 +290,11 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
     state_.iteration = iteration;
     Estimator* endpoint = ends_block ? corrector_->endpoint_estimator() : nullptr;
     integrator_->step(state_, endpoint ? *endpoint : *estimator_, context);
-    after_move(iteration, context);
+    mirror();
     if (ends_block) {
       decision = corrector_->end_block(state_, context);
       state_.iteration = iteration;  // a rejection restored the block's first state, iteration included
+      model_step(iteration, context);
       tally_.non_finite_proposals += decision.non_finite ? 1 : 0;
       if (iteration > schedule.warmup) {  // acceptance statistics of the recorded part
         ++tally_.blocks;

@@ -44,6 +44,8 @@ public:
   /// to the next. By default there is none.
   virtual void save_state(StateWriter& /*out*/) const {}
   virtual void restore_state(StateReader& /*in*/) {}
+  /// The model's after_step changed the target between blocks: drop what was cached of the old one.
+  virtual void target_changed() {}
 };
 
 using CorrectorFactory = std::function<std::unique_ptr<Corrector>(const Settings&, const Model&, const Integrator&)>;
@@ -90,6 +92,9 @@ public:
   std::size_t block_length() const override { return every_; }
   bool tests_acceptance() const override { return true; }
   Estimator* endpoint_estimator() override { return exact_.get(); }
+  /// U(θ_0) of the next block is then computed afresh under the new target (its gradient too:
+  /// the chain clears gradient_valid).
+  void target_changed() override { start_potential_.reset(); }
 
   void begin_block(ChainState& state, ChainContext& context) override {
     // With exact endpoints every block ends on an exact gradient (the chain passes

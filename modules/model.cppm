@@ -24,15 +24,18 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 5;  // 2: lipschitz_bounds, 3: quantities,
+inline constexpr std::uint32_t model_interface_version = 6;  // 2: lipschitz_bounds, 3: quantities,
                                                              // 4: prior terms given the workspace,
                                                              // 5: Workspace save_state/restore_state
+                                                             // 6: sparse item gradients, after_step
+                                                             //    returns the TargetChange
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.
 struct Capabilities {
   bool exact_log_likelihood = false;  // data_potential() is exact: MH correction, lp__
   bool per_item_gradients = false;    // item_gradients(): SAGA's table
+  bool sparse_item_gradients = false; // item_gradient_support()/sparse_item_gradients(): SAGA's N × s table
   bool glm_gradients = false;         // ∇f_i(θ) = s_i(θ) x_i: glm_scalars()/add_scaled_features()
   bool lipschitz_bounds = false;      // item_lipschitz_bounds(): sampling with p_i ∝ L_i
   bool latent_gibbs_step = false;     // the gradient Gibbs-samples latent variables (LDA)
@@ -49,6 +52,14 @@ struct Batch {
   std::span<const std::size_t> items;
   std::span<const double> weights = {};
   double weight(std::size_t k) const { return weights.empty() ? 1.0 : weights[k]; }
+};
+
+/// What a model's after_step did to the target π(θ | workspace) the chain samples, so that the
+/// chain drops what it cached of the old one.
+enum class TargetChange {
+  none,   // nothing the target depends on
+  prior,  // f_0 changed (hyperparameters of the prior): cached gradients and potentials are stale
+  data,   // the data terms f_i changed too (a noise precision): so are the estimators' sums of ∇f_i
 };
 
 /// Per-chain mutable state of a model. Models that keep none use this empty one.
@@ -102,6 +113,16 @@ public:
   virtual void item_gradients(std::span<const double> theta, std::span<const std::size_t> items,
                               std::span<double> out, Workspace& workspace) const;
 
+  /// Sparse form: ∇f_i is zero outside a fixed set of s coordinates, its support (pmf: U_i and
+  /// V_j, s = 2 × rank), the same for every θ. Only models with `sparse_item_gradients`.
+  /// s:
+  virtual std::size_t item_gradient_support_size() const;
+  /// Row k of `coordinates` (items.size() × s, row-major) ← the support of item items[k]:
+  virtual void item_gradient_support(std::span<const std::size_t> items, std::span<std::size_t> coordinates) const;
+  /// Row k of `values` (items.size() × s) ← ∇f_{items[k]}(θ) on that support, in its order.
+  virtual void sparse_item_gradients(std::span<const double> theta, std::span<const std::size_t> items,
+                                     std::span<double> values, Workspace& workspace) const;
+
   /// GLM form ∇f_i(θ) = s_i(θ) x_i; only models with `glm_gradients`.
   /// out[k] ← s_{items[k]}(θ); and gradient += Σ_k scales[k] x_{items[k]}.
   virtual void glm_scalars(std::span<const double> theta, std::span<const std::size_t> items,
@@ -115,10 +136,13 @@ public:
   /// (1/n) Σ_i (L_i²/p_i) ‖θ - θ̂‖². Only models with `lipschitz_bounds`.
   virtual void item_lipschitz_bounds(std::span<double> out) const;
 
-  /// Chain hook after every iteration (and after mirroring): Gibbs updates of hyperparameters or
-  /// anything else a model does between gradient steps. The default does nothing.
-  virtual void after_step(std::uint64_t iteration, std::span<double> theta, Workspace& workspace,
-                          Rng& rng) const;
+  /// Chain hook after every iteration (after mirroring and after the corrector's decision, so at
+  /// the ends of MH blocks only): Gibbs updates of hyperparameters or anything else a model does
+  /// between gradient steps. Returns what it changed of the target, so the chain can recompute
+  /// cached gradients, the MH corrector's U(θ_0) and, for `data`, the estimators' sums of ∇f_i.
+  /// The default does nothing and returns `none`.
+  virtual TargetChange after_step(std::uint64_t iteration, std::span<double> theta, Workspace& workspace,
+                                  Rng& rng) const;
 
   /// Held-out metrics, evaluated every run.eval_every iterations. A model that averages over
   /// draws (a running posterior-predictive average) keeps the running sums in its workspace.
@@ -176,6 +200,7 @@ namespace sgmcmc {
 std::vector<std::string> capability_names(const Capabilities& c) {
   const std::pair<bool, const char*> table[] = {
       {c.exact_log_likelihood, "exact-log-likelihood"}, {c.per_item_gradients, "per-item-gradients"},
+      {c.sparse_item_gradients, "sparse-item-gradients"},
       {c.glm_gradients, "glm-gradients"},               {c.lipschitz_bounds, "lipschitz-bounds"},
       {c.latent_gibbs_step, "latent-gibbs-step"},       {c.positive_parameters, "positive-parameters"},
       {c.simulation, "simulation"}};
@@ -219,6 +244,16 @@ void Model::item_gradients(std::span<const double>, std::span<const std::size_t>
                            Workspace&) const {
   missing_capability("item_gradients", "per-item-gradients");
 }
+std::size_t Model::item_gradient_support_size() const {
+  missing_capability("item_gradient_support_size", "sparse-item-gradients");
+}
+void Model::item_gradient_support(std::span<const std::size_t>, std::span<std::size_t>) const {
+  missing_capability("item_gradient_support", "sparse-item-gradients");
+}
+void Model::sparse_item_gradients(std::span<const double>, std::span<const std::size_t>, std::span<double>,
+                                  Workspace&) const {
+  missing_capability("sparse_item_gradients", "sparse-item-gradients");
+}
 void Model::glm_scalars(std::span<const double>, std::span<const std::size_t>, std::span<double>,
                         Workspace&) const {
   missing_capability("glm_scalars", "glm-gradients");
@@ -230,7 +265,7 @@ void Model::add_scaled_features(std::span<const std::size_t>, std::span<const do
 void Model::item_lipschitz_bounds(std::span<double>) const {
   missing_capability("item_lipschitz_bounds", "lipschitz-bounds");
 }
-void Model::after_step(std::uint64_t, std::span<double>, Workspace&, Rng&) const {}
+TargetChange Model::after_step(std::uint64_t, std::span<double>, Workspace&, Rng&) const { return TargetChange::none; }
 void Model::evaluate_metrics(std::span<const double>, Workspace&, std::span<double>) const {}
 void Model::evaluate_quantities(std::span<const double>, Workspace&, std::span<double>) const {}
 

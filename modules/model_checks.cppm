@@ -208,6 +208,30 @@ std::vector<CheckOutcome> capability_checks(const Probe& probe) {
     outcomes.push_back(compare(per_item, ratio, item_list(probe)));
   }
 
+  const std::string sparse = "sparse item gradients, scattered onto their supports, equal single-item batches";
+  if (!probe.capabilities.sparse_item_gradients) {
+    outcomes.push_back(skipped(sparse, "not declared"));
+  } else {
+    const std::size_t s = model.item_gradient_support_size();
+    std::vector<std::size_t> support(n * s);
+    Vector values(n * s);
+    model.item_gradient_support(probe.items, support);
+    model.sparse_item_gradients(theta, probe.items, values, *probe.workspace);
+    double ratio = 0.0;
+    for (std::size_t k = 0; k < n; ++k) {
+      Vector scattered(d, 0.0);
+      for (std::size_t j = 0; j < s; ++j) {
+        if (support[k * s + j] >= d) {
+          ratio = INFINITY;  // a support outside θ
+          continue;
+        }
+        scattered[support[k * s + j]] += values[k * s + j];
+      }
+      ratio = std::max(ratio, worst(scattered, probe.gradient(theta, std::span(probe.items).subspan(k, 1))));
+    }
+    outcomes.push_back(compare(sparse, ratio, item_list(probe)));
+  }
+
   const std::string glm = "GLM form s_i·x_i reproduces the batch gradient";
   if (!probe.capabilities.glm_gradients) {
     outcomes.push_back(skipped(glm, "not declared"));

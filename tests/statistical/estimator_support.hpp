@@ -53,10 +53,12 @@ inline std::vector<double> exact_gradient(const sgmcmc::Model& model, std::span<
 /// per-item functions were asked for.
 class MaskedModel final : public sgmcmc::Model {
 public:
-  MaskedModel(std::shared_ptr<const sgmcmc::Model> inner, bool glm_gradients, bool per_item_gradients)
+  MaskedModel(std::shared_ptr<const sgmcmc::Model> inner, bool glm_gradients, bool per_item_gradients,
+              bool sparse_item_gradients = false)
       : inner_(std::move(inner)), capabilities_(inner_->capabilities()), asked_(inner_->num_items(), false) {
     capabilities_.glm_gradients = glm_gradients;
     capabilities_.per_item_gradients = per_item_gradients;
+    capabilities_.sparse_item_gradients = sparse_item_gradients;
   }
   std::size_t dimension() const override { return inner_->dimension(); }
   std::size_t num_items() const override { return inner_->num_items(); }
@@ -67,6 +69,13 @@ public:
   double prior_potential(std::span<const double> theta) const override { return inner_->prior_potential(theta); }
   void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const override {
     inner_->add_prior_gradient(theta, gradient);
+  }
+  double prior_potential_given(std::span<const double> theta, sgmcmc::Workspace& workspace) const override {
+    return inner_->prior_potential_given(theta, workspace);
+  }
+  void add_prior_gradient_given(std::span<const double> theta, std::span<double> gradient,
+                                sgmcmc::Workspace& workspace) const override {
+    inner_->add_prior_gradient_given(theta, gradient, workspace);
   }
   void add_data_gradient(std::span<const double> theta, const sgmcmc::Batch& batch, std::span<double> gradient,
                          sgmcmc::Workspace& workspace, sgmcmc::Rng& rng) const override {
@@ -83,6 +92,20 @@ public:
     for (std::size_t i : items) asked_[i] = true;
     inner_->item_gradients(theta, items, out, workspace);
   }
+  std::size_t item_gradient_support_size() const override {
+    if (!capabilities_.sparse_item_gradients) return sgmcmc::Model::item_gradient_support_size();
+    return inner_->item_gradient_support_size();
+  }
+  void item_gradient_support(std::span<const std::size_t> items, std::span<std::size_t> coordinates) const override {
+    if (!capabilities_.sparse_item_gradients) return sgmcmc::Model::item_gradient_support(items, coordinates);
+    inner_->item_gradient_support(items, coordinates);
+  }
+  void sparse_item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> values,
+                             sgmcmc::Workspace& workspace) const override {
+    if (!capabilities_.sparse_item_gradients) return sgmcmc::Model::sparse_item_gradients(theta, items, values, workspace);
+    for (std::size_t i : items) asked_[i] = true;
+    inner_->sparse_item_gradients(theta, items, values, workspace);
+  }
   void glm_scalars(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
                    sgmcmc::Workspace& workspace) const override {
     if (!capabilities_.glm_gradients) return sgmcmc::Model::glm_scalars(theta, items, out, workspace);
@@ -95,9 +118,9 @@ public:
     inner_->add_scaled_features(items, scales, gradient);
   }
   void item_lipschitz_bounds(std::span<double> out) const override { inner_->item_lipschitz_bounds(out); }
-  void after_step(std::uint64_t iteration, std::span<double> theta, sgmcmc::Workspace& workspace,
-                  sgmcmc::Rng& rng) const override {
-    inner_->after_step(iteration, theta, workspace, rng);
+  sgmcmc::TargetChange after_step(std::uint64_t iteration, std::span<double> theta, sgmcmc::Workspace& workspace,
+                                  sgmcmc::Rng& rng) const override {
+    return inner_->after_step(iteration, theta, workspace, rng);
   }
   std::vector<std::string> metric_names() const override { return inner_->metric_names(); }
   void evaluate_metrics(std::span<const double> theta, sgmcmc::Workspace& workspace, std::span<double> out) const override {
