@@ -76,6 +76,23 @@ inline NormalGammaPosterior normal_gamma_posterior(const NormalGammaPrior& prior
           .rate = prior.rate + 0.5 * squares + prior.mean_weight * n * shift * shift / (2.0 * weight)};
 }
 
+/// A Gamma(shape, rate) prior of a precision λ, and the full conditional of λ given n values
+/// x_i ~ N(0, 1/λ) of known mean 0 (the bias terms; the residuals e_ij for the noise precision τ):
+///   Gamma(a + n/2, b + ½ Σ x_i²),
+/// since the log density in λ is (a - 1) log λ - bλ + (n/2) log λ - (λ/2) Σ x_i² (the conjugate
+/// pair; Murphy 2007, §4 with the mean known; Salakhutdinov & Mnih 2008 keep α = τ fixed).
+struct GammaPrior {
+  double shape = 1.0, rate = 1.0;
+};
+
+inline GammaPrior precision_posterior(const GammaPrior& prior, double count, double sum_of_squares) {
+  return {.shape = prior.shape + 0.5 * count, .rate = prior.rate + 0.5 * sum_of_squares};
+}
+
+inline GammaPrior precision_posterior(const NormalGammaPrior& prior, double count, double sum_of_squares) {
+  return precision_posterior(GammaPrior{.shape = prior.shape, .rate = prior.rate}, count, sum_of_squares);
+}
+
 struct MeanAndPrecision {
   double mean, precision;
 };

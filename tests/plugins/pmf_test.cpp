@@ -138,6 +138,67 @@ TEST_CASE("pmf plugin: the sparse batch gradient equals the dense matrix formula
   }
 }
 
+TEST_CASE("pmf plugin: with biases, the gradient of U matches central finite differences") {
+  // As the test without biases: U is a polynomial of degree 4 in θ (the biases enter e_ij
+  // linearly), the same error budget and tolerance. θ = (U, V, b, c): (users + items)(rank + 1).
+  const auto model = build("users = 12\nitems = 9\nratings = 40\ntest_size = 0\nrank = 3\nbiases = true\n", 7);
+  const auto plain = build("users = 12\nitems = 9\nratings = 40\ntest_size = 0\nrank = 3\n", 7);
+  REQUIRE(model->dimension() == plain->dimension() / 3 * 4);
+  const auto names = model->parameter_names();
+  CHECK(names[plain->dimension()].starts_with("b."));
+  CHECK(names.back().starts_with("c."));
+  auto workspace = model->make_workspace();
+  const auto theta = random_theta(model->dimension(), 3);
+  const auto gradient = full_gradient(*model, theta, *workspace);
+  for (std::size_t j = 0; j < theta.size(); ++j) {
+    const double h = 1e-5;
+    auto plus = theta, minus = theta;
+    plus[j] += h;
+    minus[j] -= h;
+    const double difference = (full_potential(*model, plus, *workspace) - full_potential(*model, minus, *workspace)) / (2 * h);
+    INFO("coordinate " << j << " (" << names[j] << ")");
+    CHECK(gradient[j] == Approx(difference).epsilon(1e-6).margin(1e-6));
+  }
+}
+
+TEST_CASE("pmf plugin: sparse item gradients, scattered onto their supports, equal one-rating batches") {
+  // SAGA's N × s table rests on this: for every rating, the s = 2·rank (+2) values placed at the
+  // support's coordinates give the one-rating batch gradient exactly (the same arithmetic), and
+  // the support is U_i's and V_j's rows (and b_i, c_j): nothing else is non-zero.
+  for (const char* biases : {"false", "true"}) {
+    const auto model = build(fmt::format("users = 30\nitems = 40\nratings = 300\ntest_size = 0\nrank = 4\nbiases = {}\n", biases), 2);
+    const std::size_t s = model->item_gradient_support_size(), d = model->dimension();
+    CHECK(s == (std::string(biases) == "true" ? 10u : 8u));
+    const auto theta = random_theta(d, 5);
+    auto workspace = model->make_workspace();
+    const auto every = sgmcmc::every_item(*model);
+    std::vector<std::size_t> support(every.size() * s);
+    std::vector<double> values(every.size() * s);
+    model->item_gradient_support(every, support);
+    model->sparse_item_gradients(theta, every, values, *workspace);
+    sgmcmc::Rng unused(0, 0);
+    for (std::size_t item = 0; item < every.size(); ++item) {
+      std::vector<double> batch(d, 0.0), scattered(d, 0.0);
+      const std::vector<std::size_t> one{item};
+      model->add_data_gradient(theta, {one}, batch, *workspace, unused);
+      for (std::size_t j = 0; j < s; ++j) scattered.at(support[item * s + j]) += values[item * s + j];
+      INFO("biases = " << biases << ", rating " << item);
+      CHECK(scattered == batch);
+    }
+  }
+}
+
+TEST_CASE("pmf plugin: check-model passes with and without biases") {
+  for (const char* biases : {"false", "true"}) {
+    const auto result = test::run_cli(fmt::format("check-model pmf --set model.users=30 --set model.items=40 "
+                                                  "--set model.ratings=300 --set model.rank=3 --set model.biases={}",
+                                                  biases));
+    INFO(result.output);
+    CHECK(result.exit_code == 0);
+    CHECK_THAT(result.output, Contains("sparse item gradients"));
+  }
+}
+
 TEST_CASE("pmf plugin: a one-rating batch touches exactly its user's and its item's rows") {
   // The gradient work per batch is O(batch × rank): ∇f_ij is non-zero only on U_i and V_j.
   const auto model = build("users = 30\nitems = 40\nratings = 300\ntest_size = 0\nrank = 4\n", 2);
@@ -170,7 +231,8 @@ TEST_CASE("pmf plugin: the prior follows the hyperparameters a Gibbs step draws,
     CHECK(prior == m->prior_potential(theta));
     const double data = m->data_potential(theta, {every}, *workspace);
     sgmcmc::Rng rng(1, 1);
-    m->after_step(1, theta, *workspace, rng);
+    // It tells the chain that the prior changed (not the data terms: τ is fixed here).
+    CHECK(m->after_step(1, theta, *workspace, rng) == (changes ? sgmcmc::TargetChange::prior : sgmcmc::TargetChange::none));
     CHECK(theta == before);
     CHECK(m->data_potential(theta, {every}, *workspace) == data);
     CHECK((m->prior_potential_given(theta, *workspace) != prior) == changes);

@@ -166,6 +166,79 @@ TEST_CASE("pmf Gibbs: draws through the plugin's after_step have the conjugate p
     }
 }
 
+TEST_CASE("pmf Gibbs: τ and the bias precisions drawn through after_step have their Gamma conditionals' moments") {
+  // A fixed θ (rank 1, biases on) on a hand-written data set of 12 ratings, gibbs_every = 1 and a
+  // Gamma(a_τ, b_τ) = Gamma(3, 2) noise prior: every after_step is one independent draw of τ from
+  // Gamma(a_τ + N/2, b_τ + ½ Σ e_ij²) (normal_gamma.hpp, precision_posterior) and of λ_b, λ_c from
+  // Gamma(a_0 + n/2, b_0 + ½ Σ b_i²). Reference: those shapes and rates with the residuals
+  // e_ij = r_ij - r̄ - b_i - c_j - U_i V_j computed here from the file and θ, not by the plugin.
+  // The draws are read back through gradients, which are linear in them: the one-rating gradient
+  // at b_i is -τ e_ij (so τ = -g / e_ij), and the prior gradient at b_i is λ_b b_i.
+  // Moments checked at 5 standard errors as in check_moments: E = a/b with sd sqrt(a/b²/M), the
+  // variance a/b² with sd sqrt((μ_4 - σ⁴)/M), μ_4 = 3a(a + 2)/b⁴.
+  test::TempDir dir;
+  const double ratings[4][3] = {{4, 3, 0}, {1, 0, 2}, {3, 5, 4}, {2, 2, 5}};  // users 1..4 × items 1..3, 0 = none
+  std::string text;
+  double total = 0.0;
+  std::size_t count = 0;
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j)
+      if (ratings[i][j] > 0) {
+        text += fmt::format("{}\t{}\t{}\n", i + 1, j + 1, ratings[i][j]);
+        total += ratings[i][j];
+        ++count;
+      }
+  const double offset = total / static_cast<double>(count);
+  const auto model = build(fmt::format("data = {}\ntest_size = 0\nrank = 1\nbiases = true\ngibbs_every = 1\n"
+                                       "noise_prior_shape = 3\nnoise_prior_rate = 2\nprior_shape = 2\nprior_rate = 0.5\n",
+                                       test::quoted(dir.write("r.tsv", text))));
+  const std::size_t users = 4, items = 3, d = model->dimension();
+  REQUIRE(d == (users + items) * 2);  // U, V (rank 1), b, c
+  std::vector<double> theta(d);
+  sgmcmc::Rng start(5, 0);
+  for (double& x : theta) x = 0.6 * start.normal();
+  const auto u = [&](std::size_t i) { return theta[i]; };
+  const auto v = [&](std::size_t j) { return theta[users + j]; };
+  const auto b = [&](std::size_t i) { return theta[users + items + i]; };
+  const auto c = [&](std::size_t j) { return theta[2 * users + items + j]; };
+  double squares = 0.0, bias_u = 0.0, bias_v = 0.0;
+  for (std::size_t i = 0; i < users; ++i)
+    for (std::size_t j = 0; j < items; ++j)
+      if (ratings[i][j] > 0) {
+        const double e = ratings[i][j] - offset - b(i) - c(j) - u(i) * v(j);
+        squares += e * e;
+      }
+  for (std::size_t i = 0; i < users; ++i) bias_u += b(i) * b(i);
+  for (std::size_t j = 0; j < items; ++j) bias_v += c(j) * c(j);
+  // The residual of training rating 0 (user 1, item 1: the file's first line).
+  const double e0 = ratings[0][0] - offset - b(0) - c(0) - u(0) * v(0);
+
+  auto workspace = model->make_workspace();
+  sgmcmc::Rng rng(3, 1), unused(0, 0);
+  const std::size_t m = 100'000;
+  std::vector<double> tau, lambda_b, lambda_c, g(d);
+  const std::vector<std::size_t> first{0};
+  for (std::size_t s = 1; s <= m; ++s) {
+    REQUIRE(model->after_step(s, theta, *workspace, rng) == sgmcmc::TargetChange::data);
+    std::fill(g.begin(), g.end(), 0.0);
+    model->add_data_gradient(theta, {first}, g, *workspace, unused);
+    tau.push_back(-g[users + items] / e0);
+    std::fill(g.begin(), g.end(), 0.0);
+    model->add_prior_gradient_given(theta, g, *workspace);
+    lambda_b.push_back(g[users + items] / b(0));
+    lambda_c.push_back(g[2 * users + items] / c(0));
+  }
+  const auto check_gamma = [&](const std::vector<double>& draws, double a, double rate) {
+    const double n = static_cast<double>(draws.size()), sigma2 = a / (rate * rate), mu4 = 3 * a * (a + 2) / std::pow(rate, 4);
+    INFO("Gamma(" << a << ", " << rate << "): mean " << test::mean(draws) << ", variance " << test::variance(draws));
+    CHECK(std::abs(test::mean(draws) - a / rate) < 5 * std::sqrt(sigma2 / n));
+    CHECK(std::abs(test::variance(draws) - sigma2) < 5 * std::sqrt((mu4 - sigma2 * sigma2) / n));
+  };
+  check_gamma(tau, 3.0 + 0.5 * static_cast<double>(count), 2.0 + 0.5 * squares);
+  check_gamma(lambda_b, 2.0 + 0.5 * users, 0.5 + 0.5 * bias_u);
+  check_gamma(lambda_c, 2.0 + 0.5 * items, 0.5 + 0.5 * bias_v);
+}
+
 TEST_CASE("pmf Gibbs: SGLD-CV on planted rank-3 factors predicts held-out ratings near the noise level") {
   // 200 users, 150 items, 6,000 ratings (10% held out) from planted rank-3 factors with
   // U*_iᵀV*_j of variance 1, noise sd σ = 0.1, not rounded; the model has rank 3 and the true
