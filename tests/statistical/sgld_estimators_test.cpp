@@ -139,7 +139,7 @@ TEST_CASE("SGLD with each estimator, gaussian plugin: stationary mean μ, varian
   // E‖ζ‖² ≤ (1/n) Σ_i (L_i²/p_i) E‖θ - c‖², with E‖θ - c‖² = tr C + ‖μ - θ̂‖² for cv (centre θ̂) and
   // ≤ 4 tr C for svrg and saga (c a past state of the stationary chain; C = Cov θ, measured); we
   // check the measured E‖ζ‖² against it (5 sd slack) and that the predicted variance is within
-  // 10% of 1/λ_m. Minibatch SGLD's noise term is not small (here ≈ 50% of the variance: the
+  // 10% of 1/λ_m, plus for cv what Lemma 1 charges for its centre's offset from μ. Minibatch SGLD's noise term is not small (here ≈ 50% of the variance: the
   // known bias of SGLD at this ε and N/n); its law is checked, not closeness to the posterior.
   test::GaussianFixture fixture(200, 2);
   const auto& model = *fixture.model;
@@ -182,6 +182,13 @@ TEST_CASE("SGLD with each estimator, gaussian plugin: stationary mean μ, varian
     REQUIRE_FALSE(result.diverged);
 
     const double trace_c = batch_mean(sums, [](const BatchSums& s) { return s.distance2 / s.draws; }).mean;
+    // cv's centre θ̂ from SGD is random (its automatic first step 1/λ̂ comes from power iterations
+    // on batches of 10 of 200 items), and Lemma 1 charges its offset: E‖θ - θ̂‖² = tr C + ‖μ - θ̂‖².
+    // The 10% below is for a centre at μ (and for svrg's and saga's past states); the offset adds
+    // at most k_m λ_m (1/n) Σ_i (L_i²/p_i) ‖μ - θ̂‖² to predicted·λ_m - 1 (since Q_m ≤ E‖ζ‖²).
+    double centre_offset2 = 0.0;
+    if (std::string(c.name) == "cv")
+      for (std::size_t j = 0; j < d; ++j) centre_offset2 += std::pow(probe_view.start()[j] - fixture.mean(j), 2);
     for (std::size_t m = 0; m < d; ++m) {
       const double lambda = eigen.values(m), b = 1 - epsilon * lambda / 2;
       const double exact_law = 1 / (lambda - epsilon * lambda * lambda / 4), k = epsilon * epsilon / 4 / (1 - b * b);
@@ -194,7 +201,9 @@ TEST_CASE("SGLD with each estimator, gaussian plugin: stationary mean μ, varian
                   << "% of the exact-gradient law); predicted variance " << predicted << ", posterior " << 1 / lambda);
       CHECK(std::abs(mean.mean) < 5 * mean.sd);
       CHECK(std::abs(law.mean - exact_law) < 5 * law.sd);
-      if (c.lemma_factor > 0) CHECK(std::abs(predicted * lambda - 1) < 0.10);
+      const double offset_allowance = k * lambda * c.lemma_factor * centre_offset2;
+      INFO("allowance for the centre's offset ‖μ - θ̂‖² = " << centre_offset2 << ": " << offset_allowance);
+      if (c.lemma_factor > 0) CHECK(std::abs(predicted * lambda - 1) < 0.10 + offset_allowance);
     }
     if (c.lemma_factor > 0) {
       double centre_distance = 4 * trace_c;
