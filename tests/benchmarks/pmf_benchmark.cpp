@@ -4,7 +4,7 @@
 //   build/release/tests/benchmarks/pmf_benchmark [repetitions=5]
 //
 // Simulated data (943 users, 1,682 items, 100,000 ratings, 10% held out: N = 90,000 training
-// ratings, d = 2,592 × 20 = 51,840: 33 simulated items have no training rating). Figures, µs, each the fastest of `repetitions` runs of 200
+// ratings, d = 2,622 × 20 = 52,440: 3 simulated items have no training rating). Figures, µs, each the fastest of `repetitions` runs of 200
 // batches (the same 200 uniformly drawn batches for every row):
 //   floor 2·n·r      a plain loop doing the gradient's 2 × batch × rank multiply-adds (the two
 //                    axpys s·V_j → U_i's row, s·U_i → V_j's row) on the batch's own rows
@@ -14,10 +14,16 @@
 //   Gibbs step       one after_step that refreshes the hyperparameters (every gibbs_every = 10)
 //   SGLD iteration   a whole sgmcmc::Chain iteration: minibatch estimator (draw, data and prior
 //                    gradient), SGLD's move with d normal draws, the Gibbs hook
+//   SAGA iteration   the same with the saga estimator and its sparse N × s table (the first
+//                    iteration's full pass that fills it is included, 1/1000 of the run)
+// Then tests/benchmarks/pmf_torch.py (the PyTorch peer, Debian's python3-torch, one thread) in the
+// same run, and torch/this: how many times faster than PyTorch a whole SGLD iteration is.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <sstream>
 #include <filesystem>
 #include <memory>
 #include <span>
@@ -52,11 +58,33 @@ double fastest_us(int repetitions, std::size_t per, Work work) {
   return best / static_cast<double>(per);
 }
 
-/// µs per iteration of a minibatch SGLD chain (its own sampling seconds), fastest of `repetitions`.
-double sgld_iteration_us(std::shared_ptr<const sgmcmc::Model> model, std::uint64_t iterations, int repetitions) {
+/// µs per iteration of an SGLD chain (its own sampling seconds), fastest of `repetitions`.
+double sgld_iteration_us(std::shared_ptr<const sgmcmc::Model> model, std::uint64_t iterations, int repetitions,
+                         const char* estimator = "minibatch") {
   double best = 1e300;
-  for (int r = 0; r < repetitions; ++r) best = std::min(best, bench::sgld_iteration_us(model, batch, 2e-3, iterations));
+  for (int r = 0; r < repetitions; ++r)
+    best = std::min(best, bench::sgld_iteration_us(model, batch, 2e-3, iterations, estimator));
   return best;
+}
+
+/// Runs the PyTorch peer and prints its output; returns its "SGLD iteration" figure, or nothing
+/// when python3-torch is missing.
+std::optional<double> torch_sgld_iteration_us() {
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+    std::printf("torch peer unavailable (needs Debian's python3-torch): no torch figures\n");
+    return std::nullopt;
+  }
+  std::FILE* pipe = popen("/usr/bin/python3 " SGMCMC_PMF_TORCH_SCRIPT " 2>&1", "r");
+  std::string output;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  pclose(pipe);
+  std::fputs(output.c_str(), stdout);
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);)
+    if (const auto at = line.find("SGLD iteration"); at != std::string::npos)
+      return std::stod(line.substr(at + std::string("SGLD iteration").size()));
+  return std::nullopt;
 }
 
 }  // namespace pmf_benchmark
@@ -118,6 +146,8 @@ int main(int argc, char** argv) {
     for (std::size_t b = 0; b < batches; ++b) rng.fill_normal(gradient);
   });
   const double iteration = sgld_iteration_us(model, 1000, std::max(1, repetitions / 2));
+  const double saga = sgld_iteration_us(model, 1000, std::max(1, repetitions / 2), "saga");
+  const double table_mb = static_cast<double>(n * model->item_gradient_support_size() * sizeof(double)) / 1e6;
   std::printf("pmf, MovieLens 100k shape: N = %zu ratings, d = %zu, batch %zu, rank %zu (µs, fastest of %d)\n", n, d,
               batch, rank, repetitions);
   std::printf("  %-44s %10.1f\n", "floor: 2·n·r multiply-adds (the two axpys)", floor2);
@@ -128,5 +158,10 @@ int main(int argc, char** argv) {
   std::printf("  %-44s %10.1f\n", "d standard normals (Rng::fill_normal)", normals);
   std::printf("  %-44s %10.1f   (every gibbs_every = 10 iterations)\n", "Gibbs step of the hyperparameters", gibbs);
   std::printf("  %-44s %10.1f   %.2f× floor 2·n·r\n", "SGLD iteration (sgmcmc::Chain)", iteration, iteration / floor2);
+  std::printf("  %-44s %10.1f   table N × %zu doubles = %.1f MB\n", "SAGA iteration (sparse table)", saga,
+              model->item_gradient_support_size(), table_mb);
+  if (const auto torch = torch_sgld_iteration_us())
+    std::printf("SGLD iteration: torch %.1f µs / this %.1f µs = %.2f× faster than PyTorch\n", *torch, iteration,
+                *torch / iteration);
   return 0;
 }

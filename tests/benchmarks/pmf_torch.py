@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The PyTorch peer of tests/benchmarks/pmf_benchmark.cpp (issue #6): the same work, written the
-way one would in PyTorch, on data of the same shape (90,000 training ratings, 943 users, 1,649 items
+way one would in PyTorch, on data of the same shape (90,000 training ratings, 943 users, 1,679 items
 with ratings, rank 20, batch 5,000), one thread. Prints µs per data gradient and per SGLD
 iteration (data gradient, dense prior gradient, d normal draws, the move), fastest of 5 runs of
 200. Usage: /usr/bin/python3 tests/benchmarks/pmf_torch.py
@@ -11,7 +11,7 @@ import torch
 
 torch.set_num_threads(1)
 torch.manual_seed(1)
-USERS, ITEMS, N, RANK, BATCH, TAU, EPS = 943, 1649, 90_000, 20, 5000, 2.0, 2e-3
+USERS, ITEMS, N, RANK, BATCH, TAU, EPS = 943, 1679, 90_000, 20, 5000, 2.0, 2e-3
 ITERATIONS, REPETITIONS = 200, 5
 
 user = torch.randint(0, USERS, (N,))

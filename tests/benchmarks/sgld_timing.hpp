@@ -1,5 +1,5 @@
 // The framework side of the SGLD benchmarks: µs per iteration of a real sgmcmc::Chain
-// (minibatch + sgld + none), from the chain's own sampling seconds.
+// (minibatch, or another estimator, + sgld + none), from the chain's own sampling seconds.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -16,10 +16,10 @@ struct NoOutput final : sgmcmc::ChainObserver {
 };
 
 inline double sgld_iteration_us(std::shared_ptr<const sgmcmc::Model> model, std::size_t batch, double step_size,
-                                std::uint64_t iterations) {
-  auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"minibatch\"\nbatch_size = {}\n"
+                                std::uint64_t iterations, const char* estimator_name = "minibatch") {
+  auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"{}\"\nbatch_size = {}\n"
                                                  "[integrator]\nname = \"sgld\"\nstep_size = {}\n[corrector]\nname = \"none\"\n",
-                                                 batch, step_size),
+                                                 estimator_name, batch, step_size),
                                      "bench.toml");
   auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
   auto integrator = sgmcmc::make_integrator(config["integrator"]);

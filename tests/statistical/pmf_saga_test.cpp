@@ -28,9 +28,10 @@ std::string all_pairs() {
   return text;
 }
 
-std::shared_ptr<const sgmcmc::Model> tiny_pmf(const test::TempDir& dir, const std::string& extra) {
-  return test::build_model("pmf", fmt::format("data = {}\ntest_size = 0\ngibbs_every = 0\n{}",
-                                              test::quoted(dir.write("r.tsv", all_pairs())), extra));
+/// Fixed hyperparameters unless `gibbs_every` says otherwise.
+std::shared_ptr<const sgmcmc::Model> tiny_pmf(const test::TempDir& dir, const std::string& extra, int gibbs_every = 0) {
+  return test::build_model("pmf", fmt::format("data = {}\ntest_size = 0\ngibbs_every = {}\n{}",
+                                              test::quoted(dir.write("r.tsv", all_pairs())), gibbs_every, extra));
 }
 
 std::vector<double> random_point(std::size_t d, std::uint64_t seed) {
@@ -143,7 +144,7 @@ TEST_CASE("pmf saga: when a Gibbs step draws τ the table is refilled, and the n
   // new τ (to rounding: 1e-12 of Σ_i ‖∇f_i‖₁), while the stale table's estimate would be off by
   // (τ_new/τ_old - 1) × the table's sum, O(1) here.
   test::TempDir dir;
-  const auto model = tiny_pmf(dir, "rank = 2\ngibbs_every = 1\nnoise_prior_shape = 2\nnoise_prior_rate = 1\n");
+  const auto model = tiny_pmf(dir, "rank = 2\nnoise_prior_shape = 2\nnoise_prior_rate = 1\n", 1);
   test::EstimatorBench bench(*model, 5);
   auto saga = test::make_estimator("name = \"saga\"\nbatch_size = 5\n", *model);
   const auto theta = random_point(model->dimension(), 7);
