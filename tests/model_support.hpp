@@ -7,7 +7,9 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 #include <zlib.h>
 
 import sgmcmc;
@@ -32,6 +34,17 @@ inline std::shared_ptr<const sgmcmc::Model> build_model(const std::string& name,
   auto model = bundled_plugin(name).create({config["model"], seed});
   config["model"].reject_unknown_keys();
   return model;
+}
+
+/// ∇U(θ) of a chain's target given its workspace: one full data pass and the prior given it.
+inline std::vector<double> full_gradient(const sgmcmc::Model& model, std::span<const double> theta,
+                                         sgmcmc::Workspace& workspace) {
+  const auto every = sgmcmc::every_item(model);
+  std::vector<double> gradient(model.dimension(), 0.0);
+  sgmcmc::Rng unused(0, 0);
+  model.add_data_gradient(theta, {every}, gradient, workspace, unused);
+  model.add_prior_gradient_given(theta, gradient, workspace);
+  return gradient;
 }
 
 /// A path as a TOML string.

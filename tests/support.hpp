@@ -4,6 +4,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <initializer_list>
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -73,10 +75,9 @@ struct CliResult {
   std::string output;  // standard output and standard error together
 };
 
-/// Runs the real `sgmcmc` binary with `arguments` (a shell-quoted string) and no terminal.
-inline CliResult run_cli(const std::string& arguments) {
-  const std::string command = std::string("'") + SGMCMC_CLI + "' " + arguments + " 2>&1 </dev/null";
-  std::FILE* pipe = popen(command.c_str(), "r");
+/// Runs a shell command with no terminal; returns its exit code and output.
+inline CliResult shell(const std::string& command) {
+  std::FILE* pipe = popen((command + " 2>&1 </dev/null").c_str(), "r");
   std::string output;
   std::array<char, 4096> buffer;
   while (std::size_t n = std::fread(buffer.data(), 1, buffer.size(), pipe)) output.append(buffer.data(), n);
@@ -116,5 +117,22 @@ bool kill_when(pid_t child, Ready ready) {
   waitpid(child, &status, 0);
   return WIFSIGNALED(status) && ready();
 }
+
+/// What a figure script of runners/figures/ leaves when it worked: exit code 0, its settling
+/// table for SGLD, SGLD-CV and SAGA, a PNG of two rows of panels with three curves each (over
+/// 20 kB), and the runs' metrics.csv in `folder`.
+inline void check_figure(const CliResult& result, const std::filesystem::path& folder, const std::string& png,
+                         std::initializer_list<const char*> runs) {
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(result.output, Catch::Matchers::Contains("Within 0.01 nats") && Catch::Matchers::Contains("SGLD-CV") &&
+                                Catch::Matchers::Contains("SAGA"));
+  REQUIRE(std::filesystem::exists(folder / png));
+  CHECK(std::filesystem::file_size(folder / png) > 20'000);
+  for (const char* run : runs) CHECK(std::filesystem::exists(folder / run / "metrics.csv"));
+}
+
+/// Runs the real `sgmcmc` binary with `arguments` (a shell-quoted string) and no terminal.
+inline CliResult run_cli(const std::string& arguments) { return shell(std::string("'") + SGMCMC_CLI + "' " + arguments); }
 
 }  // namespace test

@@ -79,19 +79,9 @@ TEST_CASE("runners/figures/covtype_figure.py draws Figure 1 and prints its table
     FAIL("python3-matplotlib is missing: third_party/setup.sh installs it");
   }
   test::TempDir dir;
-  const std::string command = fmt::format(
+  const auto result = test::shell(fmt::format(
       "/usr/bin/python3 '{}/runners/figures/covtype_figure.py' --sgmcmc '{}' --out '{}' --rows 6000 "
-      "--fractions 0.1,1 --iterations 300 2>&1",
-      SGMCMC_SOURCE_DIR, SGMCMC_CLI, dir.path().string());
-  std::FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  char buffer[4096];
-  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  REQUIRE(pclose(pipe) == 0);
-  CHECK_THAT(output, Contains("Within 0.01 nats") && Contains("SGLD-CV") && Contains("SAGA"));
-  const auto png = dir.path() / "covtype_figure1.png";
-  REQUIRE(std::filesystem::exists(png));
-  CHECK(std::filesystem::file_size(png) > 20'000);  // two rows of panels with three curves each
-  for (const char* run : {"0.1-covtype-sgld", "1-covtype-sgldcv", "1-covtype-saga"})
-    CHECK(std::filesystem::exists(dir.path() / run / "metrics.csv"));
+      "--fractions 0.1,1 --iterations 300",
+      SGMCMC_SOURCE_DIR, SGMCMC_CLI, dir.path().string()));
+  test::check_figure(result, dir.path(), "covtype_figure1.png", {"0.1-covtype-sgld", "1-covtype-sgldcv", "1-covtype-saga"});
 }

@@ -133,20 +133,9 @@ TEST_CASE("runners/figures/pmf_figure.py draws Figure 3 and prints its table fro
     FAIL("python3-matplotlib is missing: third_party/setup.sh installs it");
   }
   test::TempDir dir;
-  const std::string command = fmt::format(
+  const auto result = test::shell(fmt::format(
       "/usr/bin/python3 '{}/runners/figures/pmf_figure.py' --sgmcmc '{}' --out '{}' --users 60,120 --iterations 100 "
-      "--set model.users=120 --set model.items=150 --set model.ratings=4000 --set estimator.batch_size=200 2>&1",
-      SGMCMC_SOURCE_DIR, SGMCMC_CLI, dir.path().string());
-  std::FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  char buffer[4096];
-  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  INFO(output);
-  REQUIRE(pclose(pipe) == 0);
-  CHECK_THAT(output, Contains("Within 0.01 nats") && Contains("SGLD-CV") && Contains("SAGA"));
-  const auto png = dir.path() / "pmf_figure3.png";
-  REQUIRE(std::filesystem::exists(png));
-  CHECK(std::filesystem::file_size(png) > 20'000);  // two rows of panels with three curves each
-  for (const char* run : {"60-pmf-sgld", "120-pmf-sgldcv", "120-pmf-saga"})
-    CHECK(std::filesystem::exists(dir.path() / run / "metrics.csv"));
+      "--set model.users=120 --set model.items=150 --set model.ratings=4000 --set estimator.batch_size=200",
+      SGMCMC_SOURCE_DIR, SGMCMC_CLI, dir.path().string()));
+  test::check_figure(result, dir.path(), "pmf_figure3.png", {"60-pmf-sgld", "120-pmf-sgldcv", "120-pmf-saga"});
 }

@@ -16,15 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// Runs a shell command, returns its exit code and output.
-test::CliResult shell(const std::string& command) {
-  std::FILE* pipe = popen((command + " 2>&1 </dev/null").c_str(), "r");
-  std::string output;
-  char buffer[4096];
-  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
+using test::shell;
 
 std::string quote(const fs::path& path) { return "'" + path.string() + "'"; }
 

@@ -34,20 +34,30 @@ double full_potential(const sgmcmc::Model& model, std::span<const double> theta,
   return sgmcmc::potential(model, theta, every, workspace);
 }
 
-std::vector<double> full_gradient(const sgmcmc::Model& model, std::span<const double> theta, sgmcmc::Workspace& workspace) {
-  const auto every = sgmcmc::every_item(model);
-  std::vector<double> gradient(model.dimension(), 0.0);
-  sgmcmc::Rng unused(0, 0);
-  model.add_data_gradient(theta, {every}, gradient, workspace, unused);
-  model.add_prior_gradient_given(theta, gradient, workspace);
-  return gradient;
-}
+using test::full_gradient;
 
 std::vector<double> random_theta(std::size_t d, std::uint64_t seed) {
   sgmcmc::Rng rng(seed, 0);
   std::vector<double> theta(d);
   for (double& x : theta) x = 0.7 * rng.normal();
   return theta;
+}
+
+/// ∇U at a random θ against central differences of U, h = 1e-5, to 1e-6 (the tests say why).
+void check_finite_differences(const sgmcmc::Model& model) {
+  auto workspace = model.make_workspace();
+  const auto theta = random_theta(model.dimension(), 3);
+  const auto gradient = full_gradient(model, theta, *workspace);
+  const auto names = model.parameter_names();
+  for (std::size_t j = 0; j < theta.size(); ++j) {
+    const double h = 1e-5;
+    auto plus = theta, minus = theta;
+    plus[j] += h;
+    minus[j] -= h;
+    const double difference = (full_potential(model, plus, *workspace) - full_potential(model, minus, *workspace)) / (2 * h);
+    INFO("coordinate " << j << " (" << names[j] << ")");
+    CHECK(gradient[j] == Approx(difference).epsilon(1e-6).margin(1e-6));
+  }
 }
 
 // Three users (ids 1, 2, 5) and two items (ids 10, 20), MovieLens' u.data layout (tab, timestamp).
@@ -85,19 +95,7 @@ TEST_CASE("pmf plugin: gradient of U matches central finite differences") {
   // in θ with O(1) coefficients: with h = 1e-5 the central difference has truncation error
   // h²/6·|∂³U| ≲ 1e-9 and rounding error ε·|U|/h ≈ 1e-16·300/1e-5 = 3e-9; 1e-6 still catches any
   // wrong sign, factor or missing term, which are O(0.1) or more.
-  const auto model = build("users = 12\nitems = 9\nratings = 40\ntest_size = 0\nrank = 3\n", 7);
-  auto workspace = model->make_workspace();
-  const auto theta = random_theta(model->dimension(), 3);
-  const auto gradient = full_gradient(*model, theta, *workspace);
-  for (std::size_t j = 0; j < theta.size(); ++j) {
-    const double h = 1e-5;
-    auto plus = theta, minus = theta;
-    plus[j] += h;
-    minus[j] -= h;
-    const double difference = (full_potential(*model, plus, *workspace) - full_potential(*model, minus, *workspace)) / (2 * h);
-    INFO("coordinate " << j);
-    CHECK(gradient[j] == Approx(difference).epsilon(1e-6).margin(1e-6));
-  }
+  check_finite_differences(*build("users = 12\nitems = 9\nratings = 40\ntest_size = 0\nrank = 3\n", 7));
 }
 
 TEST_CASE("pmf plugin: the sparse batch gradient equals the dense matrix formula") {
@@ -147,18 +145,7 @@ TEST_CASE("pmf plugin: with biases, the gradient of U matches central finite dif
   const auto names = model->parameter_names();
   CHECK(names[plain->dimension()].starts_with("b."));
   CHECK(names.back().starts_with("c."));
-  auto workspace = model->make_workspace();
-  const auto theta = random_theta(model->dimension(), 3);
-  const auto gradient = full_gradient(*model, theta, *workspace);
-  for (std::size_t j = 0; j < theta.size(); ++j) {
-    const double h = 1e-5;
-    auto plus = theta, minus = theta;
-    plus[j] += h;
-    minus[j] -= h;
-    const double difference = (full_potential(*model, plus, *workspace) - full_potential(*model, minus, *workspace)) / (2 * h);
-    INFO("coordinate " << j << " (" << names[j] << ")");
-    CHECK(gradient[j] == Approx(difference).epsilon(1e-6).margin(1e-6));
-  }
+  check_finite_differences(*model);
 }
 
 TEST_CASE("pmf plugin: sparse item gradients, scattered onto their supports, equal one-rating batches") {

@@ -41,15 +41,6 @@ std::vector<double> random_point(std::size_t d, std::uint64_t seed) {
   return theta;
 }
 
-/// ∇U(θ) of the chain's target given the workspace: one full pass and the prior given it.
-std::vector<double> exact(const sgmcmc::Model& model, std::span<const double> theta, sgmcmc::Workspace& workspace) {
-  const auto every = sgmcmc::every_item(model);
-  std::vector<double> gradient(model.dimension(), 0.0);
-  sgmcmc::Rng unused(0, 0);
-  model.add_data_gradient(theta, {every}, gradient, workspace, unused);
-  model.add_prior_gradient_given(theta, gradient, workspace);
-  return gradient;
-}
 
 /// Σ_i ‖∇f_i(θ)‖₁ over every item: the size of the terms SAGA's sums are made of, which sets
 /// their rounding.
@@ -115,7 +106,7 @@ TEST_CASE("pmf saga: the sparse table's estimates are unbiased (Hotelling's T²)
       for (std::uint64_t point = 3; point <= 4; ++point) {
         const auto theta = random_point(d, point);
         test::EstimatorBench bench(*model, ++seed);
-        const auto truth = exact(*model, theta, *bench.workspace);
+        const auto truth = test::full_gradient(*model, theta, *bench.workspace);
         const std::size_t repeats = 20'000;
         xt::xtensor<double, 2> errors = xt::zeros<double>({repeats, d});
         for (std::size_t r = 0; r < repeats; ++r) {
@@ -154,7 +145,7 @@ TEST_CASE("pmf saga: when a Gibbs step draws τ the table is refilled, and the n
   std::vector<double> moved = theta;
   REQUIRE(model->after_step(1, moved, *bench.workspace, rng) == sgmcmc::TargetChange::data);
   saga->data_terms_changed(theta, bench.context);
-  const auto g = bench.estimate(*saga, theta), truth = exact(*model, theta, *bench.workspace);
+  const auto g = bench.estimate(*saga, theta), truth = test::full_gradient(*model, theta, *bench.workspace);
   CHECK(bench.cost.full_passes == before + 1);
   const double tolerance = 1e-12 * item_gradient_scale(*model, theta, *bench.workspace);
   for (std::size_t j = 0; j < g.size(); ++j) {
