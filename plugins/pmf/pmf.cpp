@@ -89,6 +89,7 @@ struct PmfWorkspace final : sgmcmc::Workspace {
   void save_state(sgmcmc::StateWriter& out) const override {
     out.section("pmf workspace");
     for (const auto* values : {&hyper.mean_u, &hyper.precision_u, &hyper.mean_v, &hyper.precision_v}) out.numbers(*values);
+    for (const double value : {hyper.bias_precision_u, hyper.bias_precision_v, hyper.noise_precision}) out.number(value);
     predictive.save_state(out);
     out.numbers(mean_sum);
     out.count(mean_draws);
@@ -97,6 +98,7 @@ struct PmfWorkspace final : sgmcmc::Workspace {
     in.section("pmf workspace");
     for (auto* values : {&hyper.mean_u, &hyper.precision_u, &hyper.mean_v, &hyper.precision_v})
       in.numbers(*values, values->size());
+    for (double* value : {&hyper.bias_precision_u, &hyper.bias_precision_v, &hyper.noise_precision}) *value = in.number();
     predictive.restore_state(in);
     in.numbers(mean_sum, mean_sum.size());
     mean_draws = in.count();

@@ -119,10 +119,10 @@ TEST_CASE("checkpoints do not change a chain: the draws equal those of a run wit
   CHECK_THAT(test::read_text(dir.path() / "saved" / "chain-1.csv"), Contains("run.checkpoint_every = 5"));
 }
 
-TEST_CASE("pmf, logistic and lda runs stopped at a checkpoint and resumed continue bit for bit") {
+TEST_CASE("pmf (sgld, saga), logistic and lda runs stopped at a checkpoint and resumed continue bit for bit") {
   // pmf: Gibbs steps of the hyperparameters every 3 iterations (workspace state that the prior
-  // gradient reads), the running predictive average and mean predictions behind its metrics;
-  // logistic: the running predictive average, with cv and saga's compact tables; lda: the
+  // gradient reads), the running predictive average and mean predictions behind its metrics,
+  // and with saga its sparse N × s table, τ and the bias precisions drawn by Gibbs; logistic: the running predictive average, with cv and saga's compact tables; lda: the
   // running predictive average and the workspace's own evaluation stream, with cv (positive
   // parameters mirrored, topic assignments Gibbs-sampled in every gradient).
   const std::vector<std::pair<std::string, bool>> runs = {
@@ -132,6 +132,11 @@ TEST_CASE("pmf, logistic and lda runs stopped at a checkpoint and resumed contin
       {"--preset pmf-sgld --set model.users=40 --set model.items=30 --set model.ratings=400 --set model.rank=3 "
        "--set model.gibbs_every=3 --set estimator.batch_size=50 --set run.iterations=60 --set run.thin=2 "
        "--set run.eval_every=6 --set output.quantities=true --chains 2 --checkpoint-every 6",
+       false},
+      {"--preset pmf-saga --set model.users=40 --set model.items=30 --set model.ratings=400 --set model.rank=3 "
+       "--set model.gibbs_every=3 --set model.noise_prior_shape=2 --set model.noise_prior_rate=1 "
+       "--set model.biases=true --set estimator.batch_size=50 --set run.iterations=60 --set run.thin=2 "
+       "--set run.eval_every=6 --chains 2 --checkpoint-every 6",
        false},
       {"--preset covtype-sgldcv --set model.n=2000 --set run.iterations=60 --set run.thin=2 --set run.eval_every=10 "
        "--chains 2 --checkpoint-every 10",

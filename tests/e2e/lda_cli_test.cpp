@@ -193,7 +193,7 @@ TEST_CASE("lda: the same seed gives the same draws and metrics on 1 and 2 thread
   }
 }
 
-TEST_CASE("lda through the CLI: a bad docword file exits 2 with file:line; an empty document is noted") {
+TEST_CASE("lda through the CLI: a bad docword file exits 2 with file:line, and an empty document is noted") {
   test::TempDir dir;
   const auto bad = dir.write("docword.bad.txt", "2\n5\n2\n1 1 1\n2 9 1\n");
   auto result = test::run_cli(fmt::format("run --preset lda-sgld --set model.data='\"{}\"' --out '{}' --quiet", bad.string(),
