@@ -36,10 +36,24 @@ struct SweepOptions {
   bool resume = false;
   bool quiet = false;
   std::optional<std::filesystem::path> plugin_dir;
+  std::size_t max_cells = 200;  // a larger grid is refused unless `yes`
+  bool yes = false;
 };
 
 /// `sgmcmc sweep FILE.toml`: a grid of runs; 1 when a cell failed or diverged.
 int sweep_command(const SweepOptions& options);
+
+struct PlotOptions {
+  std::filesystem::path folder;  // a sweep's output folder
+  std::string panel;             // an axis: one panel per value (empty: one panel)
+  std::string metric;            // empty: the first metric
+  std::string seed_axis;         // empty: the script's default, run.seed
+  std::filesystem::path out;     // empty: the sweep's folder
+  std::string name;              // empty: the sweep folder's name
+};
+
+/// `sgmcmc plot DIR`: runs runners/figures/sweep_plot.py; its exit code.
+int plot_command(const PlotOptions& options);
 int list_command(const std::optional<std::filesystem::path>& plugin_dir);
 int presets_command();
 

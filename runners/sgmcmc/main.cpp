@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cluster.hpp"
 #include "commands.hpp"
 
 import sgmcmc;
@@ -42,6 +43,17 @@ int main(int argc, char** argv) {
   sweep_cmd->add_flag("--resume", sweep.resume, "keep the cells this folder already finished, run the rest");
   sweep_cmd->add_flag("--quiet", sweep.quiet, "no line per cell");
   sweep_cmd->add_option("--plugin-dir", sweep.plugin_dir, "search this folder for model plugins first");
+  sweep_cmd->add_option("--max-cells", sweep.max_cells, "refuse a larger grid unless --yes (200)");
+  sweep_cmd->add_flag("--yes", sweep.yes, "run a grid larger than --max-cells");
+
+  PlotOptions plot;
+  auto* plot_cmd = app.add_subcommand("plot", "figures of a sweep: metric against seconds and item gradients, final values across seeds");
+  plot_cmd->add_option("folder", plot.folder, "a sweep's output folder")->required();
+  plot_cmd->add_option("--panel", plot.panel, "one panel per value of this axis (e.g. model.subsample)");
+  plot_cmd->add_option("--metric", plot.metric, "the metric to draw (default: the first)");
+  plot_cmd->add_option("--seed-axis", plot.seed_axis, "the axis box plots spread over (default: run.seed)");
+  plot_cmd->add_option("--out", plot.out, "where the PNGs go (default: the sweep's folder)");
+  plot_cmd->add_option("--name", plot.name, "the files' prefix (default: the sweep folder's name)");
 
   auto* list_cmd = app.add_subcommand("list", "models found, estimators, integrators, correctors");
   list_cmd->add_option("--plugin-dir", plugin_dir, "search this folder for model plugins first");
@@ -88,6 +100,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
+    // Under mpirun every rank parses the same arguments: rank 0 alone says what is wrong.
+    if (launcher_rank() != 0) return error.get_exit_code() == 0 ? 0 : exit_bad_input;
     return app.exit(error) == 0 ? 0 : exit_bad_input;
   }
   try {
@@ -97,6 +111,7 @@ int main(int argc, char** argv) {
       return run_command(run);
     }
     if (sweep_cmd->parsed()) return sweep_command(sweep);
+    if (plot_cmd->parsed()) return plot_command(plot);
     if (list_cmd->parsed()) return list_command(plugin_dir);
     if (presets_cmd->parsed()) return presets_command();
     if (check_cmd->parsed()) return check_model_command(check_plugin, check_overrides, plugin_dir);

@@ -15,8 +15,11 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
+#include <deque>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -25,16 +28,19 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <variant>
 #include <vector>
+#include <unistd.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include "cluster.hpp"
 #include "commands.hpp"
 #include "presets.hpp"
 #include "run.hpp"
@@ -73,9 +79,9 @@ std::string origin_of(const Sweep& sweep, const toml::node& node) {
   return fmt::format("{}:{}", sweep.source, node.source().begin.line);
 }
 
-std::string read_file(const fs::path& path) {
+std::string read_file(const fs::path& path, std::string_view what = "the sweep file") {
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw sgmcmc::Error(fmt::format("{}: cannot open the sweep file", path.string()));
+  if (!in) throw sgmcmc::Error(fmt::format("{}: cannot open {}", path.string(), what));
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -260,10 +266,12 @@ void check_axis_kinds(const Sweep& sweep) {
   }
 }
 
-Sweep read_sweep(const fs::path& path) {
+/// A sweep from its file's text; `source` names the file in errors. Under MPI the other ranks
+/// parse rank 0's text, since a cluster's machines need not share the file.
+Sweep parse_sweep(std::string text, std::string source) {
   Sweep sweep;
-  sweep.source = path.string();
-  sweep.text = read_file(path);
+  sweep.source = std::move(source);
+  sweep.text = std::move(text);
   toml::table document;
   try {
     document = toml::parse(sweep.text, sweep.source);
@@ -671,50 +679,329 @@ void validate_cells(const Sweep& sweep, std::vector<Cell>& cells, const SweepOpt
     throw sgmcmc::Error(fmt::format("{}: every cell is skipped; the first: {}", sweep.source, cells.front().reason));
 }
 
-void report(const Cell& cell, std::size_t done, std::size_t total, double seconds, std::mutex& print_mutex) {
-  const std::lock_guard lock(print_mutex);
+void report(const Cell& cell, std::size_t done, std::size_t total, double seconds) {
   fmt::print("[{}/{}] {}: {} ({:.1f} s){}\n", done, total, cell.name, cell.status, seconds,
              cell.reason.empty() ? "" : ": " + cell.reason);
   std::fflush(stdout);
 }
 
+/// A grid grows as the product of its axes: one list too long can mean days of cores. Checked
+/// before validation, which builds every cell's model.
+void check_cell_count(const Sweep& sweep, std::size_t count, const SweepOptions& options) {
+  if (count <= options.max_cells || options.yes) return;
+  std::vector<std::string> sizes;
+  for (const auto& group : sweep.groups) {
+    std::vector<std::string> keys;
+    for (std::size_t a : group) keys.push_back(sweep.axes[a].key);
+    sizes.push_back(fmt::format("{} ({})", sweep.axes[group.front()].values.size(), fmt::join(keys, " zipped with ")));
+  }
+  throw sgmcmc::Error(fmt::format("{}: {} cells ({}{}), more than --max-cells {}; nothing was run. "
+                                  "Add --yes to run them all, or raise --max-cells",
+                                  sweep.source, count, fmt::join(sizes, " x "), sweep.excludes.empty() ? "" : ", less excluded",
+                                  options.max_cells));
+}
+
+// ---- Messages between ranks: length-prefixed fields in one byte string ----
+
+void pack(std::string& message, std::string_view field) {
+  const std::uint64_t length = field.size();
+  message.append(reinterpret_cast<const char*>(&length), sizeof length);
+  message.append(field);
+}
+
+class Unpacker {
+public:
+  explicit Unpacker(std::string_view message) : rest_(message) {}
+  bool empty() const { return rest_.empty(); }
+  std::string next() {
+    std::uint64_t length = 0;
+    if (rest_.size() < sizeof length) throw std::runtime_error("a truncated message between ranks");
+    std::memcpy(&length, rest_.data(), sizeof length);
+    rest_.remove_prefix(sizeof length);
+    if (rest_.size() < length) throw std::runtime_error("a truncated message between ranks");
+    std::string field(rest_.substr(0, length));
+    rest_.remove_prefix(length);
+    return field;
+  }
+
+private:
+  std::string_view rest_;
+};
+
+// ---- Planning: rank 0 reads and checks everything before any cell runs ----
+
+struct Plan {
+  Sweep sweep;
+  std::vector<Cell> cells;
+  fs::path out;
+};
+
+/// The sweep file, its size, --resume, every cell's validation, the output folder: all on rank 0,
+/// so a bad sweep is one message however many ranks there are.
+Plan make_plan(const SweepOptions& options, unsigned jobs) {
+  Plan plan{parse_sweep(read_file(options.file), options.file.string()), {}, {}};
+  plan.cells = enumerate_cells(plan.sweep);
+  check_cell_count(plan.sweep, plan.cells.size(), options);
+  plan.out = options.out ? *options.out : fs::path("runs") / fmt::format("sweep-{}", options.file.stem().string());
+  if (options.resume)
+    for (auto& cell : plan.cells)
+      if (fs::exists(plan.out / cell.name / "manifest.json")) cell.status = "done";
+  validate_cells(plan.sweep, plan.cells, options, jobs);
+  prepare_sweep_folder(plan.sweep, plan.out, options.resume);
+  if (!options.quiet)
+    for (const auto& cell : plan.cells)
+      if (cell.status == "skipped") fmt::print("skipped {}: {}\n", cell.name, cell.reason);
+  return plan;
+}
+
+/// Rank 0's plan on every rank (the other ranks parse rank 0's copy of the file), or the exit code
+/// of a sweep rank 0 refused: then rank 0 alone has printed why, and every rank exits with it.
+struct Shared {
+  std::optional<Plan> plan;
+  int refused = 0;
+};
+
+Shared share_plan(const Cluster& cluster, const SweepOptions& options, unsigned jobs) {
+  if (cluster.root()) {
+    std::string refusal;
+    pack(refusal, "refused");
+    try {
+      Plan plan = make_plan(options, jobs);
+      std::string message;
+      for (const std::string& field : {std::string("plan"), plan.sweep.source, plan.sweep.text}) pack(message, field);
+      for (const auto& cell : plan.cells) {
+        pack(message, cell.status);
+        pack(message, cell.reason);
+      }
+      cluster.broadcast(message);
+      return {std::move(plan), 0};
+    } catch (const sgmcmc::Error&) {
+      pack(refusal, std::to_string(exit_bad_input));
+      cluster.broadcast(refusal);
+      throw;
+    } catch (...) {
+      pack(refusal, "3");
+      cluster.broadcast(refusal);
+      throw;
+    }
+  }
+  const std::string message = cluster.broadcast("");
+  Unpacker fields(message);
+  if (fields.next() == "refused") return {std::nullopt, std::stoi(fields.next())};
+  Plan plan;
+  const std::string source = fields.next();
+  plan.sweep = parse_sweep(fields.next(), source);
+  plan.cells = enumerate_cells(plan.sweep);
+  for (auto& cell : plan.cells) {
+    cell.status = fields.next();
+    cell.reason = fields.next();
+  }
+  return {std::move(plan), 0};
+}
+
+/// This rank's share: the cells to run, dealt round-robin in grid order, so which rank runs a
+/// cell depends on the grid and the number of ranks alone.
+std::vector<std::size_t> dealt_cells(const std::vector<Cell>& cells, const Cluster& cluster) {
+  std::vector<std::size_t> mine;
+  std::size_t dealt = 0;
+  for (std::size_t c = 0; c < cells.size(); ++c)
+    if (cells[c].status == "pending" && dealt++ % static_cast<std::size_t>(cluster.size()) == static_cast<std::size_t>(cluster.rank()))
+      mine.push_back(c);
+  return mine;
+}
+
+// ---- Running: each rank's cells on its own threads; finished cells travel to rank 0 ----
+
+/// A finished cell: its index in the grid and its wall time.
+struct Finished {
+  std::size_t cell;
+  double seconds;
+};
+
+/// This rank's cells on `jobs` threads in the background. Finished cells queue up for the main
+/// thread, the only one that talks to other ranks (MPI_THREAD_FUNNELED).
+class LocalCells {
+public:
+  LocalCells(const Sweep& sweep, std::vector<Cell>& cells, std::vector<std::size_t> mine, fs::path folder,
+             const SweepOptions& options, unsigned jobs)
+      : remaining_(mine.size()) {
+    pool_ = std::jthread([&sweep, &cells, mine = std::move(mine), folder = std::move(folder), &options, jobs, this] {
+      try {
+        on_pool(mine.size(), jobs, [&](std::size_t i) {
+          if (stopping_) return;
+          const auto started = std::chrono::steady_clock::now();
+          run_cell(sweep, cells[mine[i]], folder / cells[mine[i]].name, options.plugin_dir);
+          push({mine[i], std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
+        });
+      } catch (...) {
+        const std::lock_guard lock(mutex_);
+        failure_ = std::current_exception();
+        ready_.notify_all();
+      }
+    });
+  }
+
+  /// Cells not yet started are left out: the main thread failed, and the job is about to end.
+  ~LocalCells() { stopping_ = true; }
+
+  /// True once every cell has been handed out by next().
+  bool finished() const { return remaining_ == 0; }
+
+  /// A finished cell, waiting at most `wait` for one; rethrows a failure of the pool.
+  std::optional<Finished> next(std::chrono::milliseconds wait) {
+    std::unique_lock lock(mutex_);
+    ready_.wait_for(lock, wait, [&] { return !queue_.empty() || failure_; });
+    if (failure_) std::rethrow_exception(failure_);
+    if (queue_.empty()) return std::nullopt;
+    const Finished finished = queue_.front();
+    queue_.pop_front();
+    --remaining_;
+    return finished;
+  }
+
+private:
+  void push(Finished finished) {
+    const std::lock_guard lock(mutex_);
+    queue_.push_back(finished);
+    ready_.notify_all();
+  }
+
+  std::size_t remaining_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<Finished> queue_;
+  std::exception_ptr failure_;
+  std::atomic<bool> stopping_{false};
+  std::jthread pool_;  // last: joined before the members its thread uses are destroyed
+};
+
+/// A cell's outcome and every file of its folder, for rank 0 to write into the sweep's folder.
+std::string cell_message(const Cell& cell, const Finished& finished, const fs::path& folder) {
+  std::string message;
+  for (const std::string& field : {std::string("cell"), std::to_string(finished.cell), cell.status, cell.reason, number_text(finished.seconds)})
+    pack(message, field);
+  if (!fs::exists(folder)) return message;
+  for (const auto& entry : fs::recursive_directory_iterator(folder)) {
+    if (!entry.is_regular_file()) continue;
+    pack(message, fs::relative(entry.path(), folder).generic_string());
+    pack(message, read_file(entry.path(), "a finished cell's file"));
+  }
+  return message;
+}
+
+/// Writes a cell another rank ran into its folder, manifest.json last and through a temporary
+/// name, as a run writes it: a folder without it is a cell to rerun on --resume.
+Finished store_cell(std::vector<Cell>& cells, Unpacker& fields, const fs::path& out) {
+  const std::size_t index = std::stoul(fields.next());
+  Cell& cell = cells.at(index);
+  cell.status = fields.next();
+  cell.reason = fields.next();
+  const Finished finished{index, std::stod(fields.next())};
+  const fs::path folder = out / cell.name;
+  fs::remove_all(folder);
+  fs::create_directories(folder);
+  std::optional<std::string> manifest;
+  while (!fields.empty()) {
+    const fs::path name = fields.next();
+    std::string content = fields.next();
+    if (name == "manifest.json") {
+      manifest = std::move(content);
+      continue;
+    }
+    fs::create_directories((folder / name).parent_path());
+    write_atomically(folder / name, content);
+  }
+  if (manifest) write_atomically(folder / "manifest.json", *manifest);
+  return finished;
+}
+
+/// Rank 0: runs its share, writes the cells the other ranks send, until every rank is done.
+void run_on_root(const Cluster& cluster, Plan& plan, const SweepOptions& options, unsigned jobs) {
+  const auto total = static_cast<std::size_t>(std::count_if(plan.cells.begin(), plan.cells.end(), [](const Cell& cell) { return cell.status == "pending"; }));
+  LocalCells local(plan.sweep, plan.cells, dealt_cells(plan.cells, cluster), plan.out, options, jobs);
+  int ranks_running = cluster.size() - 1;
+  std::size_t done = 0;
+  while (!local.finished() || ranks_running > 0) {
+    std::optional<Finished> finished = local.next(std::chrono::milliseconds(ranks_running > 0 ? 5 : 100));
+    if (!finished) {
+      if (auto message = cluster.poll()) {
+        Unpacker fields(message->second);
+        if (fields.next() == "done") --ranks_running;
+        else finished = store_cell(plan.cells, fields, plan.out);
+      }
+    }
+    if (finished && !options.quiet) report(plan.cells[finished->cell], ++done, total, finished->seconds);
+  }
+}
+
+/// Any other rank: runs its share in a scratch folder of this machine (a cluster need not share
+/// a file system with rank 0), sends each cell to rank 0 as it finishes, then says it is done.
+void run_on_worker(const Cluster& cluster, Plan& plan, const SweepOptions& options, unsigned jobs) {
+  const fs::path scratch = fs::temp_directory_path() / fmt::format("sgmcmc-sweep-{}-rank-{}", getpid(), cluster.rank());
+  {
+    LocalCells local(plan.sweep, plan.cells, dealt_cells(plan.cells, cluster), scratch, options, jobs);
+    while (!local.finished()) {
+      if (const auto finished = local.next(std::chrono::milliseconds(100))) {
+        const fs::path folder = scratch / plan.cells[finished->cell].name;
+        cluster.send_to_root(cell_message(plan.cells[finished->cell], *finished, folder));
+        fs::remove_all(folder);
+      }
+    }
+  }
+  fs::remove_all(scratch);
+  std::string done;
+  pack(done, "done");
+  cluster.send_to_root(done);
+}
+
+/// After every cell: rank 0 writes both tables and prints the tally; every rank returns its code.
+int finish(const Cluster& cluster, const Plan& plan, const SweepOptions& options) {
+  int code = 0;
+  if (cluster.root()) {
+    write_tables(plan.sweep, plan.cells, plan.out);
+    std::map<std::string, int> counts;
+    for (const auto& cell : plan.cells) ++counts[cell.status];
+    std::vector<std::string> parts;
+    for (const auto& [status, count] : counts) parts.push_back(fmt::format("{} {}", count, status == "done" ? "already done" : status));
+    if (!options.quiet)
+      fmt::print("{} cells{}: {} -> {}\n", plan.cells.size(), cluster.size() > 1 ? fmt::format(" on {} ranks", cluster.size()) : "",
+                 fmt::join(parts, ", "), plan.out.string());
+    for (const auto& cell : plan.cells)
+      if (cell.status == "failed") fmt::print(stderr, "sgmcmc: cell {} failed: {}\n", cell.name, cell.reason);
+    code = counts["failed"] || counts["diverged"] ? exit_diverged : 0;
+  }
+  return std::stoi(cluster.broadcast(std::to_string(code)));
+}
+
+/// A failure on one rank of several, which the others would wait on forever: ends them all.
+[[noreturn]] void end_job(const Cluster& cluster, const std::exception& error) {
+  const bool bad_input = dynamic_cast<const sgmcmc::Error*>(&error) != nullptr;
+  fmt::print(stderr, "sgmcmc: {} on rank {}: {}\n", bad_input ? "error" : "internal error", cluster.rank(), error.what());
+  cluster.abort(bad_input ? exit_bad_input : 3);
+}
+
 }  // namespace
 
 int sweep_command(const SweepOptions& options) {
-  const Sweep sweep = read_sweep(options.file);
-  auto cells = enumerate_cells(sweep);
-  const fs::path out = options.out ? *options.out : fs::path("runs") / fmt::format("sweep-{}", options.file.stem().string());
-  const unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
-  if (options.resume)
-    for (auto& cell : cells)
-      if (fs::exists(out / cell.name / "manifest.json")) cell.status = "done";
-  validate_cells(sweep, cells, options, jobs);
-  prepare_sweep_folder(sweep, out, options.resume);
-
-  if (!options.quiet)
-    for (const auto& cell : cells)
-      if (cell.status == "skipped") fmt::print("skipped {}: {}\n", cell.name, cell.reason);
-  std::vector<std::size_t> pending;
-  for (std::size_t c = 0; c < cells.size(); ++c)
-    if (cells[c].status == "pending") pending.push_back(c);
-  std::atomic<std::size_t> done{0};
-  std::mutex print_mutex;
-  on_pool(pending.size(), jobs, [&](std::size_t i) {
-    Cell& cell = cells[pending[i]];
-    const auto started = std::chrono::steady_clock::now();
-    run_cell(sweep, cell, out / cell.name, options.plugin_dir);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const std::size_t finished = ++done;
-    if (!options.quiet) report(cell, finished, pending.size(), seconds, print_mutex);
-  });
-  write_tables(sweep, cells, out);
-
-  std::map<std::string, int> counts;
-  for (const auto& cell : cells) ++counts[cell.status];
-  std::vector<std::string> parts;
-  for (const auto& [status, count] : counts) parts.push_back(fmt::format("{} {}", count, status == "done" ? "already done" : status));
-  if (!options.quiet) fmt::print("{} cells: {} -> {}\n", cells.size(), fmt::join(parts, ", "), out.string());
-  for (const auto& cell : cells)
-    if (cell.status == "failed") fmt::print(stderr, "sgmcmc: cell {} failed: {}\n", cell.name, cell.reason);
-  return counts["failed"] || counts["diverged"] ? exit_diverged : 0;
+  const Cluster cluster;
+  // Ranks on one machine share its cores.
+  const unsigned jobs = options.jobs ? options.jobs
+                                     : std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(cluster.ranks_here()));
+  Shared shared;
+  try {
+    shared = share_plan(cluster, options, jobs);
+  } catch (const std::exception& error) {
+    if (cluster.root()) throw;  // the other ranks know rank 0 refused the sweep, and exit too
+    end_job(cluster, error);    // rank 0 goes on without this rank (a different sgmcmc here?)
+  }
+  if (!shared.plan) return shared.refused;
+  Plan& plan = *shared.plan;
+  try {
+    if (cluster.root()) run_on_root(cluster, plan, options, jobs);
+    else run_on_worker(cluster, plan, options, jobs);
+    return finish(cluster, plan, options);
+  } catch (const std::exception& error) {
+    if (cluster.size() == 1) throw;
+    end_job(cluster, error);
+  }
 }

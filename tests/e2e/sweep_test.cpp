@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <fcntl.h>
 #include <filesystem>
 #include <set>
@@ -50,10 +51,13 @@ std::string small_sweep(int iterations = 200, int eval_every = 50, int checkpoin
 
 using test::lines_of;
 
+/// Comma-separated fields, a trailing empty one included (summary.csv's empty `reason`).
 std::vector<std::string> fields_of(const std::string& line) {
   std::vector<std::string> fields;
-  std::istringstream in(line);
-  for (std::string field; std::getline(in, field, ',');) fields.push_back(field);
+  std::size_t start = 0;
+  for (std::size_t comma; (comma = line.find(',', start)) != std::string::npos; start = comma + 1)
+    fields.push_back(line.substr(start, comma - start));
+  fields.push_back(line.substr(start));
   return fields;
 }
 
@@ -327,3 +331,208 @@ TEST_CASE("a sweep with checkpoints killed mid-cell continues its cells in fligh
   }
   CHECK(continued >= 1);
 }
+
+TEST_CASE("sgmcmc sweep refuses a grid larger than --max-cells unless --yes, before writing anything") {
+  test::TempDir dir;
+  const auto out = dir.path() / "out";
+  std::string seeds;
+  for (int seed = 1; seed <= 201; ++seed) seeds += (seed > 1 ? ", " : "") + std::to_string(seed);
+  const auto big = dir.write("big.toml", "preset = \"demo\"\n[axes]\n\"run.seed\" = [" + seeds + "]\n");
+  const auto refused = sweep(big, out);  // the default cap, 200
+  INFO(refused.output);
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.output, Contains("big.toml: 201 cells (201 (run.seed)), more than --max-cells 200"));
+  CHECK_THAT(refused.output, Contains("--yes"));
+  CHECK(!fs::exists(out));
+
+  // A configurable cap: 2 × 3 = 6 cells are refused under 5 and run with --yes.
+  const auto small = dir.write("six.toml",
+                               "preset = \"demo\"\n[base.run]\nwarmup = 0\niterations = 20\nchains = 1\neval_every = 10\nthin = 5\n"
+                               "[axes]\n\"estimator.name\" = [\"minibatch\", \"exact\"]\n\"run.seed\" = [1, 2, 3]\n");
+  const auto capped = sweep(small, out, "--max-cells 5");
+  INFO(capped.output);
+  CHECK(capped.exit_code == 2);
+  CHECK_THAT(capped.output, Contains("6 cells (2 (estimator.name) x 3 (run.seed)), more than --max-cells 5"));
+  CHECK(!fs::exists(out));
+  const auto allowed = sweep(small, out, "--max-cells 5 --yes");
+  INFO(allowed.output);
+  CHECK(allowed.exit_code == 0);
+  CHECK(finished_cells(out) == 6);
+}
+
+#ifdef SGMCMC_MPIEXEC
+namespace {
+
+/// Starts a program (arguments[0], a path) in a child process, output discarded.
+pid_t spawn(std::vector<std::string> arguments) {
+  std::vector<char*> argv;
+  for (auto& argument : arguments) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {  // only async-signal-safe calls between fork and exec
+    const int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+/// Sends `signal` to the sweep `child` (writing into `out`) as soon as its first cell has finished,
+/// checks that it stopped mid-sweep without tables, and returns its wait status.
+int stop_mid_sweep(pid_t child, const fs::path& out, int signal) {
+  REQUIRE(child > 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  int status = 0;
+  while (finished_cells(out) == 0) {
+    REQUIRE(waitpid(child, &status, WNOHANG) != child);  // it must not end before the signal
+    REQUIRE(std::chrono::steady_clock::now() < deadline);
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  kill(child, signal);
+  waitpid(child, &status, 0);
+  const auto finished = finished_cells(out);
+  INFO(finished << " cells had finished when the sweep was stopped");
+  REQUIRE(finished >= 1);
+  REQUIRE(finished < 8);
+  CHECK(!fs::exists(out / "results.csv"));
+  return status;
+}
+
+
+/// `mpiexec -n RANKS`, with --oversubscribe (3 ranks on 2 cores) for Open MPI. CI runs as root,
+/// which Open MPI refuses unless two variables say so; they mean nothing to other MPIs.
+std::vector<std::string> mpi_launcher(int ranks) {
+  static const bool open_mpi = test::shell(fmt::format("'{}' --version", SGMCMC_MPIEXEC)).output.find("open-mpi.org") != std::string::npos;
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+  std::vector<std::string> launcher = {SGMCMC_MPIEXEC, "-n", std::to_string(ranks)};
+  if (open_mpi) launcher.push_back("--oversubscribe");
+  return launcher;
+}
+
+/// `mpiexec -n RANKS sgmcmc ARGUMENTS` under `timeout`, so ranks waiting on each other forever fail
+/// the test (exit 124) instead of hanging it.
+test::CliResult mpi_cli(int ranks, const std::string& arguments) {
+  std::string command = "timeout -k 10 300";
+  for (const auto& word : mpi_launcher(ranks)) command += " '" + word + "'";
+  return test::shell(command + " '" + SGMCMC_CLI + "' " + arguments);
+}
+
+test::CliResult mpi_sweep(int ranks, const fs::path& file, const fs::path& out, const std::string& extra = "") {
+  return mpi_cli(ranks, "sweep '" + file.string() + "' --out '" + out.string() + "' " + extra);
+}
+
+std::size_t occurrences(const std::string& text, const std::string& part) {
+  std::size_t count = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++count;
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("mpirun -n 2 and -n 3 sgmcmc sweep give the single-process results.csv, and resume") {
+  test::TempDir dir;
+  const auto file = dir.write("small.toml", small_sweep());
+  REQUIRE(sweep(file, dir.path() / "single", "--jobs 1").exit_code == 0);
+  const auto single_results = without_seconds(test::read_text(dir.path() / "single" / "results.csv"));
+  const auto single_summary = without_seconds(test::read_text(dir.path() / "single" / "summary.csv"));
+  const fs::path a_cell = "estimator.name=exact+integrator.step_size=1e-05+run.seed=2";
+
+  for (const int ranks : {2, 3}) {
+    const auto out = dir.path() / fmt::format("ranks-{}", ranks);
+    const auto result = mpi_sweep(ranks, file, out, "--jobs 1");
+    INFO(ranks << " ranks:\n" << result.output);
+    REQUIRE(result.exit_code == 0);
+    // One report, from rank 0, which knows it has company: the ranks joined one MPI job.
+    CHECK(occurrences(result.output, fmt::format("8 cells on {} ranks: 8 complete", ranks)) == 1);
+    CHECK(occurrences(result.output, "[8/8]") == 1);
+    CHECK(finished_cells(out) == 8);
+    CHECK(without_seconds(test::read_text(out / "results.csv")) == single_results);
+    CHECK(without_seconds(test::read_text(out / "summary.csv")) == single_summary);
+    // Cells run on other ranks arrive whole: their draws are the single process's, byte for byte.
+    for (const auto& cell : fs::directory_iterator(dir.path() / "single"))
+      if (cell.is_directory())
+        for (const char* draws : {"chain-1.csv", "chain-2.csv"})
+          CHECK(test::read_text(out / cell.path().filename() / draws) == test::read_text(cell.path() / draws));
+  }
+
+  // --resume under MPI: only the deleted cell runs again, and the table is unchanged.
+  const auto out = dir.path() / "ranks-2";
+  fs::remove_all(out / a_cell);
+  fs::remove(out / "results.csv");
+  const auto resumed = mpi_sweep(2, file, out, "--jobs 1 --resume");
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK_THAT(resumed.output, Contains("8 cells on 2 ranks: 1 complete, 7 already done"));
+  CHECK(without_seconds(test::read_text(out / "results.csv")) == single_results);
+}
+
+TEST_CASE("mpirun sgmcmc sweep stopped mid-way (SIGTERM, as a batch system does) and resumed gives the uninterrupted table") {
+  test::TempDir dir;
+  const auto file = dir.write("long.toml", small_sweep(20000, 1000));
+  REQUIRE(sweep(file, dir.path() / "whole", "--jobs 2").exit_code == 0);
+
+  const auto out = dir.path() / "stopped";
+  // The stopped rank 1 leaves its scratch folder behind: in the test's folder, not the system's.
+  std::vector<std::string> arguments = {"/usr/bin/env", "TMPDIR=" + dir.path().string()};
+  for (const auto& word : mpi_launcher(2)) arguments.push_back(word);
+  for (const std::string word : {SGMCMC_CLI, "sweep", file.c_str(), "--out", out.c_str(), "--jobs", "1", "--quiet"}) arguments.push_back(word);
+  stop_mid_sweep(spawn(arguments), out, SIGTERM);  // mpirun passes it on to every rank
+
+  const auto resumed = mpi_sweep(2, file, out, "--resume --jobs 1 --quiet");
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(finished_cells(out) == 8);
+  CHECK(without_seconds(test::read_text(out / "results.csv")) ==
+        without_seconds(test::read_text(dir.path() / "whole" / "results.csv")));
+}
+
+TEST_CASE("mpirun sgmcmc sweep: a bad sweep file is one message and exit 2 on every rank, without a hang") {
+  test::TempDir dir;
+  const auto out = dir.path() / "out";
+  const auto file = dir.write("typo.toml", "preset = \"demo\"\n[axes]\n\"integrator.step_sise\" = [1e-5, 2e-5]\n");
+  const auto result = mpi_sweep(3, file, out);
+  INFO(result.output);
+  CHECK(result.exit_code == 2);  // mpirun's code is a rank's non-zero one; 124 would be a hang
+  CHECK(occurrences(result.output, "sgmcmc: error:") == 1);
+  CHECK(occurrences(result.output, "did you mean 'integrator.step_size'") == 1);
+  CHECK(!fs::exists(out));
+
+  // A bad command line too: every rank parses it, rank 0 alone says what is wrong.
+  const auto usage = mpi_cli(2, "sweep --out '" + out.string() + "'");
+  INFO(usage.output);
+  CHECK(usage.exit_code == 2);
+  CHECK(occurrences(usage.output, "file is required") == 1);
+
+  // A grid over the cap is refused the same way.
+  const auto big = mpi_sweep(2, dir.write("six.toml", "preset = \"demo\"\n[axes]\n\"run.seed\" = [1, 2, 3, 4, 5, 6]\n"), out,
+                             "--max-cells 5");
+  INFO(big.output);
+  CHECK(big.exit_code == 2);
+  CHECK(occurrences(big.output, "more than --max-cells 5") == 1);
+  CHECK(!fs::exists(out));
+}
+
+TEST_CASE("mpirun sgmcmc sweep: a cell diverging on rank 1 is reported and the others finish") {
+  test::TempDir dir;
+  const auto out = dir.path() / "out";
+  // Cells are dealt in grid order: the first to rank 0, the second (step size 10, which sends the
+  // demo's gaussian chain to Inf within a few steps) to rank 1.
+  const auto file = dir.write("diverge.toml", "preset = \"demo\"\n[base.run]\nwarmup = 0\niterations = 100\nchains = 1\n"
+                                              "eval_every = 10\nthin = 5\n[axes]\n\"integrator.step_size\" = [1e-5, 10.0]\n");
+  const auto result = mpi_sweep(2, file, out, "--jobs 1");
+  INFO(result.output);
+  CHECK(result.exit_code == 1);
+  CHECK(occurrences(result.output, "2 cells on 2 ranks: 1 complete, 1 diverged") == 1);
+  const auto summary = test::read_text(out / "summary.csv");
+  CHECK_THAT(summary, Contains("integrator.step_size=10.0,10.0,diverged,"));
+  CHECK(fs::exists(out / "integrator.step_size=10.0" / "chain-1.csv"));
+}
+
+#else
+TEST_CASE("mpirun sgmcmc sweep (skipped: built without MPI)") {
+  WARN("skipped: sgmcmc was built without MPI (SGMCMC_WITH_MPI=OFF or no MPI found); third_party/setup.sh installs OpenMPI");
+}
+#endif

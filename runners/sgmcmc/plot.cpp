@@ -1,0 +1,73 @@
+// `sgmcmc plot DIR [options]`: runs runners/figures/sweep_plot.py (python3 + matplotlib) on a
+// sweep's output folder. The script is found beside the installed binary
+// (<prefix>/share/sgmcmc/figures) or, for a binary of a build tree, in the source tree.
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <fmt/format.h>
+
+#include "commands.hpp"
+
+import sgmcmc;
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+
+namespace plot_detail {
+
+constexpr const char* script_name = "sweep_plot.py";
+
+fs::path find_script() {
+  const auto executable = fs::read_symlink("/proc/self/exe");
+  const std::vector<fs::path> candidates = {executable.parent_path().parent_path() / SGMCMC_INSTALL_FIGURES_DIR / script_name,
+                                            fs::path(SGMCMC_SOURCE_FIGURES_DIR) / script_name};
+  for (const auto& candidate : candidates)
+    if (fs::is_regular_file(candidate)) return candidate;
+  throw sgmcmc::Error(fmt::format("sgmcmc plot: cannot find {}; looked in {} and {}", script_name,
+                                  candidates[0].parent_path().string(), candidates[1].parent_path().string()));
+}
+
+/// SGMCMC_PYTHON if set (a virtual environment's python, say); else Debian's python3, which
+/// third_party/setup.sh gives matplotlib, as the figure scripts' #! lines do; else python3 on PATH.
+std::string python_interpreter() {
+  if (const char* chosen = std::getenv("SGMCMC_PYTHON"); chosen && *chosen) return chosen;
+  if (fs::exists("/usr/bin/python3")) return "/usr/bin/python3";
+  return "python3";
+}
+
+}  // namespace plot_detail
+
+int plot_command(const PlotOptions& options) {
+  const std::string python = plot_detail::python_interpreter();
+  std::vector<std::string> arguments = {python, plot_detail::find_script().string(), options.folder.string()};
+  const auto add = [&](const char* flag, const std::string& value) {
+    if (value.empty()) return;
+    arguments.push_back(flag);
+    arguments.push_back(value);
+  };
+  add("--panel", options.panel);
+  add("--metric", options.metric);
+  add("--seed-axis", options.seed_axis);
+  add("--out", options.out.string());
+  add("--name", options.name);
+  std::vector<char*> argv;
+  for (auto& argument : arguments) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+
+  pid_t child = 0;
+  if (const int error = posix_spawnp(&child, python.c_str(), nullptr, nullptr, argv.data(), environ); error != 0)
+    throw sgmcmc::Error(fmt::format("sgmcmc plot: cannot run '{}' ({}); it needs python3 with matplotlib "
+                                    "(Debian: apt install python3-matplotlib), or SGMCMC_PYTHON naming such an interpreter",
+                                    python, std::strerror(error)));
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  throw sgmcmc::Error(fmt::format("sgmcmc plot: {} {} was killed by signal {}", python, plot_detail::script_name, WTERMSIG(status)));
+}
