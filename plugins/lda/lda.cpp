@@ -139,6 +139,7 @@ struct LdaWorkspace final : sgmcmc::Workspace {
       : sampler(topics), predictive(held_out_tokens), log_densities(held_out_tokens), mix(topics),
         evaluation_rng(seed, evaluation_stream) {}
   TopicTables tables;
+  DistinctWords batch_words;  // the columns an estimate builds
   DocumentSampler sampler;
   GradientAccumulator accumulator;
   std::vector<std::uint32_t> z;  // one document's assignments
@@ -207,11 +208,14 @@ public:
   }
 
   /// gradient += Σ_k w_k ∇f_{d_k}(θ), each expectation by the Gibbs step: O(tokens × sweeps) for
-  /// the sampler and the sparse term, O(K·W) for the tables (π by word) and the rows.
+  /// the sampler and the sparse term, O(K·W) for θ's row sums and the gradient's rows, O(K) for
+  /// each distinct word of the batch (its column of π).
   void add_data_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
                          sgmcmc::Workspace& base, Rng& rng) const override {
     auto& workspace = static_cast<LdaWorkspace&>(base);
-    workspace.tables.set_topics(theta, topics(), words());
+    workspace.batch_words.start(words());
+    for (const auto d : batch.items) workspace.batch_words.add(data_.train[d]);
+    workspace.tables.set_topics(theta, topics(), words(), workspace.batch_words.sorted());
     workspace.accumulator.start(topics());
     const double kept = static_cast<double>(options_.gibbs_sweeps - options_.gibbs_burnin);
     for (std::size_t k = 0; k < batch.items.size(); ++k) {

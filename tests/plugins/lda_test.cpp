@@ -1,4 +1,4 @@
-// The lda plugin and its Gibbs step: a word's running sums and the sparse conditional against the
+// The lda plugin and its Gibbs step: a word's column and the sparse conditional against the
 // exact conditional (chi-square), the fixed-z gradient against finite differences, the Gibbs-
 // estimated gradient against the exact expectation by enumeration on a tiny document (whose
 // finite differences of log p(w | θ) check Fisher's identity), the UCI reader, every malformed
@@ -89,7 +89,7 @@ void every_assignment(std::size_t tokens, std::size_t topics, Visit&& visit) {
 
 using namespace lda_test;
 
-TEST_CASE("lda topic sampler: a word's running sums draw topics with probability π_kw / s_w") {
+TEST_CASE("lda topic sampler: a word's column draws topics with probability π_kw / s_w") {
   // K = 5 topics, one word. X² over 200,000 draws from uniform v, 4 degrees of freedom.
   const std::size_t topics = 5, words = 2;
   const std::vector<double> theta{0.1, 1.0, 3.0, 1.0, 0.5, 0.5, 2.0, 0.2, 0.05, 1.0};  // rows: topics
