@@ -389,7 +389,13 @@ public:
   explicit Centre(const Model& model)
       : glm_(model.capabilities().glm_gradients), dimension_(model.dimension()), items_(model.num_items()) {}
 
-  /// c ← θ, with one full data pass for Σ_i ∇f_i(c).
+  /// For a model whose gradient Gibbs-samples latent variables (LDA) Σ_i ∇f_i(c) is itself an
+  /// estimate, fixed until the centre moves, so every later estimate carries its error: each full
+  /// pass below averages `passes` independent passes, dividing that variance by `passes` (models
+  /// without latent_gibbs_step keep 1, their pass being exact).
+  void average_passes(std::size_t passes) { passes_ = passes; }
+
+  /// c ← θ, with a full data pass for Σ_i ∇f_i(c).
   void move_to(std::span<const double> theta, ChainContext& context) {
     allocate();
     point_.assign(theta.begin(), theta.end());
@@ -404,10 +410,13 @@ public:
       model.glm_scalars(point_, all_items_, centre_scalars_, context.workspace);
       model.add_scaled_features(all_items_, centre_scalars_, data_gradient_);
     } else {
-      model.add_data_gradient(point_, Batch{all_items_}, data_gradient_, context.workspace, context.rng);
+      for (std::size_t pass = 0; pass < passes_; ++pass)
+        model.add_data_gradient(point_, Batch{all_items_}, data_gradient_, context.workspace, context.rng);
+      if (passes_ > 1)
+        for (double& g : data_gradient_) g /= static_cast<double>(passes_);
     }
-    context.cost.item_gradients += all_items_.size();
-    context.cost.full_passes += 1;
+    context.cost.item_gradients += passes_ * all_items_.size();
+    context.cost.full_passes += passes_;
   }
 
   bool placed() const { return !point_.empty(); }
@@ -489,6 +498,7 @@ private:
 
   bool glm_;
   std::size_t dimension_, items_;
+  std::size_t passes_ = 1;  // full passes averaged for Σ_i ∇f_i(c)
   std::vector<std::size_t> all_items_;
   std::vector<double> point_;           // c
   std::vector<double> data_gradient_;   // Σ_i ∇f_i(c)
@@ -603,7 +613,13 @@ public:
         sgd_iterations_(static_cast<std::uint64_t>(
             section.integer_at_least("sgd_iterations", static_cast<std::int64_t>(one_pass(model, sampler_)), 0))),
         schedule_(section),
-        with_replacement_(!sampler_.distinct_items()), section_(section.section()) {
+        with_replacement_(!sampler_.distinct_items()), section_(section.section()),
+        centre_passes_(static_cast<std::size_t>(section.integer_at_least("centre_passes", 1, 1))) {
+    if (centre_passes_ > 1 && !model.capabilities().latent_gibbs_step)
+      throw Error(fmt::format("{} = {}: only a model whose gradient Gibbs-samples latent variables (capability "
+                              "latent-gibbs-step) has a random full gradient to average; this one's is exact",
+                              section.describe("centre_passes"), centre_passes_));
+    centre_.average_passes(centre_passes_);
     if (const std::string text = section.text("centre", ""); !text.empty()) {  // "": find θ̂ by SGD
       given_centre_ = parse_centre(section, text, model.dimension());
       for (const char* key : {"sgd_iterations", "sgd_schedule", "sgd_step_size", "sgd_decay_b", "sgd_decay_c"})
@@ -690,6 +706,7 @@ private:
   SgdSchedule schedule_;
   bool with_replacement_;
   std::string section_;  // "estimator", for messages
+  std::size_t centre_passes_;  // full Gibbs passes averaged for ∇U(θ̂) (latent-variable models)
   std::optional<std::vector<double>> given_centre_;
 };
 
@@ -1069,9 +1086,9 @@ const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
        "SGLD-CV control variates around θ̂ (seed 1 eq. 4); θ̂ by SGD from the start point, or given; "
        "keys batch_size, replacement, sampling (uniform|lipschitz), centre (θ̂ as \"x1, x2, ...\"), sgd_iterations "
        "(one pass), sgd_schedule (polynomial|constant), sgd_step_size (0: 1/λ̂, the estimated largest curvature), "
-       "sgd_decay_b (1), sgd_decay_c (1)",
+       "sgd_decay_b (1), sgd_decay_c (1), centre_passes (1; full passes averaged for ∇U(θ̂), latent-variable models)",
        {"batch_size", "replacement", "sampling", "centre", "sgd_iterations", "sgd_schedule", "sgd_step_size",
-        "sgd_decay_b", "sgd_decay_c"},
+        "sgd_decay_b", "sgd_decay_c", "centre_passes"},
        factory<ControlVariateEstimator>()},
       {"svrg",
        "SVRG-LD: control variates around a snapshot refreshed every `period` estimates (Dubey et al. 2016); "

@@ -88,6 +88,10 @@ TEST_CASE("bad estimator input is refused when the estimator is built, with the 
   expect_refusal("name = \"cv\"\nsgd_decay_c = 0.4\n", model, "estimator.sgd_decay_c: expected 0.5 < c <= 1");
   expect_refusal("name = \"cv\"\nsgd_step_size = -1\n", model, "estimator.sgd_step_size: expected a number > 0, or 0 for");
   expect_refusal("name = \"cv\"\nsgd_iterations = -1\n", model, "estimator.sgd_iterations: expected an integer >= 0");
+  expect_refusal("name = \"cv\"\ncentre_passes = 0\n", model, "estimator.centre_passes: expected an integer >= 1");
+  // Averaging full passes only means something when the full gradient is random (Gibbs-sampled).
+  expect_refusal("name = \"cv\"\ncentre_passes = 2\n", model,
+                 "estimator.centre_passes = 2: only a model whose gradient Gibbs-samples latent variables");
   expect_refusal("name = \"cv\"\ncentre = \"1, 2\"\n", model, "estimator.centre: 2 number(s) given; the model has 3 parameters");
   expect_refusal("name = \"cv\"\ncentre = \"1, two, 3\"\n", model, "estimator.centre: 'two' is not a finite number");
   expect_refusal("name = \"cv\"\ncentre = \"1, 2, 3\"\nsgd_step_size = 0.1\n", model,
