@@ -62,10 +62,10 @@ struct WordColumn {
   }
 };
 
-/// The topics π = θ / rowsum(θ) of one estimate, stored by word (W × K) with each word's running
-/// sums. The row sums θ_k· read all of θ, O(K·W), the order of the estimate's dense terms anyway
+/// The topics π = θ / rowsum(θ) of one estimate, stored by word (W × K) with each word's sum
+/// s_w. The row sums θ_k· read all of θ, O(K·W), the order of the estimate's dense terms anyway
 /// (the gradient's n_dk·/θ_k· rows, the prior, the integrator's noise); the columns are built only
-/// for the words an estimate meets (a batch of 50 KOS documents has ~2,500 of its 6,906 words), so
+/// for the words an estimate meets (a batch of 50 KOS documents has 2,200–2,800 of its 6,906 words), so
 /// a column of a word not asked for holds stale values.
 class TopicTables {
 public:
