@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 #include <fcntl.h>
 #include <sys/wait.h>
@@ -85,9 +86,8 @@ inline CliResult shell(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
-/// Starts the real `sgmcmc` binary with `arguments` in a child process, output discarded.
-inline pid_t spawn_cli(std::vector<std::string> arguments) {
-  arguments.insert(arguments.begin(), SGMCMC_CLI);
+/// Starts a program (arguments[0], a path) in a child process, output discarded.
+inline pid_t spawn(std::vector<std::string> arguments) {
   std::vector<char*> argv;
   for (auto& argument : arguments) argv.push_back(argument.data());
   argv.push_back(nullptr);
@@ -100,6 +100,12 @@ inline pid_t spawn_cli(std::vector<std::string> arguments) {
     _exit(127);
   }
   return pid;
+}
+
+/// Starts the real `sgmcmc` binary with `arguments` in a child process, output discarded.
+inline pid_t spawn_cli(std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), SGMCMC_CLI);
+  return spawn(std::move(arguments));
 }
 
 /// Waits until `ready()` holds, then kills `child` with SIGKILL (a power cut, as far as its files

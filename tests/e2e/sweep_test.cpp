@@ -363,22 +363,6 @@ TEST_CASE("sgmcmc sweep refuses a grid larger than --max-cells unless --yes, bef
 #ifdef SGMCMC_MPIEXEC
 namespace {
 
-/// Starts a program (arguments[0], a path) in a child process, output discarded.
-pid_t spawn(std::vector<std::string> arguments) {
-  std::vector<char*> argv;
-  for (auto& argument : arguments) argv.push_back(argument.data());
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {  // only async-signal-safe calls between fork and exec
-    const int null = open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  return pid;
-}
-
 /// Sends `signal` to the sweep `child` (writing into `out`) as soon as its first cell has finished,
 /// checks that it stopped mid-sweep without tables, and returns its wait status.
 int stop_mid_sweep(pid_t child, const fs::path& out, int signal) {
@@ -479,7 +463,7 @@ TEST_CASE("mpirun sgmcmc sweep stopped mid-way (SIGTERM, as a batch system does)
   std::vector<std::string> arguments = {"/usr/bin/env", "TMPDIR=" + dir.path().string()};
   for (const auto& word : mpi_launcher(2)) arguments.push_back(word);
   for (const std::string word : {SGMCMC_CLI, "sweep", file.c_str(), "--out", out.c_str(), "--jobs", "1", "--quiet"}) arguments.push_back(word);
-  stop_mid_sweep(spawn(arguments), out, SIGTERM);  // mpirun passes it on to every rank
+  stop_mid_sweep(test::spawn(arguments), out, SIGTERM);  // mpirun passes it on to every rank
 
   const auto resumed = mpi_sweep(2, file, out, "--resume --jobs 1 --quiet");
   INFO(resumed.output);
