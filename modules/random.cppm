@@ -1,6 +1,7 @@
 // Random streams. Every chain owns one stream derived from (seed, chain), so a chain's draws do
 // not depend on which thread runs it or on how many chains run beside it.
 module;
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
@@ -80,6 +81,14 @@ public:
 
   /// Uniform on [0, 1) with 53 random bits.
   double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+
+  /// An index drawn with probabilities ∝ the increments of `cumulative` (running sums of
+  /// non-negative weights), by bisection: the categorical draw of the plugins' data simulations.
+  std::size_t index_from_cumulative(std::span<const double> cumulative) {
+    const double target = uniform() * cumulative.back();
+    const auto at = std::upper_bound(cumulative.begin(), cumulative.end(), target) - cumulative.begin();
+    return std::min(static_cast<std::size_t>(at), cumulative.size() - 1);
+  }
 
   /// Standard normal by the ziggurat (Marsaglia & Tsang 2000, 256 layers; see `ziggurat` above).
   /// One 64-bit draw gives the layer (8 bits), the sign (1 bit) and the abscissa (53 bits), so

@@ -39,14 +39,6 @@ std::vector<double> symmetric_dirichlet(std::size_t size, double concentration, 
   return values;
 }
 
-/// An index drawn with probabilities `cumulative` (running sums ending near 1), by bisection.
-template <class Random>
-std::size_t draw_index(const std::vector<double>& cumulative, Random& rng) {
-  const double target = rng.uniform() * cumulative.back();
-  const auto at = std::upper_bound(cumulative.begin(), cumulative.end(), target) - cumulative.begin();
-  return std::min(static_cast<std::size_t>(at), cumulative.size() - 1);
-}
-
 }  // namespace simulation_detail
 
 template <class Random>
@@ -71,8 +63,8 @@ SimulatedCorpus simulate_corpus(const SimulationShape& shape, Random& rng) {
     const int length = 1 + (shape.doc_length > 1.0 ? extra_tokens(engine) : 0);
     std::map<std::uint32_t, std::uint32_t> counts;  // ordered: entries by word id, as in UCI files
     for (int j = 0; j < length; ++j) {
-      const std::size_t topic = draw_index(mix_cumulative, rng);
-      ++counts[static_cast<std::uint32_t>(draw_index(topic_cumulative[topic], rng))];
+      const std::size_t topic = rng.index_from_cumulative(mix_cumulative);
+      ++counts[static_cast<std::uint32_t>(rng.index_from_cumulative(topic_cumulative[topic]))];
     }
     std::vector<WordCount> document;
     for (const auto& [word, count] : counts) document.push_back({word, count});

@@ -74,12 +74,6 @@ std::vector<double> cumulative_lognormal_weights(std::size_t count, double sigma
   for (auto& c : cumulative) c = total += std::exp(sigma * rng.normal());
   return cumulative;
 }
-template <class Random>
-std::size_t draw_index(const std::vector<double>& cumulative, Random& rng) {
-  const double target = rng.uniform() * cumulative.back();
-  const auto at = std::upper_bound(cumulative.begin(), cumulative.end(), target) - cumulative.begin();
-  return std::min(static_cast<std::size_t>(at), cumulative.size() - 1);
-}
 }  // namespace detail
 
 template <class Random>
@@ -99,7 +93,7 @@ RatingTriples simulate_movielens_shape(const SimulationShape& shape, Random& rng
     if (per_user[user] == shape.items) return;  // this user has rated everything: draw another
     ++per_user[user];
     for (;;) {  // rejection of pairs already rated: at MovieLens' density (6%) a few retries at most
-      const std::size_t item = detail::draw_index(item_weights, rng);
+      const std::size_t item = rng.index_from_cumulative(item_weights);
       if (!rated.insert(static_cast<std::uint64_t>(user) * shape.items + item).second) continue;
       double mean = shape.offset;
       for (std::size_t k = 0; k < r; ++k) mean += u[user * r + k] * v[item * r + k];
@@ -113,7 +107,7 @@ RatingTriples simulate_movielens_shape(const SimulationShape& shape, Random& rng
   for (std::size_t user = 0; user < shape.users; ++user)
     for (std::size_t k = 0; k < std::min({shape.minimum_per_user, shape.items, shape.ratings / shape.users}); ++k)
       add(user);
-  while (triples.size() < shape.ratings) add(detail::draw_index(user_weights, rng));
+  while (triples.size() < shape.ratings) add(rng.index_from_cumulative(user_weights));
   return triples;
 }
 
