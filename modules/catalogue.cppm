@@ -17,6 +17,9 @@ struct CatalogueEntry {
   std::string description;
   std::vector<std::string> keys;  // the section keys it reads besides `name`
   Factory make;
+  /// Why a Metropolis–Hastings corrector cannot follow this estimator or integrator (it would not
+  /// be exact), or "" if it can. A declared property, so `sgmcmc list` can show it without a model.
+  std::string mh_refusal = {};
 };
 
 /// Every key any entry reads: a key of another entry than the chosen one is "not used", not

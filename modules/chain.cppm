@@ -34,6 +34,8 @@ struct Draw {
   double step_size;
   const Decision& decision;  // of the last corrector block
   std::span<const double> theta;
+  const Workspace& workspace;   // the model's state (hyperparameters) with which θ was drawn
+  std::uint64_t data_changes;   // how often the model's data terms have changed (TargetChange::data)
 };
 
 struct MetricsRow {
@@ -100,7 +102,6 @@ public:
 
 private:
   double log_density(ChainContext& context);
-  void mirror();
   void model_step(std::uint64_t iteration, ChainContext& context);
   void start(ChainContext& context);
 
@@ -109,6 +110,7 @@ private:
     std::uint64_t blocks = 0, accepted_blocks = 0, non_finite_proposals = 0;
     double accept_sum = 0.0;
     double seconds = 0.0;  // sampling seconds up to the last checkpoint
+    std::uint64_t data_changes = 0;  // TargetChange::data returned by the model's after_step
   };
 
   // The model is declared first so that everything it made (the workspace) is destroyed
@@ -137,7 +139,9 @@ Chain::Chain(std::shared_ptr<const Model> model, std::unique_ptr<Estimator> esti
              std::unique_ptr<Integrator> integrator, std::unique_ptr<Corrector> corrector, Rng rng)
     : model_(std::move(model)), workspace_(model_->make_workspace()), estimator_(std::move(estimator)),
       integrator_(std::move(integrator)), corrector_(std::move(corrector)), rng_(rng),
-      capabilities_(model_->capabilities()) {}
+      capabilities_(model_->capabilities()) {
+  state_.reflect_at_zero = capabilities_.positive_parameters;
+}
 
 void Chain::check(const ChainSchedule& schedule) const {
   if (schedule.compute_lp && !capabilities_.exact_log_likelihood)
@@ -177,6 +181,7 @@ void Chain::save_state(StateWriter& out) const {
   out.count(tally_.non_finite_proposals);
   out.number(tally_.accept_sum);
   out.number(tally_.seconds);
+  out.count(tally_.data_changes);
   rng_.save_state(out);
   integrator_->save_state(out);
   estimator_->save_state(out);
@@ -207,6 +212,7 @@ void Chain::restore_state(StateReader& in) {
   tally_.non_finite_proposals = in.count();
   tally_.accept_sum = in.number();
   tally_.seconds = in.number();
+  tally_.data_changes = in.count();
   rng_.restore_state(in);
   integrator_->restore_state(in);
   estimator_->restore_state(in);
@@ -231,14 +237,6 @@ double Chain::log_density(ChainContext& context) {
   return -potential(*model_, state_.theta, all_items_, context.workspace);
 }
 
-void Chain::mirror() {
-  // Mirroring keeps positive parameters positive (Patterson & Teh 2013; SCIENCE.md).
-  if (capabilities_.positive_parameters) {
-    for (double& x : state_.theta) x = std::abs(x);
-    state_.gradient_valid = false;
-  }
-}
-
 /// The model's hook (Gibbs steps of hyperparameters). It runs after the corrector's decision, so
 /// that an MH test compares the potentials of one target; when it changed the target, everything
 /// cached of the old one is dropped: the integrator's gradient at θ, the MH corrector's U(θ_0)
@@ -248,7 +246,9 @@ void Chain::model_step(std::uint64_t iteration, ChainContext& context) {
   if (change == TargetChange::none) return;
   state_.gradient_valid = false;
   corrector_->target_changed();
-  if (change == TargetChange::data) estimator_->data_terms_changed(state_.theta, context);
+  if (change != TargetChange::data) return;
+  ++tally_.data_changes;
+  estimator_->data_terms_changed(state_.theta, context);
 }
 
 namespace {
@@ -290,7 +290,6 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
     state_.iteration = iteration;
     Estimator* endpoint = ends_block ? corrector_->endpoint_estimator() : nullptr;
     integrator_->step(state_, endpoint ? *endpoint : *estimator_, context);
-    mirror();
     if (ends_block) {
       decision = corrector_->end_block(state_, context);
       state_.iteration = iteration;  // a rejection restored the block's first state, iteration included
@@ -316,7 +315,8 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
       const auto bookkeeping_start = Clock::now();
       if (records_draw) {
         const double lp = schedule.compute_lp ? log_density(context) : std::nan("");
-        observer.on_draw({iteration, lp, integrator_->step_size(), decision, state_.theta});
+        observer.on_draw(
+            {iteration, lp, integrator_->step_size(), decision, state_.theta, *workspace_, tally_.data_changes});
       }
       if (evaluates) {
         const double sampling_seconds = seconds() - since(bookkeeping_start);

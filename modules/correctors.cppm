@@ -11,10 +11,12 @@ module;
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 #include <fmt/format.h>
 export module sgmcmc.correctors;
 export import sgmcmc.integrators;
+export import sgmcmc.config;
 import sgmcmc.error;
 
 export namespace sgmcmc {
@@ -51,10 +53,11 @@ public:
 using CorrectorFactory = std::function<std::unique_ptr<Corrector>(const Settings&, const Model&, const Integrator&)>;
 const std::vector<CatalogueEntry<CorrectorFactory>>& corrector_catalogue();
 
-/// The corrector named in `section` (default "none") for this model and integrator. A combination
-/// that cannot work is refused with the reason (MH after an integrator without a realisable
-/// backward move, MH on a model without an exact log-likelihood).
-std::unique_ptr<Corrector> make_corrector(const Settings& section, const Model& model, const Integrator& integrator);
+/// The corrector of `config`'s [corrector] section (default "none") for this model and integrator.
+/// A combination that cannot be exact is refused with the reason: MH after an estimator or
+/// integrator that declares an `mh_refusal` in its catalogue entry, after a changing step size, or
+/// on a model without an exact log-likelihood.
+std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& model, const Integrator& integrator);
 
 }  // namespace sgmcmc
 
@@ -139,9 +142,11 @@ public:
   }
 
 private:
-  /// U(θ) = f_0(θ) + Σ_i f_i(θ): one full pass over the data, counted as such.
+  /// U(θ) = f_0(θ) + Σ_i f_i(θ): one full pass over the data, counted as such and as N item
+  /// evaluations, so that methods compare by cost with their corrections included.
   double potential(std::span<const double> theta, ChainContext& context) const {
     context.cost.full_passes += 1;
+    context.cost.item_gradients += all_items_.size();
     return sgmcmc::potential(context.model, theta, all_items_, context.workspace);
   }
 
@@ -170,12 +175,17 @@ const std::vector<CatalogueEntry<CorrectorFactory>>& corrector_catalogue() {
   return catalogue;
 }
 
-std::unique_ptr<Corrector> make_corrector(const Settings& section, const Model& model, const Integrator& integrator) {
+std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& model, const Integrator& integrator) {
+  const Settings& section = config["corrector"];
   auto corrector = choose(corrector_catalogue(), section, "none").make(section, model, integrator);
   if (!corrector->tests_acceptance()) return corrector;
   const std::string where = section.describe("name");
-  if (const std::string reason = integrator.mh_refusal(); !reason.empty())
-    throw Error(fmt::format("{}: the mh corrector cannot follow this integrator: {}", where, reason));
+  const auto& estimator_entry = choose(estimator_catalogue(), config["estimator"], default_estimator);
+  const auto& integrator_entry = choose(integrator_catalogue(), config["integrator"], default_integrator);
+  for (const auto& [kind, name, reason] : {std::tuple{"estimator", estimator_entry.name, estimator_entry.mh_refusal},
+                                           std::tuple{"integrator", integrator_entry.name, integrator_entry.mh_refusal}})
+    if (!reason.empty())
+      throw Error(fmt::format("{}: the mh corrector cannot follow {} '{}': {}", where, kind, name, reason));
   if (!integrator.constant_step_size())
     throw Error(fmt::format("{}: the mh corrector needs a constant step size (integrator.schedule = \"constant\"): a "
                             "block run backwards must be as likely as forwards",

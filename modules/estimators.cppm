@@ -66,6 +66,8 @@ public:
 using EstimatorFactory = std::function<std::unique_ptr<Estimator>(const Settings&, const Model&)>;
 const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue();
 
+inline constexpr const char* default_estimator = "minibatch";
+
 /// The estimator named in `section` (default "minibatch"), built for `model`.
 std::unique_ptr<Estimator> make_estimator(const Settings& section, const Model& model);
 
@@ -678,7 +680,7 @@ private:
     if (schedule_.automatic() && sgd_iterations_ > 0)
       schedule_.set_first_step(automatic_first_step(theta, batches, scale, context));
     std::vector<double> gradient(theta.size());
-    const bool mirror = model.capabilities().positive_parameters;  // as the chain does after its moves
+    const bool mirror = model.capabilities().positive_parameters;  // as the integrators reflect at 0
     for (std::uint64_t k = 1; k <= sgd_iterations_; ++k) {
       scaled_batch_plus_prior(theta, batches.draw(context.rng), scale, gradient, context);
       const double h = schedule_.at(k);
@@ -1083,7 +1085,7 @@ const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
       {"minibatch", "SGLD's estimate (N/n) Σ_S ∇f_i; keys batch_size (100), replacement (false)",
        {"batch_size", "replacement"}, factory<MinibatchEstimator>()},
       {"cv",
-       "SGLD-CV control variates around θ̂ (seed 1 eq. 4); θ̂ by SGD from the start point, or given; "
+       "SGLD-CV control variates around θ̂ (Baker et al. 2019, eq. 4); θ̂ by SGD from the start point, or given; "
        "keys batch_size, replacement, sampling (uniform|lipschitz), centre (θ̂ as \"x1, x2, ...\"), sgd_iterations "
        "(one pass), sgd_schedule (polynomial|constant), sgd_step_size (0: 1/λ̂, the estimated largest curvature), "
        "sgd_decay_b (1), sgd_decay_c (1), centre_passes (1; full passes averaged for ∇U(θ̂), latent-variable models)",
@@ -1093,18 +1095,26 @@ const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
       {"svrg",
        "SVRG-LD: control variates around a snapshot refreshed every `period` estimates (Dubey et al. 2016); "
        "keys batch_size, replacement, sampling, period (one pass)",
-       {"batch_size", "replacement", "sampling", "period"}, factory<SvrgEstimator>()},
+       {"batch_size", "replacement", "sampling", "period"}, factory<SvrgEstimator>(),
+       "svrg's estimate depends on the chain's history (a snapshot taken at an earlier state, which may move inside "
+       "a block), so the reverse of a block cannot reproduce its kicks and the MH test is not exact; the test of "
+       "Garriga-Alonso & Fortuin (2021, §4) needs every kick's minibatch drawn independently of the state: use "
+       "'minibatch' or 'cv' (a fixed centre)"},
       {"saga",
        "SAGA-LD: table of the last gradient of every item (Dubey et al. 2016), N scalars for GLM models, N × s for "
        "sparse item gradients; "
        "keys batch_size, replacement, sampling, memory_limit_mb (1024 per chain)",
-       {"batch_size", "replacement", "sampling", "memory_limit_mb"}, factory<SagaEstimator>()},
+       {"batch_size", "replacement", "sampling", "memory_limit_mb"}, factory<SagaEstimator>(),
+       "saga's estimate depends on the chain's history (its table holds gradients at earlier states and changes at "
+       "every kick), so the reverse of a block cannot reproduce its kicks and the MH test is not exact; the test of "
+       "Garriga-Alonso & Fortuin (2021, §4) needs every kick's minibatch drawn independently of the state: use "
+       "'minibatch' or 'cv' (a fixed centre)"},
   };
   return catalogue;
 }
 
 std::unique_ptr<Estimator> make_estimator(const Settings& section, const Model& model) {
-  return choose(estimator_catalogue(), section, "minibatch").make(section, model);
+  return choose(estimator_catalogue(), section, default_estimator).make(section, model);
 }
 
 }  // namespace sgmcmc

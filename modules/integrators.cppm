@@ -11,6 +11,7 @@ module;
 #include <functional>
 #include <memory>
 #include <numbers>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -28,30 +29,40 @@ struct ChainState {
   std::vector<double> momentum;  // empty for integrators without momentum
   /// An estimate ĝ(θ) at the current θ, when `gradient_valid`. The Hamiltonian splittings reuse
   /// it as the first kick of the next step, so each point's gradient is the *same vector* on both
-  /// of its sides (what the MH energy error of seed 2 needs, SCIENCE.md "Correctors"); anything
-  /// that moves θ outside an integrator (mirroring, a model's after_step, an MH rejection that
-  /// restores no gradient) clears the flag.
+  /// of its sides (what the MH energy error of Garriga-Alonso & Fortuin 2021, §4, needs); anything
+  /// that moves θ outside an integrator (a model's after_step, an MH rejection that restores no
+  /// gradient) clears the flag.
   std::vector<double> gradient;
   bool gradient_valid = false;
   /// The integrator's share of the MH energy error ΔH̃ over the current block: the sum over the
-  /// block's deterministic, volume-preserving, reversible parts (each BAB) of their change of
-  /// kinetic energy ½ mᵀM⁻¹m. With one gradient per point this equals SCIENCE.md's
+  /// block's deterministic, volume-preserving, reversible parts (each half kick B; a drift A,
+  /// reflected or not, leaves ½ mᵀM⁻¹m alone) of their change of kinetic energy ½ mᵀM⁻¹m. With
+  /// one gradient per point this equals Garriga-Alonso & Fortuin (2021, §4)'s
   ///   -(h/2) Σ_k ⟨g_k + g_{k+1}, M⁻¹ m_{k+1/2}⟩ + (h²/8)(‖g_K‖²_{M⁻¹} - ‖g_0‖²_{M⁻¹}),
   /// since each BAB changes ½mᵀM⁻¹m by -(h/2)⟨g_k + g_{k+1}, M⁻¹m_{k+1/2}⟩ + (h²/8)(‖g_{k+1}‖² - ‖g_k‖²).
   /// The O parts preserve N(0, TM) exactly and drop out. A corrector adds U(θ_K) - U(θ_0) and
   /// never needs to know how an integrator made the sum.
   double energy_error = 0.0;
+  /// The model's parameters are positive (capability `positive-parameters`): every drift reflects
+  /// θ at 0 and negates the momentum of each reflected coordinate, and SGLD's update reflects θ
+  /// (Patterson & Teh 2013, mirroring; Neal 2011, §5.5.1.5, for the momentum). The reflection is
+  /// part of the position update, so every gradient is taken at a positive θ, and the reflected
+  /// drift stays volume-preserving and reversible under a momentum flip, as the MH test needs.
+  bool reflect_at_zero = false;
 };
 
-// ---- Sub-steps (Leimkuhler & Matthews 2015, §7; seed 2 §4) -----------------------------------
+// ---- Sub-steps (Leimkuhler & Matthews 2015, §7; Garriga-Alonso & Fortuin 2021, §4) -------------
 
-/// A: θ ← θ + h M⁻¹ m.
-void drift(std::span<double> theta, std::span<const double> momentum, std::span<const double> inverse_mass, double h);
+/// A: θ ← θ + h M⁻¹ m; with `reflect`, a coordinate that crosses 0 is reflected, θ_j ← -θ_j,
+/// and its momentum negated, m_j ← -m_j (the elastic bounce of a particle at a wall).
+void drift(std::span<double> theta, std::span<double> momentum, std::span<const double> inverse_mass, double h,
+           bool reflect = false);
 /// B: m ← m - h g.
 void kick(std::span<double> momentum, std::span<const double> gradient, double h);
-/// O: m ← sqrt(a) m + sqrt((1 - a) T) M^{1/2} ξ, the exact OU flow over a step with a = exp(-γh).
-void ornstein_uhlenbeck(std::span<double> momentum, double a, double temperature, std::span<const double> sqrt_mass,
-                        Rng& rng);
+/// O: m ← c m + sqrt((1 - c²) T) M^{1/2} ξ with c = exp(-γt): the exact flow of the
+/// Ornstein–Uhlenbeck part dm = -γ m dt + sqrt(2γT) M^{1/2} dW over a time t. Callers pass c.
+void ornstein_uhlenbeck(std::span<double> momentum, double retention, double temperature,
+                        std::span<const double> sqrt_mass, Rng& rng);
 /// ½ mᵀ M⁻¹ m.
 double kinetic_energy(std::span<const double> momentum, std::span<const double> inverse_mass);
 
@@ -87,8 +98,6 @@ public:
   virtual double temperature() const { return 1.0; }
   /// False when a schedule changes the step size from step to step.
   virtual bool constant_step_size() const { return true; }
-  /// Why a Metropolis–Hastings test cannot follow this integrator, or "" if it can.
-  virtual std::string mh_refusal() const = 0;
   /// Checkpoints: state of the integrator itself between steps. θ, the momentum and the kept
   /// gradient are ChainState, which the chain saves; restore_state follows initialise().
   virtual void save_state(StateWriter& /*out*/) const {}
@@ -97,6 +106,8 @@ public:
 
 using IntegratorFactory = std::function<std::unique_ptr<Integrator>(const Settings&)>;
 const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue();
+
+inline constexpr const char* default_integrator = "sgld";
 
 /// The integrator named in `section` (default "sgld").
 std::unique_ptr<Integrator> make_integrator(const Settings& section);
@@ -107,18 +118,26 @@ module :private;
 
 namespace sgmcmc {
 
-void drift(std::span<double> theta, std::span<const double> momentum, std::span<const double> inverse_mass, double h) {
+void drift(std::span<double> theta, std::span<double> momentum, std::span<const double> inverse_mass, double h,
+           bool reflect) {
   for (std::size_t j = 0; j < theta.size(); ++j) theta[j] += h * inverse_mass[j] * momentum[j];
+  if (!reflect) return;
+  for (std::size_t j = 0; j < theta.size(); ++j)
+    if (theta[j] < 0.0) {
+      theta[j] = -theta[j];
+      momentum[j] = -momentum[j];
+    }
 }
 
 void kick(std::span<double> momentum, std::span<const double> gradient, double h) {
   for (std::size_t j = 0; j < momentum.size(); ++j) momentum[j] -= h * gradient[j];
 }
 
-void ornstein_uhlenbeck(std::span<double> momentum, double a, double temperature, std::span<const double> sqrt_mass,
-                        Rng& rng) {
-  const double keep = std::sqrt(a), noise = std::sqrt((1.0 - a) * temperature);
-  for (std::size_t j = 0; j < momentum.size(); ++j) momentum[j] = keep * momentum[j] + noise * sqrt_mass[j] * rng.normal();
+void ornstein_uhlenbeck(std::span<double> momentum, double retention, double temperature,
+                        std::span<const double> sqrt_mass, Rng& rng) {
+  const double noise = std::sqrt((1.0 - retention * retention) * temperature);
+  for (std::size_t j = 0; j < momentum.size(); ++j)
+    momentum[j] = retention * momentum[j] + noise * sqrt_mass[j] * rng.normal();
 }
 
 double kinetic_energy(std::span<const double> momentum, std::span<const double> inverse_mass) {
@@ -198,8 +217,9 @@ protected:
   double current_ = 0.0;
 };
 
-/// SGLD, seed 1's convention: θ' = θ - (ε/2) ĝ(θ) + sqrt(ε T) ξ, ξ ~ N(0, I)
-/// (Welling & Teh 2011, eq. 4; SCIENCE.md "SGLD"). T = 1 samples the posterior.
+/// SGLD as Baker et al. (2019, eq. 2) write it: θ' = θ - (ε/2) ĝ(θ) + sqrt(ε T) ξ, ξ ~ N(0, I)
+/// (Welling & Teh 2011, eq. 4). T = 1 samples the posterior. For positive parameters θ' is
+/// reflected at 0, θ' ← |θ'| (Patterson & Teh 2013).
 class Sgld final : public ScheduledIntegrator {
 public:
   using ScheduledIntegrator::ScheduledIntegrator;
@@ -211,12 +231,9 @@ public:
     context.rng.fill_normal(xi_);  // one call, so the update below is a plain vectorisable loop
     for (std::size_t j = 0; j < state.theta.size(); ++j)
       state.theta[j] += -0.5 * epsilon * state.gradient[j] + noise * xi_[j];
+    if (state.reflect_at_zero)
+      for (double& x : state.theta) x = std::abs(x);
     state.gradient_valid = false;  // the estimate was at the old θ
-  }
-
-  std::string mh_refusal() const override {
-    return "sgld computes no gradient at its proposal, which the MH energy error needs; use integrator "
-           "'mala' (the same update, step_size = ε, written as OBABO with a = 0)";
   }
 
 private:
@@ -234,6 +251,24 @@ struct DiagonalMass {
   std::vector<double> inverse, sqrt;
 };
 
+/// The friction γ of the Langevin SDE (`friction`, in units of 1/time). By default γ = 0.1/h₀ for
+/// the first step h₀ (`step_size`), so that γh₀ = 0.1: the momentum decay per step that Chen, Fox
+/// & Guestrin (2014, §3.3) use for SGHMC. A fixed γ would give γh ≈ 0 at a small step, where the
+/// friction no longer damps the minibatch noise and the chain heats up; γ = 0 never refreshes
+/// the momentum, so the chain does not mix, and is refused.
+struct Friction {
+  static constexpr double default_per_step = 0.1;
+  Friction(const Settings& section, double first_step)
+      : gamma(section.number("friction", default_per_step / first_step)) {
+    if (!(gamma > 0.0))
+      throw Error(fmt::format("{}: expected a friction γ > 0, found {} (with γ = 0 the momentum is never refreshed and "
+                              "the chain does not mix; omit the key for the default γ = {}/step_size)",
+                              section.describe("friction"), gamma, default_per_step));
+  }
+  double per_step(double h) const { return gamma * h; }
+  double gamma;
+};
+
 /// Integrators with momentum: mass, and the first momentum drawn from N(0, TM).
 class MomentumIntegrator : public ScheduledIntegrator {
 public:
@@ -242,85 +277,89 @@ public:
     Integrator::initialise(state, dimension, rng);
     mass_.resize(dimension);
     state.momentum.assign(dimension, 0.0);
-    ornstein_uhlenbeck(state.momentum, 0.0, temperature_, mass_.sqrt, rng);
+    refresh(state, 0.0, rng);
   }
 
 protected:
-  /// BAB with step h: the volume-preserving, reversible core of a step. The first kick uses the
-  /// gradient kept at θ (or a fresh one), the second the gradient at the new θ, which is kept
-  /// for the next step. Adds the change of kinetic energy to state.energy_error.
-  void kick_drift_kick(ChainState& state, double h, Estimator& estimator, ChainContext& context) const {
+  /// O with retention c: m ← c m + sqrt((1 - c²)T) M^{1/2} ξ.
+  void refresh(ChainState& state, double retention, Rng& rng) const {
+    ornstein_uhlenbeck(state.momentum, retention, temperature_, mass_.sqrt, rng);
+  }
+  /// A over h, reflecting at 0 where the model's parameters are positive.
+  void move(ChainState& state, double h) const {
+    drift(state.theta, state.momentum, mass_.inverse, h, state.reflect_at_zero);
+  }
+  /// B(h/2) with the gradient kept at θ (or a fresh one), adding the change of ½mᵀM⁻¹m to
+  /// state.energy_error.
+  void half_kick_kept(ChainState& state, double h, Estimator& estimator, ChainContext& context) const {
     ensure_gradient(state, estimator, context);
     const double before = kinetic_energy(state.momentum, mass_.inverse);
     kick(state.momentum, state.gradient, h / 2);
-    drift(state.theta, state.momentum, mass_.inverse, h);
-    estimator.estimate(state.theta, state.gradient, context);
-    kick(state.momentum, state.gradient, h / 2);
-    state.gradient_valid = true;
     state.energy_error += kinetic_energy(state.momentum, mass_.inverse) - before;
+  }
+  /// B(h/2) with a new estimate at θ, kept for the next step's first kick.
+  void half_kick_new(ChainState& state, double h, Estimator& estimator, ChainContext& context) const {
+    estimator.estimate(state.theta, state.gradient, context);
+    state.gradient_valid = true;
+    const double before = kinetic_energy(state.momentum, mass_.inverse);
+    kick(state.momentum, state.gradient, h / 2);
+    state.energy_error += kinetic_energy(state.momentum, mass_.inverse) - before;
+  }
+  /// BAB with step h (leapfrog): the volume-preserving, reversible core of a step.
+  void kick_drift_kick(ChainState& state, double h, Estimator& estimator, ChainContext& context) const {
+    half_kick_kept(state, h, estimator, context);
+    move(state, h);
+    half_kick_new(state, h, estimator, context);
   }
 
   DiagonalMass mass_;
 };
 
-/// OBABO / GGMC (Horowitz 1991; Leimkuhler & Matthews 2015; seed 2 §4), a = exp(-γh):
-/// O B(h/2) A(h) B(h/2) O, each O the OU flow m ← sqrt(a) m + sqrt((1-a)T) M^{1/2} ξ (SCIENCE.md).
-/// γ = 0 is a leapfrog step; a = 0 (`mala`) is SGLD/MALA with ε = h².
+/// OBABO / GGMC (Horowitz 1991; Garriga-Alonso & Fortuin 2021, §4, Alg. 1): O(h/2) B(h/2) A(h)
+/// B(h/2) O(h/2), each O keeping c = exp(-γh/2) of the momentum. `mala` is the overdamped limit
+/// γ → ∞ (c = 0): the MALA / SGLD update with ε = h².
 class Obabo final : public MomentumIntegrator {
 public:
-  /// `overdamped`: the `mala` form, a = 0 with step_size read as ε = h².
+  /// `overdamped`: the `mala` form, c = 0 with step_size read as ε = h².
   Obabo(const Settings& section, bool overdamped)
-      : MomentumIntegrator(section), friction_(overdamped ? INFINITY : friction_of(section)), overdamped_(overdamped) {}
+      : MomentumIntegrator(section),
+        friction_(overdamped ? std::nullopt : std::optional<Friction>(std::in_place, section, schedule_.at(1))) {}
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double scheduled = advance(state);
-    const double h = overdamped_ ? std::sqrt(scheduled) : scheduled;
-    const double a = overdamped_ ? 0.0 : std::exp(-friction_ * h);
-    ornstein_uhlenbeck(state.momentum, a, temperature_, mass_.sqrt, context.rng);
+    const double h = friction_ ? scheduled : std::sqrt(scheduled);
+    const double retention = friction_ ? std::exp(-friction_->per_step(h) / 2) : 0.0;
+    refresh(state, retention, context.rng);
     kick_drift_kick(state, h, estimator, context);
-    // With a = 0 the next O replaces the momentum whole, so this O would only burn random numbers;
+    // With c = 0 the next O replaces the momentum whole, so this O would only burn random numbers;
     // skipping it keeps `mala`'s stream aligned with `sgld`'s (one normal per coordinate per step).
-    if (!overdamped_) ornstein_uhlenbeck(state.momentum, a, temperature_, mass_.sqrt, context.rng);
+    if (friction_) refresh(state, retention, context.rng);
   }
-
-  std::string mh_refusal() const override { return ""; }
 
 private:
-  static double friction_of(const Settings& section) {
-    const double friction = section.number("friction", 1.0);
-    if (!(friction >= 0.0)) throw Error(fmt::format("{}: expected γ >= 0, found {}", section.describe("friction"), friction));
-    return friction;
-  }
-  double friction_;
-  bool overdamped_;
+  std::optional<Friction> friction_;  // none for `mala`
 };
 
-/// BAOAB (Leimkuhler & Matthews 2013): B(h/2) A(h/2) O(h) A(h/2) B(h/2), O with a = exp(-γh).
-/// Its O sits between the two drifts, so the block is no composition of reversible BAB parts and
-/// the MH energy error of seed 2 does not apply.
+/// BAOAB (Leimkuhler & Matthews 2013, eq. 2.9): B(h/2) A(h/2) O(h) A(h/2) B(h/2), the O keeping
+/// c = exp(-γh) over the whole step. For the MH energy error the parts between two O's are
+/// deterministic, volume-preserving and reversible under a momentum flip (the B A before an O
+/// and the A B after it), so ΔH̃ adds their changes of kinetic energy, as for OBABO (derivation
+/// in modules/README.md, "MH after BAOAB").
 class Baoab final : public MomentumIntegrator {
 public:
-  explicit Baoab(const Settings& section) : MomentumIntegrator(section), friction_(section.positive_number("friction", 1.0)) {}
+  explicit Baoab(const Settings& section) : MomentumIntegrator(section), friction_(section, schedule_.at(1)) {}
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double h = advance(state);
-    ensure_gradient(state, estimator, context);
-    kick(state.momentum, state.gradient, h / 2);
-    drift(state.theta, state.momentum, mass_.inverse, h / 2);
-    ornstein_uhlenbeck(state.momentum, std::exp(-friction_ * h), temperature_, mass_.sqrt, context.rng);
-    drift(state.theta, state.momentum, mass_.inverse, h / 2);
-    estimator.estimate(state.theta, state.gradient, context);
-    kick(state.momentum, state.gradient, h / 2);
-    state.gradient_valid = true;
-  }
-
-  std::string mh_refusal() const override {
-    return "baoab's O step sits between its two drifts, so its steps are not reversible volume-preserving maps "
-           "and the MH energy error over a block does not apply; use 'obabo'";
+    half_kick_kept(state, h, estimator, context);
+    move(state, h / 2);
+    refresh(state, std::exp(-friction_.per_step(h)), context.rng);
+    move(state, h / 2);
+    half_kick_new(state, h, estimator, context);
   }
 
 private:
-  double friction_;
+  Friction friction_;
 };
 
 /// HMC / leapfrog (Duane et al. 1987; Neal 2011): each step is one trajectory of L BAB steps
@@ -333,39 +372,40 @@ public:
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double h = advance(state);
-    ornstein_uhlenbeck(state.momentum, 0.0, temperature_, mass_.sqrt, context.rng);
+    refresh(state, 0.0, context.rng);
     for (std::size_t l = 0; l < steps_; ++l) kick_drift_kick(state, h, estimator, context);
   }
-
-  std::string mh_refusal() const override { return ""; }
 
 private:
   std::size_t steps_;
 };
 
-/// SGHMC with the symplectic Euler–Maruyama step (Chen et al. 2014; Wenzel et al. 2020, seed 2 eq. 6):
-/// m' = (1 - hγ) m - h ĝ(θ) + sqrt(2γhT) M^{1/2} ξ,  θ' = θ + h M⁻¹ m'.
+/// SGHMC with the symplectic Euler–Maruyama step (Chen, Fox & Guestrin 2014, eq. 15, without the
+/// noise-estimate correction B̂; Garriga-Alonso & Fortuin 2021, eq. 6):
+/// m' = (1 - γh) m - h ĝ(θ) + sqrt(2γhT) M^{1/2} ξ,  θ' = θ + h M⁻¹ m'.
 class Sghmc final : public MomentumIntegrator {
 public:
-  explicit Sghmc(const Settings& section) : MomentumIntegrator(section), friction_(section.positive_number("friction", 1.0)) {}
+  explicit Sghmc(const Settings& section) : MomentumIntegrator(section), friction_(section, schedule_.at(1)) {
+    // Every schedule takes its largest step first (schedule.at(1)), so one check covers the run.
+    if (const double decay = friction_.per_step(schedule_.at(1)); !(decay < 1.0))
+      throw Error(fmt::format("{}: friction × step size = {} must be below 1, or sghmc's momentum decay 1 - γh flips "
+                              "the momentum's sign every step; choose a smaller friction or step_size",
+                              section.describe("friction"), decay));
+  }
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
-    const double h = advance(state), decay = 1.0 - h * friction_, noise = std::sqrt(2.0 * friction_ * h * temperature_);
+    const double h = advance(state), decay = friction_.per_step(h);
+    const double noise = std::sqrt(2.0 * decay * temperature_);
     estimator.estimate(state.theta, state.gradient, context);
     for (std::size_t j = 0; j < state.momentum.size(); ++j)
-      state.momentum[j] = decay * state.momentum[j] - h * state.gradient[j] + noise * mass_.sqrt[j] * context.rng.normal();
-    drift(state.theta, state.momentum, mass_.inverse, h);
+      state.momentum[j] = (1.0 - decay) * state.momentum[j] - h * state.gradient[j] +
+                          noise * mass_.sqrt[j] * context.rng.normal();
+    move(state, h);
     state.gradient_valid = false;
   }
 
-  std::string mh_refusal() const override {
-    return "sghmc's Euler-Maruyama step has no realisable backward move (its momentum update is not an OU flow "
-           "composed with reversible kicks), so every MH acceptance probability is exactly 0 (Garriga-Alonso & "
-           "Fortuin 2021, Thm 1); use 'obabo', which keeps a non-zero acceptance";
-  }
-
 private:
-  double friction_;
+  Friction friction_;
 };
 
 const std::vector<std::string> schedule_keys = {"step_size", "schedule", "decay_b", "decay_c", "cycle_length", "temperature"};
@@ -383,26 +423,32 @@ IntegratorFactory factory(Extra... extra) {
 }  // namespace
 
 const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
+  static const std::string friction = "friction γ (default 0.1/step_size: γh = 0.1), mass (1)";
   static const std::vector<CatalogueEntry<IntegratorFactory>> catalogue = {
       {"sgld", "overdamped Langevin, θ' = θ - (ε/2)ĝ + sqrt(εT)ξ (step_size = ε)", with_schedule_keys({}),
-       factory<Sgld>()},
-      {"mala", "OBABO with a = 0: SGLD's update with a gradient at the proposal, for MH (step_size = ε = h²)",
+       factory<Sgld>(),
+       "sgld computes no gradient at its proposal, which the MH energy error needs; use integrator 'mala' (the same "
+       "update, step_size = ε, written as OBABO with c = 0)"},
+      {"mala", "OBABO with c = 0: SGLD's update with a gradient at the proposal, for MH (step_size = ε = h²)",
        with_schedule_keys({"mass"}), factory<Obabo>(true)},
-      {"obabo", "GGMC / OBABO splitting, a = exp(-γh) (step_size = h); keys friction (1), mass (1)",
+      {"obabo", "GGMC / OBABO splitting, each O keeps exp(-γh/2) (step_size = h); keys " + friction,
        with_schedule_keys({"mass", "friction"}), factory<Obabo>(false)},
-      {"baoab", "BAOAB splitting (step_size = h); keys friction (1), mass (1)", with_schedule_keys({"mass", "friction"}),
-       factory<Baoab>()},
+      {"baoab", "BAOAB splitting, its O keeps exp(-γh) (step_size = h); keys " + friction,
+       with_schedule_keys({"mass", "friction"}), factory<Baoab>()},
       {"hmc", "one leapfrog trajectory of `steps` (10) steps per iteration from fresh momentum (step_size = h)",
        with_schedule_keys({"mass", "steps"}), factory<Hmc>()},
       {"leapfrog", "the same as hmc", with_schedule_keys({"mass", "steps"}), factory<Hmc>()},
-      {"sghmc", "SGHMC, symplectic Euler-Maruyama (step_size = h); keys friction (1), mass (1)",
-       with_schedule_keys({"mass", "friction"}), factory<Sghmc>()},
+      {"sghmc", "SGHMC, symplectic Euler-Maruyama, momentum decay 1 - γh (step_size = h); keys " + friction,
+       with_schedule_keys({"mass", "friction"}), factory<Sghmc>(),
+       "sghmc's Euler-Maruyama step has no realisable backward move (its momentum update is not an OU flow composed "
+       "with reversible kicks), so every MH acceptance probability is exactly 0 (Garriga-Alonso & Fortuin 2021, "
+       "Thm. 1); use 'obabo', which keeps a non-zero acceptance"},
   };
   return catalogue;
 }
 
 std::unique_ptr<Integrator> make_integrator(const Settings& section) {
-  return choose(integrator_catalogue(), section, "sgld").make(section);
+  return choose(integrator_catalogue(), section, default_integrator).make(section);
 }
 
 }  // namespace sgmcmc

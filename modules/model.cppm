@@ -39,7 +39,7 @@ struct Capabilities {
   bool glm_gradients = false;         // ∇f_i(θ) = s_i(θ) x_i: glm_scalars()/add_scaled_features()
   bool lipschitz_bounds = false;      // item_lipschitz_bounds(): sampling with p_i ∝ L_i
   bool latent_gibbs_step = false;     // the gradient Gibbs-samples latent variables (LDA)
-  bool positive_parameters = false;   // the chain mirrors θ ← |θ| after every move
+  bool positive_parameters = false;   // the integrators reflect θ at 0 (momentum negated with it)
   bool simulation = false;            // simulates its own data when none is given
 };
 
@@ -136,7 +136,7 @@ public:
   /// (1/n) Σ_i (L_i²/p_i) ‖θ - θ̂‖². Only models with `lipschitz_bounds`.
   virtual void item_lipschitz_bounds(std::span<double> out) const;
 
-  /// Chain hook after every iteration (after mirroring and after the corrector's decision, so at
+  /// Chain hook after every iteration (after the corrector's decision, so at
   /// the ends of MH blocks only): Gibbs updates of hyperparameters or anything else a model does
   /// between gradient steps. Returns what it changed of the target, so the chain can recompute
   /// cached gradients, the MH corrector's U(θ_0) and, for `data`, the estimators' sums of ∇f_i.

@@ -62,7 +62,7 @@ inline ChainRun run_chain(std::shared_ptr<const sgmcmc::Model> model, const std:
   auto config = sgmcmc::parse_config(toml, "test.toml");
   auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
   auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  auto corrector = sgmcmc::make_corrector(config["corrector"], *model, *integrator);
+  auto corrector = sgmcmc::make_corrector(config, *model, *integrator);
   for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
   sgmcmc::Chain chain(model, std::move(estimator), std::move(integrator), std::move(corrector),
                       sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));

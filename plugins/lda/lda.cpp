@@ -5,8 +5,8 @@
 // Model (SCIENCE.md, "LDA"), K topics over W words, one data item per document:
 //   θ_kw ~ Gamma(β, 1) independently (expanded-mean parametrisation), π_kw = θ_kw / θ_k·
 //   ϑ_d ~ Dirichlet(α) (integrated out), z_dj | ϑ_d ~ ϑ_d, w_dj | z_dj ~ π_{z_dj}
-// θ is K × W, row-major by topic: θ_kw is θ[k·W + w]. Positive: the chain mirrors θ ← |θ| after
-// every move (Capabilities::positive_parameters).
+// θ is K × W, row-major by topic: θ_kw is θ[k·W + w]. Positive: the integrators reflect θ at 0
+// inside every move (Capabilities::positive_parameters).
 //
 // Potentials (U = -log π):
 //   f_0(θ) = Σ_kw [(1 - β) log θ_kw + θ_kw]        ∇f_0 = (1 - β)/θ_kw + 1

@@ -17,6 +17,22 @@ void print_catalogue(const char* title, const Catalogue& catalogue) {
   for (const auto& entry : catalogue) fmt::print("  {:<12} {}\n", entry.name, entry.description);
 }
 
+/// Which combinations sample the posterior exactly, which are biased, which are refused and why
+/// (the refusals are the catalogues' declared `mh_refusal`s, the same that make_corrector applies).
+void print_combinations() {
+  fmt::print("\ncombinations:\n"
+             "  corrector none: every estimator with every integrator; biased: the bias shrinks with the step size\n"
+             "    (and with the gradient noise), but is never 0\n"
+             "  corrector mh: exact, on models with 'exact-log-likelihood' and with a constant step size; refused "
+             "after\n");
+  const auto print_refusals = [](const char* kind, const auto& catalogue) {
+    for (const auto& entry : catalogue)
+      if (!entry.mh_refusal.empty()) fmt::print("    {} {:<10} {}\n", kind, entry.name, entry.mh_refusal);
+  };
+  print_refusals("estimator ", sgmcmc::estimator_catalogue());
+  print_refusals("integrator", sgmcmc::integrator_catalogue());
+}
+
 }  // namespace
 
 int list_command(const std::optional<std::filesystem::path>& plugin_dir) {
@@ -38,6 +54,7 @@ int list_command(const std::optional<std::filesystem::path>& plugin_dir) {
   print_catalogue("estimators", sgmcmc::estimator_catalogue());
   print_catalogue("integrators", sgmcmc::integrator_catalogue());
   print_catalogue("correctors", sgmcmc::corrector_catalogue());
+  print_combinations();
   return 0;
 }
 

@@ -248,6 +248,7 @@ public:
                           draw.decision.accepted ? 1.0 : 0.0};
     const std::span sampler(all, tests_acceptance_ ? 5 : 3);
     if (!recorder_) return draws_->write_draw(sampler, draw.theta);
+    recorder_->follow(draw.workspace, draw.data_changes, draw.theta);
     std::copy(draw.theta.begin(), draw.theta.end(), row_.begin());
     if (recorder_->quantity_count()) recorder_->quantities(draw.theta, std::span(row_).subspan(draw.theta.size()));
     draws_->write_draw(sampler, row_);
@@ -413,7 +414,7 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
     auto integrator = sgmcmc::make_integrator(cfg["integrator"]);
     std::unique_ptr<sgmcmc::Corrector> corrector;
     try {
-      corrector = sgmcmc::make_corrector(cfg["corrector"], *run->model, *integrator);
+      corrector = sgmcmc::make_corrector(cfg, *run->model, *integrator);
     } catch (const sgmcmc::Error& error) {  // a refusal for want of a capability names the plugin
       throw sgmcmc::Error(fmt::format("{} (model '{}')", error.what(), run->model_name));
     }

@@ -96,7 +96,7 @@ void mh_endpoint_share(std::size_t every) {
                   batch, every),
       "mh.toml");
   auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  auto corrector = sgmcmc::make_corrector(config["corrector"], *model, *integrator);
+  auto corrector = sgmcmc::make_corrector(config, *model, *integrator);
   sgmcmc::Chain chain(model, sgmcmc::make_estimator(config["estimator"], *model), std::move(integrator), std::move(corrector),
                       sgmcmc::Rng(3, 3));
   struct Discard final : sgmcmc::ChainObserver {

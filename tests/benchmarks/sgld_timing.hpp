@@ -23,7 +23,7 @@ inline double sgld_iteration_us(std::shared_ptr<const sgmcmc::Model> model, std:
                                      "bench.toml");
   auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
   auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  auto corrector = sgmcmc::make_corrector(config["corrector"], *model, *integrator);
+  auto corrector = sgmcmc::make_corrector(config, *model, *integrator);
   sgmcmc::Chain chain(model, std::move(estimator), std::move(integrator), std::move(corrector),
                       sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
   NoOutput output;

@@ -146,14 +146,14 @@ TEST_CASE("bad input: a clear message, exit code 2, no crash, no results") {
   expect_error("run --preset demo --set integrator.name=euler", "known: sgld");
   expect_error("run --preset demo --set corrector.name=metropolis", "unknown corrector 'metropolis'");
   expect_error("run --preset demo --set corrector.name=mh --set integrator.name=sghmc",
-               "the mh corrector cannot follow this integrator: sghmc's Euler-Maruyama step has no realisable backward move");
-  expect_error("run --preset demo --set corrector.name=mh", "the mh corrector cannot follow this integrator: sgld computes no gradient");
+               "the mh corrector cannot follow integrator 'sghmc': sghmc's Euler-Maruyama step has no realisable backward move");
+  expect_error("run --preset demo --set corrector.name=mh", "the mh corrector cannot follow integrator 'sgld': sgld computes no gradient");
   expect_error("run --preset demo --set corrector.name=mh --set integrator.name=obabo --set integrator.schedule=cyclical",
                "the mh corrector needs a constant step size");
   expect_error("run --preset demo --set corrector.name=mh --set integrator.name=obabo --set corrector.every=3",
                "run.thin = 5 must be a multiple of corrector.every = 3");
   expect_error("run --preset demo --set integrator.schedule=linear", "unknown schedule 'linear'");
-  expect_error("run --preset demo --set integrator.name=obabo --set integrator.friction=-1", "expected γ >= 0");
+  expect_error("run --preset demo --set integrator.name=obabo --set integrator.friction=-1", "expected a friction γ > 0");
   expect_error("run --preset demo --set integrator.name=hmc --set integrator.steps=0", "integrator.steps: expected an integer >= 1");
   expect_error("run --preset demo --set integrator.step_size=0", "integrator.step_size: expected a number > 0");
   expect_error("run --preset demo --set integrator.temperature=-1", "integrator.temperature: expected a number > 0");
@@ -267,6 +267,11 @@ TEST_CASE("list and presets describe what is available") {
   CHECK(list.exit_code == 0);
   CHECK_THAT(list.output, Contains("gaussian") && Contains("exact-log-likelihood") && Contains("minibatch") &&
                               Contains("sgld") && Contains("none"));
+  // Which combinations are exact, biased or refused, with the refusals' reasons.
+  CHECK_THAT(list.output, Contains("corrector mh: exact") && Contains("biased") &&
+                              Contains("estimator  saga") && Contains("estimator  svrg") &&
+                              Contains("integrator sghmc") && Contains("integrator sgld"));
+  CHECK_THAT(list.output, !Contains("integrator baoab "));
   const auto presets = test::run_cli("presets");
   CHECK_THAT(presets.output, Contains("demo"));
 }

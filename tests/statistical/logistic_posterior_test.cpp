@@ -152,7 +152,7 @@ name = "none"
   REQUIRE(model->num_items() == 20'000);
   auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
   auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  auto corrector = sgmcmc::make_corrector(config["corrector"], *model, *integrator);
+  auto corrector = sgmcmc::make_corrector(config, *model, *integrator);
   for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
   sgmcmc::Chain chain(model, std::move(estimator), std::move(integrator), std::move(corrector),
                       sgmcmc::Rng(5, sgmcmc::chain_stream(0)));

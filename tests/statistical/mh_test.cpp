@@ -154,7 +154,7 @@ TEST_CASE("a proposal with a non-finite potential is rejected, not a crash") {
   // the chain must reject it, restore the state and count it.
   test::GaussianFixture fixture(30, 1);
   const double h = 1e6 * std::sqrt(marginal(fixture, 0).variance);
-  const auto run = test::run_chain(fixture.model, obabo_mh(h, 0.0, 40, 5), 400, 40);
+  const auto run = test::run_chain(fixture.model, obabo_mh(h, 1.0 / h, 40, 5), 400, 40);
   CHECK_FALSE(run.result.diverged);
   CHECK(run.result.non_finite_proposals > 0);
   CHECK(run.result.accepted_blocks == 0);

@@ -174,7 +174,7 @@ TEST_CASE("SGLD with each estimator, gaussian plugin: stationary mean μ, varian
     const NoiseProbe& probe_view = *probe;
     auto config = sgmcmc::parse_config(fmt::format("[integrator]\nname = \"sgld\"\nstep_size = {}\n", epsilon), "t.toml");
     auto integrator = sgmcmc::make_integrator(config["integrator"]);
-    auto corrector = sgmcmc::make_corrector(config["corrector"], model, *integrator);
+    auto corrector = sgmcmc::make_corrector(config, model, *integrator);
     sgmcmc::Chain chain(fixture.model, std::move(probe), std::move(integrator), std::move(corrector),
                         sgmcmc::Rng(2025, sgmcmc::chain_stream(0)));
     DrawSums observer(fixture, eigen, sums);

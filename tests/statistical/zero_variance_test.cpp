@@ -184,7 +184,7 @@ RecordedDraws recorded_sgld(const test::GaussianFixture& fixture, const std::str
                                                  0.5 / lambda),
                                      "chain.toml");
   auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  auto corrector = sgmcmc::make_corrector(config["corrector"], *fixture.model, *integrator);
+  auto corrector = sgmcmc::make_corrector(config, *fixture.model, *integrator);
   sgmcmc::Chain chain(fixture.model, sgmcmc::make_estimator(config["estimator"], *fixture.model), std::move(integrator),
                       std::move(corrector), sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
   RecordedDraws recorded(fixture.model, source, 7);

@@ -35,11 +35,12 @@ std::set<std::string> read_keys(const sgmcmc::Settings& settings) {
   return keys;
 }
 
+/// `context`: other sections the build needs (a corrector's integrator), as TOML.
 template <class Catalogue, class Build>
-void check_declared_keys(const Catalogue& catalogue, const char* section, Build build) {
+void check_declared_keys(const Catalogue& catalogue, const char* section, Build build, const std::string& context = "") {
   for (const auto& entry : catalogue) {
-    auto config = sgmcmc::parse_config(fmt::format("[{}]\nname = \"{}\"\n", section, entry.name), "k.toml");
-    build(config[section]);
+    auto config = sgmcmc::parse_config(fmt::format("{}[{}]\nname = \"{}\"\n", context, section, entry.name), "k.toml");
+    build(config);
     INFO(section << " " << entry.name);
     CHECK(read_keys(config[section]) == std::set<std::string>(entry.keys.begin(), entry.keys.end()));
   }
@@ -49,23 +50,24 @@ void check_declared_keys(const Catalogue& catalogue, const char* section, Build 
 
 TEST_CASE("every catalogue entry declares exactly the keys it reads") {
   const TinyModel model;
-  check_declared_keys(sgmcmc::estimator_catalogue(), "estimator", [&](const auto& s) { sgmcmc::make_estimator(s, model); });
-  check_declared_keys(sgmcmc::integrator_catalogue(), "integrator", [](const auto& s) { sgmcmc::make_integrator(s); });
+  check_declared_keys(sgmcmc::estimator_catalogue(), "estimator", [&](const auto& c) { sgmcmc::make_estimator(c["estimator"], model); });
+  check_declared_keys(sgmcmc::integrator_catalogue(), "integrator", [](const auto& c) { sgmcmc::make_integrator(c["integrator"]); });
   auto integrator_config = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\n", "i.toml");
   const auto integrator = sgmcmc::make_integrator(integrator_config["integrator"]);
   const test::NormalTarget exact_model(0.0, 1.0);  // has an exact log-likelihood
   check_declared_keys(sgmcmc::corrector_catalogue(), "corrector",
-                      [&](const auto& s) { sgmcmc::make_corrector(s, exact_model, *integrator); });
+                      [&](const auto& c) { sgmcmc::make_corrector(c, exact_model, *integrator); },
+                      "[integrator]\nname = \"obabo\"\n");
 }
 
 TEST_CASE("mh is refused on a model without an exact log-likelihood, naming the capability") {
   const TinyModel model;
   auto config = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\n[corrector]\nname = \"mh\"\n", "m.toml");
   const auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  CHECK_THROWS_WITH(sgmcmc::make_corrector(config["corrector"], model, *integrator),
+  CHECK_THROWS_WITH(sgmcmc::make_corrector(config, model, *integrator),
                     Contains("m.toml:4: corrector.name") && Contains("'exact-log-likelihood' capability"));
   const test::NormalTarget exact_model(0.0, 1.0);  // has an exact log-likelihood
-  CHECK(sgmcmc::make_corrector(config["corrector"], exact_model, *integrator)->tests_acceptance());
+  CHECK(sgmcmc::make_corrector(config, exact_model, *integrator)->tests_acceptance());
 }
 
 TEST_CASE("a key of another component is 'not used', any other unread key is an error") {

@@ -57,7 +57,7 @@ Run run_chain(std::shared_ptr<const sgmcmc::Model> model, const std::string& est
               std::uint64_t seed = 11) {
   auto config = sgmcmc::parse_config("[integrator]\nname = \"sgld\"\nstep_size = 1e-3\n", "c.toml");
   auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  auto corrector = sgmcmc::make_corrector(config["corrector"], *model, *integrator);
+  auto corrector = sgmcmc::make_corrector(config, *model, *integrator);
   sgmcmc::Chain chain(model, test::make_estimator(estimator_toml, *model), std::move(integrator), std::move(corrector),
                       sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
   Run run;

@@ -1,6 +1,11 @@
 // Integrators: each sub-step and one full step of each integrator against values computed by
-// hand from the same random draws; OBABO's limits (γ = 0: leapfrog; a = 0: SGLD with ε = h²);
-// reversibility; the energy error's order; SGHMC's unrealisable backward move.
+// hand from the same random draws; OBABO's limits (γ → 0: leapfrog; c = 0: SGLD with ε = h²);
+// reversibility; the energy error's order; SGHMC's unrealisable backward move; BAOAB's O step
+// against the exact Ornstein–Uhlenbeck correlation; reflection at 0 for positive parameters.
+//
+// A "leapfrog" below is obabo with friction 1e-300: γh/2 then rounds away, exp(-γh/2) is exactly 1
+// and the O steps' noise sqrt(1 - c²) exactly 0, so the step is a leapfrog step bit for bit
+// (friction 0 itself is refused: a chain that never refreshes its momentum does not mix).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
@@ -10,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "gaussian_fixture.hpp"
+#include "statistics.hpp"
 #include "targets.hpp"
 
 // Known-value tolerances: 1e-14 relative where the hand computation does the same operations as
@@ -61,7 +67,7 @@ TEST_CASE("sub-steps A, B, O and the kinetic energy on known values") {
   CHECK(momentum[1] == Approx(3.5).epsilon(1e-15));
   CHECK(sgmcmc::kinetic_energy(momentum, inverse_mass) == Approx(0.5 * (1.5 * 1.5 * 2.0 + 3.5 * 3.5 * 0.25)).epsilon(1e-15));
 
-  // O with a = 1 leaves m alone; with a = 0 it is a fresh N(0, T M) draw; in between it mixes.
+  // O with c = 1 leaves m alone; with c = 0 it is a fresh N(0, T M) draw; in between it mixes.
   const std::vector<double> sqrt_mass{std::sqrt(0.5), 2.0};
   sgmcmc::Rng rng(1, 2), reference = rng;
   auto m = momentum;
@@ -70,7 +76,7 @@ TEST_CASE("sub-steps A, B, O and the kinetic energy on known values") {
   reference = rng;
   sgmcmc::ornstein_uhlenbeck(m, 0.3, 2.0, sqrt_mass, rng);
   for (std::size_t j = 0; j < 2; ++j)
-    CHECK(m[j] == Approx(std::sqrt(0.3) * momentum[j] + std::sqrt(0.7 * 2.0) * sqrt_mass[j] * reference.normal()).epsilon(1e-14));
+    CHECK(m[j] == Approx(0.3 * momentum[j] + std::sqrt((1 - 0.09) * 2.0) * sqrt_mass[j] * reference.normal()).epsilon(1e-14));
 }
 
 TEST_CASE("one sgld step: θ - (ε/2)∇U + sqrt(εT)ξ") {
@@ -81,17 +87,18 @@ TEST_CASE("one sgld step: θ - (ε/2)∇U + sqrt(εT)ξ") {
 }
 
 TEST_CASE("one obabo step with mass and temperature, and its energy error") {
-  const double h = 0.2, gamma = 0.7, mass = 2.0, temperature = 1.5, a = std::exp(-gamma * h);
+  // Each O is the exact OU flow over h/2: c = exp(-γh/2), noise variance (1 - c²)T·M.
+  const double h = 0.2, gamma = 0.7, mass = 2.0, temperature = 1.5, c = std::exp(-gamma * h / 2);
   OneStep s(fmt::format("[integrator]\nname = \"obabo\"\nstep_size = {}\nfriction = {}\nmass = {}\ntemperature = {}\n", h, gamma,
                         mass, temperature));
   auto r = s.stream();
-  double m = std::sqrt(a) * -0.4 + std::sqrt((1 - a) * temperature) * std::sqrt(mass) * r.normal();
+  double m = c * -0.4 + std::sqrt((1 - c * c) * temperature) * std::sqrt(mass) * r.normal();
   const double kinetic_before = 0.5 * m * m / mass;
   m -= h / 2 * grad(1.3);
   const double theta = 1.3 + h * m / mass;
   m -= h / 2 * grad(theta);
   const double energy_error = 0.5 * m * m / mass - kinetic_before;
-  m = std::sqrt(a) * m + std::sqrt((1 - a) * temperature) * std::sqrt(mass) * r.normal();
+  m = c * m + std::sqrt((1 - c * c) * temperature) * std::sqrt(mass) * r.normal();
   s.step();
   CHECK(s.state.theta[0] == Approx(theta).epsilon(1e-14));
   CHECK(s.state.momentum[0] == Approx(m).epsilon(1e-14));
@@ -100,18 +107,80 @@ TEST_CASE("one obabo step with mass and temperature, and its energy error") {
   CHECK(s.state.gradient[0] == Approx(grad(theta)).epsilon(1e-14));
 }
 
-TEST_CASE("one baoab step") {
-  const double h = 0.2, gamma = 0.7, a = std::exp(-gamma * h);
+TEST_CASE("one baoab step, and its energy error") {
+  // Leimkuhler & Matthews (2013, eq. 2.9): the O step is the exact OU flow over the whole step h,
+  // c = exp(-γh). The energy error adds the kinetic-energy change of each half kick.
+  const double h = 0.2, gamma = 0.7, c = std::exp(-gamma * h);
   OneStep s(fmt::format("[integrator]\nname = \"baoab\"\nstep_size = {}\nfriction = {}\n", h, gamma));
   auto r = s.stream();
   double m = -0.4 - h / 2 * grad(1.3);
+  double energy_error = 0.5 * (m * m - 0.4 * 0.4);
   double theta = 1.3 + h / 2 * m;
-  m = std::sqrt(a) * m + std::sqrt(1 - a) * r.normal();
+  m = c * m + std::sqrt(1 - c * c) * r.normal();
   theta += h / 2 * m;
+  const double before = m;
   m -= h / 2 * grad(theta);
+  energy_error += 0.5 * (m * m - before * before);
   s.step();
   CHECK(s.state.theta[0] == Approx(theta).epsilon(1e-14));
   CHECK(s.state.momentum[0] == Approx(m).epsilon(1e-14));
+  CHECK(s.state.energy_error == Approx(energy_error).epsilon(1e-12));
+}
+
+TEST_CASE("baoab's O step keeps exp(-γh) of the momentum: the lag-1 correlation of a free particle") {
+  // Quantity: the lag-1 autocorrelation of the momentum on a flat potential (∇U ≈ 0: N(0, 10²⁰⁰)),
+  // where BAOAB's momentum is the O step alone. Reference: the Ornstein–Uhlenbeck process
+  // dm = -γm dt + sqrt(2γ) dW has correlation exp(-γt) at lag t (an exact property of the SDE,
+  // not of the code). With γh = 1: exp(-1) = 0.368; half the friction would give exp(-1/2) = 0.607.
+  // Tolerance: the sample lag-1 correlation of an AR(1) series of length n has standard error
+  // sqrt((1 - ρ²)/n) ≈ 0.0029 for n = 10⁵; 0.02 is 7 of those and well below the 0.24 gap.
+  const double h = 0.5, gamma = 2.0;
+  auto config = sgmcmc::parse_config(
+      fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"baoab\"\nstep_size = {}\nfriction = {}\n", h, gamma),
+      "o.toml");
+  std::shared_ptr<const sgmcmc::Model> flat = std::make_shared<test::NormalTarget>(0.0, 1e100);
+  auto workspace = flat->make_workspace();
+  auto estimator = sgmcmc::make_estimator(config["estimator"], *flat);
+  auto integrator = sgmcmc::make_integrator(config["integrator"]);
+  sgmcmc::Rng rng(8, 3);
+  sgmcmc::Cost cost;
+  sgmcmc::ChainContext context{*flat, *workspace, rng, cost};
+  sgmcmc::ChainState state;
+  integrator->initialise(state, 1, rng);
+  std::vector<double> momenta;
+  for (int k = 0; k < 100'000; ++k) {
+    integrator->step(state, *estimator, context);
+    momenta.push_back(state.momentum[0]);
+  }
+  CHECK(std::abs(test::autocorrelation(momenta, 1) - std::exp(-gamma * h)) < 0.02);
+}
+
+TEST_CASE("a reflected drift bounces off 0: θ ← -θ and m ← -m together, other coordinates untouched") {
+  std::vector<double> theta{0.1, 0.3}, momentum{-2.0, -1.0};
+  const std::vector<double> inverse_mass{1.0, 1.0};
+  sgmcmc::drift(theta, momentum, inverse_mass, 0.2, true);  // 0.1 - 0.4 = -0.3 → 0.3; 0.3 - 0.2 = 0.1
+  CHECK(theta[0] == Approx(0.3).epsilon(1e-15));
+  CHECK(momentum[0] == 2.0);
+  CHECK(theta[1] == Approx(0.1).epsilon(1e-15));
+  CHECK(momentum[1] == -1.0);
+  // Reversible under a momentum flip, as the MH test needs: flip, drift again, flip back.
+  for (double& m : momentum) m = -m;
+  sgmcmc::drift(theta, momentum, inverse_mass, 0.2, true);
+  CHECK(theta[0] == Approx(0.1).epsilon(1e-15));
+  CHECK(theta[1] == Approx(0.3).epsilon(1e-15));
+  CHECK(momentum[0] == 2.0);
+  CHECK(momentum[1] == 1.0);
+}
+
+TEST_CASE("friction 0, or negative, is refused with the reason") {
+  for (const char* name : {"obabo", "baoab", "sghmc"})
+    for (const char* friction : {"0", "-1"}) {
+      auto config = sgmcmc::parse_config(fmt::format("[integrator]\nname = \"{}\"\nfriction = {}\n", name, friction), "f.toml");
+      INFO(name << " friction " << friction);
+      CHECK_THROWS_WITH(sgmcmc::make_integrator(config["integrator"]),
+                        Catch::Matchers::Contains("f.toml:3: integrator.friction") &&
+                            Catch::Matchers::Contains("never refreshed"));
+    }
 }
 
 TEST_CASE("one sghmc (Euler-Maruyama) step") {
@@ -149,8 +218,8 @@ TEST_CASE("one mala step is SGLD's update with h = sqrt(ε)") {
   CHECK(s.state.theta[0] == Approx(1.3 - epsilon / 2 * grad(1.3) + std::sqrt(epsilon) * xi).epsilon(1e-14));
 }
 
-TEST_CASE("obabo with γ = 0 is a leapfrog step, bit for bit") {
-  OneStep s("[integrator]\nname = \"obabo\"\nstep_size = 0.25\nfriction = 0\n");
+TEST_CASE("obabo with γ → 0 is a leapfrog step, bit for bit") {
+  OneStep s("[integrator]\nname = \"obabo\"\nstep_size = 0.25\nfriction = 1e-300\n");
   double m = -0.4 - 0.125 * grad(1.3);
   const double theta = 1.3 + 0.25 * m;
   m -= 0.125 * grad(theta);
@@ -186,9 +255,9 @@ TEST_CASE("mala (obabo with a = 0) reproduces sgld with ε = h² over a whole tr
   for (std::size_t j = 0; j < 3; ++j) CHECK(mala_state.theta[j] == Approx(sgld_state.theta[j]).epsilon(1e-10));
 }
 
-TEST_CASE("an obabo trajectory with γ = 0 run forward, momentum flipped, run again, returns to its start") {
+TEST_CASE("a leapfrog trajectory run forward, momentum flipped, run again, returns to its start") {
   test::GaussianFixture fixture(30, 3);
-  auto config = sgmcmc::parse_config("[estimator]\nname = \"exact\"\n[integrator]\nname = \"obabo\"\nstep_size = 0.01\nfriction = 0\n", "r.toml");
+  auto config = sgmcmc::parse_config("[estimator]\nname = \"exact\"\n[integrator]\nname = \"obabo\"\nstep_size = 0.01\nfriction = 1e-300\n", "r.toml");
   auto estimator = sgmcmc::make_estimator(config["estimator"], *fixture.model);
   auto integrator = sgmcmc::make_integrator(config["integrator"]);
   sgmcmc::Rng rng(4, 4);
@@ -226,7 +295,7 @@ TEST_CASE("the energy error of a leapfrog trajectory shrinks as h²") {
     return fixture.model->prior_potential(theta) + fixture.model->data_potential(theta, {items}, *workspace);
   };
   for (double h : {h0, h0 / 2, h0 / 4, h0 / 8}) {
-    auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"obabo\"\nstep_size = {}\nfriction = 0\n", h), "e.toml");
+    auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"obabo\"\nstep_size = {}\nfriction = 1e-300\n", h), "e.toml");
     auto estimator = sgmcmc::make_estimator(config["estimator"], *fixture.model);
     auto integrator = sgmcmc::make_integrator(config["integrator"]);
     sgmcmc::Rng rng(9, 9);
@@ -251,7 +320,7 @@ TEST_CASE("the energy error of a leapfrog trajectory shrinks as h²") {
 }
 
 TEST_CASE("sghmc's backward move is not realisable, so an MH test could never accept") {
-  // Seed 2, Thm 1: from (θ', -m') a symplectic Euler-Maruyama step moves θ by h M⁻¹ m_b with
+  // Garriga-Alonso & Fortuin (2021), Thm 1: from (θ', -m') a symplectic Euler-Maruyama step moves θ by h M⁻¹ m_b with
   // its *new* momentum m_b; to return to (θ, -m) it needs m_b = -m, and then lands at
   // θ' - hM⁻¹m = θ + hM⁻¹(m' - m), which is θ only if m' = m: an event of probability 0 under
   // the Gaussian noise. Over many random steps the miss is never 0.
