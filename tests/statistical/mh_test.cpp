@@ -194,3 +194,18 @@ TEST_CASE("kernel Stein discrepancy sees SGLD's bias: larger than an MH-correcte
   INFO("KSD SGLD " << biased << ", MALA+MH " << corrected);
   CHECK(biased > 2 * corrected);
 }
+
+TEST_CASE("the mh corrector's potentials count in the cost: N item evaluations and a full pass each") {
+  // Counted by hand for minibatch obabo + mh every K = 4 steps, batch n = 10 of N = 200 items,
+  // without exact endpoints, over B = 25 blocks: one estimate for the first kick of the run, then
+  // each step's one new estimate (n items each, 4 per block); U(θ_0) once at the start and U(θ_K)
+  // at every block's end (N items and one full pass each).
+  test::GaussianFixture fixture(200, 1);
+  const auto run = test::run_chain(fixture.model,
+                                   "[estimator]\nbatch_size = 10\n[integrator]\nname = \"obabo\"\nstep_size = 0.01\n"
+                                   "[corrector]\nname = \"mh\"\nevery = 4\nexact_endpoints = false\n",
+                                   100, 4);
+  const std::uint64_t blocks = 25;
+  CHECK(run.result.cost.full_passes == blocks + 1);
+  CHECK(run.result.cost.item_gradients == 10 + blocks * 4 * 10 + (blocks + 1) * 200);
+}
