@@ -113,6 +113,8 @@ void StateReader::fail(const std::string& message) const {
 
 void StateReader::raw(void* data, std::size_t size) {
   if (bytes_.size() - position_ < size) fail("the checkpoint ends early");
+  // An empty vector's data() may be null, and memcpy with a null pointer is undefined even for 0 bytes.
+  if (size == 0) return;
   std::memcpy(data, bytes_.data() + position_, size);
   position_ += size;
 }

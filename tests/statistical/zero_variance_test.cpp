@@ -20,6 +20,7 @@
 
 #include "gaussian_fixture.hpp"
 #include "statistics.hpp"
+#include "matrix/targets.hpp"
 #include "targets.hpp"
 
 namespace fs = std::filesystem;
@@ -143,10 +144,13 @@ TEST_CASE("ZV-1 with noisy scores: the derived variance ratio, and the mean with
 
 namespace {
 
-/// Keeps each draw with the recorder's score of it, as the runner's files do.
+/// Keeps each draw with the recorder's score of it, as the runner's files do. `follows_chain`
+/// false leaves out the recorder's follow() (its workspace keeps the starting hyperparameters):
+/// the defect a Gibbs-updated hyperparameter exposes, kept to show the check can fail.
 struct RecordedDraws final : sgmcmc::ChainObserver {
   sgmcmc::DrawRecorder recorder;
   sgmcmc::DrawMatrix points, scores;
+  bool follows_chain = true;
   RecordedDraws(std::shared_ptr<const sgmcmc::Model> model, const std::string& source, std::uint64_t seed)
       : recorder(model, options(*model, source), estimator_section(), sgmcmc::Rng(seed, sgmcmc::recording_stream(0))) {
     recorder.prepare();
@@ -160,6 +164,7 @@ struct RecordedDraws final : sgmcmc::ChainObserver {
     return config["estimator"];
   }
   void on_draw(const sgmcmc::Draw& draw) override {
+    if (follows_chain) recorder.follow(draw.workspace, draw.data_changes, draw.theta);
     points.emplace_back(draw.theta.begin(), draw.theta.end());
     scores.emplace_back(draw.theta.size());
     recorder.score(draw.theta, scores.back());
@@ -293,4 +298,48 @@ gradients = "exact"
   const double corrected = ksd_of(run("mala", fmt::format("[integrator]\nname = \"mala\"\nstep_size = {}\n[corrector]\nname = \"mh\"", epsilon)));
   INFO("KSD SGLD " << biased << ", MALA+MH " << corrected);
   CHECK(biased > 2 * corrected);
+}
+
+TEST_CASE("recorded scores follow the chain's Gibbs-updated noise precision: mean 0 under the chain") {
+  // Quantity: the mean of the recorded score z = ∂ log π(θ | τ, y)/∂θ over an exact chain of the
+  // joint (θ, τ) (mala + mh for θ | τ, an exact Gibbs draw of τ | θ every 4 iterations; the model
+  // of tests/matrix/targets.hpp). Reference: E[z] = 0 exactly, since for every τ the integral of
+  // ∂p(θ, τ | y)/∂θ over θ vanishes. Data: 50 values y_i = 5 + 0.25ξ_i, so the posterior
+  // precision τ ≈ 16 is far from the workspace's starting τ₀ = 1. A recorder stuck at τ₀ records
+  // z₀ = -λ₀θ - τ₀Σ(θ - y_i) = -λ₀θ(1 - τ₀/τ) + (τ₀/τ)z, of mean ≈ -λ₀E[θ](1 - 1/16) ≈ -4.7,
+  // about 20 standard errors (z has sd ≈ sqrt(τN) ≈ 28; batch-means SE ≈ 0.25 at this length).
+  // Tolerance: 5 batch-means standard errors, after checking that the batches are nearly
+  // independent. Both sources that read the workspace are checked: `exact`, and `cv`, whose
+  // centre's full gradient must be recomputed after every change of τ (TargetChange::data).
+  sgmcmc::Rng data_rng(21, 4);
+  std::vector<double> y(50);
+  for (double& value : y) value = 5.0 + 0.25 * data_rng.normal();
+  const auto model = std::make_shared<const matrix::GibbsNoiseMean>(y);
+  // Posterior sd of θ given τ ≈ 1/sqrt(16·50) ≈ 0.035; mala's ε = 0.5·sd² accepts most proposals.
+  const auto config = sgmcmc::parse_config("[estimator]\nname = \"exact\"\n[integrator]\nname = \"mala\"\n"
+                                           "step_size = 6e-4\n[corrector]\nname = \"mh\"\n",
+                                           "chain.toml");
+  const auto recorded = [&](const std::string& source, bool follows_chain) {
+    auto integrator = sgmcmc::make_integrator(config["integrator"]);
+    auto corrector = sgmcmc::make_corrector(config, *model, *integrator);
+    sgmcmc::Chain chain(model, sgmcmc::make_estimator(config["estimator"], *model), std::move(integrator),
+                        std::move(corrector), sgmcmc::Rng(11, sgmcmc::chain_stream(0)));
+    RecordedDraws draws(model, source, 11);
+    draws.follows_chain = follows_chain;
+    chain.run({.warmup = 1000, .iterations = 200'000, .thin = 20, .eval_every = 200'000}, draws);
+    std::vector<double> z;
+    for (const auto& score : draws.scores) z.push_back(score[0]);
+    return z;
+  };
+  for (const std::string source : {"exact", "cv"}) {
+    INFO("source " << source);
+    const auto z = recorded(source, true);
+    const double se = test::batch_means_se(z);
+    INFO("mean score " << test::mean(z) << " (se " << se << ")");
+    REQUIRE(std::abs(test::autocorrelation(z, z.size() / 100)) < 0.05);
+    CHECK(std::abs(test::mean(z)) < 5 * se);
+    const auto stale = recorded(source, false);
+    INFO("mean score at the starting τ " << test::mean(stale));
+    CHECK(std::abs(test::mean(stale)) > 5 * se);
+  }
 }
