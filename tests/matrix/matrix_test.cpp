@@ -6,7 +6,7 @@
 // Targets (posterior known without the sampler):
 //   gaussian  the gaussian plugin, 200 rows, 1 covariate: N(μ, 1/A) in closed form.
 //   poisson   PoissonRates (targets.hpp): Gamma(1, 2) (an exponential, density largest at the
-//             boundary 0) and Gamma(3, 2), closed form; the chain mirrors θ ← |θ|.
+//             boundary 0), closed form; the chain mirrors θ ← |θ|.
 //   gibbs     GibbsNoiseMean (targets.hpp): θ given a noise precision τ that after_step draws by
 //             a Gibbs step; the θ-marginal by 1-D quadrature in this file.
 //
@@ -17,17 +17,19 @@
 // means, |estimate - truth| > 5 SE has two-sided probability ≈ 5.7e-7.
 //
 // Exact cells (corrector tests acceptance): mean and variance of every coordinate within 5 SE of
-// the exact values. 4 integrators accept mh × 5 estimators × 4 coordinates (1 + 2 + 1 over the
-// targets) × 2 moments = 160 checks: family-wise false alarm ≈ 160 × 5.7e-7 ≈ 1e-4.
+// the exact values. 4 integrators accept mh × 5 estimators × 3 targets (1 coordinate each) ×
+// 2 moments = 120 checks: family-wise false alarm ≈ 120 × 5.7e-7 ≈ 7e-5.
 //
 // Uncorrected cells (corrector none): the chain's law is biased by the discretisation and the
 // minibatch noise, so each cell runs at a step h and at h/2 and checks, for mean and variance of
 // every coordinate:
-//  (a) the bias at h is within a stated bound: |mean - μ| <= 0.3 σ and |variance - σ²| <= 0.3 σ²,
+//  (a) the bias at h is within a stated bound: |variance - σ²| <= 0.3 σ² and |mean - μ| <= 0.2 σ,
 //      each plus 5 SE (the bound is on the sampler's bias, the estimate carries Monte Carlo error).
 //      The steps below are chosen from each integrator's known bias (derivations at the table) so
-//      that the worst estimator (minibatch, 10 of 200 items) is expected near 10–20 %: a cell
-//      beyond 30 % is not a small bias.
+//      that the worst estimator (minibatch, 10 of 200 items) has a variance bias near 10–25 %: a
+//      cell beyond 30 % is not a small bias. The mean of a Gaussian target is not biased by these
+//      linear schemes at all; on the exponential it moves by a fraction of the variance's relative
+//      error (σ = μ there), so 0.2 σ is already well beyond what a correct scheme does at h.
 //  (b) the bias shrinks with the step: |bias(h/2)| <= 0.75 |bias(h)| + 5 (SE(h/2) + 0.75 SE(h)).
 //      Every integrator here has a weak error of order 1 or 2 in its step at fixed friction per
 //      step (SGLD: ε = h², bias ∝ ε, so h/2 quarters it; the splittings and leapfrog: h², a quarter;
@@ -36,8 +38,8 @@
 //      exceeded with probability < 2 × 5.7e-7 when the true biases satisfy the inequality, so a
 //      cell whose bias is pure Monte Carlo noise (BAOAB on a Gaussian with exact gradients, exact
 //      for the position: Leimkuhler & Matthews 2013) passes, and a bias that stays as h halves fails.
-//   35 uncorrected cells × 4 coordinates × 4 checks = 560 checks, each false alarm < 1.2e-6:
-//   family-wise < 7e-4. With the exact cells, the whole matrix raises a false alarm with
+//   35 uncorrected cells × 3 targets × 4 checks = 420 checks, each false alarm < 1.2e-6:
+//   family-wise < 5e-4. With the exact cells, the whole matrix raises a false alarm with
 //   probability below 1e-3 (seeds are fixed, so a given build passes or fails reproducibly).
 #include <catch2/catch.hpp>
 #include <algorithm>
@@ -166,11 +168,11 @@ struct Plan {
 
 constexpr Plan plans[] = {
     {"sgld", true, 0.2, 0.1, 0.0, 400'000, 0},
-    {"mala", true, 0.2, 0.1, 0.0, 400'000, 1'000'000},
+    {"mala", true, 0.2, 0.15, 0.0, 400'000, 1'000'000},
     {"obabo", false, 0.1, 0.1, 0.0, 400'000, 1'000'000},
     {"baoab", false, 0.1, 0.1, 0.0, 400'000, 0},
-    {"hmc", false, 0.1, 0.1, 0.0, 100'000, 400'000},
-    {"leapfrog", false, 0.1, 0.1, 0.0, 100'000, 400'000},
+    {"hmc", false, 0.1, 0.1, 0.0, 100'000, 200'000},
+    {"leapfrog", false, 0.1, 0.1, 0.0, 100'000, 200'000},
     {"sghmc", false, 0.05, 0.05, 2.0, 400'000, 0},
 };
 
@@ -207,7 +209,7 @@ std::string cell_toml(const Cell& cell, const Plan& plan, double h, double s) {
   if (declares(integrator, "steps")) toml += "steps = 5\n";
   toml += fmt::format("[corrector]\nname = \"{}\"\n", cell.corrector);
   if (declares(entry_named(sgmcmc::corrector_catalogue(), cell.corrector), "every"))
-    toml += fmt::format("every = {}\n", declares(integrator, "steps") ? 1 : 4);
+    toml += fmt::format("every = {}\n", declares(integrator, "steps") ? 2 : 4);
   return toml;
 }
 
@@ -288,7 +290,7 @@ Verdict judge_exact(const Target& target, const std::vector<Moments>& run) {
   return verdict;
 }
 
-constexpr double bias_bound = 0.3;  // (a): |mean bias| <= 0.3 σ, |variance bias| <= 0.3 σ²
+constexpr double mean_bound = 0.2, variance_bound = 0.3;  // (a): |mean bias| <= 0.2 σ, |variance bias| <= 0.3 σ²
 constexpr double shrink = 0.75;     // (b): |bias(h/2)| <= 0.75 |bias(h)| + noise
 
 Verdict judge_biased(const Target& target, const std::vector<Moments>& at_h, const std::vector<Moments>& at_half) {
@@ -299,8 +301,8 @@ Verdict judge_biased(const Target& target, const std::vector<Moments>& at_h, con
     const double sd = std::sqrt(target.variance[j]), var = target.variance[j];
     const double mean_h = at_h[j].mean - target.mean[j], mean_half = at_half[j].mean - target.mean[j];
     const double var_h = at_h[j].variance - var, var_half = at_half[j].variance - var;
-    const bool bounded = std::abs(mean_h) <= bias_bound * sd + 5 * at_h[j].se_mean &&
-                         std::abs(var_h) <= bias_bound * var + 5 * at_h[j].se_variance;
+    const bool bounded = std::abs(mean_h) <= mean_bound * sd + 5 * at_h[j].se_mean &&
+                         std::abs(var_h) <= variance_bound * var + 5 * at_h[j].se_variance;
     const bool shrinks =
         std::abs(mean_half) <= shrink * std::abs(mean_h) + 5 * (at_half[j].se_mean + shrink * at_h[j].se_mean) &&
         std::abs(var_half) <= shrink * std::abs(var_h) + 5 * (at_half[j].se_variance + shrink * at_h[j].se_variance);
@@ -359,15 +361,15 @@ bool corrected(const std::string& corrector) { return corrector != "none"; }
 
 }  // namespace
 
-TEST_CASE("combination matrix: gaussian, uncorrected") {
+TEST_CASE("combination matrix: gaussian target cells without corrector") {
   test::GaussianFixture fixture(200, 1);
   run_matrix(gaussian_target(fixture), uncorrected);
 }
-TEST_CASE("combination matrix: gaussian, corrected") {
+TEST_CASE("combination matrix: gaussian target cells with a corrector") {
   test::GaussianFixture fixture(200, 1);
   run_matrix(gaussian_target(fixture), corrected);
 }
-TEST_CASE("combination matrix: poisson, uncorrected") { run_matrix(poisson_target(), uncorrected); }
-TEST_CASE("combination matrix: poisson, corrected") { run_matrix(poisson_target(), corrected); }
-TEST_CASE("combination matrix: gibbs, uncorrected") { run_matrix(gibbs_target(), uncorrected); }
-TEST_CASE("combination matrix: gibbs, corrected") { run_matrix(gibbs_target(), corrected); }
+TEST_CASE("combination matrix: poisson target cells without corrector") { run_matrix(poisson_target(), uncorrected); }
+TEST_CASE("combination matrix: poisson target cells with a corrector") { run_matrix(poisson_target(), corrected); }
+TEST_CASE("combination matrix: gibbs target cells without corrector") { run_matrix(gibbs_target(), uncorrected); }
+TEST_CASE("combination matrix: gibbs target cells with a corrector") { run_matrix(gibbs_target(), corrected); }
