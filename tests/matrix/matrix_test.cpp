@@ -155,9 +155,17 @@ ChainUnderTest build_chain(std::shared_ptr<const sgmcmc::Model> model, const std
 //  sghmc  h = 0.05 s, γ = 2/s fixed (retention 1 - γh = 0.9, and 0.95 at h/2): the Euler friction
 //         heats the momentum to 1/(1 - γh/2) ≈ 5 % and the noise adds h σ_g²/(2γ) ≈ 24 %; both are
 //         of order h at fixed γ (a fixed γh would leave the friction's bias as h → 0).
-// With mh: K gradient steps per block with noise σ_g each give the energy error a variance of
-// about K h² σ_g² (tests/statistical/mh_test.cpp); K h² σ_g² ≈ 1 keeps minibatch's acceptance
-// usable: h = 0.1 s with K = 4 (mala ε = h², obabo) and K = 5 (hmc: every = 1, 5 steps).
+// With mh: K stochastic kicks per block with noise σ_g each give the energy error a variance of
+// about K h² σ_g² (tests/statistical/mh_test.cpp); keeping K h² σ_g² within 1–2 keeps minibatch's
+// acceptance usable: obabo h = 0.1 s with every = 4 (0.8), mala h = 0.15 s (ε = h²) with
+// every = 4 (1.7), hmc h = 0.1 s, 5 steps, every = 2 (1.9). hmc takes every = 2, not 1: the mh
+// corrector hands its exact endpoint estimator to the last step of a block, and an hmc step is a
+// whole trajectory, so with every = 1 the chain's own estimator would never run and every
+// estimator's cell would be plain exact HMC (identical draws: seen, and reported).
+// Lengths: the mixing time τ at these steps is ~100 iterations for sgld/mala/obabo/baoab/sghmc
+// at h (4× at h/2) and a few trajectories for hmc; n ≳ 2000 τ puts the lag-n/100 autocorrelation
+// near e^-20 and the variance's SE near sqrt(2 · 2τ/n) ≈ 2 % at h/2, a tenth of the biases the
+// steps are chosen to show. The whole matrix is about 2.5 minutes with ctest -j2 on 2 cores.
 struct Plan {
   std::string_view integrator;
   bool overdamped;      // step_size = ε = (h s)² (sgld, mala), else h s
