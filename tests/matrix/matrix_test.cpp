@@ -1,0 +1,383 @@
+// The combination matrix (issue 15): every estimator × integrator × corrector the catalogues list,
+// on three targets with a known posterior, is refused with a reason, or samples the posterior
+// exactly (a corrector that tests acceptance), or is biased within a stated bound by a bias that
+// shrinks with the step size (no corrector).
+//
+// Targets (posterior known without the sampler):
+//   gaussian  the gaussian plugin, 200 rows, 1 covariate: N(μ, 1/A) in closed form.
+//   poisson   PoissonRates (targets.hpp): Gamma(1, 2) (an exponential, density largest at the
+//             boundary 0), closed form; the chain mirrors θ ← |θ|.
+//   gibbs     GibbsNoiseMean (targets.hpp): θ given a noise precision τ that after_step draws by
+//             a Gibbs step; the θ-marginal by 1-D quadrature in this file.
+//
+// Monte Carlo error. Draws are correlated, so standard errors (SE) come from 100 non-overlapping
+// batch means (tests/statistics.hpp, Flegal & Jones 2010), trusted only when the batches are long
+// next to the chain's memory: each coordinate first needs a lag-(n/100) autocorrelation below
+// 0.05 (a cell that fails this is reported FAIL "too short", not passed). With nearly normal batch
+// means, |estimate - truth| > 5 SE has two-sided probability ≈ 5.7e-7.
+//
+// Exact cells (corrector tests acceptance): mean and variance of every coordinate within 5 SE of
+// the exact values. 4 integrators accept mh × 5 estimators × 3 targets (1 coordinate each) ×
+// 2 moments = 120 checks: family-wise false alarm ≈ 120 × 5.7e-7 ≈ 7e-5.
+//
+// Uncorrected cells (corrector none): the chain's law is biased by the discretisation and the
+// minibatch noise, so each cell runs at a step h and at h/2 and checks, for mean and variance of
+// every coordinate:
+//  (a) the bias at h is within a stated bound: |variance - σ²| <= 0.3 σ² and |mean - μ| <= 0.2 σ,
+//      each plus 5 SE (the bound is on the sampler's bias, the estimate carries Monte Carlo error).
+//      The steps below are chosen from each integrator's known bias (derivations at the table) so
+//      that the worst estimator (minibatch, 10 of 200 items) has a variance bias near 10–25 %: a
+//      cell beyond 30 % is not a small bias. The mean of a Gaussian target is not biased by these
+//      linear schemes at all; on the exponential it moves by a fraction of the variance's relative
+//      error (σ = μ there), so 0.2 σ is already well beyond what a correct scheme does at h.
+//  (b) the bias shrinks with the step: |bias(h/2)| <= 0.75 |bias(h)| + 5 (SE(h/2) + 0.75 SE(h)).
+//      Every integrator here has a weak error of order 1 or 2 in its step at fixed friction per
+//      step (SGLD: ε = h², bias ∝ ε, so h/2 quarters it; the splittings and leapfrog: h², a quarter;
+//      SGHMC's Euler friction: h, a half), so a correct sampler's bias at h/2 is at most about half
+//      that at h; 0.75 leaves room for the next order term. The noise term is a union bound: it is
+//      exceeded with probability < 2 × 5.7e-7 when the true biases satisfy the inequality, so a
+//      cell whose bias is pure Monte Carlo noise (BAOAB on a Gaussian with exact gradients, exact
+//      for the position: Leimkuhler & Matthews 2013) passes, and a bias that stays as h halves fails.
+//   35 uncorrected cells × 3 targets × 4 checks = 420 checks, each false alarm < 1.2e-6:
+//   family-wise < 5e-4. With the exact cells, the whole matrix raises a false alarm with
+//   probability below 1e-3 (seeds are fixed, so a given build passes or fails reproducibly).
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+#include <fmt/format.h>
+
+#include "gaussian_fixture.hpp"
+#include "matrix/targets.hpp"
+#include "statistics.hpp"
+
+namespace {
+
+// ---- Targets --------------------------------------------------------------------------------
+
+/// A model and the exact mean and variance of every coordinate of its posterior.
+struct Target {
+  std::string name;
+  std::shared_ptr<const sgmcmc::Model> model;
+  std::vector<double> mean, variance;
+  /// The smallest posterior standard deviation: step sizes are given in its units.
+  double scale() const { return std::sqrt(*std::min_element(variance.begin(), variance.end())); }
+};
+
+Target gaussian_target(const test::GaussianFixture& fixture) {
+  return {"gaussian", fixture.model, {fixture.mean(0)}, {1.0 / fixture.precision(0, 0)}};
+}
+
+Target poisson_target() {
+  auto model = matrix::poisson_target();
+  Target target{"poisson", model, {}, {}};
+  const double rate = model->posterior_rate();
+  for (std::size_t j = 0; j < model->dimension(); ++j) {  // Gamma(shape, rate): mean a/b, variance a/b²
+    const double shape = model->posterior_shape(j);
+    target.mean.push_back(shape / rate);
+    target.variance.push_back(shape / (rate * rate));
+  }
+  return target;
+}
+
+/// The θ-marginal p(θ | y) ∝ exp(-λ0 θ²/2) (b + Σ(y_i - θ)²/2)^-(a + N/2) of the Gibbs target,
+/// its mean and variance by the trapezoidal rule on 200,001 points over ȳ ± 40 sd_0, where
+/// sd_0 = s_y/sqrt(N) is the plain standard error of ȳ: the density is below e^-700 of its peak
+/// at the ends and the grid spacing is 4e-4 sd_0, far finer than the curvature.
+Target gibbs_target() {
+  auto model = matrix::gibbs_target();
+  const auto& y = model->data();
+  const double n = static_cast<double>(y.size());
+  const double y_bar = test::mean(y), sd0 = std::sqrt(test::variance(y) / n);
+  const double a = matrix::GibbsNoiseMean::noise_shape, b = matrix::GibbsNoiseMean::noise_rate,
+               lambda0 = matrix::GibbsNoiseMean::prior_precision;
+  const auto log_density = [&](double theta) {
+    double squares = 0.0;
+    for (double value : y) squares += (value - theta) * (value - theta);
+    return -0.5 * lambda0 * theta * theta - (a + n / 2) * std::log(b + squares / 2);
+  };
+  constexpr int points = 200'001;
+  const double low = y_bar - 40 * sd0, step = 80 * sd0 / (points - 1), peak = log_density(y_bar);
+  double mass = 0.0, first = 0.0, second = 0.0;
+  for (int k = 0; k < points; ++k) {
+    const double theta = low + k * step, weight = (k == 0 || k == points - 1 ? 0.5 : 1.0) * std::exp(log_density(theta) - peak);
+    mass += weight;
+    first += weight * theta;
+    second += weight * theta * theta;
+  }
+  const double mean = first / mass;
+  return {"gibbs", model, {mean}, {second / mass - mean * mean}};
+}
+
+// ---- Building a chain: the one place (the runner's order, as test::run_chain) -------------------
+
+struct ChainUnderTest {
+  std::unique_ptr<sgmcmc::Chain> chain;
+  bool tests_acceptance = false;
+  std::size_t block_length = 1;
+};
+
+/// Builds the chain the runner would from the [estimator], [integrator] and [corrector] sections
+/// of `toml`. Throws sgmcmc::Error for a combination the runner refuses.
+ChainUnderTest build_chain(std::shared_ptr<const sgmcmc::Model> model, const std::string& toml, std::uint64_t seed) {
+  auto config = sgmcmc::parse_config(toml, "matrix.toml");
+  auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
+  auto integrator = sgmcmc::make_integrator(config["integrator"]);
+  auto corrector = sgmcmc::make_corrector(config["corrector"], *model, *integrator);
+  for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
+  ChainUnderTest built{nullptr, corrector->tests_acceptance(), corrector->block_length()};
+  built.chain = std::make_unique<sgmcmc::Chain>(model, std::move(estimator), std::move(integrator), std::move(corrector),
+                                                sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
+  return built;
+}
+
+// ---- The settings of a cell ----------------------------------------------------------------------
+//
+// Steps are in units of s, the target's smallest posterior sd (so ω = 1/s is its largest
+// frequency). With batches of 10 of N = 200 items, the minibatch gradient's variance near the
+// mode is about σ_g² ≈ (N/n) λ ≈ 19/s² on all three targets (each item's gradient spread is about
+// the per-item curvature); cv's is far smaller, exact's is 0.
+//
+// Uncorrected (expected relative variance bias at h for minibatch, the worst estimator):
+//  sgld   ε = (0.2 s)²: discretisation ελ/4 = 1 %, noise εσ_g²/4 ≈ 19 % (Welling & Teh 2011's
+//         update on a Gaussian: variance (1 + εσ_g²/4) / (λ(1 - ελ/4))).
+//  mala   uncorrected it is SGLD with a gradient at the proposal: the same ε.
+//  obabo, baoab  h = 0.1 s, retention a = e^{-γh} = 0.5 per step at both steps (γ = ln 2 / h):
+//         the kicks add momentum variance ≈ h²σ_g² ≈ 0.19 per step against 1 - a = 0.5 dissipated,
+//         ≈ 20 %; the discretisation error (h/s)² ≈ 1 % (none for BAOAB's positions on Gaussians).
+//  hmc    h = 0.1 s, 5 leapfrog steps from fresh momentum: 5 kicks of noise h σ_g per trajectory,
+//         the same order as obabo's.
+//  sghmc  h = 0.05 s, γ = 2/s fixed (retention 1 - γh = 0.9, and 0.95 at h/2): the Euler friction
+//         heats the momentum to 1/(1 - γh/2) ≈ 5 % and the noise adds h σ_g²/(2γ) ≈ 24 %; both are
+//         of order h at fixed γ (a fixed γh would leave the friction's bias as h → 0).
+// With mh: K stochastic kicks per block with noise σ_g each give the energy error a variance of
+// about K h² σ_g² (tests/statistical/mh_test.cpp); keeping K h² σ_g² within 1–2 keeps minibatch's
+// acceptance usable: obabo h = 0.1 s with every = 4 (0.8), mala h = 0.15 s (ε = h²) with
+// every = 4 (1.7), hmc h = 0.1 s, 5 steps, every = 2 (1.9). hmc takes every = 2, not 1: the mh
+// corrector hands its exact endpoint estimator to the last step of a block, and an hmc step is a
+// whole trajectory, so with every = 1 the chain's own estimator would never run and every
+// estimator's cell would be plain exact HMC (identical draws: seen, and reported).
+// Lengths: the mixing time τ at these steps is ~100 iterations for sgld/mala/obabo/baoab/sghmc
+// at h (4× at h/2) and a few trajectories for hmc; n ≳ 2000 τ puts the lag-n/100 autocorrelation
+// near e^-20 and the variance's SE near sqrt(2 · 2τ/n) ≈ 2 % at h/2, a tenth of the biases the
+// steps are chosen to show. The whole matrix is about 2.5 minutes with ctest -j2 on 2 cores.
+struct Plan {
+  std::string_view integrator;
+  bool overdamped;      // step_size = ε = (h s)² (sgld, mala), else h s
+  double h, h_mh;       // in units of s
+  double friction;      // γ s; 0: γ = ln 2 / h (per-step retention 1/2 at every step)
+  std::uint64_t iterations, iterations_mh;  // at h (4× as many at h/2), and with mh
+};
+
+constexpr Plan plans[] = {
+    {"sgld", true, 0.2, 0.1, 0.0, 400'000, 0},
+    {"mala", true, 0.2, 0.15, 0.0, 400'000, 1'000'000},
+    {"obabo", false, 0.1, 0.1, 0.0, 400'000, 1'000'000},
+    {"baoab", false, 0.1, 0.1, 0.0, 400'000, 0},
+    {"hmc", false, 0.1, 0.1, 0.0, 100'000, 200'000},
+    {"leapfrog", false, 0.1, 0.1, 0.0, 100'000, 200'000},
+    {"sghmc", false, 0.05, 0.05, 2.0, 400'000, 0},
+};
+
+const Plan* plan_of(std::string_view integrator) {
+  for (const Plan& plan : plans)
+    if (plan.integrator == integrator) return &plan;
+  return nullptr;
+}
+
+template <class Entry>
+bool declares(const Entry& entry, std::string_view key) {
+  return std::find(entry.keys.begin(), entry.keys.end(), key) != entry.keys.end();
+}
+
+template <class Catalogue>
+const auto& entry_named(const Catalogue& catalogue, const std::string& name) {
+  return *std::find_if(catalogue.begin(), catalogue.end(), [&](const auto& entry) { return entry.name == name; });
+}
+
+struct Cell {
+  std::string estimator, integrator, corrector;
+  std::string name(const Target& target) const { return fmt::format("{} {} {} {}", target.name, estimator, integrator, corrector); }
+};
+
+/// The configuration of `cell` at step `h` (in units of s): only keys the chosen entries declare.
+std::string cell_toml(const Cell& cell, const Plan& plan, double h, double s) {
+  std::string toml = fmt::format("[estimator]\nname = \"{}\"\n", cell.estimator);
+  if (declares(entry_named(sgmcmc::estimator_catalogue(), cell.estimator), "batch_size")) toml += "batch_size = 10\n";
+  toml += fmt::format("[integrator]\nname = \"{}\"\nstep_size = {}\n", cell.integrator,
+                      plan.overdamped ? (h * s) * (h * s) : h * s);
+  const auto& integrator = entry_named(sgmcmc::integrator_catalogue(), cell.integrator);
+  if (declares(integrator, "friction"))
+    toml += fmt::format("friction = {}\n", plan.friction > 0 ? plan.friction / s : std::log(2.0) / (h * s));
+  if (declares(integrator, "steps")) toml += "steps = 5\n";
+  toml += fmt::format("[corrector]\nname = \"{}\"\n", cell.corrector);
+  if (declares(entry_named(sgmcmc::corrector_catalogue(), cell.corrector), "every"))
+    toml += fmt::format("every = {}\n", declares(integrator, "steps") ? 2 : 4);
+  return toml;
+}
+
+/// Every estimator × integrator × corrector of the catalogues, for the correctors `wanted` picks.
+template <class Predicate>
+std::vector<Cell> cells(Predicate wanted) {
+  std::vector<Cell> all;
+  for (const auto& corrector : sgmcmc::corrector_catalogue())
+    if (wanted(corrector.name))
+      for (const auto& estimator : sgmcmc::estimator_catalogue())
+        for (const auto& integrator : sgmcmc::integrator_catalogue())
+          all.push_back({estimator.name, integrator.name, corrector.name});
+  return all;
+}
+
+// ---- Running and judging -------------------------------------------------------------------------
+
+/// Keeps every recorded draw, one vector per coordinate.
+struct Columns final : sgmcmc::ChainObserver {
+  std::vector<std::vector<double>> values;
+  void on_draw(const sgmcmc::Draw& draw) override {
+    values.resize(draw.theta.size());
+    for (std::size_t j = 0; j < draw.theta.size(); ++j) values[j].push_back(draw.theta[j]);
+  }
+  void on_metrics(const sgmcmc::MetricsRow&) override {}
+};
+
+struct Moments {
+  double mean, se_mean, variance, se_variance, autocorrelation;
+  bool long_enough() const { return std::abs(autocorrelation) < 0.05; }
+};
+
+Moments moments(const std::vector<double>& x) {
+  return {test::mean(x), test::batch_means_se(x), test::variance(x), test::variance_se(x),
+          test::autocorrelation(x, x.size() / 100)};
+}
+
+/// Runs `built` for `iterations` after a warmup of a tenth as many (every start here is within
+/// about 15 sd of the mode; a tenth of the chain is hundreds of relaxation times), recording the
+/// end of every block, and returns the moments of each coordinate; nullopt if it diverged.
+std::optional<std::vector<Moments>> sample(ChainUnderTest& built, std::uint64_t iterations) {
+  const std::uint64_t k = built.block_length, warmup = iterations / 10 / k * k;
+  iterations = iterations / k * k;
+  Columns columns;
+  const auto result = built.chain->run({.warmup = warmup, .iterations = iterations, .thin = k, .eval_every = iterations}, columns);
+  if (result.diverged) return std::nullopt;
+  std::vector<Moments> out;
+  for (const auto& column : columns.values) out.push_back(moments(column));
+  return out;
+}
+
+/// One line of the printed matrix, and whether the cell passed.
+struct Verdict {
+  bool passed = true;
+  std::string text;
+};
+
+std::string too_short(const std::vector<Moments>& runs) {
+  std::string text;
+  for (std::size_t j = 0; j < runs.size(); ++j)
+    if (!runs[j].long_enough()) text += fmt::format(" too short: coordinate {} lag-n/100 autocorrelation {:.3f};", j + 1, runs[j].autocorrelation);
+  return text;
+}
+
+Verdict judge_exact(const Target& target, const std::vector<Moments>& run) {
+  Verdict verdict;
+  verdict.text = too_short(run);
+  verdict.passed = verdict.text.empty();
+  for (std::size_t j = 0; j < run.size(); ++j) {
+    const double mean_z = (run[j].mean - target.mean[j]) / run[j].se_mean;
+    const double variance_z = (run[j].variance - target.variance[j]) / run[j].se_variance;
+    verdict.passed = verdict.passed && std::abs(mean_z) < 5 && std::abs(variance_z) < 5;
+    verdict.text += fmt::format(" [{}] mean {:+.4f}σ ({:+.1f} SE) variance {:+.2f}% ({:+.1f} SE)", j + 1,
+                                (run[j].mean - target.mean[j]) / std::sqrt(target.variance[j]), mean_z,
+                                100 * (run[j].variance / target.variance[j] - 1), variance_z);
+  }
+  verdict.text = (verdict.passed ? "pass" : "FAIL") + verdict.text;
+  return verdict;
+}
+
+constexpr double mean_bound = 0.2, variance_bound = 0.3;  // (a): |mean bias| <= 0.2 σ, |variance bias| <= 0.3 σ²
+constexpr double shrink = 0.75;     // (b): |bias(h/2)| <= 0.75 |bias(h)| + noise
+
+Verdict judge_biased(const Target& target, const std::vector<Moments>& at_h, const std::vector<Moments>& at_half) {
+  Verdict verdict;
+  verdict.text = too_short(at_h) + too_short(at_half);
+  verdict.passed = verdict.text.empty();
+  for (std::size_t j = 0; j < at_h.size(); ++j) {
+    const double sd = std::sqrt(target.variance[j]), var = target.variance[j];
+    const double mean_h = at_h[j].mean - target.mean[j], mean_half = at_half[j].mean - target.mean[j];
+    const double var_h = at_h[j].variance - var, var_half = at_half[j].variance - var;
+    const bool bounded = std::abs(mean_h) <= mean_bound * sd + 5 * at_h[j].se_mean &&
+                         std::abs(var_h) <= variance_bound * var + 5 * at_h[j].se_variance;
+    const bool shrinks =
+        std::abs(mean_half) <= shrink * std::abs(mean_h) + 5 * (at_half[j].se_mean + shrink * at_h[j].se_mean) &&
+        std::abs(var_half) <= shrink * std::abs(var_h) + 5 * (at_half[j].se_variance + shrink * at_h[j].se_variance);
+    verdict.passed = verdict.passed && bounded && shrinks;
+    verdict.text += fmt::format(" [{}] mean {:+.3f}σ→{:+.3f}σ (SE {:.3f}) variance {:+.1f}%→{:+.1f}% (SE {:.1f}%){}{}", j + 1,
+                                mean_h / sd, mean_half / sd, at_half[j].se_mean / sd, 100 * var_h / var,
+                                100 * var_half / var, 100 * at_half[j].se_variance / var, bounded ? "" : " beyond bound",
+                                shrinks ? "" : " not shrinking");
+  }
+  verdict.text = (verdict.passed ? "bias" : "FAIL bias") + verdict.text;
+  return verdict;
+}
+
+/// Decides one cell: refused (with its reason), exact, or biased within bounds.
+Verdict run_cell(const Target& target, const Cell& cell) {
+  constexpr std::uint64_t seed = 2024;
+  const Plan* plan = plan_of(cell.integrator);
+  if (!plan) return {false, fmt::format("FAIL no step plan for integrator '{}': add it to `plans`", cell.integrator)};
+  const double s = target.scale();
+  ChainUnderTest built;
+  try {
+    built = build_chain(target.model, cell_toml(cell, *plan, plan->h, s), seed);  // refused, or which kind
+  } catch (const sgmcmc::Error& refusal) {
+    const std::string reason = refusal.what();
+    return {!reason.empty(), "refused: " + reason};
+  }
+  if (built.tests_acceptance) {
+    built = build_chain(target.model, cell_toml(cell, *plan, plan->h_mh, s), seed);
+    const auto run = sample(built, plan->iterations_mh);
+    if (!run) return {false, "FAIL diverged"};
+    return judge_exact(target, *run);
+  }
+  auto half = build_chain(target.model, cell_toml(cell, *plan, plan->h / 2, s), seed);
+  const auto at_h = sample(built, plan->iterations), at_half = sample(half, 4 * plan->iterations);
+  if (!at_h || !at_half) return {false, "FAIL diverged"};
+  return judge_biased(target, *at_h, *at_half);
+}
+
+/// Runs every cell of `target` whose corrector `wanted` picks, checks each and prints the matrix.
+template <class Predicate>
+void run_matrix(const Target& target, Predicate wanted) {
+  std::vector<std::string> lines;
+  for (const Cell& cell : cells(wanted)) {
+    const auto start = std::chrono::steady_clock::now();
+    const Verdict verdict = run_cell(target, cell);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    INFO(cell.name(target) << ": " << verdict.text);
+    CHECK(verdict.passed);
+    lines.push_back(fmt::format("{} → {}  ({:.1f} s)", cell.name(target), verdict.text, seconds));
+  }
+  for (const auto& line : lines) fmt::print("{}\n", line);
+}
+
+bool uncorrected(const std::string& corrector) { return corrector == "none"; }
+bool corrected(const std::string& corrector) { return corrector != "none"; }
+
+}  // namespace
+
+TEST_CASE("combination matrix: gaussian target cells without corrector") {
+  test::GaussianFixture fixture(200, 1);
+  run_matrix(gaussian_target(fixture), uncorrected);
+}
+TEST_CASE("combination matrix: gaussian target cells with a corrector") {
+  test::GaussianFixture fixture(200, 1);
+  run_matrix(gaussian_target(fixture), corrected);
+}
+TEST_CASE("combination matrix: poisson target cells without corrector") { run_matrix(poisson_target(), uncorrected); }
+TEST_CASE("combination matrix: poisson target cells with a corrector") { run_matrix(poisson_target(), corrected); }
+TEST_CASE("combination matrix: gibbs target cells without corrector") { run_matrix(gibbs_target(), uncorrected); }
+TEST_CASE("combination matrix: gibbs target cells with a corrector") { run_matrix(gibbs_target(), corrected); }

@@ -1,0 +1,203 @@
+// In-test models for the combination matrix, each with a posterior known without the sampler:
+// a Poisson–Gamma model on positive rates (closed form) and a normal mean whose noise precision
+// is drawn by a Gibbs step (marginal of θ by quadrature, in matrix_test.cpp).
+#pragma once
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "../../plugins/pmf/normal_gamma.hpp"  // pmf::gamma_variate, tested in statistical/pmf_gibbs_test.cpp
+
+import sgmcmc;
+
+namespace matrix {
+
+/// Rates θ_j > 0 of counts y_ij ~ Poisson(θ_j t_i) with exposures t_i, prior θ_j ~ Gamma(α0, β0):
+///   f_0 = Σ_j β0 θ_j - (α0 - 1) log θ_j,   f_i = Σ_j θ_j t_i - y_ij log θ_j,
+/// posterior θ_j ~ Gamma(α0 + Σ_i y_ij, β0 + Σ_i t_i), independent across j.
+///
+/// The chain mirrors θ ← |θ| after every move (Capabilities::positive_parameters), but its
+/// integrators evaluate gradients at the unmirrored point, which may be negative. The model is
+/// therefore defined on all of ℝ as the mirror image U(θ) = U(|θ|) (gradient sign(θ)·U'(|θ|)):
+/// a sampler exact for that symmetric density gives |θ| the posterior above, and θ ← |θ| with
+/// p ← -p is a symmetry of its Hamiltonian dynamics, θ ← |θ| alone is not (Patterson & Teh 2013
+/// mirror the parameter of a first-order scheme, which has no momentum).
+class PoissonRates final : public sgmcmc::Model {
+public:
+  static constexpr double prior_shape = 1.0, prior_rate = 1.0;  // α0, β0
+
+  /// `counts` is N × d row-major.
+  PoissonRates(std::vector<double> exposures, std::vector<double> counts, std::size_t dimension)
+      : exposures_(std::move(exposures)), counts_(std::move(counts)), dimension_(dimension) {}
+
+  std::size_t dimension() const override { return dimension_; }
+  std::size_t num_items() const override { return exposures_.size(); }
+  std::vector<std::string> parameter_names() const override {
+    std::vector<std::string> names;
+    for (std::size_t j = 0; j < dimension_; ++j) names.push_back("rate." + std::to_string(j + 1));
+    return names;
+  }
+  sgmcmc::Capabilities capabilities() const override {
+    return {.exact_log_likelihood = true, .per_item_gradients = true, .positive_parameters = true};
+  }
+  void initial_point(std::span<double> theta, sgmcmc::Rng&) const override {
+    for (double& x : theta) x = 1.0;
+  }
+
+  double prior_potential(std::span<const double> theta) const override {
+    double sum = 0.0;
+    for (double x : theta) sum += prior_rate * std::abs(x) - (prior_shape - 1.0) * log_or_zero(prior_shape - 1.0, x);
+    return sum;
+  }
+  void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const override {
+    for (std::size_t j = 0; j < dimension_; ++j)
+      gradient[j] += sign(theta[j]) * (prior_rate - (prior_shape - 1.0) / std::abs(theta[j]));
+  }
+
+  void add_data_gradient(std::span<const double> theta, const sgmcmc::Batch& batch, std::span<double> gradient,
+                         sgmcmc::Workspace&, sgmcmc::Rng&) const override {
+    for (std::size_t k = 0; k < batch.items.size(); ++k)
+      for (std::size_t j = 0; j < dimension_; ++j) gradient[j] += batch.weight(k) * item_derivative(theta, batch.items[k], j);
+  }
+  double data_potential(std::span<const double> theta, const sgmcmc::Batch& batch, sgmcmc::Workspace&) const override {
+    double sum = 0.0;
+    for (std::size_t k = 0; k < batch.items.size(); ++k) {
+      const std::size_t i = batch.items[k];
+      for (std::size_t j = 0; j < dimension_; ++j)
+        sum += batch.weight(k) * (exposures_[i] * std::abs(theta[j]) - log_or_zero(count(i, j), theta[j]) * count(i, j));
+    }
+    return sum;
+  }
+  void item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
+                      sgmcmc::Workspace&) const override {
+    for (std::size_t k = 0; k < items.size(); ++k)
+      for (std::size_t j = 0; j < dimension_; ++j) out[k * dimension_ + j] = item_derivative(theta, items[k], j);
+  }
+
+  /// The closed-form posterior of coordinate j: Gamma(shape, rate).
+  double posterior_shape(std::size_t j) const {
+    double sum = prior_shape;
+    for (std::size_t i = 0; i < num_items(); ++i) sum += count(i, j);
+    return sum;
+  }
+  double posterior_rate() const {
+    double sum = prior_rate;
+    for (double t : exposures_) sum += t;
+    return sum;
+  }
+
+private:
+  static double sign(double x) { return x > 0.0 ? 1.0 : x < 0.0 ? -1.0 : 0.0; }
+  /// log|θ|, or 0 when its coefficient is 0 (so that a zero count at θ = 0 adds 0, not 0·∞).
+  static double log_or_zero(double coefficient, double x) { return coefficient == 0.0 ? 0.0 : std::log(std::abs(x)); }
+  double count(std::size_t i, std::size_t j) const { return counts_[i * dimension_ + j]; }
+  double item_derivative(std::span<const double> theta, std::size_t i, std::size_t j) const {
+    return sign(theta[j]) * (exposures_[i] - count(i, j) / std::abs(theta[j]));
+  }
+
+  std::vector<double> exposures_, counts_;
+  std::size_t dimension_;
+};
+
+/// The posterior of the Poisson target: 200 items with exposures t_i = (1 + i mod 4)/500
+/// (Σ t_i = 1) and no counts at all, so the posterior is Gamma(1, β0 + 1) = Gamma(1, 2): the
+/// exponential with mean 1/2, whose density is largest at the boundary 0, so a sampler that
+/// mishandles the boundary shows it there. (A rate with a few counts, Gamma(3, 2) say, has the
+/// gradient -(shape - 1)/θ, singular at 0: with 2 counts among 200 items a minibatch kick of
+/// (N/n)/θ throws the chain hundreds of sd away, a pathology of the data, not of the samplers.)
+inline std::shared_ptr<const PoissonRates> poisson_target() {
+  constexpr std::size_t items = 200, dimension = 1;
+  std::vector<double> exposures(items), counts(items * dimension, 0.0);
+  for (std::size_t i = 0; i < items; ++i) exposures[i] = static_cast<double>(1 + i % 4) / 500.0;
+  return std::make_shared<PoissonRates>(std::move(exposures), std::move(counts), dimension);
+}
+
+/// τ, the noise precision the Gibbs step draws: per chain, so it lives in the workspace, and it
+/// carries from one iteration to the next, so a checkpoint keeps it.
+struct NoiseWorkspace final : sgmcmc::Workspace {
+  explicit NoiseWorkspace(double start) : precision(start) {}
+  double precision;
+  void save_state(sgmcmc::StateWriter& out) const override {
+    out.section("matrix noise workspace");
+    out.number(precision);
+  }
+  void restore_state(sgmcmc::StateReader& in) override {
+    in.section("matrix noise workspace");
+    precision = in.number();
+  }
+};
+
+/// y_i ~ N(θ, 1/τ), θ ~ N(0, 1/λ0), τ ~ Gamma(a, b). The chain samples θ given τ,
+///   f_0 = λ0 θ²/2,   f_i = τ (y_i - θ)²/2,
+/// and every `gibbs_every`-th iteration after_step draws τ | θ ~ Gamma(a + N/2, b + Σ(y_i - θ)²/2)
+/// exactly, which changes the data terms (TargetChange::data). The θ-marginal of the joint is
+///   p(θ | y) ∝ N(θ; 0, 1/λ0) · (b + Σ(y_i - θ)²/2)^-(a + N/2).
+class GibbsNoiseMean final : public sgmcmc::Model {
+public:
+  static constexpr double prior_precision = 1.0;             // λ0
+  static constexpr double noise_shape = 2.0, noise_rate = 2.0;  // a, b: prior mean of τ is 1
+  static constexpr std::uint64_t gibbs_every = 4;
+
+  explicit GibbsNoiseMean(std::vector<double> y) : y_(std::move(y)) {}
+
+  const std::vector<double>& data() const { return y_; }
+  std::size_t dimension() const override { return 1; }
+  std::size_t num_items() const override { return y_.size(); }
+  std::vector<std::string> parameter_names() const override { return {"mean"}; }
+  sgmcmc::Capabilities capabilities() const override { return {.exact_log_likelihood = true, .per_item_gradients = true}; }
+  std::unique_ptr<sgmcmc::Workspace> make_workspace() const override {
+    return std::make_unique<NoiseWorkspace>(noise_shape / noise_rate);
+  }
+
+  double prior_potential(std::span<const double> theta) const override { return 0.5 * prior_precision * theta[0] * theta[0]; }
+  void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const override {
+    gradient[0] += prior_precision * theta[0];
+  }
+  void add_data_gradient(std::span<const double> theta, const sgmcmc::Batch& batch, std::span<double> gradient,
+                         sgmcmc::Workspace& workspace, sgmcmc::Rng&) const override {
+    const double tau = precision(workspace);
+    for (std::size_t k = 0; k < batch.items.size(); ++k) gradient[0] += batch.weight(k) * tau * (theta[0] - y_[batch.items[k]]);
+  }
+  double data_potential(std::span<const double> theta, const sgmcmc::Batch& batch,
+                        sgmcmc::Workspace& workspace) const override {
+    const double tau = precision(workspace);
+    double sum = 0.0;
+    for (std::size_t k = 0; k < batch.items.size(); ++k) {
+      const double e = y_[batch.items[k]] - theta[0];
+      sum += batch.weight(k) * 0.5 * tau * e * e;
+    }
+    return sum;
+  }
+  void item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
+                      sgmcmc::Workspace& workspace) const override {
+    const double tau = precision(workspace);
+    for (std::size_t k = 0; k < items.size(); ++k) out[k] = tau * (theta[0] - y_[items[k]]);
+  }
+
+  sgmcmc::TargetChange after_step(std::uint64_t iteration, std::span<double> theta, sgmcmc::Workspace& workspace,
+                                  sgmcmc::Rng& rng) const override {
+    if (iteration % gibbs_every != 0) return sgmcmc::TargetChange::none;
+    double squares = 0.0;
+    for (double y : y_) squares += (y - theta[0]) * (y - theta[0]);
+    const double shape = noise_shape + 0.5 * static_cast<double>(y_.size()), rate = noise_rate + 0.5 * squares;
+    static_cast<NoiseWorkspace&>(workspace).precision = pmf::gamma_variate(shape, rate, rng);
+    return sgmcmc::TargetChange::data;
+  }
+
+private:
+  static double precision(sgmcmc::Workspace& workspace) { return static_cast<NoiseWorkspace&>(workspace).precision; }
+  std::vector<double> y_;
+};
+
+/// 200 observations y_i = 1 + ξ_i, ξ_i ~ N(0, 1), from a fixed stream.
+inline std::shared_ptr<const GibbsNoiseMean> gibbs_target() {
+  sgmcmc::Rng rng(15, 3);
+  std::vector<double> y(200);
+  for (double& value : y) value = 1.0 + rng.normal();
+  return std::make_shared<GibbsNoiseMean>(std::move(y));
+}
+
+}  // namespace matrix
