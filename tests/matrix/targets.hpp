@@ -19,12 +19,12 @@ namespace matrix {
 ///   f_0 = Σ_j β0 θ_j - (α0 - 1) log θ_j,   f_i = Σ_j θ_j t_i - y_ij log θ_j,
 /// posterior θ_j ~ Gamma(α0 + Σ_i y_ij, β0 + Σ_i t_i), independent across j.
 ///
-/// The chain mirrors θ ← |θ| after every move (Capabilities::positive_parameters), but its
-/// integrators evaluate gradients at the unmirrored point, which may be negative. The model is
-/// therefore defined on all of ℝ as the mirror image U(θ) = U(|θ|) (gradient sign(θ)·U'(|θ|)):
-/// a sampler exact for that symmetric density gives |θ| the posterior above, and θ ← |θ| with
-/// p ← -p is a symmetry of its Hamiltonian dynamics, θ ← |θ| alone is not (Patterson & Teh 2013
-/// mirror the parameter of a first-order scheme, which has no momentum).
+/// The integrators reflect θ at 0 inside every move, negating the momentum with it
+/// (Capabilities::positive_parameters), so gradients are taken at θ > 0 only. The model is still
+/// defined on all of ℝ, as the mirror image U(θ) = U(|θ|) (gradient sign(θ)·U'(|θ|)), for which
+/// the reflection (θ, m) ← (-θ, -m) is a symmetry of the Hamiltonian dynamics: a sampler of that
+/// symmetric density gives |θ| the posterior above. θ ← |θ| alone, without the momentum, is not a
+/// symmetry (Patterson & Teh 2013 mirror the parameter of a first-order scheme, which has none).
 class PoissonRates final : public sgmcmc::Model {
 public:
   static constexpr double prior_shape = 1.0, prior_rate = 1.0;  // α0, β0
