@@ -217,7 +217,7 @@ protected:
   double current_ = 0.0;
 };
 
-/// SGLD as Baker et al. (2019, eq. 2) write it: θ' = θ - (ε/2) ĝ(θ) + sqrt(ε T) ξ, ξ ~ N(0, I)
+/// SGLD as Baker et al. (2019, §2) write it: θ' = θ - (ε/2) ĝ(θ) + sqrt(ε T) ξ, ξ ~ N(0, I)
 /// (Welling & Teh 2011, eq. 4). T = 1 samples the posterior. For positive parameters θ' is
 /// reflected at 0, θ' ← |θ'| (Patterson & Teh 2013).
 class Sgld final : public ScheduledIntegrator {
@@ -252,10 +252,10 @@ struct DiagonalMass {
 };
 
 /// The friction γ of the Langevin SDE (`friction`, in units of 1/time). By default γ = 0.1/h₀ for
-/// the first step h₀ (`step_size`), so that γh₀ = 0.1: the momentum decay per step that Chen, Fox
-/// & Guestrin (2014, §3.3) use for SGHMC. A fixed γ would give γh ≈ 0 at a small step, where the
-/// friction no longer damps the minibatch noise and the chain heats up; γ = 0 never refreshes
-/// the momentum, so the chain does not mix, and is refused.
+/// the first step h₀ (`step_size`), so that γh₀ = 0.1: a momentum decay per step in the range
+/// Chen, Fox & Guestrin (2014) relate to SGD with momentum for SGHMC. A fixed γ would give γh ≈ 0
+/// at a small step, where the friction no longer damps the minibatch noise and the chain heats
+/// up; γ = 0 never refreshes the momentum, so the chain does not mix, and is refused.
 struct Friction {
   static constexpr double default_per_step = 0.1;
   Friction(const Settings& section, double first_step)
@@ -380,7 +380,7 @@ private:
   std::size_t steps_;
 };
 
-/// SGHMC with the symplectic Euler–Maruyama step (Chen, Fox & Guestrin 2014, eq. 15, without the
+/// SGHMC with the symplectic Euler–Maruyama step (Chen, Fox & Guestrin 2014, without the
 /// noise-estimate correction B̂; Garriga-Alonso & Fortuin 2021, eq. 6):
 /// m' = (1 - γh) m - h ĝ(θ) + sqrt(2γhT) M^{1/2} ξ,  θ' = θ + h M⁻¹ m'.
 class Sghmc final : public MomentumIntegrator {

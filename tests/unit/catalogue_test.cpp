@@ -79,3 +79,26 @@ TEST_CASE("a key of another component is 'not used', any other unread key is an 
   CHECK_THAT(warnings[0], Contains("w.toml:3: estimator.batch_size is not used by estimator 'exact'"));
   CHECK_THROWS_WITH(config["estimator"].reject_unknown_keys(), Contains("unknown key 'estimator.batch_size'"));
 }
+
+TEST_CASE("mh is refused after the history-dependent estimators svrg and saga, naming the estimator and why") {
+  // Their estimates depend on earlier states (a snapshot, a table), so the reverse of a block
+  // cannot reproduce its kicks and the MH test of Garriga-Alonso & Fortuin (2021) is not exact.
+  const test::NormalTarget exact_model(0.0, 1.0);
+  for (const char* estimator : {"svrg", "saga"}) {
+    auto config = sgmcmc::parse_config(
+        fmt::format("[estimator]\nname = \"{}\"\n[integrator]\nname = \"obabo\"\n[corrector]\nname = \"mh\"\n", estimator),
+        "h.toml");
+    const auto integrator = sgmcmc::make_integrator(config["integrator"]);
+    INFO(estimator);
+    CHECK_THROWS_WITH(sgmcmc::make_corrector(config, exact_model, *integrator),
+                      Contains("h.toml:6: corrector.name") && Contains(fmt::format("estimator '{}'", estimator)) &&
+                          Contains("depends on the chain's history"));
+  }
+  for (const char* estimator : {"exact", "minibatch", "cv"}) {  // these draw each batch afresh: accepted
+    auto config = sgmcmc::parse_config(
+        fmt::format("[estimator]\nname = \"{}\"\n[integrator]\nname = \"obabo\"\n[corrector]\nname = \"mh\"\n", estimator),
+        "h.toml");
+    const auto integrator = sgmcmc::make_integrator(config["integrator"]);
+    CHECK(sgmcmc::make_corrector(config, exact_model, *integrator)->tests_acceptance());
+  }
+}
