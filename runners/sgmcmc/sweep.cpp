@@ -775,14 +775,16 @@ Shared share_plan(const Cluster& cluster, const SweepOptions& options, unsigned 
       }
       cluster.broadcast(message);
       return {std::move(plan), 0};
-    } catch (const sgmcmc::Error&) {
-      pack(refusal, std::to_string(exit_bad_input));
+    } catch (const std::exception& error) {
+      // Said before the other ranks hear of it: once one of them exits non-zero, mpirun may end
+      // this rank before a message printed later reaches the terminal.
+      const bool bad_input = dynamic_cast<const sgmcmc::Error*>(&error) != nullptr;
+      fmt::print(stderr, "sgmcmc: {}: {}\n", bad_input ? "error" : "internal error", error.what());
+      std::fflush(stderr);
+      const int code = bad_input ? exit_bad_input : 3;
+      pack(refusal, std::to_string(code));
       cluster.broadcast(refusal);
-      throw;
-    } catch (...) {
-      pack(refusal, "3");
-      cluster.broadcast(refusal);
-      throw;
+      return {std::nullopt, code};
     }
   }
   const std::string message = cluster.broadcast("");
@@ -989,10 +991,9 @@ int sweep_command(const SweepOptions& options) {
                                      : std::max(1u, std::thread::hardware_concurrency() / static_cast<unsigned>(cluster.ranks_here()));
   Shared shared;
   try {
-    shared = share_plan(cluster, options, jobs);
+    shared = share_plan(cluster, options, jobs);  // rank 0 reports a refusal itself, once
   } catch (const std::exception& error) {
-    if (cluster.root()) throw;  // the other ranks know rank 0 refused the sweep, and exit too
-    end_job(cluster, error);    // rank 0 goes on without this rank (a different sgmcmc here?)
+    end_job(cluster, error);  // rank 0 goes on without this rank (a different sgmcmc here?)
   }
   if (!shared.plan) return shared.refused;
   Plan& plan = *shared.plan;
