@@ -1,6 +1,6 @@
-// Correctors: what happens at the end of a block of integrator steps (SCIENCE.md, "Correctors").
-// `none` accepts every move (SGLD, SGHMC, SGLD-CV as in seed 1); `mh` is the Metropolis–Hastings
-// test over K stochastic-gradient steps of seed 2 (Garriga-Alonso & Fortuin 2021, §4–5, app. C),
+// Correctors: what happens at the end of a block of integrator steps (modules/README.md, "Correctors").
+// `none` accepts every move (SGLD, SGHMC, SGLD-CV as in Baker et al. 2019); `mh` is the Metropolis–Hastings
+// test over K stochastic-gradient steps of Garriga-Alonso & Fortuin (2021, §4–5, app. C),
 // using the integrator's ChainState::energy_error and the model's exact potential at the ends.
 module;
 #include <cmath>
@@ -74,7 +74,7 @@ public:
   Decision end_block(ChainState&, ChainContext&) override { return {}; }
 };
 
-/// Metropolis–Hastings over a block of K steps (seed 2 §4–5, app. C; SCIENCE.md "Correctors"):
+/// Metropolis–Hastings over a block of K steps (Garriga-Alonso & Fortuin 2021, §4–5, app. C; modules/README.md "Correctors"):
 /// save (θ_0, m_0), run K steps, accept with probability min(1, exp(-ΔH̃/T)) where
 /// ΔH̃ = U(θ_K) - U(θ_0) + (the integrator's energy error); on rejection restore (θ_0, m_0) and
 /// negate the momentum (the next O step then mixes it). The minibatches are auxiliary variables

@@ -1,6 +1,6 @@
 // What every data-backed model plugin needs besides its likelihood: how many rows a setting asks
 // for (a count or a fraction), a held-out split and a subsample drawn with the run's seed, and the
-// running posterior-predictive average behind the held-out metrics of seed 1 §5.
+// running posterior-predictive average behind the held-out metrics of Baker et al. (2019, §5).
 module;
 #include <algorithm>
 #include <cmath>
@@ -34,7 +34,7 @@ struct RowSplit {
 RowSplit split_rows(std::size_t rows, std::size_t count, Rng& rng);
 
 /// The running posterior-predictive average of a held-out set: after S draws, per test point j,
-/// log[(1/S) Σ_s p(y*_j | θ_s)] (average the probabilities, then take logs; seed 1 §5.1), kept in
+/// log[(1/S) Σ_s p(y*_j | θ_s)] (average the probabilities, then take logs; Baker et al. 2019, §5.1), kept in
 /// log space so that tiny probabilities don't underflow.
 class PredictiveAverage {
 public:

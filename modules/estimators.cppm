@@ -1,4 +1,4 @@
-// Gradient estimators: each returns an unbiased estimate of ∇U(θ) (SCIENCE.md, "Gradient
+// Gradient estimators: each returns an unbiased estimate of ∇U(θ) (modules/README.md, "Gradient
 // estimators") and counts the item gradients it evaluates, the research measure of cost.
 //
 // The file is in sections, one per concept: the interface; exact and minibatch; drawing a
@@ -195,7 +195,7 @@ std::size_t read_batch_size(const Settings& section, const Model& model) {
 
 // ---- exact and minibatch ---------------------------------------------------------------------
 
-/// ∇U(θ) = ∇f_0(θ) + Σ_{i=1..N} ∇f_i(θ) (SCIENCE.md, "Exact"). O(N) per call.
+/// ∇U(θ) = ∇f_0(θ) + Σ_{i=1..N} ∇f_i(θ) (modules/README.md, "Exact"). O(N) per call.
 class ExactEstimator final : public Estimator {
 public:
   explicit ExactEstimator(const Model& model) : all_items_(model.num_items(), model.num_items(), false) {}
@@ -208,7 +208,7 @@ private:
   MinibatchSampler all_items_;  // batch size N without replacement: every item, no draws
 };
 
-/// ∇f_0(θ) + (N/n) Σ_{i∈S} ∇f_i(θ), |S| = n (Welling & Teh 2011; seed 1 eq. 3).
+/// ∇f_0(θ) + (N/n) Σ_{i∈S} ∇f_i(θ), |S| = n (Welling & Teh 2011; Baker et al. 2019, eq. 3).
 class MinibatchEstimator final : public Estimator {
 public:
   MinibatchEstimator(const Settings& section, const Model& model)
@@ -228,7 +228,7 @@ private:
 
 // ---- Drawing a weighted batch ------------------------------------------------------------------
 //
-// Seed 1 eq. 4 samples S with probabilities p_i (E[#times i is in S] = n p_i) and weights each
+// Baker et al. (2019, eq. 4) samples S with probabilities p_i (E[#times i is in S] = n p_i) and weights each
 // sampled term by 1/(n p_i), so that for any per-item quantity h_i
 //     E[ Σ_{k∈S} h_{i_k} / (n p_{i_k}) ] = Σ_i h_i.
 // Uniform p_i = 1/N gives the familiar N/n (with or without replacement); p_i ∝ L_i needs
@@ -380,7 +380,7 @@ std::size_t one_pass(const Model& model, const ItemSampler& sampler) {
 
 // ---- The control variate around a centre (SGLD-CV and SVRG) -----------------------------------
 
-/// Seed 1 eq. 4 (Baker et al. 2019), the estimate around a centre c whose full gradient is known:
+/// Baker et al. (2019, eq. 4), the estimate around a centre c whose full gradient is known:
 ///   ĝ(θ) = ∇U(c) + ∇f_0(θ) - ∇f_0(c) + Σ_{k∈S} w_k [∇f_{i_k}(θ) - ∇f_{i_k}(c)],  w_k = 1/(n p_{i_k}),
 /// kept as Σ_i ∇f_i(c) + ∇f_0(θ) + Σ_k w_k [...] since ∇U(c) - ∇f_0(c) = Σ_i ∇f_i(c). SVRG
 /// (Dubey et al. 2016, SVRG-LD) is the same estimate with c = the last snapshot θ̃.
@@ -449,7 +449,7 @@ public:
     context.model.add_prior_gradient_given(theta, gradient, context.workspace);
   }
 
-  /// gradient ← ĝ(θ) of seed 1 eq. 4 for the batch `draw`.
+  /// gradient ← ĝ(θ) of Baker et al. (2019, eq. 4) for the batch `draw`.
   void estimate(std::span<const double> theta, const WeightedBatch& draw, std::span<double> gradient,
                 ChainContext& context) {
     if (glm_)
@@ -513,9 +513,9 @@ private:
 
 /// SGD step sizes h_k, k = 1, 2, ...: constant h_0, or the Robbins–Monro family
 ///   h_k = h_0 (1 + (k-1)/b)^(-c),  0.5 < c <= 1,  so that Σ h_k = ∞ and Σ h_k² < ∞
-/// (Robbins & Monro 1951; seed 1 §3.1). It is a(b' + k)^(-c), the integrators' `polynomial`
+/// (Robbins & Monro 1951; Baker et al. 2019, §3.1). It is a(b' + k)^(-c), the integrators' `polynomial`
 /// family, written so that sgd_step_size is the first step h_0. The default b = c = 1 gives
-/// h_k = h_0/k, the 1/(λk) steps of the SGD bound seed 1 §3.4 uses (Nemirovski et al. 2009): on
+/// h_k = h_0/k, the 1/(λk) steps of the SGD bound Baker et al. (2019, §3.4) uses (Nemirovski et al. 2009): on
 /// a quadratic with curvature λ = 1/h_0 in every direction, θ_k - θ* = (1 - 1/k)(θ_{k-1} - θ*) -
 /// ζ_k/(λk) gives θ_K - θ* = -(1/(λK)) Σ_k ζ_k, the average of the K batches' noise, so one pass
 /// (K = N/n) leaves θ̂ about one posterior standard deviation from the mode.
@@ -604,8 +604,8 @@ std::vector<double> parse_centre(const Settings& section, const std::string& tex
   return values;
 }
 
-/// SGLD-CV (Baker et al. 2019, seed 1 Algorithm 1): find θ̂ by SGD with the simple minibatch
-/// estimate (seed 1 eq. 2 and the SGD update θ_{k+1} = θ_k - h_k ∇Û(θ_k) of §3.1), or take a
+/// SGLD-CV (Baker et al. 2019, Algorithm 1): find θ̂ by SGD with the simple minibatch
+/// estimate (Baker et al. 2019, eq. 2 and the SGD update θ_{k+1} = θ_k - h_k ∇Û(θ_k) of §3.1), or take a
 /// user-given θ̂; one full pass for ∇U(θ̂); start the chain at θ̂; then estimate with eq. 4.
 /// The SGD phase's item gradients and time are the chain's (it runs inside Chain::run).
 class ControlVariateEstimator final : public Estimator {
@@ -716,7 +716,7 @@ private:
 
 /// SVRG-LD (Dubey et al. 2016, NeurIPS, Algorithm "SVRG-LD"): every m estimates the snapshot
 /// θ̃ ← θ and ∇U(θ̃) is recomputed with a full pass (that estimate is exact); in between, the
-/// estimate of seed 1 eq. 4 around θ̃. Keys: period m (default one pass, ceil(N/n)).
+/// estimate of Baker et al. (2019, eq. 4) around θ̃. Keys: period m (default one pass, ceil(N/n)).
 class SvrgEstimator final : public Estimator {
 public:
   SvrgEstimator(const Settings& section, const Model& model)
@@ -858,7 +858,7 @@ private:
   std::vector<double> fresh_;  // scratch: ∇f_i(θ) of the batch
 };
 
-/// N scalars for a GLM model: g_i = s_i(α_i) x_i is stored as s_i(α_i) (SCIENCE.md, "SAGA").
+/// N scalars for a GLM model: g_i = s_i(α_i) x_i is stored as s_i(α_i) (modules/README.md, "SAGA").
 class CompactTable final : public GradientTable {
 public:
   explicit CompactTable(const Model& model) : dimension_(model.dimension()), items_(model.num_items()) {}
@@ -916,8 +916,8 @@ private:
 
 /// N × s numbers for a model whose item gradients have a fixed support of s coordinates
 /// (`sparse-item-gradients`; pmf: U_i and V_j, s = 2 × rank): g_i is kept on its support only and
-/// the dense G = Σ_i g_i is updated on the batch's supports only. SAGA's update (seed 1 §3.1,
-/// end; SCIENCE.md "SAGA"; Dubey et al. 2016) G += ∇f_i(θ) - g_i, g_i ← ∇f_i(θ) touches no
+/// the dense G = Σ_i g_i is updated on the batch's supports only. SAGA's update (Baker et al. 2019, §3.1,
+/// end; modules/README.md "SAGA"; Dubey et al. 2016) G += ∇f_i(θ) - g_i, g_i ← ∇f_i(θ) touches no
 /// coordinate outside item i's support, where both vectors are zero, so this is the same
 /// arithmetic as the N × d table's on the non-zeros: O(n·s) per estimate and N·s·8 bytes instead
 /// of O(n·d) and N·d·8 (pmf at the 100k shape: 29 MB against 37 GB). The supports are not stored:
@@ -995,7 +995,7 @@ private:
   std::vector<double> fresh_;          // scratch: ∇f_i(θ) of the batch on its supports
 };
 
-/// SAGA-LD (Dubey et al. 2016; SCIENCE.md "SAGA"): ĝ(θ) = ∇f_0(θ) + G + Σ_k w_k [∇f_{i_k}(θ) - g_{i_k}]
+/// SAGA-LD (Dubey et al. 2016; modules/README.md "SAGA"): ĝ(θ) = ∇f_0(θ) + G + Σ_k w_k [∇f_{i_k}(θ) - g_{i_k}]
 /// with w_k = 1/(n p_{i_k}) (N/n when uniform), then g_i ← ∇f_i(θ) for the batch. The table is
 /// filled by one full pass at the first θ, whose estimate is then exact. Keys: memory_limit_mb
 /// (per chain, default 1024): the table's size is checked when the estimator is built, before

@@ -1,5 +1,5 @@
 // Integrators: one step of a discretised Langevin dynamics driven by a gradient estimate
-// (SCIENCE.md, "Integrators"), with step-size schedules. The state they move is ChainState.
+// (modules/README.md, "Integrators"), with step-size schedules. The state they move is ChainState.
 //
 // Langevin SDE (temperature T, friction γ, diagonal mass M):
 //   dθ = M⁻¹m dt,  dm = -∇U(θ) dt - γ m dt + sqrt(2γT) M^{1/2} dW.

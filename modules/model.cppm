@@ -131,8 +131,8 @@ public:
                                    std::span<double> gradient) const;
 
   /// out[i] ← L_i for every item i = 0..N-1, a Lipschitz constant of ∇f_i:
-  /// ‖∇f_i(θ) - ∇f_i(θ')‖ ≤ L_i ‖θ - θ'‖ for all θ, θ' (seed 1, Assumption 2). Control-variate
-  /// estimators then sample items with p_i ∝ L_i, which minimises seed 1's Lemma 1 bound
+  /// ‖∇f_i(θ) - ∇f_i(θ')‖ ≤ L_i ‖θ - θ'‖ for all θ, θ' (Baker et al. 2019, Assumption 2). Control-variate
+  /// estimators then sample items with p_i ∝ L_i, which minimises Baker et al. (2019)'s Lemma 1 bound
   /// (1/n) Σ_i (L_i²/p_i) ‖θ - θ̂‖². Only models with `lipschitz_bounds`.
   virtual void item_lipschitz_bounds(std::span<double> out) const;
 
@@ -151,7 +151,7 @@ public:
                                 std::span<double> out) const;
 
   /// Scalar quantities of interest q(θ) of a single draw, for post-processing such as
-  /// zero-variance control variates (seed 1 §4): e.g. the mean held-out log predictive density
+  /// zero-variance control variates (Baker et al. 2019, §4): e.g. the mean held-out log predictive density
   /// (1/J) Σ_j log p(y*_j | θ). Unlike metrics they keep no running state across draws.
   virtual std::vector<std::string> quantity_names() const { return {}; }
   virtual void evaluate_quantities(std::span<const double> theta, Workspace& workspace,

@@ -351,7 +351,7 @@ std::vector<CheckOutcome> reproducibility_checks(const Probe& probe, const Model
   outcomes.push_back({"same seed, same model: identical gradient and metrics",
                       identical(fingerprint(*again, *second, theta), reference) ? CheckOutcome::Status::passed
                                                                                 : CheckOutcome::Status::failed,
-                      "built twice with seed 1"});
+                      "built twice with random seed 1"});
 
   // Four workspaces used at once must give what one gives alone.
   std::vector<Vector> results(4);

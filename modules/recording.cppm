@@ -25,7 +25,7 @@ export namespace sgmcmc {
 /// Where the recorded gradient comes from ([output] gradients).
 enum class GradientSource {
   none,       // nothing recorded
-  cv,         // a `cv` estimator of its own (seed 1 §4's choice: cheap, low variance near θ̂)
+  cv,         // a `cv` estimator of its own (the choice of Baker et al. 2019, §4: cheap, low variance near θ̂)
   exact,      // ∇U with a full data pass per draw
   estimator,  // another instance of the run's [estimator], with its own stream
 };
@@ -101,7 +101,7 @@ GradientSource parse_source(const Settings& output, const std::string& name) {
   for (auto source : {GradientSource::none, GradientSource::cv, GradientSource::exact, GradientSource::estimator})
     if (gradient_source_name(source) == name) return source;
   throw Error(fmt::format("{}: unknown gradient source '{}'; known: none, cv (a control-variate estimator of its own, "
-                          "seed 1's choice for ZV), exact (a full data pass per draw), estimator (another instance "
+                          "Baker et al. (2019)'s choice for ZV), exact (a full data pass per draw), estimator (another instance "
                           "of [estimator])",
                           output.describe("gradients"), name));
 }

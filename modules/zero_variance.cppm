@@ -1,20 +1,20 @@
 // Zero-variance control variates (ZV) for MCMC output: Mira, Solgi & Imparato (2013), "Zero
 // variance Markov chain Monte Carlo for Bayesian estimators", Statistics and Computing 23; applied
-// to SG-MCMC output with cheap gradient estimates in seed 1 §4 ("SGLD-ZV"). SCIENCE.md, "ZV
-// post-processing".
+// to SG-MCMC output with cheap gradient estimates in Baker et al. (2019, §4) ("SGLD-ZV");
+// modules/README.md, "Zero-variance post-processing".
 //
 // For a scalar quantity q(θ) and a polynomial P, the Langevin–Stein identity
 // E_π[ΔP(θ) + ∇P(θ)·z(θ)] = 0 with z = ∇log π = -∇U (integration by parts, π vanishing at
 // infinity) makes h = ΔP + ∇P·z a control variate with known mean 0, so
 // q̃ = q + ΔP + ∇P·z has the same expectation as q. P's coefficients c are chosen to minimise the
 // sample variance of q̃: a least-squares regression of q on the controls, c* = -Var(h)⁻¹Cov(h, q)
-// (Mira et al. 2013; its first-order case is SCIENCE.md's a* = -Var(z)⁻¹Cov(z, q)).
+// (Mira et al. 2013; its first-order case is modules/README.md's a* = -Var(z)⁻¹Cov(z, q)).
 //
 //   order 1, P = aᵀθ:              ΔP = 0, controls h_j = z_j                       (d of them)
 //   order 2, P = aᵀθ + θᵀBθ/2 (B symmetric): ∇P = a + Bθ, ΔP = tr B, so B's coefficients give
 //            b_jj:        h = 1 + θ_j z_j                                         (d)
 //            b_jk, j < k: h = θ_j z_k + θ_k z_j                                   (d(d-1)/2)
-//   in all d(d+3)/2 controls (Mira et al. 2013's quadratic polynomials; SCIENCE.md "second order").
+//   in all d(d+3)/2 controls (Mira et al. 2013's quadratic polynomials; modules/README.md, "Zero-variance post-processing").
 //
 // The coefficients are estimated from the same draws, so the estimate has a bias of order 1/T
 // (T draws); the controls' covariance is factored once (Cholesky of the correlation matrix) and

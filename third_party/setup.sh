@@ -2,7 +2,7 @@
 # Installs what sgmcmc needs to build, then (if given arguments) runs the pinned CMake with them.
 #
 #   third_party/setup.sh                              # install only
-#   third_party/setup.sh --workflow --preset demo     # install, build Release, reproduce seed 1's Figure 1
+#   third_party/setup.sh --workflow --preset demo     # install, build Release, reproduce Baker et al. (2019)'s Figure 1
 #   third_party/setup.sh --workflow --preset test     # install, build, run the test suite (ctest)
 #
 # Idempotent and quick when nothing is missing: it asks dpkg which packages are absent and

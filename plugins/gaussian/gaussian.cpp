@@ -180,7 +180,7 @@ public:
     out[0] = workspace.predictive.add(workspace.log_densities);
   }
 
-  /// One draw's held-out fit, for zero-variance post-processing (seed 1 §4): no test rows, none.
+  /// One draw's held-out fit, for zero-variance post-processing (Baker et al. 2019, §4): no test rows, none.
   std::vector<std::string> quantity_names() const override {
     return test_y_.size() ? std::vector<std::string>{"held_out_log_density"} : std::vector<std::string>{};
   }

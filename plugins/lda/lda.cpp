@@ -1,8 +1,8 @@
-// Latent Dirichlet allocation with a Gibbs latent-topic step (seed 1 §5.3; Patterson & Teh 2013,
+// Latent Dirichlet allocation with a Gibbs latent-topic step (Baker et al. 2019, §5.3; Patterson & Teh 2013,
 // "Stochastic gradient Riemannian Langevin dynamics on the probability simplex", NeurIPS, §4 and
-// its LDA experiment, here without the Riemannian preconditioner, as seed 1 does).
+// its LDA experiment, here without the Riemannian preconditioner, as Baker et al. (2019) do).
 //
-// Model (SCIENCE.md, "LDA"), K topics over W words, one data item per document:
+// Model (Patterson & Teh 2013; Baker et al. 2019, §5.3), K topics over W words, one data item per document:
 //   θ_kw ~ Gamma(β, 1) independently (expanded-mean parametrisation), π_kw = θ_kw / θ_k·
 //   ϑ_d ~ Dirichlet(α) (integrated out), z_dj | ϑ_d ~ ϑ_d, w_dj | z_dj ~ π_{z_dj}
 // θ is K × W, row-major by topic: θ_kw is θ[k·W + w]. Positive: the integrators reflect θ at 0
@@ -98,7 +98,7 @@ void refuse_simulation_keys(const Settings& settings) {
 
 /// The corpus, its held-out documents (test_docs, drawn with the data stream) and, of the rest,
 /// the first max_docs in id order for training: the test set does not change with max_docs, so
-/// seed 1's curves at several corpus sizes score the same documents.
+/// Baker et al. (2019)'s curves at several corpus sizes score the same documents.
 Prepared prepare(const sgmcmc::ModelContext& context, const Options& options) {
   const Settings& settings = context.settings;
   Rng rng(context.seed, sgmcmc::data_stream);
@@ -237,7 +237,7 @@ public:
 
   /// exp(-(1/J) Σ_j log[(1/S) Σ_s p(w*_j | observed half, θ_s)]) over the J held-out tokens and the
   /// S draws evaluated so far: the running posterior-predictive average (sgmcmc::PredictiveAverage),
-  /// burn-in included, as seed 1's Figure 5 plots it.
+  /// burn-in included, as Baker et al. (2019)'s Figure 5 plots it.
   void evaluate_metrics(std::span<const double> theta, sgmcmc::Workspace& base, std::span<double> out) const override {
     auto& workspace = static_cast<LdaWorkspace&>(base);
     score_held_out(theta, workspace);
@@ -304,7 +304,7 @@ sgmcmc::PluginInfo lda_info() {
   return {.name = "lda",
           .description =
               "Latent Dirichlet allocation, K topics θ_kw ~ Gamma(β, 1) (expanded mean, π = θ/rowsum), document mixes "
-              "~ Dirichlet(α) integrated out, topic assignments Gibbs-sampled inside the gradient (seed 1 §5.3; "
+              "~ Dirichlet(α) integrated out, topic assignments Gibbs-sampled inside the gradient (Baker et al. 2019, §5.3; "
               "Patterson & Teh 2013). Keys: data (UCI docword file, .gz or plain), test_docs (0.1: fraction, or an "
               "integer count), max_docs (training documents kept, first by id), topics (20), alpha (0.1), beta (1), "
               "gibbs_sweeps (10), gibbs_burnin (5); simulated corpus (no data): docs (1000), words (500), true_topics "

@@ -1,7 +1,7 @@
 // The Gibbs step of LDA's gradient: topic assignments z of one document's tokens given the topics
 // π (fixed during an estimate), with the document's mix ϑ_d ~ Dirichlet(α) integrated out:
 //
-//   p(z_j = k | z_¬j, w, π) ∝ (α + n_dk^¬j) π_{k,w_j}                      (SCIENCE.md, LDA)
+//   p(z_j = k | z_¬j, w, π) ∝ (α + n_dk^¬j) π_{k,w_j}                      (Patterson & Teh 2013)
 //                           = α π_{k,w_j}  +  n_dk^¬j π_{k,w_j}
 //                             smoothing s_w     document r_dw
 //
@@ -239,7 +239,7 @@ private:
 
 /// The data part of ∇U for fixed assignments, averaged over sweeps: with π_kw = θ_kw / θ_k·,
 ///   ∇_{θ_kv} log p(w_d | z_d, θ) = Σ_j [δ_{k z_j} δ_{v w_j} / θ_kv - δ_{k z_j} / θ_k·]
-///                                = n_dkv / θ_kv - n_dk· / θ_k·          (SCIENCE.md, LDA)
+///                                = n_dkv / θ_kv - n_dk· / θ_k·          (Patterson & Teh 2013)
 /// and ∇U = -that. The first term is sparse (one coordinate per token); the second is dense over
 /// the words, so it is kept as one weight per topic and spread over the row once, in finish():
 /// a batch costs O(its tokens + K·W), not O(documents · K · W).

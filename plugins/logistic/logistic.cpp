@@ -1,4 +1,4 @@
-// Bayesian logistic regression (seed 1 §5.1): p(y_i | x_i, β) = 1 / (1 + exp(-y_i βᵀx_i)),
+// Bayesian logistic regression (Baker et al. 2019, §5.1): p(y_i | x_i, β) = 1 / (1 + exp(-y_i βᵀx_i)),
 // y ∈ {-1, +1}, an intercept column x_i0 = 1, and a Laplace prior of scale b on every coefficient.
 //
 // Potentials (U = -log posterior, up to constants):
@@ -226,7 +226,7 @@ public:
     return test_.rows() ? std::vector<std::string>{"log_predictive_density"} : std::vector<std::string>{};
   }
 
-  /// Seed 1 §5.1: (1/J) Σ_j log[(1/S) Σ_s p(y*_j | x*_j, β_s)] over the S draws evaluated so far.
+  /// Baker et al. (2019, §5.1): (1/J) Σ_j log[(1/S) Σ_s p(y*_j | x*_j, β_s)] over the S draws evaluated so far.
   void evaluate_metrics(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
     auto& workspace = static_cast<LogisticWorkspace&>(base);
     kernels_.log_likelihoods(test_, beta, workspace.log_likelihoods);
@@ -238,7 +238,7 @@ public:
   }
 
   /// One draw's mean held-out log-likelihood (1/J) Σ_j log p(y*_j | x*_j, β): the quantity whose
-  /// ZV-corrected estimate seed 1's Figure 2 shows.
+  /// ZV-corrected estimate Baker et al. (2019)'s Figure 2 shows.
   void evaluate_quantities(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
     auto& workspace = static_cast<LogisticWorkspace&>(base);
     kernels_.log_likelihoods(test_, beta, workspace.log_likelihoods);
@@ -255,7 +255,7 @@ private:
 sgmcmc::PluginInfo logistic_info() {
   return {.name = "logistic",
           .description = "Bayesian logistic regression p(y|x,β) = 1/(1+exp(-y xᵀβ)), y ∈ {-1,+1}, intercept, Laplace "
-                         "prior of scale prior_scale (seed 1 §5.1). Keys: data (LIBSVM or CSV, .gz or plain), "
+                         "prior of scale prior_scale (Baker et al. 2019, §5.1). Keys: data (LIBSVM or CSV, .gz or plain), "
                          "test_data, test_size (0.1: fraction, or an integer count), subsample (1.0: fraction, or an "
                          "integer count), format (auto|libsvm|csv), labels (auto|0/1|1/2|-1/+1), features (LIBSVM "
                          "dimension), prior_scale (1), n (581012: rows simulated with cover type's shape); speed: "

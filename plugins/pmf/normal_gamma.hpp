@@ -33,7 +33,7 @@ double gamma_variate(double shape, double rate, Random& rng) {
   }
 }
 
-/// Normal–Gamma hyperprior of one coordinate k of a factor prior (SCIENCE.md, Bayesian PMF):
+/// Normal–Gamma hyperprior of one coordinate k of a factor prior (Salakhutdinov & Mnih 2008):
 ///   λ ~ Gamma(shape, rate),  μ | λ ~ N(mean, 1 / (mean_weight · λ)),  x_i | μ, λ ~ N(μ, 1/λ).
 struct NormalGammaPrior {
   double mean = 0.0;         // μ_0

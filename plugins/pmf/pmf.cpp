@@ -1,7 +1,7 @@
-// Bayesian probabilistic matrix factorisation (seed 1 §5.2; Salakhutdinov & Mnih 2008, "Bayesian
+// Bayesian probabilistic matrix factorisation (Baker et al. 2019, §5.2; Salakhutdinov & Mnih 2008, "Bayesian
 // probabilistic matrix factorization using MCMC", ICML; Chen et al. 2014; Ahn et al. 2015).
 //
-// Model (SCIENCE.md, "Bayesian PMF"), with r̄ the mean training rating, subtracted as in
+// Model (Salakhutdinov & Mnih 2008; Baker et al. 2019, §5.2), with r̄ the mean training rating, subtracted as in
 // Salakhutdinov & Mnih 2008, and the bias terms b_i, c_j only with model.biases = true:
 //   r_ij - r̄ ~ N(b_i + c_j + U_iᵀV_j, τ⁻¹)
 //   U_ik ~ N(μ_Uk, λ_Uk⁻¹),  V_jk ~ N(μ_Vk, λ_Vk⁻¹)      k = 1..rank
@@ -426,7 +426,7 @@ public:
   }
 
   /// log_predictive_density: (1/J) Σ_j log[(1/S) Σ_s p(r*_j | θ_s)] over the S draws evaluated so
-  /// far (seed 1 §5.2). rmse: of the posterior-mean prediction (1/S) Σ_s E[r*_j | θ_s], clipped to
+  /// far (Baker et al. 2019, §5.2). rmse: of the posterior-mean prediction (1/S) Σ_s E[r*_j | θ_s], clipped to
   /// [rating_min, rating_max].
   void evaluate_metrics(std::span<const double> theta, sgmcmc::Workspace& base, std::span<double> out) const override {
     auto& workspace = static_cast<PmfWorkspace&>(base);
@@ -587,7 +587,7 @@ sgmcmc::PluginInfo pmf_info() {
   return {.name = "pmf",
           .description =
               "Bayesian probabilistic matrix factorisation r_ij - r̄ ~ N(U_iᵀV_j, 1/τ) with Normal–Gamma hyperpriors on "
-              "the factor priors' means and precisions, refreshed by Gibbs steps (seed 1 §5.2). Keys: data (u.data or "
+              "the factor priors' means and precisions, refreshed by Gibbs steps (Baker et al. 2019, §5.2). Keys: data (u.data or "
               "a CSV/TSV of user item rating, .gz or plain), test_data, test_size (0.1: fraction, or an integer count), "
               "max_users (the first k user ids), rating_min (1), rating_max (5), rank (20), gibbs_every (10; 0 = "
               "fixed), noise_precision (τ, 2; its start when drawn), noise_prior_shape and noise_prior_rate (a Gamma prior "

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Seed 1's Figure 1: SGLD, SGLD-CV and SAGA on Bayesian logistic regression at three data sizes.
+"""Baker et al. (2019)'s Figure 1: SGLD, SGLD-CV and SAGA on Bayesian logistic regression at three data sizes.
 
 Runs the real `sgmcmc` CLI with the presets covtype-sgld, covtype-sgldcv and covtype-saga at
 model.subsample = each fraction of the training rows (step size scaled as 1/N from the presets'
@@ -61,7 +61,7 @@ def main():
     labels = [label for label, _ in METHODS]
     png = args.out / "covtype_figure1.png"
     plot_panels(results, fractions, labels, lambda fraction, items: f"N = {items:,} ({fraction:g} of the training rows)", png)
-    print_tables(results, fractions, labels, "seed 1, Figure 1")
+    print_tables(results, fractions, labels, "Baker et al. 2019, Figure 1")
     print(f"\nwrote {png}")
 
 

@@ -1,7 +1,7 @@
 """What the figure scripts share: run a preset through the real `sgmcmc` CLI and read its
 metrics, find when a curve settles, draw metric-against-cost panels, print the settling table.
 
-Imported by covtype_figure.py (seed 1's Figure 1) and pmf_figure.py (Figure 3), which live in the
+Imported by covtype_figure.py (Baker et al. 2019's Figure 1) and pmf_figure.py (Figure 3), which live in the
 same folder (Python puts a script's folder on its import path).
 """
 import csv

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Seed 1's Figure 5: held-out perplexity of LDA against seconds, SGLD and SGLD-CV, one panel per
+"""Baker et al. (2019)'s Figure 5: held-out perplexity of LDA against seconds, SGLD and SGLD-CV, one panel per
 corpus size, from the results.csv of the sweep runners/presets/sweeps/kos-figure5.toml.
 
   sgmcmc sweep runners/presets/sweeps/kos-figure5.toml --jobs 1 --out runs/figure5

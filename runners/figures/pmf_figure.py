@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Seed 1's Figure 3: SGLD, SGLD-CV and SAGA on Bayesian PMF with the first 100, 300 and 943 users.
+"""Baker et al. (2019)'s Figure 3: SGLD, SGLD-CV and SAGA on Bayesian PMF with the first 100, 300 and 943 users.
 
 Runs the real `sgmcmc` CLI with the presets pmf-sgld, pmf-sgldcv and pmf-saga at
 model.max_users = each size (the step size stays: max_users keeps whole users, so the ratings per
@@ -51,7 +51,7 @@ def main():
     png = args.out / "pmf_figure3.png"
     plot_panels(results, sizes, labels, lambda users, items: f"{users} users, N = {items:,} ratings", png,
                 below=0.15, above=0.03)
-    print_tables(results, sizes, labels, "seed 1, Figure 3")
+    print_tables(results, sizes, labels, "Baker et al. 2019, Figure 3")
     print(f"\nwrote {png}")
 
 

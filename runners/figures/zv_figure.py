@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""Seed 1's Figure 2: SGLD-CV's estimate of the held-out log predictive density, with and without
+"""Baker et al. (2019)'s Figure 2: SGLD-CV's estimate of the held-out log predictive density, with and without
 zero-variance (ZV) post-processing, over several seeds, as box plots.
 
 For each seed, on the same data (run.data_seed = 1), runs the real `sgmcmc` CLI with the preset covtype-sgldcv, recording the cheap
-control-variate gradient with every draw ([output] gradients = "cv", seed 1 §4's choice) and the
+control-variate gradient with every draw ([output] gradients = "cv", the choice of Baker et al. 2019, §4) and the
 model's quantity `held_out_log_density` (one draw's mean held-out log-likelihood); then
 `sgmcmc zv --order 1 --csv` gives the plain and the first-order ZV estimate of its posterior mean.
 Writes zv_figure2.png and prints the estimates and their spread across seeds.
@@ -53,7 +53,7 @@ def main():
     parser.add_argument("--data", help="a LIBSVM or CSV file instead of simulated rows")
     parser.add_argument("--step-size", type=float, help="instead of the preset's (scale it as 1/N)")
     parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--gradients", default="cv", help="recorded gradient: cv (seed 1's choice) or exact")
+    parser.add_argument("--gradients", default="cv", help="recorded gradient: cv (Baker et al. 2019's choice) or exact")
     parser.add_argument("--iterations", type=int, default=50000)
     args = parser.parse_args()
     import matplotlib
@@ -65,7 +65,7 @@ def main():
     plain = [r[0] for r in results]
     zv = [r[1] for r in results]
 
-    print(f"{QUANTITY}: posterior mean estimated by SGLD-CV, without and with first-order ZV (seed 1, Figure 2)")
+    print(f"{QUANTITY}: posterior mean estimated by SGLD-CV, without and with first-order ZV (Baker et al. 2019, Figure 2)")
     print(f"{'seed':>4} {'SGLD-CV':>12} {'SGLD-CV-ZV':>12} {'in-run var ratio':>17}")
     for seed, (p, z, ratio) in enumerate(results, start=1):
         print(f"{seed:4} {p:12.6f} {z:12.6f} {ratio:17.1f}")

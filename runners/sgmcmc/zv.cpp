@@ -1,5 +1,5 @@
 // `sgmcmc zv DIR` (also printed at the end of a run with [output] zv = true): zero-variance
-// control-variate estimates (sgmcmc.zero_variance; seed 1 §4) of the posterior mean of every
+// control-variate estimates (sgmcmc.zero_variance; Baker et al. 2019, §4) of the posterior mean of every
 // parameter and of every model quantity recorded in chain-<k>.csv, from the gradients of log π
 // recorded in gradients-<k>.csv; and the kernel Stein discrepancy of each chain's draws.
 #include <algorithm>
@@ -237,7 +237,7 @@ int zv_command(const fs::path& folder, const ZvOptions& options) {
   const auto& second = second_result.estimates;
   const std::string source = gradient_source(folder);
 
-  fmt::print("zero-variance control variates (Mira et al. 2013; seed 1 §4): {} chains × {} draws, gradients '{}'{}\n", chains,
+  fmt::print("zero-variance control variates (Mira et al. 2013; Baker et al. 2019, §4): {} chains × {} draws, gradients '{}'{}\n", chains,
              draws, source, order == 1 ? fmt::format("; first order only (d = {}: --order 2 for second)", d) : "");
   fmt::print("{:<22} {:>12} {:>10} {:>12} {:>10} {:>10} {:>12} {:>10} {:>10}\n", "quantity", "mean", "mcse", "zv1_mean",
              "zv1_mcse", "var_ratio1", "zv2_mean", "zv2_mcse", "var_ratio2");

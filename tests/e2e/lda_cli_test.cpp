@@ -22,7 +22,7 @@ namespace lda_cli_test {
 
 // A small, well-separated corpus: 5 planted topics over W = 100 words, Dirichlet(0.05) topics
 // (each puts most of its mass on a handful of words, few shared), Dirichlet(0.1) mixes, 100 tokens
-// a document, 500 documents of which 10% are held out; seed 1. The model is fitted with K = 8
+// a document, 500 documents of which 10% are held out; random seed 1. The model is fitted with K = 8
 // topics: with exactly as many topics as planted, a chain can settle in a local mode where two
 // planted topics share one learnt topic and a third is split (LDA's posterior is multimodal; seed
 // 1 §5.3 sees such a mode on Wikipedia), which SGLD leaves only slowly; with spare topics the
@@ -31,7 +31,7 @@ constexpr std::size_t planted = 5, topics = 8, words = 100;
 const std::string corpus_keys = "--set model.topics=8 --set model.true_topics=5 --set model.docs=500 --set model.words=100 ";
 
 std::vector<double> planted_topics() {
-  sgmcmc::Rng rng(1, sgmcmc::data_stream);  // the plugin's simulation: seed 1, the data stream
+  sgmcmc::Rng rng(1, sgmcmc::data_stream);  // the plugin's simulation: random seed 1, the data stream
   const lda::SimulationShape shape{.documents = 500, .words = words, .topics = planted};
   return lda::simulate_corpus(shape, rng).topics;
 }
@@ -92,7 +92,7 @@ TEST_CASE("lda-sgld learns the planted topics of a simulated corpus; both preset
   // between them scores at most about 0.7 against either, and one that is a planted topic up to
   // estimation noise — thousands of tokens per topic, relative error of a few percent on its
   // heavy words — scores above 0.95. 3,000 iterations at ε = 1e-2: this configuration reached
-  // 0.957 … 0.999 with run seeds 1 to 4 (seed 1 is tested). Perplexity: the running posterior-
+  // 0.957 … 0.999 with run.seed 1 to 4 (1 is the one tested). Perplexity: the running posterior-
   // predictive average must end below its first evaluation and far below the uniform model's
   // W = 100 (the planted topics score about 14).
   // SGLD-CV is held to the perplexity only: around a centre from one short SGD pass its chain can

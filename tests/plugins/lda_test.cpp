@@ -313,7 +313,7 @@ TEST_CASE("lda plugin: malformed input is an error naming file:line") {
 
 TEST_CASE("lda plugin: held-out perplexity at the planted topics is far below the uniform model's W and the start's") {
   // The default simulation (K = 10 planted topics over W = 500 words, Dirichlet(0.05) topics,
-  // mixes Dirichlet(0.1), 100 tokens a document), seed 1. θ at the planted φ (scaled: π = φ,
+  // mixes Dirichlet(0.1), 100 tokens a document), random seed 1. θ at the planted φ (scaled: π = φ,
   // floored at 1e-6 so that θ > 0) must score the held-out halves far better than the uniform
   // model (perplexity W = 500) and than the model's starting point (topics ≈ the unigram
   // distribution): planted topics of Dirichlet(0.05) put most mass on ~30 words each, so the

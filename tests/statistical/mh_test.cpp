@@ -1,4 +1,4 @@
-// The mh corrector over K stochastic-gradient steps (seed 2): exact posterior moments at a step
+// The mh corrector over K stochastic-gradient steps (Garriga-Alonso & Fortuin 2021): exact posterior moments at a step
 // size where uncorrected SGLD is visibly biased, acceptance, a KS test, MALA's exactness.
 //
 // Monte Carlo error: the chains are correlated, so standard errors come from 100 non-overlapping
@@ -91,7 +91,7 @@ TEST_CASE("obabo + mh over K = 4 and 16 minibatch steps samples the exact poster
 }
 
 TEST_CASE("obabo + mh every 4 steps: acceptance above 0.6 and a KS test against the exact marginal") {
-  // The reference check of seed 2's code (bnn_priors test_distribution_preservation): mean
+  // The reference check of Garriga-Alonso & Fortuin (2021)'s code (bnn_priors test_distribution_preservation): mean
   // acceptance > 0.6, samples pass KS. h = 0.25/sqrt(λ), minibatches of 100 of 200 items (so
   // K·h²λ(N/n - 1) = 0.25). For KS the draws are thinned to 2,000
   // nearly independent ones (lag-1 autocorrelation of the thinned series < 0.05 is checked), and

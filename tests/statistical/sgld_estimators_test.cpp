@@ -135,7 +135,7 @@ TEST_CASE("SGLD with each estimator, gaussian plugin: stationary mean μ, varian
   // |mean z_m| < 5 sd likewise.
   // Step: ε = 0.1/λ_max, so b ≈ 0.95 (autocorrelation time ≈ 40 ≪ 4,000 per batch) and the
   // exact-gradient law is within ελ/4 ≤ 2.5% of the posterior variance 1/λ_m.
-  // Posterior recovered: for cv, svrg and saga the noise term is bounded by seed 1 Lemma 1,
+  // Posterior recovered: for cv, svrg and saga the noise term is bounded by Baker et al. (2019, Lemma 1),
   // E‖ζ‖² ≤ (1/n) Σ_i (L_i²/p_i) E‖θ - c‖², with E‖θ - c‖² = tr C + ‖μ - θ̂‖² for cv (centre θ̂) and
   // ≤ 4 tr C for svrg and saga (c a past state of the stationary chain; C = Cov θ, measured); we
   // check the measured E‖ζ‖² against it (5 sd slack) and that the predicted variance is within

@@ -1,6 +1,6 @@
 // The variance-reduced estimators cv, svrg and saga on the gaussian plugin (real plugin, closed
 // form known): unbiasedness for every sampling scheme and code path, cv's exactness at θ̂ and
-// its ‖θ - θ̂‖² variance (seed 1 Lemma 1), saga's table, svrg's snapshots.
+// its ‖θ - θ̂‖² variance (Baker et al. 2019, Lemma 1), saga's table, svrg's snapshots.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <functional>
@@ -180,7 +180,7 @@ TEST_CASE("cv is exact at θ = θ̂ found by SGD; bit for bit the exact gradient
   }
 }
 
-TEST_CASE("cv's variance grows like ‖θ - θ̂‖² (seed 1 Lemma 1): log-log slope 2, below the Lemma 1 bound") {
+TEST_CASE("cv's variance grows like ‖θ - θ̂‖² (Baker et al. 2019, Lemma 1): log-log slope 2, below the Lemma 1 bound") {
   // Quantity: v(t) = E‖ĝ(θ) - ∇U(θ)‖² at θ = θ̂ + t·u (u a fixed unit vector), estimated by the mean
   // of q = ‖ĝ - ∇U‖² over R = 4,000 estimates, at t = 1e-3 … 10 posterior sd (0.07 here).
   // Reference: for this model ∇f_i(θ) - ∇f_i(θ̂) = x_i x_iᵀ(θ - θ̂)/σ² is linear in θ - θ̂, so the
@@ -430,7 +430,7 @@ TEST_CASE("cv's default centring: one SGD pass leaves θ̂ about one posterior s
   // e_k = θ_k - μ obeys k e_k = (k-1) e_{k-1} - ζ_k/λ, so e_K = -(1/(λK)) Σ_k ζ_k: the start is
   // forgotten after the first step and what is left is the mean of the K batches' noise, with
   // covariance Var(ζ)/(λ²K) ≈ [(N/n) Σ_i r_i r_iᵀ]/(λ² N/n) ≈ A⁻¹ (r_i = ∇f_i(μ), Σ_i r_i r_iᵀ ≈ A)
-  // — the size of a posterior draw, whatever N: seed 1 §3.4's one-pass claim. Then ‖e_K‖²_A/d over
+  // — the size of a posterior draw, whatever N: the one-pass claim of Baker et al. (2019, §3.4). Then ‖e_K‖²_A/d over
   // 4 seeds is about χ²_20/20 (mean 1), and P(χ²_20/20 > 3) ≈ 6e-6. Tolerance: the average < 3,
   // which also allows λ̂ to miss λ by a few tens of percent. A constant step 1/Σ_i L_i (d times
   // smaller), or no decay, leaves hundreds here.

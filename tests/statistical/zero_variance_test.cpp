@@ -1,4 +1,4 @@
-// Zero-variance control variates (sgmcmc.zero_variance; Mira, Solgi & Imparato 2013; seed 1 §4)
+// Zero-variance control variates (sgmcmc.zero_variance; Mira, Solgi & Imparato 2013; Baker et al. 2019, §4)
 // on Gaussian targets N(μ, Σ) with precision P = Σ⁻¹, where every reference is derived in closed
 // form: z = ∇log π(θ) = -P(θ - μ).
 //

@@ -1,4 +1,4 @@
-// Zero-variance post-processing on the logistic model (issue #9; seed 1 §4, Figure 2): control
+// Zero-variance post-processing on the logistic model (issue #9; Baker et al. 2019, §4, Figure 2): control
 // coefficients fitted on the first half of an SGLD-CV chain, with exact gradients recorded, reduce
 // the variance of the held-out log density on the second half, which they have not seen.
 #include <catch2/catch.hpp>
@@ -22,7 +22,7 @@ TEST_CASE("ZV on logistic regression: first-order controls fitted on one half re
   // 2.5-3.0 (R² ≈ 0.6-0.67 of q's variance explained on unseen draws); the ratio of two variances
   // over the same 2,500 autocorrelated draws (effective size ≳ 250) has a relative standard error
   // of about √(2/250) ≈ 0.09, so 2.5 is more than 15 such errors above 1.
-  // (With seed 1's cheap cv gradients instead, the same runs gave out-of-sample ratios 0.46 and
+  // (With the cheap cv gradients of Baker et al. 2019 instead, the same runs gave out-of-sample ratios 0.46 and
   // 1.1: on cover type's shape the chain drifts along the directions the likelihood leaves flat
   // (indicator groups summing to the intercept), the cv estimate's noise grows with the distance
   // from its centre, and coefficients fitted on one half do not fit the other. See the README.)

@@ -97,7 +97,7 @@ TEST_CASE("[output]: gradient sources, zv needs gradients, errors name the key")
   const auto none = options("");
   CHECK(none.gradients == sgmcmc::GradientSource::none);
   CHECK_FALSE(none.quantities);
-  const auto zv = options("[output]\nzv = true\n");  // zv alone records cv gradients, seed 1's choice
+  const auto zv = options("[output]\nzv = true\n");  // zv alone records cv gradients, Baker et al. (2019)'s choice
   CHECK(zv.gradients == sgmcmc::GradientSource::cv);
   CHECK(zv.quantities);
   CHECK(options("[output]\ngradients = \"exact\"\nquantities = false\n").gradients == sgmcmc::GradientSource::exact);
