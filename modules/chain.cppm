@@ -34,8 +34,9 @@ struct Draw {
   double step_size;
   const Decision& decision;  // of the last corrector block
   std::span<const double> theta;
-  const Workspace& workspace;   // the model's state (hyperparameters) with which θ was drawn
-  std::uint64_t data_changes;   // how often the model's data terms have changed (TargetChange::data)
+  const Workspace& workspace;     // the model's state (hyperparameters) with which θ was drawn
+  std::uint64_t target_changes;  // how often the model's after_step has changed the target so far,
+  std::uint64_t data_changes;    // and how often its data terms among them (TargetChange::data)
 };
 
 struct MetricsRow {
@@ -110,7 +111,8 @@ private:
     std::uint64_t blocks = 0, accepted_blocks = 0, non_finite_proposals = 0;
     double accept_sum = 0.0;
     double seconds = 0.0;  // sampling seconds up to the last checkpoint
-    std::uint64_t data_changes = 0;  // TargetChange::data returned by the model's after_step
+    std::uint64_t target_changes = 0;  // after_step's changes of the target (prior or data)
+    std::uint64_t data_changes = 0;    // of the data terms among them
   };
 
   // The model is declared first so that everything it made (the workspace) is destroyed
@@ -181,6 +183,7 @@ void Chain::save_state(StateWriter& out) const {
   out.count(tally_.non_finite_proposals);
   out.number(tally_.accept_sum);
   out.number(tally_.seconds);
+  out.count(tally_.target_changes);
   out.count(tally_.data_changes);
   rng_.save_state(out);
   integrator_->save_state(out);
@@ -212,6 +215,7 @@ void Chain::restore_state(StateReader& in) {
   tally_.non_finite_proposals = in.count();
   tally_.accept_sum = in.number();
   tally_.seconds = in.number();
+  tally_.target_changes = in.count();
   tally_.data_changes = in.count();
   rng_.restore_state(in);
   integrator_->restore_state(in);
@@ -244,6 +248,7 @@ double Chain::log_density(ChainContext& context) {
 void Chain::model_step(std::uint64_t iteration, ChainContext& context) {
   const TargetChange change = model_->after_step(iteration, state_.theta, *workspace_, context.rng);
   if (change == TargetChange::none) return;
+  ++tally_.target_changes;
   state_.gradient_valid = false;
   corrector_->target_changed();
   if (change != TargetChange::data) return;
@@ -316,7 +321,8 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
       if (records_draw) {
         const double lp = schedule.compute_lp ? log_density(context) : std::nan("");
         observer.on_draw(
-            {iteration, lp, integrator_->step_size(), decision, state_.theta, *workspace_, tally_.data_changes});
+            {iteration, lp, integrator_->step_size(), decision, state_.theta, *workspace_, tally_.target_changes,
+             tally_.data_changes});
       }
       if (evaluates) {
         const double sampling_seconds = seconds() - since(bookkeeping_start);

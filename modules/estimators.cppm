@@ -66,6 +66,10 @@ public:
 using EstimatorFactory = std::function<std::unique_ptr<Estimator>(const Settings&, const Model&)>;
 const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue();
 
+/// θ ← |θ|: the mirroring that keeps a model's positive parameters positive after a move without
+/// momentum (Patterson & Teh 2013): SGLD's update and the SGD centring phase.
+void mirror_positive(std::span<double> theta);
+
 inline constexpr const char* default_estimator = "minibatch";
 
 /// The estimator named in `section` (default "minibatch"), built for `model`.
@@ -138,6 +142,10 @@ std::span<const std::size_t> MinibatchSampler::draw(Rng& rng) {
   return batch_;
 }
 
+void mirror_positive(std::span<double> theta) {
+  for (double& x : theta) x = std::abs(x);
+}
+
 // The parts below are not exported. They live in a named namespace, not an anonymous one:
 // clang 19 makes internal-linkage names of this unit clash with same-named helpers of units
 // that import it (chain.cppm has its own all_finite), while module linkage keeps them apart.
@@ -167,10 +175,6 @@ bool all_finite(std::span<const double> values) {
   return std::all_of(values.begin(), values.end(), [](double x) { return std::isfinite(x); });
 }
 
-/// θ ← |θ|: the mirroring that keeps a model's positive parameters positive (Patterson & Teh 2013).
-void mirror_positive(std::span<double> theta) {
-  for (double& x : theta) x = std::abs(x);
-}
 
 /// Σ_{i∈batch} ∇f_i(θ) scaled by `scale`, plus ∇f_0(θ): the shared shape of the exact gradient
 /// (scale 1, every item) and of SGLD's minibatch estimate (scale N/n).

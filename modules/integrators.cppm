@@ -40,8 +40,8 @@ struct ChainState {
   /// one gradient per point this equals Garriga-Alonso & Fortuin (2021, §4)'s
   ///   -(h/2) Σ_k ⟨g_k + g_{k+1}, M⁻¹ m_{k+1/2}⟩ + (h²/8)(‖g_K‖²_{M⁻¹} - ‖g_0‖²_{M⁻¹}),
   /// since each BAB changes ½mᵀM⁻¹m by -(h/2)⟨g_k + g_{k+1}, M⁻¹m_{k+1/2}⟩ + (h²/8)(‖g_{k+1}‖² - ‖g_k‖²).
-  /// The O parts preserve N(0, TM) exactly and drop out. A corrector adds U(θ_K) - U(θ_0) and
-  /// never needs to know how an integrator made the sum.
+  /// The O parts are reversible with respect to N(0, TM) and drop out. A corrector adds
+  /// U(θ_K) - U(θ_0) and never needs to know how an integrator made the sum.
   double energy_error = 0.0;
   /// The model's parameters are positive (capability `positive-parameters`): every drift reflects
   /// θ at 0 and negates the momentum of each reflected coordinate, and SGLD's update reflects θ
@@ -187,10 +187,15 @@ void Integrator::initialise(ChainState& state, std::size_t dimension, Rng&) {
 
 namespace {
 
-void ensure_gradient(ChainState& state, Estimator& estimator, ChainContext& context) {
-  if (state.gradient_valid) return;
+/// A new estimate at θ, kept as the gradient there.
+void new_gradient(ChainState& state, Estimator& estimator, ChainContext& context) {
   estimator.estimate(state.theta, state.gradient, context);
   state.gradient_valid = true;
+}
+
+/// The gradient kept at θ, or a new one.
+void ensure_gradient(ChainState& state, Estimator& estimator, ChainContext& context) {
+  if (!state.gradient_valid) new_gradient(state, estimator, context);
 }
 
 /// What every integrator reads: the schedule and the temperature.
@@ -231,8 +236,7 @@ public:
     context.rng.fill_normal(xi_);  // one call, so the update below is a plain vectorisable loop
     for (std::size_t j = 0; j < state.theta.size(); ++j)
       state.theta[j] += -0.5 * epsilon * state.gradient[j] + noise * xi_[j];
-    if (state.reflect_at_zero)
-      for (double& x : state.theta) x = std::abs(x);
+    if (state.reflect_at_zero) mirror_positive(state.theta);
     state.gradient_valid = false;  // the estimate was at the old θ
   }
 
@@ -289,27 +293,25 @@ protected:
   void move(ChainState& state, double h) const {
     drift(state.theta, state.momentum, mass_.inverse, h, state.reflect_at_zero);
   }
-  /// B(h/2) with the gradient kept at θ (or a fresh one), adding the change of ½mᵀM⁻¹m to
-  /// state.energy_error.
-  void half_kick_kept(ChainState& state, double h, Estimator& estimator, ChainContext& context) const {
+  /// B(h/2) with the gradient in state.gradient, adding its change of ½mᵀM⁻¹m to
+  /// state.energy_error (for BAOAB, whose O step sits between its two kicks).
+  void half_kick(ChainState& state, double h) const {
+    const double before = kinetic_energy(state.momentum, mass_.inverse);
+    kick(state.momentum, state.gradient, h / 2);
+    state.energy_error += kinetic_energy(state.momentum, mass_.inverse) - before;
+  }
+  /// BAB with step h (leapfrog): the volume-preserving, reversible core of a step. The first kick
+  /// uses the gradient kept at θ (or a fresh one), the second a new estimate at the new θ, kept
+  /// for the next step. A drift leaves ½mᵀM⁻¹m alone (a reflection too), so the two kicks'
+  /// share of the energy error is the change of ½mᵀM⁻¹m over the whole BAB: two evaluations.
+  void kick_drift_kick(ChainState& state, double h, Estimator& estimator, ChainContext& context) const {
     ensure_gradient(state, estimator, context);
     const double before = kinetic_energy(state.momentum, mass_.inverse);
     kick(state.momentum, state.gradient, h / 2);
-    state.energy_error += kinetic_energy(state.momentum, mass_.inverse) - before;
-  }
-  /// B(h/2) with a new estimate at θ, kept for the next step's first kick.
-  void half_kick_new(ChainState& state, double h, Estimator& estimator, ChainContext& context) const {
-    estimator.estimate(state.theta, state.gradient, context);
-    state.gradient_valid = true;
-    const double before = kinetic_energy(state.momentum, mass_.inverse);
+    move(state, h);
+    new_gradient(state, estimator, context);
     kick(state.momentum, state.gradient, h / 2);
     state.energy_error += kinetic_energy(state.momentum, mass_.inverse) - before;
-  }
-  /// BAB with step h (leapfrog): the volume-preserving, reversible core of a step.
-  void kick_drift_kick(ChainState& state, double h, Estimator& estimator, ChainContext& context) const {
-    half_kick_kept(state, h, estimator, context);
-    move(state, h);
-    half_kick_new(state, h, estimator, context);
   }
 
   DiagonalMass mass_;
@@ -340,22 +342,24 @@ private:
   std::optional<Friction> friction_;  // none for `mala`
 };
 
-/// BAOAB (Leimkuhler & Matthews 2013, eq. 2.9): B(h/2) A(h/2) O(h) A(h/2) B(h/2), the O keeping
+/// BAOAB (Leimkuhler & Matthews 2013): B(h/2) A(h/2) O(h) A(h/2) B(h/2), the O keeping
 /// c = exp(-γh) over the whole step. For the MH energy error the parts between two O's are
 /// deterministic, volume-preserving and reversible under a momentum flip (the B A before an O
 /// and the A B after it), so ΔH̃ adds their changes of kinetic energy, as for OBABO (derivation
-/// in modules/README.md, "MH after BAOAB").
+/// in modules/README.md, "Correctors").
 class Baoab final : public MomentumIntegrator {
 public:
   explicit Baoab(const Settings& section) : MomentumIntegrator(section), friction_(section, schedule_.at(1)) {}
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double h = advance(state);
-    half_kick_kept(state, h, estimator, context);
+    ensure_gradient(state, estimator, context);
+    half_kick(state, h);
     move(state, h / 2);
     refresh(state, std::exp(-friction_.per_step(h)), context.rng);
     move(state, h / 2);
-    half_kick_new(state, h, estimator, context);
+    new_gradient(state, estimator, context);
+    half_kick(state, h);
   }
 
 private:

@@ -5,12 +5,14 @@
 // The recorder must not perturb the chain: it owns its estimator, its model workspace, its cost
 // and its random stream (recording_stream(k), disjoint from the chain's and the data's), and it
 // only reads the chain's θ and workspace. The chain's draws are then bit-identical with and
-// without recording. Its workspace follows the chain's before every draw (a copy of the chain's
-// workspace state: hyperparameters drawn by Gibbs steps), so the recorded ∇log π and quantities are
-// those of the chain's current target, not of the starting hyperparameters.
+// without recording. Its workspace follows the chain's: before a draw after the target changed
+// (hyperparameters drawn by Gibbs steps) it takes a copy of the chain's workspace state, so the
+// recorded ∇log π and quantities are those of the chain's current target, not of the starting
+// hyperparameters.
 module;
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -60,11 +62,13 @@ public:
   /// Work before the first draw: a `cv` estimator finds its own centre θ̂ by SGD from the model's
   /// start point (drawn from the recorder's stream), as a chain's would.
   void prepare();
-  /// Takes the chain's current target before a draw is recorded: copies the state of the chain's
-  /// workspace into the recorder's and, when the chain's data terms changed since the last draw
-  /// (`data_changes`, Chain's count of TargetChange::data), lets the estimator recompute its
-  /// sums of ∇f_i (a `cv` centre's full gradient) at θ.
-  void follow(const Workspace& chain_workspace, std::uint64_t data_changes, std::span<const double> theta);
+  /// Takes the chain's current target before a draw is recorded. When the target changed since
+  /// the last draw (`target_changes`, the chain's count; a copy is also taken at the first draw)
+  /// it copies the state of the chain's workspace into the recorder's, and when the data terms
+  /// changed (`data_changes`) it lets the estimator recompute its sums of ∇f_i (a `cv` centre's
+  /// full gradient) at θ.
+  void follow(const Workspace& chain_workspace, std::uint64_t target_changes, std::uint64_t data_changes,
+              std::span<const double> theta);
   /// out ← z = ∇log π(θ) = -ĝ(θ), ĝ the source's estimate of ∇U.
   void score(std::span<const double> theta, std::span<double> out);
   /// out ← the model's quantities of interest at θ.
@@ -86,7 +90,9 @@ private:
   Rng rng_;
   Cost cost_;
   std::size_t quantity_count_ = 0;
-  std::uint64_t data_changes_ = 0;  // the chain's count when the estimator last saw its data terms
+  // The chain's counts when the recorder last followed it (target: none yet).
+  std::optional<std::uint64_t> target_changes_;
+  std::uint64_t data_changes_ = 0;
 };
 
 }  // namespace sgmcmc
@@ -176,6 +182,8 @@ void DrawRecorder::save_state(StateWriter& out) const {
   rng_.save_state(out);
   out.count(cost_.item_gradients);
   out.count(cost_.full_passes);
+  out.flag(target_changes_.has_value());
+  out.count(target_changes_.value_or(0));
   out.count(data_changes_);
   if (estimator_) estimator_->save_state(out);
   workspace_->save_state(out);
@@ -186,13 +194,17 @@ void DrawRecorder::restore_state(StateReader& in) {
   rng_.restore_state(in);
   cost_.item_gradients = in.count();
   cost_.full_passes = in.count();
+  const bool followed = in.flag();
+  const std::uint64_t target_changes = in.count();
+  target_changes_ = followed ? std::optional(target_changes) : std::nullopt;
   data_changes_ = in.count();
   if (estimator_) estimator_->restore_state(in);
   workspace_->restore_state(in);
 }
 
-void DrawRecorder::follow(const Workspace& chain_workspace, std::uint64_t data_changes,
+void DrawRecorder::follow(const Workspace& chain_workspace, std::uint64_t target_changes, std::uint64_t data_changes,
                           std::span<const double> theta) {
+  if (target_changes_ == target_changes) return;
   StateWriter chain_state;
   chain_workspace.save_state(chain_state);
   StateReader copy(chain_state.bytes(), "the chain's model workspace");
@@ -201,6 +213,7 @@ void DrawRecorder::follow(const Workspace& chain_workspace, std::uint64_t data_c
     ChainContext context{*model_, *workspace_, rng_, cost_};
     estimator_->data_terms_changed(theta, context);
   }
+  target_changes_ = target_changes;
   data_changes_ = data_changes;
 }
 

@@ -28,7 +28,9 @@ import sgmcmc.error;
 
 export namespace sgmcmc {
 
-inline constexpr std::uint32_t state_format_version = 1;
+/// 2: the chain and the draw recorder keep counts of the target changes (recorded gradients follow
+/// the chain's Gibbs-updated hyperparameters).
+inline constexpr std::uint32_t state_format_version = 2;
 
 class StateWriter {
 public:

@@ -2,6 +2,7 @@
 // thrown as sgmcmc::Error and printed by main.
 #pragma once
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -10,6 +11,12 @@
 /// Exit codes: 0 done, 1 a chain diverged (its draws up to then are kept), 2 bad input.
 inline constexpr int exit_diverged = 1;
 inline constexpr int exit_bad_input = 2;
+inline constexpr int exit_internal_error = 3;
+
+/// Prints `error` to stderr as every command reports a failure: "sgmcmc: error: …" for an
+/// sgmcmc::Error (input the user can fix), "sgmcmc: internal error: …" for anything else;
+/// `where` (" on rank 1") follows the label. Flushes, and returns the exit code (2 or 3).
+int report_error(const std::exception& error, const std::string& where = "");
 
 struct RunOptions {
   std::optional<std::string> preset;

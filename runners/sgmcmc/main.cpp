@@ -119,12 +119,15 @@ int main(int argc, char** argv) {
     if (summary_cmd->parsed()) return summary_command(summary_folder, summary_parameters, summary_max);
     if (zv_cmd->parsed()) return zv_command(zv_folder, zv);
     if (topics_cmd->parsed()) return topics_command(topics_folder, topics_top, topics_vocabulary);
-  } catch (const sgmcmc::Error& error) {
-    fmt::print(stderr, "sgmcmc: error: {}\n", error.what());
-    return exit_bad_input;
   } catch (const std::exception& error) {
-    fmt::print(stderr, "sgmcmc: internal error: {}\n", error.what());
-    return 3;
+    return report_error(error);
   }
   return 0;
+}
+
+int report_error(const std::exception& error, const std::string& where) {
+  const bool bad_input = dynamic_cast<const sgmcmc::Error*>(&error) != nullptr;
+  fmt::print(stderr, "sgmcmc: {}{}: {}\n", bad_input ? "error" : "internal error", where, error.what());
+  std::fflush(stderr);
+  return bad_input ? exit_bad_input : exit_internal_error;
 }

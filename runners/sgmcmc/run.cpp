@@ -248,7 +248,7 @@ public:
                           draw.decision.accepted ? 1.0 : 0.0};
     const std::span sampler(all, tests_acceptance_ ? 5 : 3);
     if (!recorder_) return draws_->write_draw(sampler, draw.theta);
-    recorder_->follow(draw.workspace, draw.data_changes, draw.theta);
+    recorder_->follow(draw.workspace, draw.target_changes, draw.data_changes, draw.theta);
     std::copy(draw.theta.begin(), draw.theta.end(), row_.begin());
     if (recorder_->quantity_count()) recorder_->quantities(draw.theta, std::span(row_).subspan(draw.theta.size()));
     draws_->write_draw(sampler, row_);

@@ -778,10 +778,7 @@ Shared share_plan(const Cluster& cluster, const SweepOptions& options, unsigned 
     } catch (const std::exception& error) {
       // Said before the other ranks hear of it: once one of them exits non-zero, mpirun may end
       // this rank before a message printed later reaches the terminal.
-      const bool bad_input = dynamic_cast<const sgmcmc::Error*>(&error) != nullptr;
-      fmt::print(stderr, "sgmcmc: {}: {}\n", bad_input ? "error" : "internal error", error.what());
-      std::fflush(stderr);
-      const int code = bad_input ? exit_bad_input : 3;
+      const int code = report_error(error);
       pack(refusal, std::to_string(code));
       cluster.broadcast(refusal);
       return {std::nullopt, code};
@@ -977,9 +974,7 @@ int finish(const Cluster& cluster, const Plan& plan, const SweepOptions& options
 
 /// A failure on one rank of several, which the others would wait on forever: ends them all.
 [[noreturn]] void end_job(const Cluster& cluster, const std::exception& error) {
-  const bool bad_input = dynamic_cast<const sgmcmc::Error*>(&error) != nullptr;
-  fmt::print(stderr, "sgmcmc: {} on rank {}: {}\n", bad_input ? "error" : "internal error", cluster.rank(), error.what());
-  cluster.abort(bad_input ? exit_bad_input : 3);
+  cluster.abort(report_error(error, fmt::format(" on rank {}", cluster.rank())));
 }
 
 }  // namespace

@@ -20,7 +20,7 @@
 
 #include "gaussian_fixture.hpp"
 #include "statistics.hpp"
-#include "matrix/targets.hpp"
+#include "matrix/known_posteriors.hpp"
 #include "targets.hpp"
 
 namespace fs = std::filesystem;
@@ -164,7 +164,7 @@ struct RecordedDraws final : sgmcmc::ChainObserver {
     return config["estimator"];
   }
   void on_draw(const sgmcmc::Draw& draw) override {
-    if (follows_chain) recorder.follow(draw.workspace, draw.data_changes, draw.theta);
+    if (follows_chain) recorder.follow(draw.workspace, draw.target_changes, draw.data_changes, draw.theta);
     points.emplace_back(draw.theta.begin(), draw.theta.end());
     scores.emplace_back(draw.theta.size());
     recorder.score(draw.theta, scores.back());
@@ -303,7 +303,7 @@ gradients = "exact"
 TEST_CASE("recorded scores follow the chain's Gibbs-updated noise precision: mean 0 under the chain") {
   // Quantity: the mean of the recorded score z = ∂ log π(θ | τ, y)/∂θ over an exact chain of the
   // joint (θ, τ) (mala + mh for θ | τ, an exact Gibbs draw of τ | θ every 4 iterations; the model
-  // of tests/matrix/targets.hpp). Reference: E[z] = 0 exactly, since for every τ the integral of
+  // of tests/matrix/known_posteriors.hpp). Reference: E[z] = 0 exactly, since for every τ the integral of
   // ∂p(θ, τ | y)/∂θ over θ vanishes. Data: 50 values y_i = 5 + 0.25ξ_i, so the posterior
   // precision τ ≈ 16 is far from the workspace's starting τ₀ = 1. A recorder stuck at τ₀ records
   // z₀ = -λ₀θ - τ₀Σ(θ - y_i) = -λ₀θ(1 - τ₀/τ) + (τ₀/τ)z, of mean ≈ -λ₀E[θ](1 - 1/16) ≈ -4.7,

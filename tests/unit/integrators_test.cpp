@@ -107,20 +107,22 @@ TEST_CASE("one obabo step with mass and temperature, and its energy error") {
   CHECK(s.state.gradient[0] == Approx(grad(theta)).epsilon(1e-14));
 }
 
-TEST_CASE("one baoab step, and its energy error") {
-  // Leimkuhler & Matthews (2013, eq. 2.9): the O step is the exact OU flow over the whole step h,
-  // c = exp(-γh). The energy error adds the kinetic-energy change of each half kick.
-  const double h = 0.2, gamma = 0.7, c = std::exp(-gamma * h);
-  OneStep s(fmt::format("[integrator]\nname = \"baoab\"\nstep_size = {}\nfriction = {}\n", h, gamma));
+TEST_CASE("one baoab step with mass and temperature, and its energy error") {
+  // Leimkuhler & Matthews (2013): the O step is the exact OU flow over the whole step h,
+  // c = exp(-γh), noise variance (1 - c²)T·M; drifts move θ by (h/2)M⁻¹m. The energy error adds
+  // the change of ½m²/M over each half kick (the O step between them is left out).
+  const double h = 0.2, gamma = 0.7, mass = 2.0, temperature = 1.5, c = std::exp(-gamma * h);
+  OneStep s(fmt::format("[integrator]\nname = \"baoab\"\nstep_size = {}\nfriction = {}\nmass = {}\ntemperature = {}\n", h,
+                        gamma, mass, temperature));
   auto r = s.stream();
   double m = -0.4 - h / 2 * grad(1.3);
-  double energy_error = 0.5 * (m * m - 0.4 * 0.4);
-  double theta = 1.3 + h / 2 * m;
-  m = c * m + std::sqrt(1 - c * c) * r.normal();
-  theta += h / 2 * m;
+  double energy_error = 0.5 * (m * m - 0.4 * 0.4) / mass;
+  double theta = 1.3 + h / 2 * m / mass;
+  m = c * m + std::sqrt((1 - c * c) * temperature) * std::sqrt(mass) * r.normal();
+  theta += h / 2 * m / mass;
   const double before = m;
   m -= h / 2 * grad(theta);
-  energy_error += 0.5 * (m * m - before * before);
+  energy_error += 0.5 * (m * m - before * before) / mass;
   s.step();
   CHECK(s.state.theta[0] == Approx(theta).epsilon(1e-14));
   CHECK(s.state.momentum[0] == Approx(m).epsilon(1e-14));

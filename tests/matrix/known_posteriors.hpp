@@ -102,16 +102,20 @@ private:
   std::size_t dimension_;
 };
 
-/// The posterior of the Poisson target: 200 items with exposures t_i = (1 + i mod 4)/500
-/// (Σ t_i = 1) and no counts at all, so the posterior is Gamma(1, β0 + 1) = Gamma(1, 2): the
-/// exponential with mean 1/2, whose density is largest at the boundary 0, so a sampler that
-/// mishandles the boundary shows it there. (A rate with a few counts, Gamma(3, 2) say, has the
+/// The posterior of the Poisson target: 200 items, no counts at all, exposures summing to 1, so
+/// the posterior is Gamma(1, β0 + 1) = Gamma(1, 2): the exponential with mean 1/2, whose density
+/// is largest at the boundary 0, so a sampler that mishandles the boundary shows it there.
+/// Item 0 holds 0.9 of the exposure and the other 199 share 0.1: each item's gradient t_i is
+/// constant in θ, so only their spread makes minibatch noise, and this spread gives a minibatch
+/// of 10 a gradient variance σ_g² ≈ (N²/n) Var(t) (N - n)/(N - 1) ≈ 15.5 = 3.9/s² (s² = 1/4), so
+/// stochastic kicks meet the reflection at 0. (A rate with a few counts, Gamma(3, 2) say, has the
 /// gradient -(shape - 1)/θ, singular at 0: with 2 counts among 200 items a minibatch kick of
 /// (N/n)/θ throws the chain hundreds of sd away, a pathology of the data, not of the samplers.)
 inline std::shared_ptr<const PoissonRates> poisson_target() {
   constexpr std::size_t items = 200, dimension = 1;
   std::vector<double> exposures(items), counts(items * dimension, 0.0);
-  for (std::size_t i = 0; i < items; ++i) exposures[i] = static_cast<double>(1 + i % 4) / 500.0;
+  exposures[0] = 0.9;
+  for (std::size_t i = 1; i < items; ++i) exposures[i] = 0.1 / static_cast<double>(items - 1);
   return std::make_shared<PoissonRates>(std::move(exposures), std::move(counts), dimension);
 }
 
