@@ -168,7 +168,7 @@ ChainUnderTest build_chain(std::shared_ptr<const sgmcmc::Model> model, const std
 // Lengths: the mixing time τ at these steps is ~100 iterations for sgld/mala/obabo/baoab/sghmc
 // at h (4× at h/2) and a few trajectories for hmc; n ≳ 2000 τ puts the lag-n/100 autocorrelation
 // near e^-20 and the variance's SE near sqrt(2 · 2τ/n) ≈ 2 % at h/2, a tenth of the biases the
-// steps are chosen to show. The whole matrix is about 2.5 minutes with ctest -j2 on 2 cores.
+// steps are chosen to show. The whole matrix is about 1.5 minutes with ctest -j2 on 2 cores.
 struct Plan {
   std::string_view integrator;
   bool overdamped;      // step_size = ε = (h s)² (sgld, mala), else h s
