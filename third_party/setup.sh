@@ -12,13 +12,15 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 # Debian 12 packages. clang-19 builds C++20 named modules; libclang-rt-19-dev holds the
-# sanitizer runtimes for the `asan` preset; clang-tools-19 has clang-scan-deps-19, which CMake
+# sanitizer runtimes for the `asan` preset, and llvm-19 the llvm-symbolizer-19 that Debian's
+# runtime runs to name the functions of a report (without it: bare addresses, which LeakSanitizer
+# suppressions by function name cannot match); clang-tools-19 has clang-scan-deps-19, which CMake
 # runs to order module builds; Debian's own cmake (3.25) is too old, see below. Debian's python3
 # with python3-matplotlib runs the figure scripts of runners/figures (the demo among them) and
 # `sgmcmc plot`. OpenMPI (libopenmpi-dev to build, openmpi-bin for mpirun) runs sweeps across
 # processes and machines: `mpirun -n P sgmcmc sweep FILE`.
 debian_packages=(
-  clang-19 clang-tools-19 libclang-rt-19-dev ninja-build
+  clang-19 clang-tools-19 libclang-rt-19-dev llvm-19 ninja-build
   libboost-dev libfmt-dev xtensor-dev libxtensor-blas-dev libopenblas-dev
   catch2 libbenchmark-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libpcg-cpp-dev zlib1g-dev
   python3-matplotlib libopenmpi-dev openmpi-bin

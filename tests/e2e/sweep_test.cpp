@@ -393,6 +393,18 @@ std::vector<std::string> mpi_launcher(int ranks) {
   setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
   std::vector<std::string> launcher = {SGMCMC_MPIEXEC, "-n", std::to_string(ranks)};
   if (open_mpi) launcher.push_back("--oversubscribe");
+#ifdef SGMCMC_MPI_LSAN_OPTIONS
+  // The asan build: the ranks suppress Open MPI's own leaks at exit (tests/sanitizers/lsan-openmpi.supp),
+  // so that a leak of ours is what fails the test. Open MPI's mpirun passes a variable to ranks on
+  // other machines only when -x names it; on this one they inherit it too.
+  static const bool lsan_options_set = [] {
+    std::string options = SGMCMC_MPI_LSAN_OPTIONS;
+    if (const char* given = std::getenv("LSAN_OPTIONS")) options = std::string(given) + ":" + options;
+    return setenv("LSAN_OPTIONS", options.c_str(), 1) == 0;
+  }();
+  REQUIRE(lsan_options_set);
+  if (open_mpi) launcher.insert(launcher.end(), {"-x", "LSAN_OPTIONS"});
+#endif
   return launcher;
 }
 
