@@ -188,7 +188,7 @@ LabelledRows read_labelled_rows(const std::string& path, FileFormat format, Labe
 void widen(LabelledRows& rows, std::size_t features) {
   std::vector<double> x(rows.y.size() * features, 0.0);
   for (std::size_t i = 0; i < rows.y.size(); ++i)
-    std::copy_n(&rows.x[i * rows.features], rows.features, &x[i * features]);
+    std::copy_n(rows.x.data() + i * rows.features, rows.features, x.data() + i * features);  // no x[k] of an empty row
   rows.x = std::move(x);
   rows.features = features;
 }
