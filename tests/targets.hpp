@@ -60,14 +60,10 @@ struct ChainRun {
 inline ChainRun run_chain(std::shared_ptr<const sgmcmc::Model> model, const std::string& toml, std::uint64_t iterations,
                           std::uint64_t thin = 1, std::uint64_t seed = 2024) {
   auto config = sgmcmc::parse_config(toml, "test.toml");
-  auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
-  auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  auto corrector = sgmcmc::make_corrector(config, *model, *integrator);
+  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
   for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
-  sgmcmc::Chain chain(model, std::move(estimator), std::move(integrator), std::move(corrector),
-                      sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
   ChainRun run;
-  run.result = chain.run({.iterations = iterations, .thin = thin, .eval_every = iterations}, run.draws);
+  run.result = chain->run({.iterations = iterations, .thin = thin, .eval_every = iterations}, run.draws);
   return run;
 }
 

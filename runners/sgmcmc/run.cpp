@@ -411,17 +411,12 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   // Every chain gets its own parts, all built here, before any thread starts.
   run->jobs.resize(schedule.chains);
   for (std::uint64_t k = 0; k < schedule.chains; ++k) {
-    auto integrator = sgmcmc::make_integrator(cfg["integrator"]);
-    std::unique_ptr<sgmcmc::Corrector> corrector;
     try {
-      corrector = sgmcmc::make_corrector(cfg, *run->model, *integrator);
+      run->jobs[k].chain = sgmcmc::make_chain(cfg, run->model, sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
     } catch (const sgmcmc::Error& error) {  // a refusal for want of a capability names the plugin
       throw sgmcmc::Error(fmt::format("{} (model '{}')", error.what(), run->model_name));
     }
-    run->tests_acceptance = corrector->tests_acceptance();
-    run->jobs[k].chain = std::make_unique<sgmcmc::Chain>(run->model, sgmcmc::make_estimator(cfg["estimator"], *run->model),
-                                                         std::move(integrator), std::move(corrector),
-                                                         sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
+    run->tests_acceptance = run->jobs[k].chain->corrector().tests_acceptance();
   }
   // Recorders are built here too, so the [estimator] keys a `cv` recorder reads count as known.
   run->recorders.resize(schedule.chains);

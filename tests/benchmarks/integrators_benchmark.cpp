@@ -95,16 +95,13 @@ void mh_endpoint_share(std::size_t every) {
       fmt::format("[estimator]\nbatch_size = {}\n[integrator]\nname = \"obabo\"\nstep_size = 1e-5\n[corrector]\nname = \"mh\"\nevery = {}\n",
                   batch, every),
       "mh.toml");
-  auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  auto corrector = sgmcmc::make_corrector(config, *model, *integrator);
-  sgmcmc::Chain chain(model, sgmcmc::make_estimator(config["estimator"], *model), std::move(integrator), std::move(corrector),
-                      sgmcmc::Rng(3, 3));
+  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(3, 3));
   struct Discard final : sgmcmc::ChainObserver {
     void on_draw(const sgmcmc::Draw&) override {}
     void on_metrics(const sgmcmc::MetricsRow&) override {}
   } discard;
   const auto start = std::chrono::steady_clock::now();
-  const auto result = chain.run({.iterations = iterations, .thin = every, .eval_every = iterations}, discard);
+  const auto result = chain->run({.iterations = iterations, .thin = every, .eval_every = iterations}, discard);
   const double seconds = nanoseconds_since(start) * 1e-9;
   // Item evaluations: gradients counted by the estimators; each potential pass is N more.
   const double potential_items = static_cast<double>(result.blocks + 1) * static_cast<double>(items);

@@ -21,13 +21,9 @@ inline double sgld_iteration_us(std::shared_ptr<const sgmcmc::Model> model, std:
                                                  "[integrator]\nname = \"sgld\"\nstep_size = {}\n[corrector]\nname = \"none\"\n",
                                                  estimator_name, batch, step_size),
                                      "bench.toml");
-  auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
-  auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  auto corrector = sgmcmc::make_corrector(config, *model, *integrator);
-  sgmcmc::Chain chain(model, std::move(estimator), std::move(integrator), std::move(corrector),
-                      sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
+  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
   NoOutput output;
-  const auto result = chain.run({.iterations = iterations, .thin = iterations, .eval_every = iterations}, output);
+  const auto result = chain->run({.iterations = iterations, .thin = iterations, .eval_every = iterations}, output);
   return result.seconds / static_cast<double>(iterations) * 1e6;
 }
 

@@ -128,14 +128,10 @@ struct ChainUnderTest {
 /// of `toml`. Throws sgmcmc::Error for a combination the runner refuses.
 ChainUnderTest build_chain(std::shared_ptr<const sgmcmc::Model> model, const std::string& toml, std::uint64_t seed) {
   auto config = sgmcmc::parse_config(toml, "matrix.toml");
-  auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
-  auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  auto corrector = sgmcmc::make_corrector(config, *model, *integrator);
+  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
   for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
-  ChainUnderTest built{nullptr, corrector->tests_acceptance(), corrector->block_length()};
-  built.chain = std::make_unique<sgmcmc::Chain>(model, std::move(estimator), std::move(integrator), std::move(corrector),
-                                                sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
-  return built;
+  const auto& corrector = chain->corrector();
+  return {std::move(chain), corrector.tests_acceptance(), corrector.block_length()};
 }
 
 // ---- The settings of a cell ----------------------------------------------------------------------

@@ -150,14 +150,10 @@ name = "none"
                                      "test.toml");
   std::shared_ptr<const sgmcmc::Model> model = plugin.create({config["model"], 1});
   REQUIRE(model->num_items() == 20'000);
-  auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
-  auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  auto corrector = sgmcmc::make_corrector(config, *model, *integrator);
+  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(5, sgmcmc::chain_stream(0)));
   for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
-  sgmcmc::Chain chain(model, std::move(estimator), std::move(integrator), std::move(corrector),
-                      sgmcmc::Rng(5, sgmcmc::chain_stream(0)));
   Recorder recorder;
-  const auto result = chain.run({.warmup = 2'000, .iterations = 80'000, .thin = 20, .eval_every = 10}, recorder);
+  const auto result = chain->run({.warmup = 2'000, .iterations = 80'000, .thin = 20, .eval_every = 10}, recorder);
   REQUIRE_FALSE(result.diverged);
 
   // Held-out linear predictors η_j = x*_jᵀβ are identified (unlike β itself along the one-hot

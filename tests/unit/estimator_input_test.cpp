@@ -55,13 +55,12 @@ struct Run {
 
 Run run_chain(std::shared_ptr<const sgmcmc::Model> model, const std::string& estimator_toml, std::uint64_t iterations,
               std::uint64_t seed = 11) {
-  auto config = sgmcmc::parse_config("[integrator]\nname = \"sgld\"\nstep_size = 1e-3\n", "c.toml");
-  auto integrator = sgmcmc::make_integrator(config["integrator"]);
-  auto corrector = sgmcmc::make_corrector(config, *model, *integrator);
-  sgmcmc::Chain chain(model, test::make_estimator(estimator_toml, *model), std::move(integrator), std::move(corrector),
-                      sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
+  auto config = sgmcmc::parse_config("[estimator]\n" + estimator_toml + "[integrator]\nname = \"sgld\"\nstep_size = 1e-3\n",
+                                     "c.toml");
+  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
+  config["estimator"].reject_unknown_keys();
   Run run;
-  run.result = chain.run({.iterations = iterations, .thin = 1, .eval_every = 1}, run.recorder);
+  run.result = chain->run({.iterations = iterations, .thin = 1, .eval_every = 1}, run.recorder);
   return run;
 }
 

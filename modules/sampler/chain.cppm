@@ -12,7 +12,7 @@ module;
 #include <vector>
 #include <fmt/format.h>
 export module sgmcmc.chain;
-export import sgmcmc.correctors;
+export import sgmcmc.sampler;
 import sgmcmc.error;
 
 export namespace sgmcmc {
@@ -100,6 +100,8 @@ public:
   void check(const ChainSchedule& schedule) const;
 
   const ChainState& state() const { return state_; }
+  /// The block length and whether draws carry an MH decision are the corrector's.
+  const Corrector& corrector() const { return *corrector_; }
 
 private:
   double log_density(ChainContext& context);
@@ -255,14 +257,6 @@ void Chain::model_step(std::uint64_t iteration, ChainContext& context) {
   ++tally_.data_changes;
   estimator_->data_terms_changed(state_.theta, context);
 }
-
-namespace {
-bool all_finite(std::span<const double> values) {
-  for (double x : values)
-    if (!std::isfinite(x)) return false;
-  return true;
-}
-}  // namespace
 
 ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
                        std::atomic<std::uint64_t>* progress) {

@@ -17,39 +17,10 @@ module;
 #include <vector>
 #include <fmt/format.h>
 export module sgmcmc.integrators;
-export import sgmcmc.estimators;
+export import sgmcmc.sampler;
 import sgmcmc.error;
 
 export namespace sgmcmc {
-
-/// What a chain carries from step to step.
-struct ChainState {
-  std::uint64_t iteration = 0;  // of the step being made, from 1
-  std::vector<double> theta;
-  std::vector<double> momentum;  // empty for integrators without momentum
-  /// An estimate ĝ(θ) at the current θ, when `gradient_valid`. The Hamiltonian splittings reuse
-  /// it as the first kick of the next step, so each point's gradient is the *same vector* on both
-  /// of its sides (what the MH energy error of Garriga-Alonso & Fortuin 2021, §4, needs); anything
-  /// that moves θ outside an integrator (a model's after_step, an MH rejection that restores no
-  /// gradient) clears the flag.
-  std::vector<double> gradient;
-  bool gradient_valid = false;
-  /// The integrator's share of the MH energy error ΔH̃ over the current block: the sum over the
-  /// block's deterministic, volume-preserving, reversible parts (each half kick B; a drift A,
-  /// reflected or not, leaves ½ mᵀM⁻¹m alone) of their change of kinetic energy ½ mᵀM⁻¹m. With
-  /// one gradient per point this equals Garriga-Alonso & Fortuin (2021, §4)'s
-  ///   -(h/2) Σ_k ⟨g_k + g_{k+1}, M⁻¹ m_{k+1/2}⟩ + (h²/8)(‖g_K‖²_{M⁻¹} - ‖g_0‖²_{M⁻¹}),
-  /// since each BAB changes ½mᵀM⁻¹m by -(h/2)⟨g_k + g_{k+1}, M⁻¹m_{k+1/2}⟩ + (h²/8)(‖g_{k+1}‖² - ‖g_k‖²).
-  /// The O parts are reversible with respect to N(0, TM) and drop out. A corrector adds
-  /// U(θ_K) - U(θ_0) and never needs to know how an integrator made the sum.
-  double energy_error = 0.0;
-  /// The model's parameters are positive (capability `positive-parameters`): every drift reflects
-  /// θ at 0 and negates the momentum of each reflected coordinate, and SGLD's update reflects θ
-  /// (Patterson & Teh 2013, mirroring; Neal 2011, §5.5.1.5, for the momentum). The reflection is
-  /// part of the position update, so every gradient is taken at a positive θ, and the reflected
-  /// drift stays volume-preserving and reversible under a momentum flip, as the MH test needs.
-  bool reflect_at_zero = false;
-};
 
 // ---- Sub-steps (Leimkuhler & Matthews 2015, §7; Garriga-Alonso & Fortuin 2021, §4) -------------
 
@@ -83,25 +54,6 @@ private:
   Kind kind_;
   double step_size_, decay_b_, decay_c_;
   std::uint64_t cycle_length_;
-};
-
-class Integrator {
-public:
-  virtual ~Integrator() = default;
-  /// Sizes the state for dimension d (and draws the first momentum ~ N(0, TM) where there is one).
-  virtual void initialise(ChainState& state, std::size_t dimension, Rng& rng);
-  /// One step from state.theta (and momentum) at iteration state.iteration; `estimator` gives
-  /// every gradient the step needs.
-  virtual void step(ChainState& state, Estimator& estimator, ChainContext& context) = 0;
-  /// The step size of the last step, as written in Stan CSV's stepsize__.
-  virtual double step_size() const = 0;
-  virtual double temperature() const { return 1.0; }
-  /// False when a schedule changes the step size from step to step.
-  virtual bool constant_step_size() const { return true; }
-  /// Checkpoints: state of the integrator itself between steps. θ, the momentum and the kept
-  /// gradient are ChainState, which the chain saves; restore_state follows initialise().
-  virtual void save_state(StateWriter& /*out*/) const {}
-  virtual void restore_state(StateReader& /*in*/) {}
 };
 
 using IntegratorFactory = std::function<std::unique_ptr<Integrator>(const Settings&)>;
@@ -178,11 +130,6 @@ double StepSchedule::at(std::uint64_t iteration) const {
       break;
   }
   return step_size_;
-}
-
-void Integrator::initialise(ChainState& state, std::size_t dimension, Rng&) {
-  state.theta.resize(dimension);
-  state.gradient.resize(dimension);
 }
 
 namespace {

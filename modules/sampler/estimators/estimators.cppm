@@ -25,50 +25,13 @@ module;
 #include <sys/mman.h>
 #include <fmt/format.h>
 export module sgmcmc.estimators;
-export import sgmcmc.model;
-export import sgmcmc.catalogue;
+export import sgmcmc.sampler;
 import sgmcmc.error;
 
 export namespace sgmcmc {
 
-/// Work a chain has paid for: item gradients ∇f_i evaluated and full data passes among them.
-struct Cost {
-  std::uint64_t item_gradients = 0;
-  std::uint64_t full_passes = 0;
-};
-
-/// What the parts of one chain share: the model, the chain's workspace, random stream and cost.
-struct ChainContext {
-  const Model& model;
-  Workspace& workspace;
-  Rng& rng;
-  Cost& cost;
-};
-
-class Estimator {
-public:
-  virtual ~Estimator() = default;
-  /// Work before the first iteration (control variates find their centre here); may move the
-  /// starting point θ.
-  virtual void prepare(std::span<double> /*theta*/, ChainContext& /*context*/) {}
-  /// gradient ← an unbiased estimate of ∇U(θ).
-  virtual void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) = 0;
-  /// Checkpoints (sgmcmc.state): what carries from one estimate to the next (a centre and its
-  /// full gradient, a snapshot, a table, the minibatch permutation). A restored estimator
-  /// continues as if prepare() and every earlier estimate had run. By default there is none.
-  virtual void save_state(StateWriter& /*out*/) const {}
-  virtual void restore_state(StateReader& /*in*/) {}
-  /// The model's data terms f_i changed (Model::after_step returned TargetChange::data): sums of
-  /// ∇f_i kept from before (a centre's full gradient, a SAGA table) belong to another target.
-  virtual void data_terms_changed(std::span<const double> /*theta*/, ChainContext& /*context*/) {}
-};
-
 using EstimatorFactory = std::function<std::unique_ptr<Estimator>(const Settings&, const Model&)>;
 const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue();
-
-/// θ ← |θ|: the mirroring that keeps a model's positive parameters positive after a move without
-/// momentum (Patterson & Teh 2013): SGLD's update and the SGD centring phase.
-void mirror_positive(std::span<double> theta);
 
 inline constexpr const char* default_estimator = "minibatch";
 
@@ -142,10 +105,6 @@ std::span<const std::size_t> MinibatchSampler::draw(Rng& rng) {
   return batch_;
 }
 
-void mirror_positive(std::span<double> theta) {
-  for (double& x : theta) x = std::abs(x);
-}
-
 // The parts below are not exported. They live in a named namespace, not an anonymous one:
 // clang 19 makes internal-linkage names of this unit clash with same-named helpers of units
 // that import it (chain.cppm has its own all_finite), while module linkage keeps them apart.
@@ -169,10 +128,6 @@ void assign_zeros_on_huge_pages(std::vector<double>& table, std::size_t count) {
   const std::uintptr_t first = (begin + huge - 1) / huge * huge, last = end / huge * huge;
   if (last > first) madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
   table.assign(count, 0.0);
-}
-
-bool all_finite(std::span<const double> values) {
-  return std::all_of(values.begin(), values.end(), [](double x) { return std::isfinite(x); });
 }
 
 

@@ -3,6 +3,7 @@
 // it is built; any key nobody read is then reported as unknown, with a did-you-mean.
 module;
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -77,6 +78,16 @@ private:
   std::map<std::string, Entry> entries_;
   mutable std::set<std::string> known_;
   mutable std::map<std::string, Value> resolved_;
+};
+
+/// A run's configuration: one Settings per section. Parsed from TOML by sgmcmc.config.
+inline constexpr std::array<const char*, 6> config_sections = {"model", "estimator", "integrator",
+                                                               "corrector", "run", "output"};
+
+struct RunConfig {
+  std::map<std::string, Settings> sections;  // one per name in config_sections, maybe empty
+  const Settings& operator[](const std::string& name) const { return sections.at(name); }
+  Settings& operator[](const std::string& name) { return sections.at(name); }
 };
 
 }  // namespace sgmcmc

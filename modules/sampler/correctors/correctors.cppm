@@ -15,49 +15,24 @@ module;
 #include <vector>
 #include <fmt/format.h>
 export module sgmcmc.correctors;
-export import sgmcmc.integrators;
-export import sgmcmc.config;
+export import sgmcmc.sampler;
 import sgmcmc.error;
 
 export namespace sgmcmc {
 
-struct Decision {
-  double accept_stat = 1.0;   // acceptance probability of the block (Stan CSV's accept_stat__)
-  bool accepted = true;
-  double delta_energy = 0.0;  // ΔH̃ of the block
-  bool non_finite = false;    // the proposal's potential or ΔH̃ was NaN/Inf: rejected
+/// What a corrector is built for. `exact_estimator` makes the exact-gradient estimator an MH test
+/// uses at a block's ends; the assembly (sgmcmc.assembly) supplies it, so that correctors need no
+/// estimator of their own.
+struct CorrectorTarget {
+  const Model& model;
+  const Integrator& integrator;
+  std::function<std::unique_ptr<Estimator>()> exact_estimator;
 };
 
-class Corrector {
-public:
-  virtual ~Corrector() = default;
-  /// K, the number of integrator steps per block.
-  virtual std::size_t block_length() const { return 1; }
-  /// True for a Metropolis–Hastings test (its draws carry ΔH̃ and the decision).
-  virtual bool tests_acceptance() const { return false; }
-  /// Called before the first step of a block (an MH corrector saves (θ_0, m_0) here).
-  virtual void begin_block(ChainState& state, ChainContext& context) = 0;
-  /// Called after the last step of a block; may restore the saved state.
-  virtual Decision end_block(ChainState& state, ChainContext& context) = 0;
-  /// The estimator for the last step of a block (exact gradients at the endpoints), or nullptr
-  /// for the chain's own.
-  virtual Estimator* endpoint_estimator() { return nullptr; }
-  /// Checkpoints, which the chain takes at the ends of blocks only: what carries from one block
-  /// to the next. By default there is none.
-  virtual void save_state(StateWriter& /*out*/) const {}
-  virtual void restore_state(StateReader& /*in*/) {}
-  /// The model's after_step changed the target between blocks: drop what was cached of the old one.
-  virtual void target_changed() {}
-};
-
-using CorrectorFactory = std::function<std::unique_ptr<Corrector>(const Settings&, const Model&, const Integrator&)>;
+using CorrectorFactory = std::function<std::unique_ptr<Corrector>(const Settings&, const CorrectorTarget&)>;
 const std::vector<CatalogueEntry<CorrectorFactory>>& corrector_catalogue();
 
-/// The corrector of `config`'s [corrector] section (default "none") for this model and integrator.
-/// A combination that cannot be exact is refused with the reason: MH after an estimator or
-/// integrator that declares an `mh_refusal` in its catalogue entry, after a changing step size, or
-/// on a model without an exact log-likelihood.
-std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& model, const Integrator& integrator);
+inline constexpr const char* default_corrector = "none";
 
 }  // namespace sgmcmc
 
@@ -81,15 +56,11 @@ public:
 /// drawn independently of the state, so the test is exact with stochastic kicks.
 class MetropolisHastings final : public Corrector {
 public:
-  MetropolisHastings(const Settings& section, const Model& model, const Integrator& integrator)
+  MetropolisHastings(const Settings& section, const CorrectorTarget& target)
       : every_(static_cast<std::size_t>(section.integer_at_least("every", 1, 1))),
-        temperature_(integrator.temperature()),
-        all_items_(every_item(model)) {
-    if (section.flag("exact_endpoints", true)) {
-      Settings exact("estimator");
-      exact.set("name", {std::string("exact"), "corrector.exact_endpoints"});
-      exact_ = make_estimator(exact, model);
-    }
+        temperature_(target.integrator.temperature()),
+        all_items_(every_item(target.model)) {
+    if (section.flag("exact_endpoints", true)) exact_ = target.exact_estimator();
   }
 
   std::size_t block_length() const override { return every_; }
@@ -163,38 +134,16 @@ private:
 const std::vector<CatalogueEntry<CorrectorFactory>>& corrector_catalogue() {
   static const std::vector<CatalogueEntry<CorrectorFactory>> catalogue = {
       {"none", "accept every move (no Metropolis-Hastings test)", {},
-       [](const Settings&, const Model&, const Integrator&) -> std::unique_ptr<Corrector> {
+       [](const Settings&, const CorrectorTarget&) -> std::unique_ptr<Corrector> {
          return std::make_unique<NoCorrection>();
        }},
       {"mh", "Metropolis-Hastings test every `every` (1) steps with the exact potential; exact_endpoints (true)",
        {"every", "exact_endpoints"},
-       [](const Settings& section, const Model& model, const Integrator& integrator) -> std::unique_ptr<Corrector> {
-         return std::make_unique<MetropolisHastings>(section, model, integrator);
+       [](const Settings& section, const CorrectorTarget& target) -> std::unique_ptr<Corrector> {
+         return std::make_unique<MetropolisHastings>(section, target);
        }},
   };
   return catalogue;
-}
-
-std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& model, const Integrator& integrator) {
-  const Settings& section = config["corrector"];
-  auto corrector = choose(corrector_catalogue(), section, "none").make(section, model, integrator);
-  if (!corrector->tests_acceptance()) return corrector;
-  const std::string where = section.describe("name");
-  const auto& estimator_entry = choose(estimator_catalogue(), config["estimator"], default_estimator);
-  const auto& integrator_entry = choose(integrator_catalogue(), config["integrator"], default_integrator);
-  for (const auto& [kind, name, reason] : {std::tuple{"estimator", estimator_entry.name, estimator_entry.mh_refusal},
-                                           std::tuple{"integrator", integrator_entry.name, integrator_entry.mh_refusal}})
-    if (!reason.empty())
-      throw Error(fmt::format("{}: the mh corrector cannot follow {} '{}': {}", where, kind, name, reason));
-  if (!integrator.constant_step_size())
-    throw Error(fmt::format("{}: the mh corrector needs a constant step size (integrator.schedule = \"constant\"): a "
-                            "block run backwards must be as likely as forwards",
-                            where));
-  if (!model.capabilities().exact_log_likelihood)
-    throw Error(fmt::format("{}: the mh corrector needs the model's 'exact-log-likelihood' capability, which this "
-                            "model does not declare (its likelihood is intractable or not implemented)",
-                            where));
-  return corrector;
 }
 
 }  // namespace sgmcmc

@@ -12,19 +12,10 @@ module;
 #include <fmt/format.h>
 export module sgmcmc.config;
 import sgmcmc.error;
-import sgmcmc.settings;
+export import sgmcmc.settings;
 import sgmcmc.io;
 
 export namespace sgmcmc {
-
-inline constexpr std::array<const char*, 6> config_sections = {"model", "estimator", "integrator",
-                                                               "corrector", "run", "output"};
-
-struct RunConfig {
-  std::map<std::string, Settings> sections;  // one per name in config_sections, maybe empty
-  const Settings& operator[](const std::string& name) const { return sections.at(name); }
-  Settings& operator[](const std::string& name) { return sections.at(name); }
-};
 
 /// Parses TOML text; `source` names it in errors ("runners/presets/demo.toml", "my.toml").
 RunConfig parse_config(std::string_view text, const std::string& source);

@@ -1,0 +1,76 @@
+// Assembly: a run configuration's [estimator], [integrator] and [corrector] sections made into one
+// chain. The runner, the sweep and the tests all build their chains here, so a combination is
+// checked, refused or built the same way everywhere.
+module;
+#include <memory>
+#include <string>
+#include <tuple>
+#include <fmt/format.h>
+export module sgmcmc.assembly;
+export import sgmcmc.estimators;
+export import sgmcmc.integrators;
+export import sgmcmc.correctors;
+export import sgmcmc.chain;
+import sgmcmc.error;
+
+export namespace sgmcmc {
+
+/// The corrector of `config`'s [corrector] section (default "none") for this model and integrator.
+/// A combination that cannot be exact is refused with the reason: MH after an estimator or
+/// integrator that declares an `mh_refusal` in its catalogue entry, after a changing step size, or
+/// on a model without an exact log-likelihood.
+std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& model, const Integrator& integrator);
+
+/// The chain `config` describes, for `model`, drawing from `rng` (the chain's own stream,
+/// sgmcmc::chain_stream). Throws sgmcmc::Error, with the reason, for a combination that is refused.
+std::unique_ptr<Chain> make_chain(const RunConfig& config, std::shared_ptr<const Model> model, Rng rng);
+
+}  // namespace sgmcmc
+
+module :private;
+
+namespace sgmcmc {
+
+namespace {
+
+/// The estimator an MH test uses at the ends of a block (corrector.exact_endpoints).
+std::unique_ptr<Estimator> exact_endpoint_estimator(const Model& model) {
+  Settings exact("estimator");
+  exact.set("name", {std::string("exact"), "corrector.exact_endpoints"});
+  return make_estimator(exact, model);
+}
+
+}  // namespace
+
+std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& model, const Integrator& integrator) {
+  const Settings& section = config["corrector"];
+  const CorrectorTarget target{model, integrator, [&model] { return exact_endpoint_estimator(model); }};
+  auto corrector = choose(corrector_catalogue(), section, default_corrector).make(section, target);
+  if (!corrector->tests_acceptance()) return corrector;
+  const std::string where = section.describe("name");
+  const auto& estimator_entry = choose(estimator_catalogue(), config["estimator"], default_estimator);
+  const auto& integrator_entry = choose(integrator_catalogue(), config["integrator"], default_integrator);
+  for (const auto& [kind, name, reason] : {std::tuple{"estimator", estimator_entry.name, estimator_entry.mh_refusal},
+                                           std::tuple{"integrator", integrator_entry.name, integrator_entry.mh_refusal}})
+    if (!reason.empty())
+      throw Error(fmt::format("{}: the mh corrector cannot follow {} '{}': {}", where, kind, name, reason));
+  if (!integrator.constant_step_size())
+    throw Error(fmt::format("{}: the mh corrector needs a constant step size (integrator.schedule = \"constant\"): a "
+                            "block run backwards must be as likely as forwards",
+                            where));
+  if (!model.capabilities().exact_log_likelihood)
+    throw Error(fmt::format("{}: the mh corrector needs the model's 'exact-log-likelihood' capability, which this "
+                            "model does not declare (its likelihood is intractable or not implemented)",
+                            where));
+  return corrector;
+}
+
+std::unique_ptr<Chain> make_chain(const RunConfig& config, std::shared_ptr<const Model> model, Rng rng) {
+  auto integrator = make_integrator(config["integrator"]);
+  auto corrector = make_corrector(config, *model, *integrator);
+  auto estimator = make_estimator(config["estimator"], *model);
+  return std::make_unique<Chain>(std::move(model), std::move(estimator), std::move(integrator), std::move(corrector),
+                                 std::move(rng));
+}
+
+}  // namespace sgmcmc

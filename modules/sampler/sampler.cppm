@@ -1,0 +1,141 @@
+// The sampler's shared vocabulary: the state a chain carries, the cost it pays, the context its
+// parts share, and the three interfaces a chain composes (Estimator, Integrator, Corrector). The
+// components (estimators/, integrators/, correctors/) import this module and the model, never
+// each other, so any estimator runs with any integrator and any corrector.
+module;
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+export module sgmcmc.sampler;
+export import sgmcmc.model;
+export import sgmcmc.catalogue;
+
+export namespace sgmcmc {
+
+/// Work a chain has paid for: item gradients ∇f_i evaluated and full data passes among them.
+struct Cost {
+  std::uint64_t item_gradients = 0;
+  std::uint64_t full_passes = 0;
+};
+
+/// What the parts of one chain share: the model, the chain's workspace, random stream and cost.
+struct ChainContext {
+  const Model& model;
+  Workspace& workspace;
+  Rng& rng;
+  Cost& cost;
+};
+
+/// What a chain carries from step to step.
+struct ChainState {
+  std::uint64_t iteration = 0;  // of the step being made, from 1
+  std::vector<double> theta;
+  std::vector<double> momentum;  // empty for integrators without momentum
+  /// An estimate ĝ(θ) at the current θ, when `gradient_valid`. The Hamiltonian splittings reuse
+  /// it as the first kick of the next step, so each point's gradient is the *same vector* on both
+  /// of its sides (what the MH energy error of Garriga-Alonso & Fortuin 2021, §4, needs); anything
+  /// that moves θ outside an integrator (a model's after_step, an MH rejection that restores no
+  /// gradient) clears the flag.
+  std::vector<double> gradient;
+  bool gradient_valid = false;
+  /// The integrator's share of the MH energy error ΔH̃ over the current block: the sum over the
+  /// block's deterministic, volume-preserving, reversible parts (each half kick B; a drift A,
+  /// reflected or not, leaves ½ mᵀM⁻¹m alone) of their change of kinetic energy ½ mᵀM⁻¹m. With
+  /// one gradient per point this equals Garriga-Alonso & Fortuin (2021, §4)'s
+  ///   -(h/2) Σ_k ⟨g_k + g_{k+1}, M⁻¹ m_{k+1/2}⟩ + (h²/8)(‖g_K‖²_{M⁻¹} - ‖g_0‖²_{M⁻¹}),
+  /// since each BAB changes ½mᵀM⁻¹m by -(h/2)⟨g_k + g_{k+1}, M⁻¹m_{k+1/2}⟩ + (h²/8)(‖g_{k+1}‖² - ‖g_k‖²).
+  /// The O parts are reversible with respect to N(0, TM) and drop out. A corrector adds
+  /// U(θ_K) - U(θ_0) and never needs to know how an integrator made the sum.
+  double energy_error = 0.0;
+  /// The model's parameters are positive (capability `positive-parameters`): every drift reflects
+  /// θ at 0 and negates the momentum of each reflected coordinate, and SGLD's update reflects θ
+  /// (Patterson & Teh 2013, mirroring; Neal 2011, §5.5.1.5, for the momentum). The reflection is
+  /// part of the position update, so every gradient is taken at a positive θ, and the reflected
+  /// drift stays volume-preserving and reversible under a momentum flip, as the MH test needs.
+  bool reflect_at_zero = false;
+};
+
+class Estimator {
+public:
+  virtual ~Estimator() = default;
+  /// Work before the first iteration (control variates find their centre here); may move the
+  /// starting point θ.
+  virtual void prepare(std::span<double> /*theta*/, ChainContext& /*context*/) {}
+  /// gradient ← an unbiased estimate of ∇U(θ).
+  virtual void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) = 0;
+  /// Checkpoints (sgmcmc.state): what carries from one estimate to the next (a centre and its
+  /// full gradient, a snapshot, a table, the minibatch permutation). A restored estimator
+  /// continues as if prepare() and every earlier estimate had run. By default there is none.
+  virtual void save_state(StateWriter& /*out*/) const {}
+  virtual void restore_state(StateReader& /*in*/) {}
+  /// The model's data terms f_i changed (Model::after_step returned TargetChange::data): sums of
+  /// ∇f_i kept from before (a centre's full gradient, a SAGA table) belong to another target.
+  virtual void data_terms_changed(std::span<const double> /*theta*/, ChainContext& /*context*/) {}
+};
+
+class Integrator {
+public:
+  virtual ~Integrator() = default;
+  /// Sizes the state for dimension d (and draws the first momentum ~ N(0, TM) where there is one).
+  virtual void initialise(ChainState& state, std::size_t dimension, Rng& /*rng*/) {
+    state.theta.resize(dimension);
+    state.gradient.resize(dimension);
+  }
+  /// One step from state.theta (and momentum) at iteration state.iteration; `estimator` gives
+  /// every gradient the step needs.
+  virtual void step(ChainState& state, Estimator& estimator, ChainContext& context) = 0;
+  /// The step size of the last step, as written in Stan CSV's stepsize__.
+  virtual double step_size() const = 0;
+  virtual double temperature() const { return 1.0; }
+  /// False when a schedule changes the step size from step to step.
+  virtual bool constant_step_size() const { return true; }
+  /// Checkpoints: state of the integrator itself between steps. θ, the momentum and the kept
+  /// gradient are ChainState, which the chain saves; restore_state follows initialise().
+  virtual void save_state(StateWriter& /*out*/) const {}
+  virtual void restore_state(StateReader& /*in*/) {}
+};
+
+struct Decision {
+  double accept_stat = 1.0;   // acceptance probability of the block (Stan CSV's accept_stat__)
+  bool accepted = true;
+  double delta_energy = 0.0;  // ΔH̃ of the block
+  bool non_finite = false;    // the proposal's potential or ΔH̃ was NaN/Inf: rejected
+};
+
+class Corrector {
+public:
+  virtual ~Corrector() = default;
+  /// K, the number of integrator steps per block.
+  virtual std::size_t block_length() const { return 1; }
+  /// True for a Metropolis–Hastings test (its draws carry ΔH̃ and the decision).
+  virtual bool tests_acceptance() const { return false; }
+  /// Called before the first step of a block (an MH corrector saves (θ_0, m_0) here).
+  virtual void begin_block(ChainState& state, ChainContext& context) = 0;
+  /// Called after the last step of a block; may restore the saved state.
+  virtual Decision end_block(ChainState& state, ChainContext& context) = 0;
+  /// The estimator for the last step of a block (exact gradients at the endpoints), or nullptr
+  /// for the chain's own.
+  virtual Estimator* endpoint_estimator() { return nullptr; }
+  /// Checkpoints, which the chain takes at the ends of blocks only: what carries from one block
+  /// to the next. By default there is none.
+  virtual void save_state(StateWriter& /*out*/) const {}
+  virtual void restore_state(StateReader& /*in*/) {}
+  /// The model's after_step changed the target between blocks: drop what was cached of the old one.
+  virtual void target_changed() {}
+};
+
+/// Whether every value is finite (a diverged chain, a failed SGD centre, a non-finite gradient).
+inline bool all_finite(std::span<const double> values) {
+  return std::all_of(values.begin(), values.end(), [](double x) { return std::isfinite(x); });
+}
+
+/// θ ← |θ|: the mirroring that keeps a model's positive parameters positive after a move without
+/// momentum (Patterson & Teh 2013): SGLD's update and the SGD centring phase.
+inline void mirror_positive(std::span<double> theta) {
+  for (double& x : theta) x = std::abs(x);
+}
+
+}  // namespace sgmcmc
