@@ -7,6 +7,7 @@ export import sgmcmc.settings;
 export import sgmcmc.catalogue;
 export import sgmcmc.model;
 export import sgmcmc.sampler;
+export import sgmcmc.schedules;
 export import sgmcmc.estimators;
 export import sgmcmc.integrators;
 export import sgmcmc.correctors;

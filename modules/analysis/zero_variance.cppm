@@ -82,7 +82,8 @@ module :private;
 namespace sgmcmc {
 
 // Module-linkage helpers in a named namespace: internal-linkage names of a module unit can clash
-// with same-named helpers of units that import it under clang 19.
+// with same-named helpers of units that import it under clang 19
+// (https://github.com/llvm/llvm-project/issues/90259).
 namespace zv_parts {
 
 /// Pivots of the correlation matrix's Cholesky factor at or below this are treated as zero: the

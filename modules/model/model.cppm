@@ -158,6 +158,9 @@ public:
                                    std::span<double> out) const;
 };
 
+/// 0, 1, ..., count-1: every row of a data set, in order.
+std::vector<std::size_t> index_range(std::size_t count);
+
 /// 0, 1, ..., N-1: the batch of every item (exact gradients, potentials).
 std::vector<std::size_t> every_item(const Model& model);
 
@@ -210,11 +213,13 @@ std::vector<std::string> capability_names(const Capabilities& c) {
   return names;
 }
 
-std::vector<std::size_t> every_item(const Model& model) {
-  std::vector<std::size_t> items(model.num_items());
-  std::iota(items.begin(), items.end(), std::size_t{0});
-  return items;
+std::vector<std::size_t> index_range(std::size_t count) {
+  std::vector<std::size_t> indices(count);
+  std::iota(indices.begin(), indices.end(), std::size_t{0});
+  return indices;
 }
+
+std::vector<std::size_t> every_item(const Model& model) { return index_range(model.num_items()); }
 
 double potential(const Model& model, std::span<const double> theta, std::span<const std::size_t> every,
                  Workspace& workspace) {

@@ -65,12 +65,6 @@ DesignMatrix<Real> design_matrix(const LabelledRows& data, std::span<const std::
   return x;
 }
 
-std::vector<std::size_t> all_rows(std::size_t count) {
-  std::vector<std::size_t> rows(count);
-  std::iota(rows.begin(), rows.end(), std::size_t{0});
-  return rows;
-}
-
 /// The running posterior-predictive average of the test set, and scratch for one draw's terms.
 struct LogisticWorkspace final : sgmcmc::Workspace {
   explicit LogisticWorkspace(std::size_t test_rows) : predictive(test_rows), log_likelihoods(test_rows) {}
@@ -133,8 +127,8 @@ Prepared prepare(const sgmcmc::ModelContext& context) {
                                       *path, test.features, settings.optional_text("data").value_or("the simulated data"),
                                       data.features));
     prepared.test_from_file = true;
-    prepared.test = all_rows(test.y.size());
-    train_rows = all_rows(data.y.size());
+    prepared.test = sgmcmc::index_range(test.y.size());
+    train_rows = sgmcmc::index_range(data.y.size());
   } else {
     const std::size_t rows = data.y.size();
     auto split = sgmcmc::split_rows(rows, sgmcmc::row_count(settings, "test_size", 0.1, rows, 0, rows - 1), rng);

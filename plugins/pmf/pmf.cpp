@@ -161,12 +161,6 @@ Prepared index_ratings(const RatingTriples& data, std::span<const std::size_t> t
   return prepared;
 }
 
-std::vector<std::size_t> all_rows(std::size_t count) {
-  std::vector<std::size_t> rows(count);
-  std::iota(rows.begin(), rows.end(), std::size_t{0});
-  return rows;
-}
-
 SimulationShape simulation_shape(const Settings& settings, RatingRange range) {
   SimulationShape shape;
   shape.users = static_cast<std::size_t>(settings.integer_at_least("users", 943, 1));
@@ -217,8 +211,8 @@ Prepared prepare(const sgmcmc::ModelContext& context, RatingRange range) {
                                       settings.describe("test_size")));
     test_file = read_triples(*settings.optional_text("test_data"), range);
     if (kept_users) test_file = keep_users(test_file, *kept_users);
-    train_rows = all_rows(data.size());
-    test_rows = all_rows(test_file.size());
+    train_rows = sgmcmc::index_range(data.size());
+    test_rows = sgmcmc::index_range(test_file.size());
   } else {
     auto split = sgmcmc::split_rows(data.size(), sgmcmc::row_count(settings, "test_size", 0.1, data.size(), 0, data.size() - 1), rng);
     train_rows = std::move(split.rest);

@@ -1,16 +1,11 @@
 // Integrators: one step of a discretised Langevin dynamics driven by a gradient estimate
-// (modules/README.md, "Integrators"), with step-size schedules. The state they move is ChainState.
-//
-// Langevin SDE (temperature T, friction γ, diagonal mass M):
-//   dθ = M⁻¹m dt,  dm = -∇U(θ) dt - γ m dt + sqrt(2γT) M^{1/2} dW.
-// The splitting integrators (OBABO, BAOAB, leapfrog) are built from three exact sub-flows, exported
-// below so they can be tested one by one: A (drift), B (kick) and O (Ornstein–Uhlenbeck).
+// (modules/README.md, "Integrators"), with a step-size schedule (sgmcmc.schedules). The state they
+// move is ChainState. They are built from the exact sub-flows of the partition `substeps`.
 module;
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <numbers>
 #include <optional>
 #include <span>
 #include <string>
@@ -18,43 +13,11 @@ module;
 #include <fmt/format.h>
 export module sgmcmc.integrators;
 export import sgmcmc.sampler;
+export import :substeps;
+import sgmcmc.schedules;
 import sgmcmc.error;
 
 export namespace sgmcmc {
-
-// ---- Sub-steps (Leimkuhler & Matthews 2015, §7; Garriga-Alonso & Fortuin 2021, §4) -------------
-
-/// A: θ ← θ + h M⁻¹ m; with `reflect`, a coordinate that crosses 0 is reflected, θ_j ← -θ_j,
-/// and its momentum negated, m_j ← -m_j (the elastic bounce of a particle at a wall).
-void drift(std::span<double> theta, std::span<double> momentum, std::span<const double> inverse_mass, double h,
-           bool reflect = false);
-/// B: m ← m - h g.
-void kick(std::span<double> momentum, std::span<const double> gradient, double h);
-/// O: m ← c m + sqrt((1 - c²) T) M^{1/2} ξ with c = exp(-γt): the exact flow of the
-/// Ornstein–Uhlenbeck part dm = -γ m dt + sqrt(2γT) M^{1/2} dW over a time t. Callers pass c.
-void ornstein_uhlenbeck(std::span<double> momentum, double retention, double temperature,
-                        std::span<const double> sqrt_mass, Rng& rng);
-/// ½ mᵀ M⁻¹ m.
-double kinetic_energy(std::span<const double> momentum, std::span<const double> inverse_mass);
-
-// ---- Step-size schedules ---------------------------------------------------------------------
-
-/// ε_k for iteration k = 1, 2, ...: constant; polynomial decay a(b + k)^(-c) (Welling & Teh 2011,
-/// after Robbins–Monro); cyclical cosine (Zhang et al. 2020, cSG-MCMC eq. 1):
-/// ε_k = (ε_0/2)(cos(π ((k-1) mod L)/L) + 1) with cycle length L.
-class StepSchedule {
-public:
-  /// Reads step_size, schedule, decay_b, decay_c, cycle_length.
-  explicit StepSchedule(const Settings& section);
-  double at(std::uint64_t iteration) const;
-  bool constant() const { return kind_ == Kind::constant; }
-
-private:
-  enum class Kind { constant, polynomial, cyclical };
-  Kind kind_;
-  double step_size_, decay_b_, decay_c_;
-  std::uint64_t cycle_length_;
-};
 
 using IntegratorFactory = std::function<std::unique_ptr<Integrator>(const Settings&)>;
 const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue();
@@ -66,73 +29,12 @@ std::unique_ptr<Integrator> make_integrator(const Settings& section);
 
 }  // namespace sgmcmc
 
-module :private;
-
 namespace sgmcmc {
 
-void drift(std::span<double> theta, std::span<double> momentum, std::span<const double> inverse_mass, double h,
-           bool reflect) {
-  for (std::size_t j = 0; j < theta.size(); ++j) theta[j] += h * inverse_mass[j] * momentum[j];
-  if (!reflect) return;
-  for (std::size_t j = 0; j < theta.size(); ++j)
-    if (theta[j] < 0.0) {
-      theta[j] = -theta[j];
-      momentum[j] = -momentum[j];
-    }
-}
-
-void kick(std::span<double> momentum, std::span<const double> gradient, double h) {
-  for (std::size_t j = 0; j < momentum.size(); ++j) momentum[j] -= h * gradient[j];
-}
-
-void ornstein_uhlenbeck(std::span<double> momentum, double retention, double temperature,
-                        std::span<const double> sqrt_mass, Rng& rng) {
-  const double noise = std::sqrt((1.0 - retention * retention) * temperature);
-  for (std::size_t j = 0; j < momentum.size(); ++j)
-    momentum[j] = retention * momentum[j] + noise * sqrt_mass[j] * rng.normal();
-}
-
-double kinetic_energy(std::span<const double> momentum, std::span<const double> inverse_mass) {
-  double sum = 0.0;
-  for (std::size_t j = 0; j < momentum.size(); ++j) sum += momentum[j] * momentum[j] * inverse_mass[j];
-  return 0.5 * sum;
-}
-
-StepSchedule::StepSchedule(const Settings& section)
-    : step_size_(section.positive_number("step_size", 1e-4)),
-      decay_b_(section.positive_number("decay_b", 1.0)),
-      decay_c_(section.number("decay_c", 0.55)),
-      cycle_length_(static_cast<std::uint64_t>(section.integer_at_least("cycle_length", 1000, 1))) {
-  const std::string name = section.text("schedule", "constant");
-  const std::pair<const char*, Kind> kinds[] = {
-      {"constant", Kind::constant}, {"polynomial", Kind::polynomial}, {"cyclical", Kind::cyclical}};
-  for (const auto& [kind_name, kind] : kinds)
-    if (name == kind_name) {
-      kind_ = kind;
-      if (kind_ == Kind::polynomial && !(decay_c_ > 0.0 && decay_c_ <= 1.0))
-        throw Error(fmt::format("{}: expected 0 < c <= 1 for a decaying step size, found {}", section.describe("decay_c"),
-                                decay_c_));
-      return;
-    }
-  throw Error(fmt::format("{}: unknown schedule '{}'; known: constant, polynomial, cyclical",
-                          section.describe("schedule"), name));
-}
-
-double StepSchedule::at(std::uint64_t iteration) const {
-  switch (kind_) {
-    case Kind::polynomial:
-      return step_size_ * std::pow(decay_b_ + static_cast<double>(iteration), -decay_c_);
-    case Kind::cyclical: {
-      const double phase = static_cast<double>((iteration - 1) % cycle_length_) / static_cast<double>(cycle_length_);
-      return 0.5 * step_size_ * (std::cos(std::numbers::pi * phase) + 1.0);
-    }
-    case Kind::constant:
-      break;
-  }
-  return step_size_;
-}
-
-namespace {
+// The parts below are not exported. They live in a named namespace, not an anonymous one: clang 19
+// makes internal-linkage names of a module unit clash with same-named helpers of units that import
+// it (https://github.com/llvm/llvm-project/issues/90259).
+namespace integrator_parts {
 
 /// A new estimate at θ, kept as the gradient there.
 void new_gradient(ChainState& state, Estimator& estimator, ChainContext& context) {
@@ -371,7 +273,9 @@ IntegratorFactory factory(Extra... extra) {
   return [=](const Settings& section) -> std::unique_ptr<Integrator> { return std::make_unique<T>(section, extra...); };
 }
 
-}  // namespace
+}  // namespace integrator_parts
+
+using namespace integrator_parts;
 
 const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
   static const std::string friction = "friction γ (default 0.1/step_size: γh = 0.1), mass (1)";

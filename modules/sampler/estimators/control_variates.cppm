@@ -1,0 +1,369 @@
+// Control variates around a centre (Baker et al. 2019, eq. 4): the centre's estimate, shared by
+// `cv` (SGLD-CV, centre θ̂ found by SGD from the start point, or given) and `svrg` (the centre a
+// snapshot refreshed every `period` estimates, Dubey et al. 2016).
+module;
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+#include <fmt/format.h>
+module sgmcmc.estimators:control_variates;
+import sgmcmc.sampler;
+import sgmcmc.schedules;
+import sgmcmc.error;
+import :minibatch;
+import :weighted_batches;
+
+namespace sgmcmc::estimator_parts {
+
+// ---- The control variate around a centre (SGLD-CV and SVRG) -----------------------------------
+
+/// Baker et al. (2019, eq. 4), the estimate around a centre c whose full gradient is known:
+///   ĝ(θ) = ∇U(c) + ∇f_0(θ) - ∇f_0(c) + Σ_{k∈S} w_k [∇f_{i_k}(θ) - ∇f_{i_k}(c)],  w_k = 1/(n p_{i_k}),
+/// kept as Σ_i ∇f_i(c) + ∇f_0(θ) + Σ_k w_k [...] since ∇U(c) - ∇f_0(c) = Σ_i ∇f_i(c). SVRG
+/// (Dubey et al. 2016, SVRG-LD) is the same estimate with c = the last snapshot θ̃.
+/// A GLM model (∇f_i = s_i x_i) keeps the N scalars s_i(c) of the full pass, so an estimate costs
+/// n item gradients; any other model evaluates both ∇f_i(θ) and ∇f_i(c) of the batch (2n).
+class Centre {
+public:
+  explicit Centre(const Model& model)
+      : glm_(model.capabilities().glm_gradients), dimension_(model.dimension()), items_(model.num_items()) {}
+
+  /// For a model whose gradient Gibbs-samples latent variables (LDA) Σ_i ∇f_i(c) is itself an
+  /// estimate, fixed until the centre moves, so every later estimate carries its error: each full
+  /// pass below averages `passes` independent passes, dividing that variance by `passes` (models
+  /// without latent_gibbs_step keep 1, their pass being exact).
+  void average_passes(std::size_t passes) { passes_ = passes; }
+
+  /// c ← θ, with a full data pass for Σ_i ∇f_i(c).
+  void move_to(std::span<const double> theta, ChainContext& context) {
+    allocate();
+    point_.assign(theta.begin(), theta.end());
+    recompute(context);
+  }
+
+  /// Σ_i ∇f_i(c) again at the same c, one full pass: after the model's data terms changed.
+  void recompute(ChainContext& context) {
+    const Model& model = context.model;
+    set_zero(data_gradient_);
+    if (glm_) {
+      model.glm_scalars(point_, all_items_, centre_scalars_, context.workspace);
+      model.add_scaled_features(all_items_, centre_scalars_, data_gradient_);
+    } else {
+      for (std::size_t pass = 0; pass < passes_; ++pass)
+        model.add_data_gradient(point_, Batch{all_items_}, data_gradient_, context.workspace, context.rng);
+      if (passes_ > 1)
+        for (double& g : data_gradient_) g /= static_cast<double>(passes_);
+    }
+    context.cost.item_gradients += passes_ * all_items_.size();
+    context.cost.full_passes += passes_;
+  }
+
+  bool placed() const { return !point_.empty(); }
+  std::span<const double> data_gradient() const { return data_gradient_; }
+
+  /// c, Σ_i ∇f_i(c) and, for GLM models, s_i(c): everything the full pass at c computed.
+  void save_state(StateWriter& out) const {
+    out.section("control-variate centre");
+    out.flag(placed());
+    if (!placed()) return;
+    out.numbers(point_);
+    out.numbers(data_gradient_);
+    out.numbers(centre_scalars_);
+  }
+  void restore_state(StateReader& in) {
+    in.section("control-variate centre");
+    if (!in.flag()) return;
+    allocate();
+    in.numbers(point_, dimension_);
+    in.numbers(data_gradient_, dimension_);
+    in.numbers(centre_scalars_, glm_ ? items_ : 0);
+  }
+
+  /// gradient ← ∇U(c) + ∇f_0(θ) - ∇f_0(c): the estimate with the batch term left out, which is
+  /// exact at θ = c (used right after a full pass, where the batch term is zero).
+  void exact_at_centre(std::span<const double> theta, std::span<double> gradient, ChainContext& context) const {
+    std::copy(data_gradient_.begin(), data_gradient_.end(), gradient.begin());
+    context.model.add_prior_gradient_given(theta, gradient, context.workspace);
+  }
+
+  /// gradient ← ĝ(θ) of Baker et al. (2019, eq. 4) for the batch `draw`.
+  void estimate(std::span<const double> theta, const WeightedBatch& draw, std::span<double> gradient,
+                ChainContext& context) {
+    if (glm_)
+      estimate_glm(theta, draw, gradient, context);
+    else
+      estimate_general(theta, draw, gradient, context);
+    context.model.add_prior_gradient_given(theta, gradient, context.workspace);
+  }
+
+private:
+  void allocate() {
+    if (!all_items_.empty()) return;
+    all_items_.resize(items_);
+    std::iota(all_items_.begin(), all_items_.end(), std::size_t{0});
+    data_gradient_.resize(dimension_);
+    at_centre_.resize(dimension_);
+    if (glm_) centre_scalars_.resize(items_);
+  }
+
+  /// Σ_i∇f_i(c) + Σ_k w_k [∇f_i(θ) - ∇f_i(c)], both batch sums kept apart until the difference
+  /// so that at θ = c they cancel exactly. A model whose gradient Gibbs-samples latent variables
+  /// (LDA) draws both from the same stream state: common random numbers, so the two Gibbs
+  /// estimates are positively correlated and their difference small when θ is near c (at θ = c
+  /// it is exactly 0, as for a deterministic gradient). Models that draw nothing are unaffected.
+  void estimate_general(std::span<const double> theta, const WeightedBatch& draw, std::span<double> gradient,
+                        ChainContext& context) {
+    set_zero(gradient);
+    set_zero(at_centre_);
+    Rng replay = context.rng;
+    context.model.add_data_gradient(theta, draw.batch, gradient, context.workspace, context.rng);
+    context.model.add_data_gradient(point_, draw.batch, at_centre_, context.workspace, replay);
+    for (std::size_t j = 0; j < gradient.size(); ++j)
+      gradient[j] = data_gradient_[j] + draw.scale * (gradient[j] - at_centre_[j]);
+    context.cost.item_gradients += 2 * draw.batch.items.size();
+  }
+
+  /// Σ_i∇f_i(c) + Σ_k w_k [s_i(θ) - s_i(c)] x_i: one scalar per item and one pass over the features.
+  void estimate_glm(std::span<const double> theta, const WeightedBatch& draw, std::span<double> gradient,
+                    ChainContext& context) {
+    const auto items = draw.batch.items;
+    scales_.resize(items.size());
+    context.model.glm_scalars(theta, items, scales_, context.workspace);
+    for (std::size_t k = 0; k < items.size(); ++k) scales_[k] = draw.weight(k) * (scales_[k] - centre_scalars_[items[k]]);
+    std::copy(data_gradient_.begin(), data_gradient_.end(), gradient.begin());
+    context.model.add_scaled_features(items, scales_, gradient);
+    context.cost.item_gradients += items.size();
+  }
+
+  bool glm_;
+  std::size_t dimension_, items_;
+  std::size_t passes_ = 1;  // full passes averaged for Σ_i ∇f_i(c)
+  std::vector<std::size_t> all_items_;
+  std::vector<double> point_;           // c
+  std::vector<double> data_gradient_;   // Σ_i ∇f_i(c)
+  std::vector<double> centre_scalars_;  // s_i(c) for every item (GLM models)
+  std::vector<double> at_centre_;       // scratch: Σ_k w_k ∇f_i(c) over the batch
+  std::vector<double> scales_;          // scratch: w_k [s_i(θ) - s_i(c)]
+};
+
+// ---- cv: SGLD-CV, centre θ̂ found by SGD -------------------------------------------------------
+
+double norm(std::span<const double> v) { return std::sqrt(std::inner_product(v.begin(), v.end(), v.begin(), 0.0)); }
+
+/// λ̂, the largest curvature of U near θ, for SGD's automatic first step h_0 = 1/λ̂ (gradient
+/// descent is stable for h λ_max < 2): 10 power iterations v ← Hv/‖Hv‖ (Golub & Van Loan §8.2),
+/// each Hessian-vector product a finite difference of minibatch estimates on one batch,
+/// Hv ≈ [∇Û(θ + δv) - ∇Û(θ)]/δ: 2n item gradients each, counted in the chain's cost. The batch
+/// Hessian's top eigenvalue tends to exceed the full one's, which errs on the safe side. Returns
+/// 0 when there is no usable curvature (a flat or non-finite model).
+double largest_curvature(std::span<const double> theta, MinibatchSampler& batches, double scale, ChainContext& context) {
+  const std::size_t d = theta.size();
+  std::vector<double> v(d), shifted(d), at_theta(d), at_shifted(d);
+  context.rng.fill_normal(v);
+  const double start_norm = norm(v), delta = 1e-4 * (1.0 + norm(theta));
+  for (double& x : v) x /= start_norm;
+  double lambda = 0.0;
+  for (int iteration = 0; iteration < 10; ++iteration) {
+    const auto items = batches.draw(context.rng);
+    for (std::size_t j = 0; j < d; ++j) shifted[j] = theta[j] + delta * v[j];
+    scaled_batch_plus_prior(theta, items, scale, at_theta, context);
+    scaled_batch_plus_prior(shifted, items, scale, at_shifted, context);
+    for (std::size_t j = 0; j < d; ++j) v[j] = (at_shifted[j] - at_theta[j]) / delta;
+    lambda = norm(v);
+    if (!(lambda > 0.0) || !std::isfinite(lambda)) return 0.0;
+    for (double& x : v) x /= lambda;
+  }
+  return lambda;
+}
+
+/// "1.5, -2, 0.3" → {1.5, -2, 0.3}: a user-given centre θ̂, one number per parameter.
+std::vector<double> parse_centre(const Settings& section, const std::string& text, std::size_t dimension) {
+  std::vector<double> values;
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    std::string_view field = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    while (!field.empty() && std::isspace(static_cast<unsigned char>(field.front()))) field.remove_prefix(1);
+    while (!field.empty() && std::isspace(static_cast<unsigned char>(field.back()))) field.remove_suffix(1);
+    double value = 0.0;
+    const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+    if (field.empty() || error != std::errc{} || end != field.data() + field.size() || !std::isfinite(value))
+      throw Error(fmt::format("{}: '{}' is not a finite number; expected {} numbers separated by commas",
+                              section.describe("centre"), field, dimension));
+    values.push_back(value);
+  }
+  if (values.size() != dimension)
+    throw Error(fmt::format("{}: {} number(s) given; the model has {} parameters", section.describe("centre"),
+                            values.size(), dimension));
+  return values;
+}
+
+/// SGLD-CV (Baker et al. 2019, Algorithm 1): find θ̂ by SGD with the simple minibatch
+/// estimate (Baker et al. 2019, eq. 2 and the SGD update θ_{k+1} = θ_k - h_k ∇Û(θ_k) of §3.1), or take a
+/// user-given θ̂; one full pass for ∇U(θ̂); start the chain at θ̂; then estimate with eq. 4.
+/// The SGD phase's item gradients and time are the chain's (it runs inside Chain::run).
+class ControlVariateEstimator final : public Estimator {
+public:
+  ControlVariateEstimator(const Settings& section, const Model& model)
+      : sampler_(section, model), centre_(model),
+        sgd_iterations_(static_cast<std::uint64_t>(
+            section.integer_at_least("sgd_iterations", static_cast<std::int64_t>(one_pass(model, sampler_)), 0))),
+        schedule_(section),
+        with_replacement_(!sampler_.distinct_items()), section_(section.section()),
+        centre_passes_(static_cast<std::size_t>(section.integer_at_least("centre_passes", 1, 1))) {
+    if (centre_passes_ > 1 && !model.capabilities().latent_gibbs_step)
+      throw Error(fmt::format("{} = {}: only a model whose gradient Gibbs-samples latent variables (capability "
+                              "latent-gibbs-step) has a random full gradient to average; this one's is exact",
+                              section.describe("centre_passes"), centre_passes_));
+    centre_.average_passes(centre_passes_);
+    if (const std::string text = section.text("centre", ""); !text.empty()) {  // "": find θ̂ by SGD
+      given_centre_ = parse_centre(section, text, model.dimension());
+      for (const char* key : {"sgd_iterations", "sgd_schedule", "sgd_step_size", "sgd_decay_b", "sgd_decay_c"})
+        if (section.contains(key))
+          throw Error(fmt::format("{}: not used when {}.centre is given (there is no SGD phase)",
+                                  section.describe(key), section.section()));
+    }
+  }
+
+  void prepare(std::span<double> theta, ChainContext& context) override {
+    if (given_centre_)
+      std::copy(given_centre_->begin(), given_centre_->end(), theta.begin());
+    else
+      descend(theta, context);
+    centre_.move_to(theta, context);
+    if (!all_finite(centre_.data_gradient()))
+      throw Error(fmt::format("estimator 'cv', full-gradient pass at the centre θ̂: ∇U(θ̂) is not finite (NaN or "
+                              "Inf); {}",
+                              given_centre_ ? fmt::format("choose another {}.centre", section_)
+                                            : fmt::format("try a smaller {}.sgd_step_size (now {})", section_,
+                                                          schedule_.first_step())));
+  }
+
+  void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) override {
+    if (!centre_.placed()) throw Error("estimator 'cv': estimate() called before prepare() found the centre");
+    centre_.estimate(theta, sampler_.draw(context.rng), gradient, context);
+  }
+
+  /// The centre θ̂ and its full gradient (the SGD phase is not repeated), the batch permutation,
+  /// and h_0 (estimated by prepare when sgd_step_size = 0; messages quote it).
+  void save_state(StateWriter& out) const override {
+    out.section("estimator cv");
+    out.number(schedule_.first_step());
+    centre_.save_state(out);
+    sampler_.save_state(out);
+  }
+  void restore_state(StateReader& in) override {
+    in.section("estimator cv");
+    schedule_.set_first_step(in.number());
+    centre_.restore_state(in);
+    sampler_.restore_state(in);
+  }
+
+  /// θ̂ stays; its full gradient is recomputed under the new data terms (one full pass).
+  void data_terms_changed(std::span<const double>, ChainContext& context) override {
+    if (centre_.placed()) centre_.recompute(context);
+  }
+
+private:
+  /// SGD from the chain's starting point: θ ← θ - h_k [∇f_0(θ) + (N/n) Σ_{i∈S} ∇f_i(θ)], with
+  /// uniform batches (the estimate's own p_i may be 0 for items whose gradient is constant).
+  void descend(std::span<double> theta, ChainContext& context) {
+    const Model& model = context.model;
+    MinibatchSampler batches(model.num_items(), sampler_.batch_size(), with_replacement_);
+    const double scale = static_cast<double>(model.num_items()) / static_cast<double>(sampler_.batch_size());
+    if (schedule_.automatic() && sgd_iterations_ > 0)
+      schedule_.set_first_step(automatic_first_step(theta, batches, scale, context));
+    std::vector<double> gradient(theta.size());
+    const bool mirror = model.capabilities().positive_parameters;  // as the integrators reflect at 0
+    for (std::uint64_t k = 1; k <= sgd_iterations_; ++k) {
+      scaled_batch_plus_prior(theta, batches.draw(context.rng), scale, gradient, context);
+      const double h = schedule_.at(k);
+      for (std::size_t j = 0; j < theta.size(); ++j) theta[j] -= h * gradient[j];
+      if (mirror) mirror_positive(theta);
+      if (!all_finite(theta))
+        throw Error(fmt::format("estimator 'cv', SGD centring phase: θ is no longer finite (NaN or Inf) after step "
+                                "{} of {}; try a smaller {}.sgd_step_size (now {})",
+                                k, sgd_iterations_, section_, schedule_.first_step()));
+    }
+  }
+
+  /// 1/λ̂; a model whose gradient Gibbs-samples latent variables has no reproducible batch
+  /// gradient to difference, and a flat one no curvature: those get 1e-4, the integrators' default.
+  static double automatic_first_step(std::span<const double> theta, MinibatchSampler& batches, double scale,
+                                     ChainContext& context) {
+    if (context.model.capabilities().latent_gibbs_step) return 1e-4;
+    const double lambda = largest_curvature(theta, batches, scale, context);
+    return lambda > 0.0 ? 1.0 / lambda : 1e-4;
+  }
+
+  ItemSampler sampler_;
+  Centre centre_;
+  std::uint64_t sgd_iterations_;
+  SgdSchedule schedule_;
+  bool with_replacement_;
+  std::string section_;  // "estimator", for messages
+  std::size_t centre_passes_;  // full Gibbs passes averaged for ∇U(θ̂) (latent-variable models)
+  std::optional<std::vector<double>> given_centre_;
+};
+
+// ---- svrg: the centre is a snapshot refreshed every m estimates -------------------------------
+
+/// SVRG-LD (Dubey et al. 2016, NeurIPS, Algorithm "SVRG-LD"): every m estimates the snapshot
+/// θ̃ ← θ and ∇U(θ̃) is recomputed with a full pass (that estimate is exact); in between, the
+/// estimate of Baker et al. (2019, eq. 4) around θ̃. Keys: period m (default one pass, ceil(N/n)).
+class SvrgEstimator final : public Estimator {
+public:
+  SvrgEstimator(const Settings& section, const Model& model)
+      : sampler_(section, model), centre_(model),
+        period_(static_cast<std::uint64_t>(
+            section.integer_at_least("period", static_cast<std::int64_t>(one_pass(model, sampler_)), 1))),
+        since_snapshot_(period_) {}
+
+  void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) override {
+    if (since_snapshot_ == period_) {
+      centre_.move_to(theta, context);
+      centre_.exact_at_centre(theta, gradient, context);
+      since_snapshot_ = 1;
+      return;
+    }
+    centre_.estimate(theta, sampler_.draw(context.rng), gradient, context);
+    ++since_snapshot_;
+  }
+
+  void save_state(StateWriter& out) const override {
+    out.section("estimator svrg");
+    out.count(since_snapshot_);
+    centre_.save_state(out);
+    sampler_.save_state(out);
+  }
+  void restore_state(StateReader& in) override {
+    in.section("estimator svrg");
+    since_snapshot_ = in.count();
+    centre_.restore_state(in);
+    sampler_.restore_state(in);
+  }
+  /// The next estimate takes a new snapshot (a full pass under the new data terms).
+  void data_terms_changed(std::span<const double>, ChainContext&) override { since_snapshot_ = period_; }
+
+private:
+  ItemSampler sampler_;
+  Centre centre_;
+  std::uint64_t period_;
+  std::uint64_t since_snapshot_;  // estimates since the last snapshot; = period_ forces one
+};
+
+}  // namespace sgmcmc::estimator_parts

@@ -1,0 +1,63 @@
+// The sub-steps the integrators are built from.
+//
+// Langevin SDE (temperature T, friction γ, diagonal mass M):
+//   dθ = M⁻¹m dt,  dm = -∇U(θ) dt - γ m dt + sqrt(2γT) M^{1/2} dW.
+// The splitting integrators (OBABO, BAOAB, leapfrog) are built from three exact sub-flows, exported
+// below so they can be tested one by one: A (drift), B (kick) and O (Ornstein–Uhlenbeck).
+module;
+#include <cmath>
+#include <cstddef>
+#include <span>
+export module sgmcmc.integrators:substeps;
+import sgmcmc.random;
+
+export namespace sgmcmc {
+
+// ---- Sub-steps (Leimkuhler & Matthews 2015, §7; Garriga-Alonso & Fortuin 2021, §4) -------------
+
+/// A: θ ← θ + h M⁻¹ m; with `reflect`, a coordinate that crosses 0 is reflected, θ_j ← -θ_j,
+/// and its momentum negated, m_j ← -m_j (the elastic bounce of a particle at a wall).
+void drift(std::span<double> theta, std::span<double> momentum, std::span<const double> inverse_mass, double h,
+           bool reflect = false);
+/// B: m ← m - h g.
+void kick(std::span<double> momentum, std::span<const double> gradient, double h);
+/// O: m ← c m + sqrt((1 - c²) T) M^{1/2} ξ with c = exp(-γt): the exact flow of the
+/// Ornstein–Uhlenbeck part dm = -γ m dt + sqrt(2γT) M^{1/2} dW over a time t. Callers pass c.
+void ornstein_uhlenbeck(std::span<double> momentum, double retention, double temperature,
+                        std::span<const double> sqrt_mass, Rng& rng);
+/// ½ mᵀ M⁻¹ m.
+double kinetic_energy(std::span<const double> momentum, std::span<const double> inverse_mass);
+
+}  // namespace sgmcmc
+
+namespace sgmcmc {
+
+void drift(std::span<double> theta, std::span<double> momentum, std::span<const double> inverse_mass, double h,
+           bool reflect) {
+  for (std::size_t j = 0; j < theta.size(); ++j) theta[j] += h * inverse_mass[j] * momentum[j];
+  if (!reflect) return;
+  for (std::size_t j = 0; j < theta.size(); ++j)
+    if (theta[j] < 0.0) {
+      theta[j] = -theta[j];
+      momentum[j] = -momentum[j];
+    }
+}
+
+void kick(std::span<double> momentum, std::span<const double> gradient, double h) {
+  for (std::size_t j = 0; j < momentum.size(); ++j) momentum[j] -= h * gradient[j];
+}
+
+void ornstein_uhlenbeck(std::span<double> momentum, double retention, double temperature,
+                        std::span<const double> sqrt_mass, Rng& rng) {
+  const double noise = std::sqrt((1.0 - retention * retention) * temperature);
+  for (std::size_t j = 0; j < momentum.size(); ++j)
+    momentum[j] = retention * momentum[j] + noise * sqrt_mass[j] * rng.normal();
+}
+
+double kinetic_energy(std::span<const double> momentum, std::span<const double> inverse_mass) {
+  double sum = 0.0;
+  for (std::size_t j = 0; j < momentum.size(); ++j) sum += momentum[j] * momentum[j] * inverse_mass[j];
+  return 0.5 * sum;
+}
+
+}  // namespace sgmcmc
