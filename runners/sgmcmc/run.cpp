@@ -17,11 +17,9 @@
 #include <ctime>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <variant>
@@ -31,6 +29,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "files.hpp"
 #include "presets.hpp"
 #include "progress.hpp"
 #include "run.hpp"
@@ -48,25 +47,17 @@ struct LoadedConfig {
   std::string source;  // where it came from, for the manifest
 };
 
-std::string file_text(const fs::path& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw sgmcmc::Error(fmt::format("{}: cannot open the {}", path.string(), what));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 LoadedConfig load_config(const RunOptions& options) {
   LoadedConfig loaded;
   if (options.preset) {
     const auto& preset = find_preset(*options.preset);
     loaded = {sgmcmc::parse_config(preset.text, preset.source), preset.name, fmt::format("preset {}", preset.name)};
   } else if (options.config_file) {
-    loaded = {sgmcmc::parse_config(file_text(*options.config_file, "configuration file"), options.config_file->string()),
+    loaded = {sgmcmc::parse_config(read_file(*options.config_file, "the configuration file"), options.config_file->string()),
               options.config_file->stem().string(), options.config_file->string()};
   } else {  // --resume DIR alone: the configuration the run wrote there
     const fs::path file = *options.resume / "config.toml";
-    loaded = {sgmcmc::parse_config(file_text(file, "configuration the run recorded"), file.string()), "", file.string()};
+    loaded = {sgmcmc::parse_config(read_file(file, "the configuration the run recorded"), file.string()), "", file.string()};
   }
   for (const auto& assignment : options.overrides) sgmcmc::apply_override(loaded.config, assignment);
   if (options.seed) sgmcmc::apply_override(loaded.config, fmt::format("run.seed={}", *options.seed));
@@ -338,16 +329,6 @@ void write_metrics(const fs::path& path, const std::vector<std::string>& names, 
   file.close();
 }
 
-/// Whole or absent: written to a temporary name, then renamed.
-void write_atomically(const fs::path& path, const std::string& text) {
-  fs::path temporary = path;
-  temporary += ".partial";
-  sgmcmc::OutputFile file(temporary);
-  file.write(text);
-  file.close();
-  fs::rename(temporary, path);
-}
-
 /// Runs every job on `threads` threads. Chains are independent (own stream, workspace and
 /// parts), so which thread runs which chain changes nothing in their output.
 void run_jobs(std::vector<ChainJob>& jobs, const sgmcmc::ChainSchedule& schedule, unsigned threads,
@@ -483,7 +464,7 @@ void record_run(const PreparedRun& run, const fs::path& out, const json& manifes
 json read_recorded_run(const fs::path& out) {
   const fs::path path = out / "checkpoint.json";
   try {
-    return json::parse(file_text(path, "record of the checkpointed run"));
+    return json::parse(read_file(path, "the record of the checkpointed run"));
   } catch (const json::exception& error) {
     throw sgmcmc::Error(fmt::format("{}: not a record of a checkpointed run ({})", path.string(), error.what()));
   }

@@ -27,7 +27,6 @@
 #include <mutex>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -42,6 +41,7 @@
 
 #include "cluster.hpp"
 #include "commands.hpp"
+#include "files.hpp"
 #include "presets.hpp"
 #include "run.hpp"
 
@@ -77,14 +77,6 @@ struct Sweep {
 
 std::string origin_of(const Sweep& sweep, const toml::node& node) {
   return fmt::format("{}:{}", sweep.source, node.source().begin.line);
-}
-
-std::string read_file(const fs::path& path, std::string_view what = "the sweep file") {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw sgmcmc::Error(fmt::format("{}: cannot open {}", path.string(), what));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 sgmcmc::Value to_value(const toml::node& node, const std::string& where) {
@@ -524,15 +516,6 @@ std::string number_text(double value) {
   return text;
 }
 
-/// Writes through a temporary name, so a reader never sees half a table.
-void write_atomically(const fs::path& path, const std::string& text) {
-  const fs::path temporary = path.string() + ".partial";
-  sgmcmc::OutputFile file(temporary);
-  file.write(text);
-  file.close();
-  fs::rename(temporary, path);
-}
-
 constexpr std::array<const char*, 4> run_columns = {"chain", "iteration", "seconds", "item_gradients"};
 
 /// The cell column and the axis values that start every row of both tables.
@@ -645,7 +628,7 @@ void write_tables(const Sweep& sweep, const std::vector<Cell>& cells, const fs::
 void prepare_sweep_folder(const Sweep& sweep, const fs::path& out, bool resume) {
   const fs::path recorded = out / "sweep.toml";
   if (resume && fs::exists(recorded)) {
-    if (read_file(recorded) != sweep.text)
+    if (read_file(recorded, "the sweep file") != sweep.text)
       throw sgmcmc::Error(fmt::format("--resume: '{}' holds another sweep ({} differs from {}); nothing was changed",
                                       out.string(), recorded.string(), sweep.source));
     return;
@@ -739,7 +722,7 @@ struct Plan {
 /// The sweep file, its size, --resume, every cell's validation, the output folder: all on rank 0,
 /// so a bad sweep is one message however many ranks there are.
 Plan make_plan(const SweepOptions& options, unsigned jobs) {
-  Plan plan{parse_sweep(read_file(options.file), options.file.string()), {}, {}};
+  Plan plan{parse_sweep(read_file(options.file, "the sweep file"), options.file.string()), {}, {}};
   plan.cells = enumerate_cells(plan.sweep);
   check_cell_count(plan.sweep, plan.cells.size(), options);
   plan.out = options.out ? *options.out : fs::path("runs") / fmt::format("sweep-{}", options.file.stem().string());
