@@ -1,16 +1,5 @@
-// `sgmcmc run`: configuration → model and chains → files.
-//
-// Output folder:
-//   chain-<k>.csv  Stan CSV draws of chain k (written as the chain runs)
-//   gradients-<k>.csv  ∇log π at each draw of chain k, when [output] gradients is not "none"
-//   metrics.csv    chain, iteration, seconds, item_gradients, then the model's metrics
-//   manifest.json  resolved configuration, seed, versions, timings, cost; written last, through a
-//                  temporary name, so a folder without it is an interrupted run.
-// With run.checkpoint_every (for `sgmcmc run --resume DIR`):
-//   config.toml        the keys set, which --resume rebuilds the run from
-//   checkpoint.json    the source and resolved configuration, which a resumed run must match
-//   checkpoint-<k>.bin chain k's state (sgmcmc.state) and where its files stood; removed when
-//                      the run is complete
+// `sgmcmc run`: configuration → model and chains → the files of a run's output folder
+// (run_folder.hpp).
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -33,6 +22,7 @@
 #include "presets.hpp"
 #include "progress.hpp"
 #include "run.hpp"
+#include "run_folder.hpp"
 
 import sgmcmc;
 
@@ -56,7 +46,7 @@ LoadedConfig load_config(const RunOptions& options) {
     loaded = {sgmcmc::parse_config(read_file(*options.config_file, "the configuration file"), options.config_file->string()),
               options.config_file->stem().string(), options.config_file->string()};
   } else {  // --resume DIR alone: the configuration the run wrote there
-    const fs::path file = *options.resume / "config.toml";
+    const fs::path file = *options.resume / run_folder::config;
     loaded = {sgmcmc::parse_config(read_file(file, "the configuration the run recorded"), file.string()), "", file.string()};
   }
   for (const auto& assignment : options.overrides) sgmcmc::apply_override(loaded.config, assignment);
@@ -109,10 +99,12 @@ fs::path prepare_output(const RunOptions& options, const std::string& label) {
     throw sgmcmc::Error(fmt::format("output folder '{}' is not empty; choose another --out, or add --replace", out.string()));
   fs::create_directories(out, error);
   if (error) throw sgmcmc::Error(fmt::format("output folder '{}': {}", out.string(), error.message()));
-  for (const char* stale : {"manifest.json", "metrics.csv", "config.toml", "checkpoint.json"}) fs::remove(out / stale, error);
+  for (const char* stale : {run_folder::manifest, run_folder::metrics, run_folder::config, run_folder::checkpoint_record})
+    fs::remove(out / stale, error);
   for (const auto& entry : fs::directory_iterator(out))
-    if (const auto name = entry.path().filename().string();
-        name.starts_with("chain-") || name.starts_with("gradients-") || name.starts_with("checkpoint-"))
+    if (const auto name = entry.path().filename().string(); name.starts_with(run_folder::chain_prefix) ||
+                                                            name.starts_with(run_folder::gradients_prefix) ||
+                                                            name.starts_with(run_folder::checkpoint_prefix))
       fs::remove(entry.path(), error);
   return out;
 }
@@ -454,15 +446,15 @@ json manifest_chains(const PreparedRun& run) {
 
 /// config.toml and checkpoint.json, before any chain starts.
 void record_run(const PreparedRun& run, const fs::path& out, const json& manifest) {
-  write_atomically(out / "config.toml",
+  write_atomically(out / run_folder::config,
                    fmt::format("# The keys set for this run ({}), which `sgmcmc run --resume` rebuilds it from.\n{}",
                                run.source, sgmcmc::format_config(run.config)));
   const json recorded = {{"sgmcmc_version", SGMCMC_VERSION}, {"source", run.source}, {"config", manifest["config"]}};
-  write_atomically(out / "checkpoint.json", recorded.dump(2) + "\n");
+  write_atomically(out / run_folder::checkpoint_record, recorded.dump(2) + "\n");
 }
 
 json read_recorded_run(const fs::path& out) {
-  const fs::path path = out / "checkpoint.json";
+  const fs::path path = out / run_folder::checkpoint_record;
   try {
     return json::parse(read_file(path, "the record of the checkpointed run"));
   } catch (const json::exception& error) {
@@ -490,7 +482,7 @@ std::vector<std::string> config_differences(const json& here, const json& record
 /// the chain it came from).
 void check_recorded_run(const fs::path& out, const json& manifest) {
   const json recorded = read_recorded_run(out);
-  const fs::path path = out / "checkpoint.json";
+  const fs::path path = out / run_folder::checkpoint_record;
   if (recorded.value("sgmcmc_version", "") != SGMCMC_VERSION)
     throw sgmcmc::Error(fmt::format("{}: the run was made by sgmcmc {}, this is {}; its chains cannot be continued bit "
                                     "for bit (nothing was changed)",
@@ -501,7 +493,7 @@ void check_recorded_run(const fs::path& out, const json& manifest) {
                                     path.string(), fmt::join(differences, "; ")));
 }
 
-fs::path checkpoint_path(const fs::path& out, std::size_t k) { return out / fmt::format("checkpoint-{}.bin", k + 1); }
+fs::path checkpoint_path(const fs::path& out, std::size_t k) { return out / run_folder::chain_checkpoint(k + 1); }
 
 /// Builds every chain's files; with `resume`, first restores every chain that has a checkpoint
 /// (all are read before any file is touched, so a bad checkpoint changes nothing).
@@ -515,7 +507,7 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
   for (std::uint64_t k = 0; k < run.schedule.chains; ++k) {
     auto chain_comments = comments;
     chain_comments.push_back(fmt::format("chain = {}", k + 1));
-    const ChainPaths paths{out / fmt::format("chain-{}.csv", k + 1), out / fmt::format("gradients-{}.csv", k + 1),
+    const ChainPaths paths{out / run_folder::chain_draws(k + 1), out / run_folder::chain_gradients(k + 1),
                            checkpoint_path(out, k)};
     run.jobs[k].files = std::make_unique<ChainFiles>(paths, chain_comments, run.tests_acceptance, names,
                                                      std::move(run.recorders[k]), quantity_names);
@@ -535,11 +527,11 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
 
 std::string resume_refusal(const fs::path& out) {
   if (!fs::is_directory(out)) return fmt::format("'{}' is not a folder", out.string());
-  if (fs::exists(out / "manifest.json"))
+  if (fs::exists(out / run_folder::manifest))
     return fmt::format("'{}' holds a complete run (its manifest.json is written); there is nothing to resume, and "
                        "nothing was changed",
                        out.string());
-  if (!fs::exists(out / "checkpoint.json"))
+  if (!fs::exists(out / run_folder::checkpoint_record))
     return fmt::format("'{}' holds no checkpoint.json: it is not a run made with checkpoints (--checkpoint-every K or "
                        "run.checkpoint_every)",
                        out.string());
@@ -569,14 +561,14 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
   for (const auto& job : run.jobs)
     if (job.result.stopped) return RunOutcome::stopped;  // the checkpoints stay for --resume
 
-  write_metrics(out / "metrics.csv", run.model->metric_names(), run.jobs);
+  write_metrics(out / run_folder::metrics, run.model->metric_names(), run.jobs);
   bool any_diverged = false;
   for (const auto& job : run.jobs) any_diverged |= job.result.diverged;
   manifest["status"] = any_diverged ? "diverged" : "complete";
   manifest["chains"] = manifest_chains(run);
   manifest["threads"] = threads;
   manifest["timings"] = {{"model_seconds", run.model_seconds}, {"total_seconds", run.elapsed()}};
-  write_atomically(out / "manifest.json", manifest.dump(2) + "\n");
+  write_atomically(out / run_folder::manifest, manifest.dump(2) + "\n");
   for (std::size_t k = 0; checkpoints && k < run.jobs.size(); ++k) fs::remove(checkpoint_path(out, k));
   return any_diverged ? RunOutcome::diverged : RunOutcome::complete;
 }
@@ -612,7 +604,8 @@ int run_command(const RunOptions& options) {
   const bool any_diverged = outcome == RunOutcome::diverged;
   for (std::size_t k = 0; k < jobs.size(); ++k) {
     const auto& r = jobs[k].result;
-    if (r.diverged) fmt::print(stderr, "sgmcmc: chain {} {}; its draws until then are in chain-{}.csv\n", k + 1, r.message, k + 1);
+    if (r.diverged)
+      fmt::print(stderr, "sgmcmc: chain {} {}; its draws until then are in {}\n", k + 1, r.message, run_folder::chain_draws(k + 1));
     if (r.non_finite_proposals)
       fmt::print(stderr, "sgmcmc: chain {}: {} proposal(s) with a non-finite potential or energy error were rejected\n",
                  k + 1, r.non_finite_proposals);

@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -71,8 +70,7 @@ int summary_command(const fs::path& folder, const std::vector<std::string>& want
   }
 
   const auto accept = std::find(chains.columns.begin(), chains.columns.end(), "accept_stat__");
-  nlohmann::json manifest;
-  if (std::ifstream in(folder / "manifest.json"); in) manifest = nlohmann::json::parse(in, nullptr, false);
+  const nlohmann::json manifest = manifest_if_any(folder);
   for (std::size_t k = 0; k < chains.files.size(); ++k) {
     double acceptance = 0.0;
     for (const auto& row : chains.files[k].rows) acceptance += row[static_cast<std::size_t>(accept - chains.columns.begin())];

@@ -44,6 +44,7 @@
 #include "files.hpp"
 #include "presets.hpp"
 #include "run.hpp"
+#include "run_folder.hpp"
 
 import sgmcmc;
 
@@ -615,9 +616,9 @@ void write_tables(const Sweep& sweep, const std::vector<Cell>& cells, const fs::
   std::vector<json> manifests(cells.size());
   for (std::size_t c = 0; c < cells.size(); ++c) {
     const fs::path folder = out / cells[c].name;
-    if (cells[c].status == "skipped" || !fs::exists(folder / "manifest.json")) continue;
-    manifests[c] = read_manifest(folder / "manifest.json");
-    tables[c] = read_metrics(folder / "metrics.csv");
+    if (cells[c].status == "skipped" || !fs::exists(folder / run_folder::manifest)) continue;
+    manifests[c] = read_manifest(folder / run_folder::manifest);
+    tables[c] = read_metrics(folder / run_folder::metrics);
   }
   const auto metrics = metric_union(tables);
   write_atomically(out / "results.csv", results_csv(sweep, cells, tables, metrics));
@@ -728,7 +729,7 @@ Plan make_plan(const SweepOptions& options, unsigned jobs) {
   plan.out = options.out ? *options.out : fs::path("runs") / fmt::format("sweep-{}", options.file.stem().string());
   if (options.resume)
     for (auto& cell : plan.cells)
-      if (fs::exists(plan.out / cell.name / "manifest.json")) cell.status = "done";
+      if (fs::exists(plan.out / cell.name / run_folder::manifest)) cell.status = "done";
   validate_cells(plan.sweep, plan.cells, options, jobs);
   prepare_sweep_folder(plan.sweep, plan.out, options.resume);
   if (!options.quiet)
@@ -886,14 +887,14 @@ Finished store_cell(std::vector<Cell>& cells, Unpacker& fields, const fs::path& 
   while (!fields.empty()) {
     const fs::path name = fields.next();
     std::string content = fields.next();
-    if (name == "manifest.json") {
+    if (name == run_folder::manifest) {
       manifest = std::move(content);
       continue;
     }
     fs::create_directories((folder / name).parent_path());
     write_atomically(folder / name, content);
   }
-  if (manifest) write_atomically(folder / "manifest.json", *manifest);
+  if (manifest) write_atomically(folder / run_folder::manifest, *manifest);
   return finished;
 }
 

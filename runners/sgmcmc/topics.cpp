@@ -25,12 +25,12 @@ namespace {
 
 /// The model's name from the run's manifest.json; a folder without one is not a finished run.
 std::string model_of(const fs::path& folder) {
-  std::ifstream in(folder / "manifest.json");
+  std::ifstream in(folder / run_folder::manifest);
   if (!in) throw sgmcmc::Error(fmt::format("topics: {}: no manifest.json (not a finished run folder)", folder.string()));
   try {
     return nlohmann::json::parse(in).at("model").at("name").get<std::string>();
   } catch (const nlohmann::json::exception& error) {
-    throw sgmcmc::Error(fmt::format("topics: {}: unreadable manifest.json ({})", (folder / "manifest.json").string(), error.what()));
+    throw sgmcmc::Error(fmt::format("topics: {}: unreadable manifest.json ({})", (folder / run_folder::manifest).string(), error.what()));
   }
 }
 

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <string>
@@ -69,8 +68,8 @@ void locate_columns(Recorded& recorded, const fs::path& gradient_path) {
 
 Recorded read_recorded(const fs::path& folder) {
   Recorded recorded{read_chains(folder, "zv", 1)};
-  const auto chain_paths = numbered_files(folder, "chain-", "zv");
-  const auto gradient_paths = numbered_files(folder, "gradients-", "zv");
+  const auto chain_paths = numbered_files(folder, run_folder::chain_prefix, "zv");
+  const auto gradient_paths = numbered_files(folder, run_folder::gradients_prefix, "zv");
   if (gradient_paths.empty())
     throw sgmcmc::Error(fmt::format("zv: '{}' has no gradients-<k>.csv files; record them with [output] gradients = "
                                     "\"cv\" (or \"exact\", \"estimator\") in the run's configuration",
@@ -154,8 +153,7 @@ double mcse(const std::vector<double>& values, std::size_t chains, std::size_t d
 }
 
 std::string gradient_source(const fs::path& folder) {
-  nlohmann::json manifest;
-  if (std::ifstream in(folder / "manifest.json"); in) manifest = nlohmann::json::parse(in, nullptr, false);
+  const nlohmann::json manifest = manifest_if_any(folder);
   if (manifest.is_object() && manifest.contains("config") && manifest["config"].contains("output") &&
       manifest["config"]["output"].contains("gradients"))
     return manifest["config"]["output"]["gradients"].get<std::string>();
