@@ -1,5 +1,5 @@
 // `sgmcmc run`: configuration → model and chains → the files of a run's output folder
-// (run_folder.hpp).
+// (run_folder.hpp), which chain_files.hpp writes.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -17,6 +17,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "chain_files.hpp"
 #include "commands.hpp"
 #include "files.hpp"
 #include "presets.hpp"
@@ -131,170 +132,6 @@ std::vector<std::string> config_comment_lines(const json& config) {
   return lines;
 }
 
-/// Stan's sampler columns, plus the MH block's ΔH̃ and decision when there is an MH test.
-std::vector<std::string> sampler_columns(bool tests_acceptance) {
-  std::vector<std::string> columns{"lp__", "accept_stat__", "stepsize__"};
-  if (tests_acceptance) columns.insert(columns.end(), {"delta_energy__", "accepted__"});
-  return columns;
-}
-
-/// gradients-<k>.csv: `#` comment lines, the header grad_lp.<parameter>,..., then one row per
-/// draw of chain-<k>.csv, in the same order: z = ∇log π at that draw.
-class GradientFile {
-public:
-  GradientFile(const fs::path& path, const std::vector<std::string>& comments, const std::vector<std::string>& names)
-      : file_(path) {
-    for (const auto& comment : comments) file_.write(fmt::format("# {}\n", comment));
-    file_.write(fmt::format("{}\n", fmt::join(sgmcmc::gradient_column_names(names), ",")));
-  }
-  /// Continues the file after its first `keep` bytes.
-  GradientFile(const fs::path& path, std::uint64_t keep) : file_(path, keep) {}
-  std::uint64_t flush() { return file_.flush(); }
-  void write(std::span<const double> score) {
-    line_.clear();
-    for (double value : score) {
-      if (!line_.empty()) line_ += ',';
-      sgmcmc::append_number(line_, value);
-    }
-    file_.write(line_ + "\n");
-  }
-  void close() { file_.close(); }
-
-private:
-  sgmcmc::OutputFile file_;
-  std::string line_;
-};
-
-/// Where chain k's files go.
-struct ChainPaths {
-  fs::path draws, gradients, checkpoint;
-};
-
-/// One chain's output: draws (and the model's quantities, when recorded, as generated-quantity
-/// columns after the parameters) streamed to its Stan CSV, gradients to gradients-<k>.csv, metric
-/// rows kept for metrics.csv. At a checkpoint it adds where its files stand, its metric rows and
-/// its recorder to the chain's state and writes checkpoint-<k>.bin.
-class ChainFiles final : public sgmcmc::ChainObserver {
-public:
-  ChainFiles(ChainPaths paths, std::vector<std::string> comments, bool tests_acceptance,
-             const std::vector<std::string>& names, std::unique_ptr<sgmcmc::DrawRecorder> recorder,
-             const std::vector<std::string>& quantity_names)
-      : paths_(std::move(paths)), comments_(std::move(comments)), tests_acceptance_(tests_acceptance),
-        parameter_names_(names), columns_(columns(names, recorder ? recorder->quantity_count() : 0, quantity_names)),
-        recorder_(std::move(recorder)) {
-    if (records_gradients()) score_.resize(names.size());
-    if (recorder_) row_.resize(names.size() + recorder_->quantity_count());
-  }
-  /// Reads what on_checkpoint added to a chain's state; open() then continues the files there.
-  void restore_state(sgmcmc::StateReader& in) {
-    in.section("chain files");
-    continue_at_ = Lengths{in.count(), in.count()};
-    rows_.resize(in.count());
-    for (auto& row : rows_) {
-      row.iteration = in.count();
-      row.seconds = in.number();
-      row.cost.item_gradients = in.count();
-      row.cost.full_passes = in.count();
-      row.values = in.numbers();
-    }
-    if (recorder_) recorder_->restore_state(in);
-  }
-  /// New files with comments and headers, or, after restore_state, the files cut to where the
-  /// checkpoint left them (an interrupted run may have written beyond it) and continued.
-  void open() {
-    if (continue_at_) {
-      draws_.emplace(paths_.draws, continue_at_->draws);
-      if (records_gradients()) gradients_.emplace(paths_.gradients, continue_at_->gradients);
-      return;
-    }
-    draws_.emplace(paths_.draws, comments_, sampler_columns(tests_acceptance_), columns_);
-    if (records_gradients()) {
-      auto gradient_comments = comments_;
-      gradient_comments.push_back("grad_lp.<parameter> = d log pi / d parameter = -dU/d parameter at the draw of the same row "
-                                  "of chain-<k>.csv");
-      gradients_.emplace(paths_.gradients, gradient_comments, parameter_names_);
-    }
-  }
-  /// Work before the chain's first iteration (a `cv` recorder's centring), in the chain's thread.
-  /// Its errors name the [estimator] keys it reads, so they say whose centring failed. A
-  /// recorder restored from a checkpoint has done it.
-  void prepare() {
-    if (!recorder_ || continue_at_) return;
-    try {
-      recorder_->prepare();
-    } catch (const sgmcmc::Error& error) {
-      throw sgmcmc::Error(fmt::format("the gradient recorder (output.gradients): {}", error.what()));
-    }
-  }
-  void on_draw(const sgmcmc::Draw& draw) override {
-    const double all[] = {draw.lp, draw.decision.accept_stat, draw.step_size, draw.decision.delta_energy,
-                          draw.decision.accepted ? 1.0 : 0.0};
-    const std::span sampler(all, tests_acceptance_ ? 5 : 3);
-    if (!recorder_) return draws_->write_draw(sampler, draw.theta);
-    recorder_->follow(draw.workspace, draw.target_changes, draw.data_changes, draw.theta);
-    std::copy(draw.theta.begin(), draw.theta.end(), row_.begin());
-    if (recorder_->quantity_count()) recorder_->quantities(draw.theta, std::span(row_).subspan(draw.theta.size()));
-    draws_->write_draw(sampler, row_);
-    if (gradients_) {
-      recorder_->score(draw.theta, score_);
-      gradients_->write(score_);
-    }
-  }
-  void on_metrics(const sgmcmc::MetricsRow& row) override {
-    rows_.push_back({row.iteration, row.seconds, row.cost, {row.values.begin(), row.values.end()}});
-  }
-  /// The files are flushed first, so the lengths saved are what is on disk.
-  void on_checkpoint(std::uint64_t, sgmcmc::StateWriter& state) override {
-    state.section("chain files");
-    state.count(draws_->flush());
-    state.count(gradients_ ? gradients_->flush() : 0);
-    state.count(rows_.size());
-    for (const auto& row : rows_) {
-      state.count(row.iteration);
-      state.number(row.seconds);
-      state.count(row.cost.item_gradients);
-      state.count(row.cost.full_passes);
-      state.numbers(row.values);
-    }
-    if (recorder_) recorder_->save_state(state);
-    sgmcmc::write_state_file(paths_.checkpoint, state);
-  }
-  void close() {
-    draws_->close();
-    if (gradients_) gradients_->close();
-  }
-  sgmcmc::Cost recording_cost() const { return recorder_ ? recorder_->cost() : sgmcmc::Cost{}; }
-  struct Row {
-    std::uint64_t iteration;
-    double seconds;
-    sgmcmc::Cost cost;
-    std::vector<double> values;
-  };
-  const std::vector<Row>& rows() const { return rows_; }
-
-private:
-  static std::vector<std::string> columns(std::vector<std::string> names, std::size_t quantities,
-                                          const std::vector<std::string>& quantity_names) {
-    if (quantities) names.insert(names.end(), quantity_names.begin(), quantity_names.end());
-    return names;
-  }
-  bool records_gradients() const { return recorder_ && recorder_->records_gradients(); }
-
-  struct Lengths {
-    std::uint64_t draws, gradients;  // bytes of chain-<k>.csv and gradients-<k>.csv at the checkpoint
-  };
-  ChainPaths paths_;
-  std::vector<std::string> comments_;
-  bool tests_acceptance_;
-  std::vector<std::string> parameter_names_, columns_;
-  std::unique_ptr<sgmcmc::DrawRecorder> recorder_;
-  std::optional<Lengths> continue_at_;
-  std::optional<sgmcmc::StanCsvWriter> draws_;
-  std::optional<GradientFile> gradients_;
-  std::vector<double> row_, score_;
-  std::vector<Row> rows_;
-};
-
 struct ChainJob {
   std::unique_ptr<sgmcmc::Chain> chain;
   std::unique_ptr<ChainFiles> files;
@@ -302,24 +139,6 @@ struct ChainJob {
   std::exception_ptr failure;
   std::uint64_t resumed_at = 0;  // the iteration of the checkpoint it continued from, if any
 };
-
-void write_metrics(const fs::path& path, const std::vector<std::string>& names, const std::vector<ChainJob>& jobs) {
-  sgmcmc::OutputFile file(path);
-  std::string line = "chain,iteration,seconds,item_gradients";
-  for (const auto& name : names) line += "," + name;
-  file.write(line + "\n");
-  for (std::size_t k = 0; k < jobs.size(); ++k) {
-    for (const auto& row : jobs[k].files->rows()) {
-      line = fmt::format("{},{},{},{}", k + 1, row.iteration, row.seconds, row.cost.item_gradients);
-      for (double value : row.values) {
-        line += ',';
-        sgmcmc::append_number(line, value);
-      }
-      file.write(line + "\n");
-    }
-  }
-  file.close();
-}
 
 /// Runs every job on `threads` threads. Chains are independent (own stream, workspace and
 /// parts), so which thread runs which chain changes nothing in their output.
@@ -561,7 +380,9 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
   for (const auto& job : run.jobs)
     if (job.result.stopped) return RunOutcome::stopped;  // the checkpoints stay for --resume
 
-  write_metrics(out / run_folder::metrics, run.model->metric_names(), run.jobs);
+  std::vector<const ChainFiles*> files;
+  for (const auto& job : run.jobs) files.push_back(job.files.get());
+  write_metrics(out / run_folder::metrics, run.model->metric_names(), files);
   bool any_diverged = false;
   for (const auto& job : run.jobs) any_diverged |= job.result.diverged;
   manifest["status"] = any_diverged ? "diverged" : "complete";
