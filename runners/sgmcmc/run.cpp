@@ -13,6 +13,7 @@
 #include <thread>
 #include <variant>
 #include <vector>
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -460,4 +461,31 @@ int run_command(const RunOptions& options) {
     }
   }
   return any_diverged ? exit_diverged : 0;
+}
+
+Command add_run_command(CLI::App& app) {
+  const auto run = std::make_shared<RunOptions>();
+  auto* command = app.add_subcommand("run", "run chains from a preset or a TOML configuration");
+  auto* preset = command->add_option("--preset", run->preset, "a preset (see `sgmcmc presets`)");
+  command->add_option("--config", run->config_file, "a TOML configuration file")->excludes(preset);
+  command->add_option("--set", run->overrides, "override a key: section.key=value (repeatable)");
+  command->add_option("--seed", run->seed, "run.seed");
+  command->add_option("--chains", run->chains, "run.chains");
+  command->add_option("--threads", run->threads, "threads running chains (default: one per chain, at most the cores)");
+  command->add_option("--out", run->out, "output folder (default: runs/<preset or config>-<time>)");
+  command->add_flag("--replace", run->replace, "replace the output folder's files if it is not empty");
+  command->add_flag("--quiet", run->quiet, "no progress bar, no summary");
+  command->add_option("--plugin-dir", run->plugin_dir, "search this folder for model plugins first");
+  command->add_option("--checkpoint-every", run->checkpoint_every,
+                      "run.checkpoint_every: save every chain's state every K iterations, for --resume")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--stop-after", run->stop_after,
+                      "stop every chain after iteration K's checkpoint (K a multiple of the checkpoint interval)");
+  auto* resume = command->add_option("--resume", run->resume, "continue the interrupted run in this folder from its checkpoints");
+  resume->excludes("--out")->excludes("--replace");
+  return {command, [run] {
+            if (!run->preset && !run->config_file && !run->resume)
+              throw sgmcmc::Error("sgmcmc run: give --preset NAME, --config FILE.toml or --resume DIR");
+            return run_command(*run);
+          }};
 }

@@ -11,9 +11,11 @@
 #include <cstdio>
 #include <exception>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -73,4 +75,18 @@ int sweep_command(const SweepOptions& options) {
     if (cluster.size() == 1) throw;
     end_job(cluster, error);
   }
+}
+
+Command add_sweep_command(CLI::App& app) {
+  const auto sweep = std::make_shared<SweepOptions>();
+  auto* command = app.add_subcommand("sweep", "a grid of runs (cells) over any settings, on a thread pool");
+  command->add_option("file", sweep->file, "a sweep file: preset, [base.<section>] and [axes]")->required();
+  command->add_option("--jobs", sweep->jobs, "cells run at once (default: the number of cores)")->check(CLI::PositiveNumber);
+  command->add_option("--out", sweep->out, "output folder (default: runs/sweep-<file name>)");
+  command->add_flag("--resume", sweep->resume, "keep the cells this folder already finished, run the rest");
+  command->add_flag("--quiet", sweep->quiet, "no line per cell");
+  command->add_option("--plugin-dir", sweep->plugin_dir, "search this folder for model plugins first");
+  command->add_option("--max-cells", sweep->max_cells, "refuse a larger grid unless --yes (200)");
+  command->add_flag("--yes", sweep->yes, "run a grid larger than --max-cells");
+  return {command, [sweep] { return sweep_command(*sweep); }};
 }

@@ -7,9 +7,11 @@
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -267,4 +269,19 @@ int zv_command(const fs::path& folder, const ZvOptions& options) {
   print_dropped(second_result, 2);
   print_ksd(recorded, pooled, source);
   return 0;
+}
+
+Command add_zv_command(CLI::App& app) {
+  struct Options {
+    fs::path folder;
+    ZvOptions zv;
+  };
+  const auto options = std::make_shared<Options>();
+  auto* command = app.add_subcommand("zv", "zero-variance control-variate estimates from recorded gradients; kernel Stein discrepancy");
+  command->add_option("folder", options->folder, "a run's output folder with gradients-<k>.csv files")->required();
+  command->add_option("--order", options->zv.order, "1 (linear) or 2 (quadratic) polynomials (default 2 when d <= 30)")
+      ->check(CLI::IsMember({1, 2}));
+  command->add_option("--max-parameters", options->zv.max_parameters, "show the first this many parameters (20); quantities always");
+  command->add_option("--csv", options->zv.csv, "also write the table, every parameter and quantity, as CSV to this file");
+  return {command, [options] { return zv_command(options->folder, options->zv); }};
 }
