@@ -1,5 +1,5 @@
 // `sgmcmc run`: configuration → model and chains → the files of a run's output folder
-// (run_folder.hpp), which chain_files.hpp writes.
+// (run_folder.hpp), which chain_files.hpp and run_record.hpp write.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -25,6 +25,7 @@
 #include "progress.hpp"
 #include "run.hpp"
 #include "run_folder.hpp"
+#include "run_record.hpp"
 
 import sgmcmc;
 
@@ -264,55 +265,6 @@ json manifest_chains(const PreparedRun& run) {
   return chains;
 }
 
-/// config.toml and checkpoint.json, before any chain starts.
-void record_run(const PreparedRun& run, const fs::path& out, const json& manifest) {
-  write_atomically(out / run_folder::config,
-                   fmt::format("# The keys set for this run ({}), which `sgmcmc run --resume` rebuilds it from.\n{}",
-                               run.source, sgmcmc::format_config(run.config)));
-  const json recorded = {{"sgmcmc_version", SGMCMC_VERSION}, {"source", run.source}, {"config", manifest["config"]}};
-  write_atomically(out / run_folder::checkpoint_record, recorded.dump(2) + "\n");
-}
-
-json read_recorded_run(const fs::path& out) {
-  const fs::path path = out / run_folder::checkpoint_record;
-  try {
-    return json::parse(read_file(path, "the record of the checkpointed run"));
-  } catch (const json::exception& error) {
-    throw sgmcmc::Error(fmt::format("{}: not a record of a checkpointed run ({})", path.string(), error.what()));
-  }
-}
-
-/// "section.key: <here> here, <there> recorded", one per key that differs.
-std::vector<std::string> config_differences(const json& here, const json& recorded) {
-  std::vector<std::string> differences;
-  std::map<std::string, std::pair<json, json>> keys;
-  for (const auto& [section, values] : here.items())
-    for (const auto& [key, value] : values.items()) keys[section + "." + key].first = value;
-  for (const auto& [section, values] : recorded.items())
-    for (const auto& [key, value] : values.items()) keys[section + "." + key].second = value;
-  for (const auto& [key, values] : keys)
-    if (values.first != values.second)
-      differences.push_back(fmt::format("{}: {} here, {} recorded", key, values.first.is_null() ? "unset" : values.first.dump(),
-                                        values.second.is_null() ? "unset" : values.second.dump()));
-  return differences;
-}
-
-/// Throws unless `out`'s checkpoint.json records this very run: the same sgmcmc and the same
-/// resolved configuration (a checkpoint restored into another configuration would not continue
-/// the chain it came from).
-void check_recorded_run(const fs::path& out, const json& manifest) {
-  const json recorded = read_recorded_run(out);
-  const fs::path path = out / run_folder::checkpoint_record;
-  if (recorded.value("sgmcmc_version", "") != SGMCMC_VERSION)
-    throw sgmcmc::Error(fmt::format("{}: the run was made by sgmcmc {}, this is {}; its chains cannot be continued bit "
-                                    "for bit (nothing was changed)",
-                                    path.string(), recorded.value("sgmcmc_version", "?"), SGMCMC_VERSION));
-  if (const auto differences = config_differences(manifest["config"], recorded["config"]); !differences.empty())
-    throw sgmcmc::Error(fmt::format("{}: the configuration differs from the one this folder was run with ({}); resume "
-                                    "with the same configuration, or start a new run (nothing was changed)",
-                                    path.string(), fmt::join(differences, "; ")));
-}
-
 fs::path checkpoint_path(const fs::path& out, std::size_t k) { return out / run_folder::chain_checkpoint(k + 1); }
 
 /// Builds every chain's files; with `resume`, first restores every chain that has a checkpoint
@@ -371,9 +323,9 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
                               {"items", run.model->num_items()}}}};
   const bool checkpoints = run.schedule.chain.checkpoint_every > 0;
   if (resume)
-    check_recorded_run(out, manifest);
+    check_recorded_run(out, manifest["config"]);
   else if (checkpoints)
-    record_run(run, out, manifest);
+    record_run(out, run.source, run.config, manifest["config"]);
   open_chain_files(run, out, manifest, resume);
   run_jobs(run.jobs, run.schedule.chain, threads, progress);
   for (auto& job : run.jobs)
