@@ -1,7 +1,10 @@
 // `sgmcmc check-model`: loads a plugin (refused with the reason if its ABI record differs) and
 // prints one PASS/FAIL/SKIP line per check of sgmcmc::check_model.
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "commands.hpp"
@@ -29,4 +32,18 @@ int check_model_command(const std::string& plugin_name, const std::vector<std::s
   }
   fmt::print("{} checks, {} failed\n", outcomes.size(), failed);
   return failed ? 1 : 0;
+}
+
+Command add_check_model_command(CLI::App& app) {
+  struct Options {
+    std::string plugin;
+    std::vector<std::string> overrides;
+    std::optional<std::filesystem::path> plugin_dir;
+  };
+  const auto check = std::make_shared<Options>();
+  auto* command = app.add_subcommand("check-model", "check a model plugin's gradients, batches and capabilities");
+  command->add_option("plugin", check->plugin, "plugin name or path to its .so")->required();
+  command->add_option("--set", check->overrides, "a [model] key: model.key=value (repeatable)");
+  command->add_option("--plugin-dir", check->plugin_dir, "search this folder for model plugins first");
+  return {command, [check] { return check_model_command(check->plugin, check->overrides, check->plugin_dir); }};
 }

@@ -4,9 +4,33 @@
 #include <cstdint>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace CLI {
+class App;
+}
+
+/// A sub-command on the command line. Each command's file declares it and its options in
+/// add_<name>_command, so a new command is a new file and a line of main.cpp; `run` runs it with
+/// the options parsed.
+struct Command {
+  CLI::App* subcommand;
+  std::function<int()> run;
+};
+
+Command add_run_command(CLI::App& app);
+Command add_sweep_command(CLI::App& app);
+Command add_plot_command(CLI::App& app);
+Command add_list_command(CLI::App& app);
+Command add_presets_command(CLI::App& app);
+Command add_check_model_command(CLI::App& app);
+Command add_summary_command(CLI::App& app);
+Command add_zv_command(CLI::App& app);
+Command add_topics_command(CLI::App& app);
+Command add_new_model_command(CLI::App& app);
 
 /// Exit codes: 0 done, 1 a chain diverged (its draws up to then are kept), 2 bad input.
 inline constexpr int exit_diverged = 1;

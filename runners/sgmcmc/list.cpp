@@ -1,7 +1,10 @@
 // `sgmcmc list` and `sgmcmc presets`.
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "commands.hpp"
@@ -68,4 +71,15 @@ std::vector<std::filesystem::path> plugin_folders(const std::optional<std::files
   const auto executable = std::filesystem::read_symlink("/proc/self/exe");
   return sgmcmc::plugin_search_path(
       plugin_dir, {SGMCMC_BUILD_PLUGIN_DIR, executable.parent_path().parent_path() / SGMCMC_INSTALL_PLUGIN_DIR});
+}
+
+Command add_list_command(CLI::App& app) {
+  const auto plugin_dir = std::make_shared<std::optional<std::filesystem::path>>();
+  auto* command = app.add_subcommand("list", "models found, estimators, integrators, correctors");
+  command->add_option("--plugin-dir", *plugin_dir, "search this folder for model plugins first");
+  return {command, [plugin_dir] { return list_command(*plugin_dir); }};
+}
+
+Command add_presets_command(CLI::App& app) {
+  return {app.add_subcommand("presets", "presets with a one-line description"), presets_command};
 }

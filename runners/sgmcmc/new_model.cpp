@@ -2,7 +2,9 @@
 // The templates below are the files written, with @NAME@ replaced by the model's name.
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "commands.hpp"
@@ -193,4 +195,16 @@ int new_model_command(const std::string& name, const std::filesystem::path& fold
   }
   fmt::print("wrote a plugin project for model '{}' in {}; see its README.md\n", name, folder.string());
   return 0;
+}
+
+Command add_new_model_command(CLI::App& app) {
+  struct Options {
+    std::string name;
+    std::filesystem::path folder;
+  };
+  const auto model = std::make_shared<Options>();
+  auto* command = app.add_subcommand("new-model", "write a model plugin project that builds against the installed sgmcmc");
+  command->add_option("name", model->name, "the model's name (lower case, digits, _)")->required();
+  command->add_option("folder", model->folder, "a new or empty folder")->required();
+  return {command, [model] { return new_model_command(model->name, model->folder); }};
 }

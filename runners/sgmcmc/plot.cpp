@@ -5,10 +5,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "commands.hpp"
@@ -70,4 +72,16 @@ int plot_command(const PlotOptions& options) {
   }
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   throw sgmcmc::Error(fmt::format("sgmcmc plot: {} {} was killed by signal {}", python, plot_detail::script_name, WTERMSIG(status)));
+}
+
+Command add_plot_command(CLI::App& app) {
+  const auto plot = std::make_shared<PlotOptions>();
+  auto* command = app.add_subcommand("plot", "figures of a sweep: metric against seconds and item gradients, final values across seeds");
+  command->add_option("folder", plot->folder, "a sweep's output folder")->required();
+  command->add_option("--panel", plot->panel, "one panel per value of this axis (e.g. model.subsample)");
+  command->add_option("--metric", plot->metric, "the metric to draw (default: the first)");
+  command->add_option("--seed-axis", plot->seed_axis, "the axis box plots spread over (default: run.seed)");
+  command->add_option("--out", plot->out, "where the PNGs go (default: the sweep's folder)");
+  command->add_option("--name", plot->name, "the files' prefix (default: the sweep folder's name)");
+  return {command, [plot] { return plot_command(*plot); }};
 }

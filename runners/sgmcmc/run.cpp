@@ -1,39 +1,31 @@
-// `sgmcmc run`: configuration → model and chains → files.
-//
-// Output folder:
-//   chain-<k>.csv  Stan CSV draws of chain k (written as the chain runs)
-//   gradients-<k>.csv  ∇log π at each draw of chain k, when [output] gradients is not "none"
-//   metrics.csv    chain, iteration, seconds, item_gradients, then the model's metrics
-//   manifest.json  resolved configuration, seed, versions, timings, cost; written last, through a
-//                  temporary name, so a folder without it is an interrupted run.
-// With run.checkpoint_every (for `sgmcmc run --resume DIR`):
-//   config.toml        the keys set, which --resume rebuilds the run from
-//   checkpoint.json    the source and resolved configuration, which a resumed run must match
-//   checkpoint-<k>.bin chain k's state (sgmcmc.state) and where its files stood; removed when
-//                      the run is complete
+// `sgmcmc run`: configuration → model and chains → the files of a run's output folder
+// (run_folder.hpp), which chain_files.hpp and run_record.hpp write.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <ctime>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <variant>
 #include <vector>
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "chain_files.hpp"
 #include "commands.hpp"
+#include "files.hpp"
 #include "presets.hpp"
 #include "progress.hpp"
 #include "run.hpp"
+#include "run_folder.hpp"
+#include "run_record.hpp"
 
 import sgmcmc;
 
@@ -48,25 +40,17 @@ struct LoadedConfig {
   std::string source;  // where it came from, for the manifest
 };
 
-std::string file_text(const fs::path& path, const char* what) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw sgmcmc::Error(fmt::format("{}: cannot open the {}", path.string(), what));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 LoadedConfig load_config(const RunOptions& options) {
   LoadedConfig loaded;
   if (options.preset) {
     const auto& preset = find_preset(*options.preset);
     loaded = {sgmcmc::parse_config(preset.text, preset.source), preset.name, fmt::format("preset {}", preset.name)};
   } else if (options.config_file) {
-    loaded = {sgmcmc::parse_config(file_text(*options.config_file, "configuration file"), options.config_file->string()),
+    loaded = {sgmcmc::parse_config(read_file(*options.config_file, "the configuration file"), options.config_file->string()),
               options.config_file->stem().string(), options.config_file->string()};
   } else {  // --resume DIR alone: the configuration the run wrote there
-    const fs::path file = *options.resume / "config.toml";
-    loaded = {sgmcmc::parse_config(file_text(file, "configuration the run recorded"), file.string()), "", file.string()};
+    const fs::path file = *options.resume / run_folder::config;
+    loaded = {sgmcmc::parse_config(read_file(file, "the configuration the run recorded"), file.string()), "", file.string()};
   }
   for (const auto& assignment : options.overrides) sgmcmc::apply_override(loaded.config, assignment);
   if (options.seed) sgmcmc::apply_override(loaded.config, fmt::format("run.seed={}", *options.seed));
@@ -118,10 +102,12 @@ fs::path prepare_output(const RunOptions& options, const std::string& label) {
     throw sgmcmc::Error(fmt::format("output folder '{}' is not empty; choose another --out, or add --replace", out.string()));
   fs::create_directories(out, error);
   if (error) throw sgmcmc::Error(fmt::format("output folder '{}': {}", out.string(), error.message()));
-  for (const char* stale : {"manifest.json", "metrics.csv", "config.toml", "checkpoint.json"}) fs::remove(out / stale, error);
+  for (const char* stale : {run_folder::manifest, run_folder::metrics, run_folder::config, run_folder::checkpoint_record})
+    fs::remove(out / stale, error);
   for (const auto& entry : fs::directory_iterator(out))
-    if (const auto name = entry.path().filename().string();
-        name.starts_with("chain-") || name.starts_with("gradients-") || name.starts_with("checkpoint-"))
+    if (const auto name = entry.path().filename().string(); name.starts_with(run_folder::chain_prefix) ||
+                                                            name.starts_with(run_folder::gradients_prefix) ||
+                                                            name.starts_with(run_folder::checkpoint_prefix))
       fs::remove(entry.path(), error);
   return out;
 }
@@ -148,170 +134,6 @@ std::vector<std::string> config_comment_lines(const json& config) {
   return lines;
 }
 
-/// Stan's sampler columns, plus the MH block's ΔH̃ and decision when there is an MH test.
-std::vector<std::string> sampler_columns(bool tests_acceptance) {
-  std::vector<std::string> columns{"lp__", "accept_stat__", "stepsize__"};
-  if (tests_acceptance) columns.insert(columns.end(), {"delta_energy__", "accepted__"});
-  return columns;
-}
-
-/// gradients-<k>.csv: `#` comment lines, the header grad_lp.<parameter>,..., then one row per
-/// draw of chain-<k>.csv, in the same order: z = ∇log π at that draw.
-class GradientFile {
-public:
-  GradientFile(const fs::path& path, const std::vector<std::string>& comments, const std::vector<std::string>& names)
-      : file_(path) {
-    for (const auto& comment : comments) file_.write(fmt::format("# {}\n", comment));
-    file_.write(fmt::format("{}\n", fmt::join(sgmcmc::gradient_column_names(names), ",")));
-  }
-  /// Continues the file after its first `keep` bytes.
-  GradientFile(const fs::path& path, std::uint64_t keep) : file_(path, keep) {}
-  std::uint64_t flush() { return file_.flush(); }
-  void write(std::span<const double> score) {
-    line_.clear();
-    for (double value : score) {
-      if (!line_.empty()) line_ += ',';
-      sgmcmc::append_number(line_, value);
-    }
-    file_.write(line_ + "\n");
-  }
-  void close() { file_.close(); }
-
-private:
-  sgmcmc::OutputFile file_;
-  std::string line_;
-};
-
-/// Where chain k's files go.
-struct ChainPaths {
-  fs::path draws, gradients, checkpoint;
-};
-
-/// One chain's output: draws (and the model's quantities, when recorded, as generated-quantity
-/// columns after the parameters) streamed to its Stan CSV, gradients to gradients-<k>.csv, metric
-/// rows kept for metrics.csv. At a checkpoint it adds where its files stand, its metric rows and
-/// its recorder to the chain's state and writes checkpoint-<k>.bin.
-class ChainFiles final : public sgmcmc::ChainObserver {
-public:
-  ChainFiles(ChainPaths paths, std::vector<std::string> comments, bool tests_acceptance,
-             const std::vector<std::string>& names, std::unique_ptr<sgmcmc::DrawRecorder> recorder,
-             const std::vector<std::string>& quantity_names)
-      : paths_(std::move(paths)), comments_(std::move(comments)), tests_acceptance_(tests_acceptance),
-        parameter_names_(names), columns_(columns(names, recorder ? recorder->quantity_count() : 0, quantity_names)),
-        recorder_(std::move(recorder)) {
-    if (records_gradients()) score_.resize(names.size());
-    if (recorder_) row_.resize(names.size() + recorder_->quantity_count());
-  }
-  /// Reads what on_checkpoint added to a chain's state; open() then continues the files there.
-  void restore_state(sgmcmc::StateReader& in) {
-    in.section("chain files");
-    continue_at_ = Lengths{in.count(), in.count()};
-    rows_.resize(in.count());
-    for (auto& row : rows_) {
-      row.iteration = in.count();
-      row.seconds = in.number();
-      row.cost.item_gradients = in.count();
-      row.cost.full_passes = in.count();
-      row.values = in.numbers();
-    }
-    if (recorder_) recorder_->restore_state(in);
-  }
-  /// New files with comments and headers, or, after restore_state, the files cut to where the
-  /// checkpoint left them (an interrupted run may have written beyond it) and continued.
-  void open() {
-    if (continue_at_) {
-      draws_.emplace(paths_.draws, continue_at_->draws);
-      if (records_gradients()) gradients_.emplace(paths_.gradients, continue_at_->gradients);
-      return;
-    }
-    draws_.emplace(paths_.draws, comments_, sampler_columns(tests_acceptance_), columns_);
-    if (records_gradients()) {
-      auto gradient_comments = comments_;
-      gradient_comments.push_back("grad_lp.<parameter> = d log pi / d parameter = -dU/d parameter at the draw of the same row "
-                                  "of chain-<k>.csv");
-      gradients_.emplace(paths_.gradients, gradient_comments, parameter_names_);
-    }
-  }
-  /// Work before the chain's first iteration (a `cv` recorder's centring), in the chain's thread.
-  /// Its errors name the [estimator] keys it reads, so they say whose centring failed. A
-  /// recorder restored from a checkpoint has done it.
-  void prepare() {
-    if (!recorder_ || continue_at_) return;
-    try {
-      recorder_->prepare();
-    } catch (const sgmcmc::Error& error) {
-      throw sgmcmc::Error(fmt::format("the gradient recorder (output.gradients): {}", error.what()));
-    }
-  }
-  void on_draw(const sgmcmc::Draw& draw) override {
-    const double all[] = {draw.lp, draw.decision.accept_stat, draw.step_size, draw.decision.delta_energy,
-                          draw.decision.accepted ? 1.0 : 0.0};
-    const std::span sampler(all, tests_acceptance_ ? 5 : 3);
-    if (!recorder_) return draws_->write_draw(sampler, draw.theta);
-    recorder_->follow(draw.workspace, draw.target_changes, draw.data_changes, draw.theta);
-    std::copy(draw.theta.begin(), draw.theta.end(), row_.begin());
-    if (recorder_->quantity_count()) recorder_->quantities(draw.theta, std::span(row_).subspan(draw.theta.size()));
-    draws_->write_draw(sampler, row_);
-    if (gradients_) {
-      recorder_->score(draw.theta, score_);
-      gradients_->write(score_);
-    }
-  }
-  void on_metrics(const sgmcmc::MetricsRow& row) override {
-    rows_.push_back({row.iteration, row.seconds, row.cost, {row.values.begin(), row.values.end()}});
-  }
-  /// The files are flushed first, so the lengths saved are what is on disk.
-  void on_checkpoint(std::uint64_t, sgmcmc::StateWriter& state) override {
-    state.section("chain files");
-    state.count(draws_->flush());
-    state.count(gradients_ ? gradients_->flush() : 0);
-    state.count(rows_.size());
-    for (const auto& row : rows_) {
-      state.count(row.iteration);
-      state.number(row.seconds);
-      state.count(row.cost.item_gradients);
-      state.count(row.cost.full_passes);
-      state.numbers(row.values);
-    }
-    if (recorder_) recorder_->save_state(state);
-    sgmcmc::write_state_file(paths_.checkpoint, state);
-  }
-  void close() {
-    draws_->close();
-    if (gradients_) gradients_->close();
-  }
-  sgmcmc::Cost recording_cost() const { return recorder_ ? recorder_->cost() : sgmcmc::Cost{}; }
-  struct Row {
-    std::uint64_t iteration;
-    double seconds;
-    sgmcmc::Cost cost;
-    std::vector<double> values;
-  };
-  const std::vector<Row>& rows() const { return rows_; }
-
-private:
-  static std::vector<std::string> columns(std::vector<std::string> names, std::size_t quantities,
-                                          const std::vector<std::string>& quantity_names) {
-    if (quantities) names.insert(names.end(), quantity_names.begin(), quantity_names.end());
-    return names;
-  }
-  bool records_gradients() const { return recorder_ && recorder_->records_gradients(); }
-
-  struct Lengths {
-    std::uint64_t draws, gradients;  // bytes of chain-<k>.csv and gradients-<k>.csv at the checkpoint
-  };
-  ChainPaths paths_;
-  std::vector<std::string> comments_;
-  bool tests_acceptance_;
-  std::vector<std::string> parameter_names_, columns_;
-  std::unique_ptr<sgmcmc::DrawRecorder> recorder_;
-  std::optional<Lengths> continue_at_;
-  std::optional<sgmcmc::StanCsvWriter> draws_;
-  std::optional<GradientFile> gradients_;
-  std::vector<double> row_, score_;
-  std::vector<Row> rows_;
-};
-
 struct ChainJob {
   std::unique_ptr<sgmcmc::Chain> chain;
   std::unique_ptr<ChainFiles> files;
@@ -319,34 +141,6 @@ struct ChainJob {
   std::exception_ptr failure;
   std::uint64_t resumed_at = 0;  // the iteration of the checkpoint it continued from, if any
 };
-
-void write_metrics(const fs::path& path, const std::vector<std::string>& names, const std::vector<ChainJob>& jobs) {
-  sgmcmc::OutputFile file(path);
-  std::string line = "chain,iteration,seconds,item_gradients";
-  for (const auto& name : names) line += "," + name;
-  file.write(line + "\n");
-  for (std::size_t k = 0; k < jobs.size(); ++k) {
-    for (const auto& row : jobs[k].files->rows()) {
-      line = fmt::format("{},{},{},{}", k + 1, row.iteration, row.seconds, row.cost.item_gradients);
-      for (double value : row.values) {
-        line += ',';
-        sgmcmc::append_number(line, value);
-      }
-      file.write(line + "\n");
-    }
-  }
-  file.close();
-}
-
-/// Whole or absent: written to a temporary name, then renamed.
-void write_atomically(const fs::path& path, const std::string& text) {
-  fs::path temporary = path;
-  temporary += ".partial";
-  sgmcmc::OutputFile file(temporary);
-  file.write(text);
-  file.close();
-  fs::rename(temporary, path);
-}
 
 /// Runs every job on `threads` threads. Chains are independent (own stream, workspace and
 /// parts), so which thread runs which chain changes nothing in their output.
@@ -466,56 +260,7 @@ json manifest_chains(const PreparedRun& run) {
   return chains;
 }
 
-/// config.toml and checkpoint.json, before any chain starts.
-void record_run(const PreparedRun& run, const fs::path& out, const json& manifest) {
-  write_atomically(out / "config.toml",
-                   fmt::format("# The keys set for this run ({}), which `sgmcmc run --resume` rebuilds it from.\n{}",
-                               run.source, sgmcmc::format_config(run.config)));
-  const json recorded = {{"sgmcmc_version", SGMCMC_VERSION}, {"source", run.source}, {"config", manifest["config"]}};
-  write_atomically(out / "checkpoint.json", recorded.dump(2) + "\n");
-}
-
-json read_recorded_run(const fs::path& out) {
-  const fs::path path = out / "checkpoint.json";
-  try {
-    return json::parse(file_text(path, "record of the checkpointed run"));
-  } catch (const json::exception& error) {
-    throw sgmcmc::Error(fmt::format("{}: not a record of a checkpointed run ({})", path.string(), error.what()));
-  }
-}
-
-/// "section.key: <here> here, <there> recorded", one per key that differs.
-std::vector<std::string> config_differences(const json& here, const json& recorded) {
-  std::vector<std::string> differences;
-  std::map<std::string, std::pair<json, json>> keys;
-  for (const auto& [section, values] : here.items())
-    for (const auto& [key, value] : values.items()) keys[section + "." + key].first = value;
-  for (const auto& [section, values] : recorded.items())
-    for (const auto& [key, value] : values.items()) keys[section + "." + key].second = value;
-  for (const auto& [key, values] : keys)
-    if (values.first != values.second)
-      differences.push_back(fmt::format("{}: {} here, {} recorded", key, values.first.is_null() ? "unset" : values.first.dump(),
-                                        values.second.is_null() ? "unset" : values.second.dump()));
-  return differences;
-}
-
-/// Throws unless `out`'s checkpoint.json records this very run: the same sgmcmc and the same
-/// resolved configuration (a checkpoint restored into another configuration would not continue
-/// the chain it came from).
-void check_recorded_run(const fs::path& out, const json& manifest) {
-  const json recorded = read_recorded_run(out);
-  const fs::path path = out / "checkpoint.json";
-  if (recorded.value("sgmcmc_version", "") != SGMCMC_VERSION)
-    throw sgmcmc::Error(fmt::format("{}: the run was made by sgmcmc {}, this is {}; its chains cannot be continued bit "
-                                    "for bit (nothing was changed)",
-                                    path.string(), recorded.value("sgmcmc_version", "?"), SGMCMC_VERSION));
-  if (const auto differences = config_differences(manifest["config"], recorded["config"]); !differences.empty())
-    throw sgmcmc::Error(fmt::format("{}: the configuration differs from the one this folder was run with ({}); resume "
-                                    "with the same configuration, or start a new run (nothing was changed)",
-                                    path.string(), fmt::join(differences, "; ")));
-}
-
-fs::path checkpoint_path(const fs::path& out, std::size_t k) { return out / fmt::format("checkpoint-{}.bin", k + 1); }
+fs::path checkpoint_path(const fs::path& out, std::size_t k) { return out / run_folder::chain_checkpoint(k + 1); }
 
 /// Builds every chain's files; with `resume`, first restores every chain that has a checkpoint
 /// (all are read before any file is touched, so a bad checkpoint changes nothing).
@@ -529,7 +274,7 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
   for (std::uint64_t k = 0; k < run.schedule.chains; ++k) {
     auto chain_comments = comments;
     chain_comments.push_back(fmt::format("chain = {}", k + 1));
-    const ChainPaths paths{out / fmt::format("chain-{}.csv", k + 1), out / fmt::format("gradients-{}.csv", k + 1),
+    const ChainPaths paths{out / run_folder::chain_draws(k + 1), out / run_folder::chain_gradients(k + 1),
                            checkpoint_path(out, k)};
     run.jobs[k].files = std::make_unique<ChainFiles>(paths, chain_comments, run.tests_acceptance, names,
                                                      std::move(run.recorders[k]), quantity_names);
@@ -549,11 +294,11 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
 
 std::string resume_refusal(const fs::path& out) {
   if (!fs::is_directory(out)) return fmt::format("'{}' is not a folder", out.string());
-  if (fs::exists(out / "manifest.json"))
+  if (fs::exists(out / run_folder::manifest))
     return fmt::format("'{}' holds a complete run (its manifest.json is written); there is nothing to resume, and "
                        "nothing was changed",
                        out.string());
-  if (!fs::exists(out / "checkpoint.json"))
+  if (!fs::exists(out / run_folder::checkpoint_record))
     return fmt::format("'{}' holds no checkpoint.json: it is not a run made with checkpoints (--checkpoint-every K or "
                        "run.checkpoint_every)",
                        out.string());
@@ -573,9 +318,9 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
                               {"items", run.model->num_items()}}}};
   const bool checkpoints = run.schedule.chain.checkpoint_every > 0;
   if (resume)
-    check_recorded_run(out, manifest);
+    check_recorded_run(out, manifest["config"]);
   else if (checkpoints)
-    record_run(run, out, manifest);
+    record_run(out, run.source, run.config, manifest["config"]);
   open_chain_files(run, out, manifest, resume);
   run_jobs(run.jobs, run.schedule.chain, threads, progress);
   for (auto& job : run.jobs)
@@ -583,14 +328,16 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
   for (const auto& job : run.jobs)
     if (job.result.stopped) return RunOutcome::stopped;  // the checkpoints stay for --resume
 
-  write_metrics(out / "metrics.csv", run.model->metric_names(), run.jobs);
+  std::vector<const ChainFiles*> files;
+  for (const auto& job : run.jobs) files.push_back(job.files.get());
+  write_metrics(out / run_folder::metrics, run.model->metric_names(), files);
   bool any_diverged = false;
   for (const auto& job : run.jobs) any_diverged |= job.result.diverged;
   manifest["status"] = any_diverged ? "diverged" : "complete";
   manifest["chains"] = manifest_chains(run);
   manifest["threads"] = threads;
   manifest["timings"] = {{"model_seconds", run.model_seconds}, {"total_seconds", run.elapsed()}};
-  write_atomically(out / "manifest.json", manifest.dump(2) + "\n");
+  write_atomically(out / run_folder::manifest, manifest.dump(2) + "\n");
   for (std::size_t k = 0; checkpoints && k < run.jobs.size(); ++k) fs::remove(checkpoint_path(out, k));
   return any_diverged ? RunOutcome::diverged : RunOutcome::complete;
 }
@@ -626,7 +373,8 @@ int run_command(const RunOptions& options) {
   const bool any_diverged = outcome == RunOutcome::diverged;
   for (std::size_t k = 0; k < jobs.size(); ++k) {
     const auto& r = jobs[k].result;
-    if (r.diverged) fmt::print(stderr, "sgmcmc: chain {} {}; its draws until then are in chain-{}.csv\n", k + 1, r.message, k + 1);
+    if (r.diverged)
+      fmt::print(stderr, "sgmcmc: chain {} {}; its draws until then are in {}\n", k + 1, r.message, run_folder::chain_draws(k + 1));
     if (r.non_finite_proposals)
       fmt::print(stderr, "sgmcmc: chain {}: {} proposal(s) with a non-finite potential or energy error were rejected\n",
                  k + 1, r.non_finite_proposals);
@@ -660,4 +408,31 @@ int run_command(const RunOptions& options) {
     }
   }
   return any_diverged ? exit_diverged : 0;
+}
+
+Command add_run_command(CLI::App& app) {
+  const auto run = std::make_shared<RunOptions>();
+  auto* command = app.add_subcommand("run", "run chains from a preset or a TOML configuration");
+  auto* preset = command->add_option("--preset", run->preset, "a preset (see `sgmcmc presets`)");
+  command->add_option("--config", run->config_file, "a TOML configuration file")->excludes(preset);
+  command->add_option("--set", run->overrides, "override a key: section.key=value (repeatable)");
+  command->add_option("--seed", run->seed, "run.seed");
+  command->add_option("--chains", run->chains, "run.chains");
+  command->add_option("--threads", run->threads, "threads running chains (default: one per chain, at most the cores)");
+  command->add_option("--out", run->out, "output folder (default: runs/<preset or config>-<time>)");
+  command->add_flag("--replace", run->replace, "replace the output folder's files if it is not empty");
+  command->add_flag("--quiet", run->quiet, "no progress bar, no summary");
+  command->add_option("--plugin-dir", run->plugin_dir, "search this folder for model plugins first");
+  command->add_option("--checkpoint-every", run->checkpoint_every,
+                      "run.checkpoint_every: save every chain's state every K iterations, for --resume")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--stop-after", run->stop_after,
+                      "stop every chain after iteration K's checkpoint (K a multiple of the checkpoint interval)");
+  auto* resume = command->add_option("--resume", run->resume, "continue the interrupted run in this folder from its checkpoints");
+  resume->excludes("--out")->excludes("--replace");
+  return {command, [run] {
+            if (!run->preset && !run->config_file && !run->resume)
+              throw sgmcmc::Error("sgmcmc run: give --preset NAME, --config FILE.toml or --resume DIR");
+            return run_command(*run);
+          }};
 }

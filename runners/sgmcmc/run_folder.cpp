@@ -1,17 +1,33 @@
-// Reading a run's output folder back (see run_folder.hpp).
+// A run's output folder: its files' names, and reading its chains back (see run_folder.hpp).
 #include "run_folder.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 import sgmcmc;
 
 namespace fs = std::filesystem;
+
+namespace run_folder {
+
+std::string chain_draws(std::size_t k) { return fmt::format("{}{}.csv", chain_prefix, k); }
+std::string chain_gradients(std::size_t k) { return fmt::format("{}{}.csv", gradients_prefix, k); }
+std::string chain_checkpoint(std::size_t k) { return fmt::format("{}{}.bin", checkpoint_prefix, k); }
+
+}  // namespace run_folder
+
+nlohmann::json manifest_if_any(const fs::path& folder) {
+  nlohmann::json manifest;
+  if (std::ifstream in(folder / run_folder::manifest); in) manifest = nlohmann::json::parse(in, nullptr, false);
+  return manifest;
+}
 
 std::map<int, fs::path> numbered_files(const fs::path& folder, const std::string& prefix, const std::string& command) {
   std::map<int, fs::path> paths;
@@ -27,7 +43,7 @@ std::map<int, fs::path> numbered_files(const fs::path& folder, const std::string
 }
 
 Chains read_chains(const fs::path& folder, const std::string& command, std::size_t minimum_draws) {
-  const auto paths = numbered_files(folder, "chain-", command);
+  const auto paths = numbered_files(folder, run_folder::chain_prefix, command);
   if (paths.empty()) throw sgmcmc::Error(fmt::format("{}: '{}' has no chain-<k>.csv files", command, folder.string()));
   Chains chains;
   for (const auto& [k, path] : paths) {

@@ -1,12 +1,44 @@
-// Reading a run's output folder back: its chain-<k>.csv files (and gradients-<k>.csv files),
-// for `summary` and `zv`.
+// A run's output folder: the names of its files, which `run` writes and `sweep`, `summary`, `zv`
+// and `topics` read, and reading its chain-<k>.csv files back.
+//
+//   chain-<k>.csv      Stan CSV draws of chain k (written as the chain runs)
+//   gradients-<k>.csv  ∇log π at each draw of chain k, when [output] gradients is not "none"
+//   metrics.csv        chain, iteration, seconds, item_gradients, then the model's metrics
+//   manifest.json      resolved configuration, seed, versions, timings, cost; written last, through
+//                      a temporary name, so a folder without it is an interrupted run.
+// With run.checkpoint_every (for `sgmcmc run --resume DIR`):
+//   config.toml        the keys set, which --resume rebuilds the run from
+//   checkpoint.json    the source and resolved configuration, which a resumed run must match
+//   checkpoint-<k>.bin chain k's state (sgmcmc.state) and where its files stood; removed when
+//                      the run is complete
 #pragma once
+#include <cstddef>
 #include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 import sgmcmc;
+
+namespace run_folder {
+
+inline constexpr const char* manifest = "manifest.json";
+inline constexpr const char* metrics = "metrics.csv";
+inline constexpr const char* config = "config.toml";
+inline constexpr const char* checkpoint_record = "checkpoint.json";
+
+/// The numbered files' names start so; each chain's file is the prefix, k and an extension.
+inline constexpr const char* chain_prefix = "chain-";
+inline constexpr const char* gradients_prefix = "gradients-";
+inline constexpr const char* checkpoint_prefix = "checkpoint-";
+
+/// Chain k's files, k from 1 as the files count chains.
+std::string chain_draws(std::size_t k);
+std::string chain_gradients(std::size_t k);
+std::string chain_checkpoint(std::size_t k);
+
+}  // namespace run_folder
 
 struct Chains {
   std::vector<std::string> columns;
@@ -14,6 +46,10 @@ struct Chains {
   std::vector<std::filesystem::path> paths;
   std::size_t draws = 0;  // per chain, the shortest chain's count
 };
+
+/// The folder's manifest.json, or a value that is not an object when there is none or it does not
+/// parse: an interrupted run has none, and its chains can still be read.
+nlohmann::json manifest_if_any(const std::filesystem::path& folder);
 
 /// Files `<prefix><k>.csv` in `folder`, by k.
 std::map<int, std::filesystem::path> numbered_files(const std::filesystem::path& folder, const std::string& prefix,

@@ -5,10 +5,11 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -71,8 +72,7 @@ int summary_command(const fs::path& folder, const std::vector<std::string>& want
   }
 
   const auto accept = std::find(chains.columns.begin(), chains.columns.end(), "accept_stat__");
-  nlohmann::json manifest;
-  if (std::ifstream in(folder / "manifest.json"); in) manifest = nlohmann::json::parse(in, nullptr, false);
+  const nlohmann::json manifest = manifest_if_any(folder);
   for (std::size_t k = 0; k < chains.files.size(); ++k) {
     double acceptance = 0.0;
     for (const auto& row : chains.files[k].rows) acceptance += row[static_cast<std::size_t>(accept - chains.columns.begin())];
@@ -86,4 +86,18 @@ int summary_command(const fs::path& folder, const std::vector<std::string>& want
   }
   for (const auto& warning : warnings) fmt::print("warning: {}\n", warning);
   return 0;
+}
+
+Command add_summary_command(CLI::App& app) {
+  struct Options {
+    fs::path folder;
+    std::vector<std::string> parameters;
+    std::size_t max_parameters = 20;
+  };
+  const auto summary = std::make_shared<Options>();
+  auto* command = app.add_subcommand("summary", "ESS, R-hat, MCSE and quantiles of a run's chains");
+  command->add_option("folder", summary->folder, "a run's output folder")->required();
+  command->add_option("--parameters", summary->parameters, "the columns to summarise")->delimiter(',');
+  command->add_option("--max-parameters", summary->max_parameters, "without --parameters, the first this many (20)");
+  return {command, [summary] { return summary_command(summary->folder, summary->parameters, summary->max_parameters); }};
 }

@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -25,12 +27,12 @@ namespace {
 
 /// The model's name from the run's manifest.json; a folder without one is not a finished run.
 std::string model_of(const fs::path& folder) {
-  std::ifstream in(folder / "manifest.json");
+  std::ifstream in(folder / run_folder::manifest);
   if (!in) throw sgmcmc::Error(fmt::format("topics: {}: no manifest.json (not a finished run folder)", folder.string()));
   try {
     return nlohmann::json::parse(in).at("model").at("name").get<std::string>();
   } catch (const nlohmann::json::exception& error) {
-    throw sgmcmc::Error(fmt::format("topics: {}: unreadable manifest.json ({})", (folder / "manifest.json").string(), error.what()));
+    throw sgmcmc::Error(fmt::format("topics: {}: unreadable manifest.json ({})", (folder / run_folder::manifest).string(), error.what()));
   }
 }
 
@@ -108,4 +110,18 @@ int topics_command(const fs::path& folder, std::size_t top, const std::optional<
     fmt::print("topic {}: {}\n", k + 1, line);
   }
   return 0;
+}
+
+Command add_topics_command(CLI::App& app) {
+  struct Options {
+    fs::path folder;
+    std::size_t top = 10;
+    std::optional<fs::path> vocabulary;
+  };
+  const auto topics = std::make_shared<Options>();
+  auto* command = app.add_subcommand("topics", "the top words of each topic of an lda run (posterior mean of π)");
+  command->add_option("folder", topics->folder, "an lda run's output folder")->required();
+  command->add_option("--top", topics->top, "words per topic (10)")->check(CLI::PositiveNumber);
+  command->add_option("--vocab", topics->vocabulary, "a vocabulary file, word k on line k (UCI vocab.<name>.txt)");
+  return {command, [topics] { return topics_command(topics->folder, topics->top, topics->vocabulary); }};
 }

@@ -6,11 +6,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -69,8 +70,8 @@ void locate_columns(Recorded& recorded, const fs::path& gradient_path) {
 
 Recorded read_recorded(const fs::path& folder) {
   Recorded recorded{read_chains(folder, "zv", 1)};
-  const auto chain_paths = numbered_files(folder, "chain-", "zv");
-  const auto gradient_paths = numbered_files(folder, "gradients-", "zv");
+  const auto chain_paths = numbered_files(folder, run_folder::chain_prefix, "zv");
+  const auto gradient_paths = numbered_files(folder, run_folder::gradients_prefix, "zv");
   if (gradient_paths.empty())
     throw sgmcmc::Error(fmt::format("zv: '{}' has no gradients-<k>.csv files; record them with [output] gradients = "
                                     "\"cv\" (or \"exact\", \"estimator\") in the run's configuration",
@@ -154,8 +155,7 @@ double mcse(const std::vector<double>& values, std::size_t chains, std::size_t d
 }
 
 std::string gradient_source(const fs::path& folder) {
-  nlohmann::json manifest;
-  if (std::ifstream in(folder / "manifest.json"); in) manifest = nlohmann::json::parse(in, nullptr, false);
+  const nlohmann::json manifest = manifest_if_any(folder);
   if (manifest.is_object() && manifest.contains("config") && manifest["config"].contains("output") &&
       manifest["config"]["output"].contains("gradients"))
     return manifest["config"]["output"]["gradients"].get<std::string>();
@@ -269,4 +269,19 @@ int zv_command(const fs::path& folder, const ZvOptions& options) {
   print_dropped(second_result, 2);
   print_ksd(recorded, pooled, source);
   return 0;
+}
+
+Command add_zv_command(CLI::App& app) {
+  struct Options {
+    fs::path folder;
+    ZvOptions zv;
+  };
+  const auto options = std::make_shared<Options>();
+  auto* command = app.add_subcommand("zv", "zero-variance control-variate estimates from recorded gradients; kernel Stein discrepancy");
+  command->add_option("folder", options->folder, "a run's output folder with gradients-<k>.csv files")->required();
+  command->add_option("--order", options->zv.order, "1 (linear) or 2 (quadratic) polynomials (default 2 when d <= 30)")
+      ->check(CLI::IsMember({1, 2}));
+  command->add_option("--max-parameters", options->zv.max_parameters, "show the first this many parameters (20); quantities always");
+  command->add_option("--csv", options->zv.csv, "also write the table, every parameter and quantity, as CSV to this file");
+  return {command, [options] { return zv_command(options->folder, options->zv); }};
 }

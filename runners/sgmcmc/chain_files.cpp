@@ -1,0 +1,154 @@
+// The files a run's chains write (see chain_files.hpp).
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "chain_files.hpp"
+
+import sgmcmc;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Stan's sampler columns, plus the MH block's ΔH̃ and decision when there is an MH test.
+std::vector<std::string> sampler_columns(bool tests_acceptance) {
+  std::vector<std::string> columns{"lp__", "accept_stat__", "stepsize__"};
+  if (tests_acceptance) columns.insert(columns.end(), {"delta_energy__", "accepted__"});
+  return columns;
+}
+
+}  // namespace
+
+GradientFile::GradientFile(const fs::path& path, const std::vector<std::string>& comments, const std::vector<std::string>& names)
+    : file_(path) {
+  for (const auto& comment : comments) file_.write(fmt::format("# {}\n", comment));
+  file_.write(fmt::format("{}\n", fmt::join(sgmcmc::gradient_column_names(names), ",")));
+}
+
+void GradientFile::write(std::span<const double> score) {
+  line_.clear();
+  for (double value : score) {
+    if (!line_.empty()) line_ += ',';
+    sgmcmc::append_number(line_, value);
+  }
+  file_.write(line_ + "\n");
+}
+
+ChainFiles::ChainFiles(ChainPaths paths, std::vector<std::string> comments, bool tests_acceptance,
+                       const std::vector<std::string>& names, std::unique_ptr<sgmcmc::DrawRecorder> recorder,
+                       const std::vector<std::string>& quantity_names)
+    : paths_(std::move(paths)), comments_(std::move(comments)), tests_acceptance_(tests_acceptance),
+      parameter_names_(names), columns_(columns(names, recorder ? recorder->quantity_count() : 0, quantity_names)),
+      recorder_(std::move(recorder)) {
+  if (records_gradients()) score_.resize(names.size());
+  if (recorder_) row_.resize(names.size() + recorder_->quantity_count());
+}
+
+void ChainFiles::restore_state(sgmcmc::StateReader& in) {
+  in.section("chain files");
+  continue_at_ = Lengths{in.count(), in.count()};
+  rows_.resize(in.count());
+  for (auto& row : rows_) {
+    row.iteration = in.count();
+    row.seconds = in.number();
+    row.cost.item_gradients = in.count();
+    row.cost.full_passes = in.count();
+    row.values = in.numbers();
+  }
+  if (recorder_) recorder_->restore_state(in);
+}
+
+void ChainFiles::open() {
+  if (continue_at_) {
+    draws_.emplace(paths_.draws, continue_at_->draws);
+    if (records_gradients()) gradients_.emplace(paths_.gradients, continue_at_->gradients);
+    return;
+  }
+  draws_.emplace(paths_.draws, comments_, sampler_columns(tests_acceptance_), columns_);
+  if (records_gradients()) {
+    auto gradient_comments = comments_;
+    gradient_comments.push_back("grad_lp.<parameter> = d log pi / d parameter = -dU/d parameter at the draw of the same row "
+                                "of chain-<k>.csv");
+    gradients_.emplace(paths_.gradients, gradient_comments, parameter_names_);
+  }
+}
+
+void ChainFiles::prepare() {
+  if (!recorder_ || continue_at_) return;
+  try {
+    recorder_->prepare();
+  } catch (const sgmcmc::Error& error) {
+    throw sgmcmc::Error(fmt::format("the gradient recorder (output.gradients): {}", error.what()));
+  }
+}
+
+void ChainFiles::on_draw(const sgmcmc::Draw& draw) {
+  const double all[] = {draw.lp, draw.decision.accept_stat, draw.step_size, draw.decision.delta_energy,
+                        draw.decision.accepted ? 1.0 : 0.0};
+  const std::span sampler(all, tests_acceptance_ ? 5 : 3);
+  if (!recorder_) return draws_->write_draw(sampler, draw.theta);
+  recorder_->follow(draw.workspace, draw.target_changes, draw.data_changes, draw.theta);
+  std::copy(draw.theta.begin(), draw.theta.end(), row_.begin());
+  if (recorder_->quantity_count()) recorder_->quantities(draw.theta, std::span(row_).subspan(draw.theta.size()));
+  draws_->write_draw(sampler, row_);
+  if (gradients_) {
+    recorder_->score(draw.theta, score_);
+    gradients_->write(score_);
+  }
+}
+
+void ChainFiles::on_metrics(const sgmcmc::MetricsRow& row) {
+  rows_.push_back({row.iteration, row.seconds, row.cost, {row.values.begin(), row.values.end()}});
+}
+
+void ChainFiles::on_checkpoint(std::uint64_t, sgmcmc::StateWriter& state) {
+  state.section("chain files");
+  state.count(draws_->flush());
+  state.count(gradients_ ? gradients_->flush() : 0);
+  state.count(rows_.size());
+  for (const auto& row : rows_) {
+    state.count(row.iteration);
+    state.number(row.seconds);
+    state.count(row.cost.item_gradients);
+    state.count(row.cost.full_passes);
+    state.numbers(row.values);
+  }
+  if (recorder_) recorder_->save_state(state);
+  sgmcmc::write_state_file(paths_.checkpoint, state);
+}
+
+void ChainFiles::close() {
+  draws_->close();
+  if (gradients_) gradients_->close();
+}
+
+std::vector<std::string> ChainFiles::columns(std::vector<std::string> names, std::size_t quantities,
+                                             const std::vector<std::string>& quantity_names) {
+  if (quantities) names.insert(names.end(), quantity_names.begin(), quantity_names.end());
+  return names;
+}
+
+void write_metrics(const fs::path& path, const std::vector<std::string>& names, const std::vector<const ChainFiles*>& chains) {
+  sgmcmc::OutputFile file(path);
+  std::string line = "chain,iteration,seconds,item_gradients";
+  for (const auto& name : names) line += "," + name;
+  file.write(line + "\n");
+  for (std::size_t k = 0; k < chains.size(); ++k) {
+    for (const auto& row : chains[k]->rows()) {
+      line = fmt::format("{},{},{},{}", k + 1, row.iteration, row.seconds, row.cost.item_gradients);
+      for (double value : row.values) {
+        line += ',';
+        sgmcmc::append_number(line, value);
+      }
+      file.write(line + "\n");
+    }
+  }
+  file.close();
+}

@@ -1,0 +1,91 @@
+// The files a run's chains write (named in run_folder.hpp): each chain's Stan CSV draws, its
+// gradients CSV and its checkpoint, as the chain runs; metrics.csv of every chain once they end.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+import sgmcmc;
+
+/// gradients-<k>.csv: `#` comment lines, the header grad_lp.<parameter>,..., then one row per
+/// draw of chain-<k>.csv, in the same order: z = ∇log π at that draw.
+class GradientFile {
+public:
+  GradientFile(const std::filesystem::path& path, const std::vector<std::string>& comments,
+               const std::vector<std::string>& names);
+  /// Continues the file after its first `keep` bytes.
+  GradientFile(const std::filesystem::path& path, std::uint64_t keep) : file_(path, keep) {}
+  std::uint64_t flush() { return file_.flush(); }
+  void write(std::span<const double> score);
+  void close() { file_.close(); }
+
+private:
+  sgmcmc::OutputFile file_;
+  std::string line_;
+};
+
+/// Where chain k's files go.
+struct ChainPaths {
+  std::filesystem::path draws, gradients, checkpoint;
+};
+
+/// One chain's output: draws (and the model's quantities, when recorded, as generated-quantity
+/// columns after the parameters) streamed to its Stan CSV, gradients to gradients-<k>.csv, metric
+/// rows kept for metrics.csv. At a checkpoint it adds where its files stand, its metric rows and
+/// its recorder to the chain's state and writes checkpoint-<k>.bin.
+class ChainFiles final : public sgmcmc::ChainObserver {
+public:
+  ChainFiles(ChainPaths paths, std::vector<std::string> comments, bool tests_acceptance,
+             const std::vector<std::string>& names, std::unique_ptr<sgmcmc::DrawRecorder> recorder,
+             const std::vector<std::string>& quantity_names);
+  /// Reads what on_checkpoint added to a chain's state; open() then continues the files there.
+  void restore_state(sgmcmc::StateReader& in);
+  /// New files with comments and headers, or, after restore_state, the files cut to where the
+  /// checkpoint left them (an interrupted run may have written beyond it) and continued.
+  void open();
+  /// Work before the chain's first iteration (a `cv` recorder's centring), in the chain's thread.
+  /// Its errors name the [estimator] keys it reads, so they say whose centring failed. A
+  /// recorder restored from a checkpoint has done it.
+  void prepare();
+  void on_draw(const sgmcmc::Draw& draw) override;
+  void on_metrics(const sgmcmc::MetricsRow& row) override;
+  /// The files are flushed first, so the lengths saved are what is on disk.
+  void on_checkpoint(std::uint64_t, sgmcmc::StateWriter& state) override;
+  void close();
+  sgmcmc::Cost recording_cost() const { return recorder_ ? recorder_->cost() : sgmcmc::Cost{}; }
+  struct Row {
+    std::uint64_t iteration;
+    double seconds;
+    sgmcmc::Cost cost;
+    std::vector<double> values;
+  };
+  const std::vector<Row>& rows() const { return rows_; }
+
+private:
+  static std::vector<std::string> columns(std::vector<std::string> names, std::size_t quantities,
+                                          const std::vector<std::string>& quantity_names);
+  bool records_gradients() const { return recorder_ && recorder_->records_gradients(); }
+
+  struct Lengths {
+    std::uint64_t draws, gradients;  // bytes of chain-<k>.csv and gradients-<k>.csv at the checkpoint
+  };
+  ChainPaths paths_;
+  std::vector<std::string> comments_;
+  bool tests_acceptance_;
+  std::vector<std::string> parameter_names_, columns_;
+  std::unique_ptr<sgmcmc::DrawRecorder> recorder_;
+  std::optional<Lengths> continue_at_;
+  std::optional<sgmcmc::StanCsvWriter> draws_;
+  std::optional<GradientFile> gradients_;
+  std::vector<double> row_, score_;
+  std::vector<Row> rows_;
+};
+
+/// metrics.csv: chain, iteration, seconds, item_gradients, then the metrics `names`; the rows of
+/// chain 1, then of chain 2, and so on.
+void write_metrics(const std::filesystem::path& path, const std::vector<std::string>& names,
+                   const std::vector<const ChainFiles*>& chains);

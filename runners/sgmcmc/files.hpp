@@ -1,0 +1,12 @@
+// Whole files in and out, as every command of the runner reads and writes them.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+/// The file's bytes; an sgmcmc::Error "<path>: cannot open <what>" when it cannot be opened.
+std::string read_file(const std::filesystem::path& path, std::string_view what);
+
+/// Whole or absent: written to a temporary name, then renamed, so a reader never sees half a
+/// file and a folder without it is one whose writer was interrupted.
+void write_atomically(const std::filesystem::path& path, const std::string& text);

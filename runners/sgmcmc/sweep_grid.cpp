@@ -1,0 +1,103 @@
+// A sweep's grid (see sweep_grid.hpp).
+#include <cctype>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "presets.hpp"
+#include "sweep_grid.hpp"
+
+import sgmcmc;
+
+namespace {
+
+bool same_value(const sgmcmc::Value& a, const sgmcmc::Value& b) {
+  const auto number = [](const sgmcmc::Value& v) -> std::optional<double> {
+    if (auto* i = std::get_if<std::int64_t>(&v)) return static_cast<double>(*i);
+    if (auto* d = std::get_if<double>(&v)) return *d;
+    return std::nullopt;
+  };
+  if (number(a) && number(b)) return *number(a) == *number(b);
+  return a == b;
+}
+
+/// Letters, digits and ._+=- only, so a cell's folder name is the same on every filesystem.
+std::string safe_name(const std::string& text) {
+  std::string name = text;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && std::string_view("._+=-").find(c) == std::string_view::npos) c = '_';
+  return name;
+}
+
+std::string cell_name(const Sweep& sweep, const std::vector<std::size_t>& choice) {
+  std::vector<std::string> parts;
+  for (std::size_t a = 0; a < sweep.axes.size(); ++a)
+    parts.push_back(fmt::format("{}={}", sweep.axes[a].key, format_value(sweep.axes[a].values[choice[a]].value)));
+  return safe_name(fmt::format("{}", fmt::join(parts, "+")));
+}
+
+bool excluded(const Sweep& sweep, const std::vector<std::size_t>& choice) {
+  for (const auto& match : sweep.excludes) {
+    bool all = true;
+    for (const auto& [a, value] : match) all = all && same_value(sweep.axes[a].values[choice[a]].value, value);
+    if (all) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<Cell> enumerate_cells(const Sweep& sweep) {
+  std::vector<Cell> cells;
+  std::vector<std::size_t> position(sweep.groups.size(), 0);
+  std::map<std::string, int> seen;
+  while (true) {
+    std::vector<std::size_t> choice(sweep.axes.size());
+    for (std::size_t g = 0; g < sweep.groups.size(); ++g)
+      for (std::size_t a : sweep.groups[g]) choice[a] = position[g];
+    if (!excluded(sweep, choice)) {
+      std::string name = cell_name(sweep, choice);
+      if (const int n = ++seen[name]; n > 1) name += fmt::format("-{}", n);
+      cells.push_back({choice, name, "pending", ""});
+    }
+    std::size_t g = sweep.groups.size();
+    while (g > 0 && ++position[g - 1] == sweep.axes[sweep.groups[g - 1].front()].values.size()) position[--g] = 0;
+    if (g == 0) break;
+  }
+  if (cells.empty()) throw sgmcmc::Error(fmt::format("{}: exclude leaves no cell to run", sweep.source));
+  return cells;
+}
+
+sgmcmc::RunConfig cell_config(const Sweep& sweep, const Cell& cell) {
+  auto config = base_config(sweep);
+  for (std::size_t a = 0; a < sweep.axes.size(); ++a) {
+    const auto& axis = sweep.axes[a];
+    config[axis.section].set(axis.name, {axis.values[cell.choice[a]].value, axis.values[cell.choice[a]].origin});
+  }
+  return config;
+}
+
+std::string cell_source(const Sweep& sweep, const Cell& cell) {
+  return fmt::format("sweep {} (preset {}), cell {}", sweep.source, sweep.preset->name, cell.name);
+}
+
+void check_cell_count(const Sweep& sweep, std::size_t count, const SweepOptions& options) {
+  if (count <= options.max_cells || options.yes) return;
+  std::vector<std::string> sizes;
+  for (const auto& group : sweep.groups) {
+    std::vector<std::string> keys;
+    for (std::size_t a : group) keys.push_back(sweep.axes[a].key);
+    sizes.push_back(fmt::format("{} ({})", sweep.axes[group.front()].values.size(), fmt::join(keys, " zipped with ")));
+  }
+  throw sgmcmc::Error(fmt::format("{}: {} cells ({}{}), more than --max-cells {}; nothing was run. "
+                                  "Add --yes to run them all, or raise --max-cells",
+                                  sweep.source, count, fmt::join(sizes, " x "), sweep.excludes.empty() ? "" : ", less excluded",
+                                  options.max_cells));
+}

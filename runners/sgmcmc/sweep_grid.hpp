@@ -1,0 +1,32 @@
+// A sweep's grid: its cells in a fixed order, each cell's folder name and configuration, and the
+// check of the grid's size.
+#pragma once
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "sweep_file.hpp"
+
+import sgmcmc;
+
+struct Cell {
+  std::vector<std::size_t> choice;  // per axis, the index of its value
+  std::string name;                 // its folder
+  std::string status;               // "pending", then "complete", "diverged", "failed", "skipped" or "done" (resumed)
+  std::string reason;               // why skipped or failed
+};
+
+/// The grid in a fixed order (last group fastest), without excluded cells. Names made the same by
+/// safe_name get a suffix, so two cells never share a folder.
+std::vector<Cell> enumerate_cells(const Sweep& sweep);
+
+/// The base configuration with the cell's axis values.
+sgmcmc::RunConfig cell_config(const Sweep& sweep, const Cell& cell);
+
+/// How a cell's run names its configuration in errors and its files.
+std::string cell_source(const Sweep& sweep, const Cell& cell);
+
+/// A grid grows as the product of its axes: one list too long can mean days of cores. Checked
+/// before validation, which builds every cell's model.
+void check_cell_count(const Sweep& sweep, std::size_t count, const SweepOptions& options);
