@@ -67,6 +67,14 @@ inline std::string read_text(const std::filesystem::path& path) {
   return text.str();
 }
 
+/// A chain's Stan CSV without its closing "Elapsed Time" comment lines: wall-clock seconds differ
+/// between any two runs, as metrics.csv's seconds column does; everything else must not.
+inline std::string draws_without_elapsed_time(const std::filesystem::path& path) {
+  const std::string text = read_text(path);
+  const auto at = text.find("# \n#  Elapsed Time:");
+  return at == std::string::npos ? text : text.substr(0, at);
+}
+
 inline const std::filesystem::path gaussian_plugin_path = std::filesystem::path(SGMCMC_PLUGIN_DIR) / "sgmcmc-model-gaussian.so";
 inline const std::filesystem::path logistic_plugin_path = std::filesystem::path(SGMCMC_PLUGIN_DIR) / "sgmcmc-model-logistic.so";
 inline const std::filesystem::path fixture_plugin_dir = SGMCMC_FIXTURE_PLUGIN_DIR;

@@ -29,8 +29,9 @@ import sgmcmc.error;
 export namespace sgmcmc {
 
 /// 2: the chain and the draw recorder keep counts of the target changes (recorded gradients follow
-/// the chain's Gibbs-updated hyperparameters).
-inline constexpr std::uint32_t state_format_version = 2;
+/// the chain's Gibbs-updated hyperparameters). 3: the chain keeps its warmup's seconds (Stan CSV's
+/// "Elapsed Time" lines).
+inline constexpr std::uint32_t state_format_version = 3;
 
 class StateWriter {
 public:

@@ -66,6 +66,7 @@ struct ChainResult {
   std::uint64_t iterations = 0;    // completed
   Cost cost;
   double seconds = 0.0;            // sampling seconds, as in MetricsRow
+  double warmup_seconds = 0.0;     // of them, those of the warmup iterations
   std::uint64_t blocks = 0;        // corrector blocks completed after the warmup, and accepted ones
   std::uint64_t accepted_blocks = 0;
   std::uint64_t non_finite_proposals = 0;  // rejected because ΔH̃ or the potential was NaN/Inf
@@ -113,6 +114,7 @@ private:
     std::uint64_t blocks = 0, accepted_blocks = 0, non_finite_proposals = 0;
     double accept_sum = 0.0;
     double seconds = 0.0;  // sampling seconds up to the last checkpoint
+    double warmup_seconds = 0.0;  // sampling seconds at the end of the warmup
     std::uint64_t target_changes = 0;  // after_step's changes of the target (prior or data)
     std::uint64_t data_changes = 0;    // of the data terms among them
   };
@@ -185,6 +187,7 @@ void Chain::save_state(StateWriter& out) const {
   out.count(tally_.non_finite_proposals);
   out.number(tally_.accept_sum);
   out.number(tally_.seconds);
+  out.number(tally_.warmup_seconds);
   out.count(tally_.target_changes);
   out.count(tally_.data_changes);
   rng_.save_state(out);
@@ -217,6 +220,7 @@ void Chain::restore_state(StateReader& in) {
   tally_.non_finite_proposals = in.count();
   tally_.accept_sum = in.number();
   tally_.seconds = in.number();
+  tally_.warmup_seconds = in.number();
   tally_.target_changes = in.count();
   tally_.data_changes = in.count();
   rng_.restore_state(in);
@@ -308,6 +312,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
       }
     }
     result.iterations = iteration;
+    if (iteration == schedule.warmup) tally_.warmup_seconds = seconds();
     const bool records_draw = iteration > schedule.warmup && (iteration - schedule.warmup) % schedule.thin == 0;
     const bool evaluates = !metric_values.empty() && iteration % schedule.eval_every == 0;
     if (records_draw || evaluates) {  // the clock is read only around bookkeeping, not every iteration
@@ -341,6 +346,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
   }
   result.cost = cost_;
   result.seconds = seconds();
+  result.warmup_seconds = state_.iteration >= schedule.warmup ? tally_.warmup_seconds : result.seconds;
   result.blocks = tally_.blocks;
   result.accepted_blocks = tally_.accepted_blocks;
   result.non_finite_proposals = tally_.non_finite_proposals;

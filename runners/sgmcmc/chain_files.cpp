@@ -124,7 +124,14 @@ void ChainFiles::on_checkpoint(std::uint64_t, sgmcmc::StateWriter& state) {
   sgmcmc::write_state_file(paths_.checkpoint, state);
 }
 
-void ChainFiles::close() {
+void ChainFiles::close(const sgmcmc::ChainResult& result) {
+  if (!result.stopped) {
+    // CmdStan's layout and fixed notation: rstan reads the digits of these lines only.
+    draws_->write_comment("");
+    draws_->write_comment(fmt::format(" Elapsed Time: {:.6f} seconds (Warm-up)", result.warmup_seconds));
+    draws_->write_comment(fmt::format("               {:.6f} seconds (Sampling)", result.seconds - result.warmup_seconds));
+    draws_->write_comment(fmt::format("               {:.6f} seconds (Total)", result.seconds));
+  }
   draws_->close();
   if (gradients_) gradients_->close();
 }
@@ -151,4 +158,19 @@ void write_metrics(const fs::path& path, const std::vector<std::string>& names, 
     }
   }
   file.close();
+}
+
+std::vector<std::string> stan_argument_lines(const sgmcmc::ChainSchedule& schedule, std::uint64_t k, std::uint64_t seed) {
+  return {"method = sample",
+          "  sample",
+          fmt::format("    num_samples = {}", schedule.iterations),
+          fmt::format("    num_warmup = {}", schedule.warmup),
+          "    save_warmup = 0",
+          fmt::format("    thin = {}", schedule.thin),
+          "    adapt",
+          "      engaged = 0",
+          "    algorithm = sgmcmc",
+          fmt::format("id = {}", k),
+          "random",
+          fmt::format("  seed = {}", seed)};
 }

@@ -55,7 +55,9 @@ public:
   void on_metrics(const sgmcmc::MetricsRow& row) override;
   /// The files are flushed first, so the lengths saved are what is on disk.
   void on_checkpoint(std::uint64_t, sgmcmc::StateWriter& state) override;
-  void close();
+  /// Ends the files; unless the chain stopped to be resumed, the draws end with Stan's "Elapsed
+  /// Time" lines (warmup and sampling seconds of `result`).
+  void close(const sgmcmc::ChainResult& result);
   sgmcmc::Cost recording_cost() const { return recorder_ ? recorder_->cost() : sgmcmc::Cost{}; }
   struct Row {
     std::uint64_t iteration;
@@ -84,6 +86,11 @@ private:
   std::vector<double> row_, score_;
   std::vector<Row> rows_;
 };
+
+/// The argument lines CmdStan writes at the top of its CSV, with this run's values under Stan's
+/// names (num_samples = run.iterations, num_warmup = run.warmup, thin, id = chain k, seed), so that
+/// Stan's readers (rstan::read_stan_csv) know how many draws to expect. sgmcmc does not adapt.
+std::vector<std::string> stan_argument_lines(const sgmcmc::ChainSchedule& schedule, std::uint64_t k, std::uint64_t seed);
 
 /// metrics.csv: chain, iteration, seconds, item_gradients, then the metrics `names`; the rows of
 /// chain 1, then of chain 2, and so on.

@@ -152,7 +152,7 @@ void run_jobs(std::vector<ChainJob>& jobs, const sgmcmc::ChainSchedule& schedule
       try {
         jobs[k].files->prepare();
         jobs[k].result = jobs[k].chain->run(schedule, *jobs[k].files, progress);
-        jobs[k].files->close();
+        jobs[k].files->close(jobs[k].result);
       } catch (...) {
         jobs[k].failure = std::current_exception();
       }
@@ -274,6 +274,8 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
   for (std::uint64_t k = 0; k < run.schedule.chains; ++k) {
     auto chain_comments = comments;
     chain_comments.push_back(fmt::format("chain = {}", k + 1));
+    const auto stan = stan_argument_lines(run.schedule.chain, k + 1, run.schedule.seed);
+    chain_comments.insert(chain_comments.end(), stan.begin(), stan.end());
     const ChainPaths paths{out / run_folder::chain_draws(k + 1), out / run_folder::chain_gradients(k + 1),
                            checkpoint_path(out, k)};
     run.jobs[k].files = std::make_unique<ChainFiles>(paths, chain_comments, run.tests_acceptance, names,

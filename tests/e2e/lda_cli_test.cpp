@@ -187,7 +187,7 @@ TEST_CASE("lda: the same seed gives the same draws and metrics on 1 and 2 thread
   for (const char* estimator : {"minibatch", "cv"}) {
     INFO(estimator);
     const auto one = run(1, estimator), two = run(2, estimator);
-    for (const char* chain : {"chain-1.csv", "chain-2.csv"}) CHECK(test::read_text(one / chain) == test::read_text(two / chain));
+    for (const char* chain : {"chain-1.csv", "chain-2.csv"}) CHECK(test::draws_without_elapsed_time(one / chain) == test::draws_without_elapsed_time(two / chain));
     CHECK(without_seconds(test::read_text(one / "metrics.csv")) == without_seconds(test::read_text(two / "metrics.csv")));
     CHECK(test::read_text(one / "chain-1.csv") != test::read_text(one / "chain-2.csv"));
   }

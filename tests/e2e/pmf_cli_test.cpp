@@ -112,7 +112,7 @@ TEST_CASE("pmf: the same seed gives the same draws and metrics on 1 and 2 thread
     return out;
   };
   const auto one = run(1), two = run(2);
-  for (const char* chain : {"chain-1.csv", "chain-2.csv"}) CHECK(test::read_text(one / chain) == test::read_text(two / chain));
+  for (const char* chain : {"chain-1.csv", "chain-2.csv"}) CHECK(test::draws_without_elapsed_time(one / chain) == test::draws_without_elapsed_time(two / chain));
   CHECK(without_seconds(test::read_text(one / "metrics.csv")) == without_seconds(test::read_text(two / "metrics.csv")));
   CHECK(test::read_text(one / "chain-1.csv") != test::read_text(one / "chain-2.csv"));
 }
