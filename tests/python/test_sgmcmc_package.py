@@ -319,6 +319,25 @@ class TestErrors(RunCase):
         with self.assertRaises(sgmcmc.CliError) as caught:
             sgmcmc.run(preset="no-such-preset", out=self.tmp / "no-preset")
         self.assertIn("no-such-preset", caught.exception.stderr)
+        with self.assertRaises(sgmcmc.CliError) as caught:  # no out: the empty temporary folder goes
+            sgmcmc.run(preset="demo", set={"run.iteratoins": 10})
+        self.assertIsNone(caught.exception.out)
+
+    def test_diverged_run_raises_and_keeps_its_draws(self):
+        out = self.tmp / "diverged"
+        with self.assertRaises(sgmcmc.CliError) as caught:
+            sgmcmc.run(preset="demo", set={"run.iterations": 100, "run.warmup": 0, "integrator.step_size": 1.0},
+                       chains=2, out=out)
+        self.assertEqual(caught.exception.returncode, 1)
+        self.assertIn("diverged", caught.exception.stderr)
+        self.assertEqual(caught.exception.out, out)
+        run = sgmcmc.read_run(out)
+        self.assertEqual(run.status, "diverged")
+        for k, entry in zip(run.chain_ids, run.manifest["chains"]):
+            self.assertEqual(entry["status"], "diverged")
+            # the draws kept are those of the iterations before it diverged, every thin-th
+            self.assertEqual(run.num_draws[k - 1], entry["iterations"] // 5)
+            self.assert_same_as_text(run.chains[k - 1], out / f"chain-{k}.csv")
 
     def test_find_cli(self):
         self.assertEqual(Path(sgmcmc.find_cli()).resolve(), Path(os.environ["SGMCMC_CLI"]).resolve())

@@ -98,7 +98,8 @@ def run(preset: str | None = None, config: str | os.PathLike | None = None, *,
     if (preset is None) == (config is None):
         raise ValueError("give exactly one of preset= and config=")
     executable = find_cli(cli)
-    if out is None:
+    temporary = out is None
+    if temporary:
         out = tempfile.mkdtemp(prefix=f"sgmcmc-{preset or Path(config).stem}-")
     out = Path(out)
     command = [executable, "run"]
@@ -118,6 +119,9 @@ def run(preset: str | None = None, config: str | os.PathLike | None = None, *,
     command += ["--out", os.fspath(out), "--quiet", *extra_args]
     result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
     if result.returncode != 0:
+        if temporary and not any(out.iterdir()):
+            out.rmdir()  # the temporary folder of a run that never started
+            out = None
         raise CliError(command, result.returncode, result.stdout, result.stderr, out)
     folder = read_run(out)
     folder.stdout = result.stdout
