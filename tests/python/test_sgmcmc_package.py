@@ -197,6 +197,14 @@ class TestGaussian(RunCase):
         posterior = self.assert_export_round_trip(run, "demo-gradients")
         self.assertEqual(posterior["held_out_log_density"].dims, ("chain", "draw"))
 
+    def test_config_file(self):
+        config = self.tmp / "small.toml"
+        config.write_text('[model]\nname = "gaussian"\ndim = 3\nn = 500\n\n[run]\niterations = 20\nthin = 2\neval_every = 10\n')
+        run = sgmcmc.run(config=config, set={"integrator.step_size": 1e-4}, out=self.tmp / "small")
+        self.assertEqual(run.parameter_names, ["beta.1", "beta.2", "beta.3"])
+        self.assertEqual(run.manifest["config"]["integrator"]["step_size"], 1e-4)
+        self.assert_folder_consistent(run, chains=1, iterations=20, thin=2, eval_every=10)
+
 
 class TestLogistic(RunCase):
     def test_covtype_sgld(self):
