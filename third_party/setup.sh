@@ -17,15 +17,19 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # suppressions by function name cannot match); clang-tools-19 has clang-scan-deps-19, which CMake
 # runs to order module builds; Debian's own cmake (3.25) is too old, see below. Debian's python3
 # with python3-matplotlib runs the figure scripts of runners/figures (the demo among them) and
-# `sgmcmc plot`. OpenMPI (libopenmpi-dev to build, openmpi-bin for mpirun) runs sweeps across
-# processes and machines: `mpirun -n P sgmcmc sweep FILE`. R with rstan, posterior and bayesplot
-# runs the test that Stan's R readers open our chains (tests/e2e/read_with_rstan.R).
+# `sgmcmc plot`; python3-numpy, python3-pandas, python3-xarray and python3-netcdf4 run the Python
+# package of runners/python (read a run folder, export to netCDF) and its tests. R with rstan,
+# posterior and bayesplot runs the test that Stan's R readers open our chains
+# (tests/e2e/read_with_rstan.R); r-cran-codetools silences rstan's notes at start-up. OpenMPI
+# (libopenmpi-dev to build, openmpi-bin for mpirun) runs sweeps across processes and machines:
+# `mpirun -n P sgmcmc sweep FILE`.
 debian_packages=(
   clang-19 clang-tools-19 libclang-rt-19-dev llvm-19 ninja-build
   libboost-dev libfmt-dev xtensor-dev libxtensor-blas-dev libopenblas-dev
   catch2 libbenchmark-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libpcg-cpp-dev zlib1g-dev
-  python3-matplotlib libopenmpi-dev openmpi-bin
-  r-base-core r-cran-rstan r-cran-posterior r-cran-bayesplot
+  python3-matplotlib python3-numpy python3-pandas python3-xarray python3-netcdf4
+  r-base-core r-cran-rstan r-cran-posterior r-cran-bayesplot r-cran-codetools
+  libopenmpi-dev openmpi-bin
 )
 
 # npm installs the pinned CMake; take Debian's only where no npm is on the machine (an npm from
