@@ -56,11 +56,11 @@ def main():
         for label, preset in METHODS:
             items, rows = run(args, preset, fraction, step, args.out / f"{fraction:g}-{preset}")
             results[(fraction, label)] = (items, rows)
-            print(f"  ran {label:8s} at {fraction:g} of the training rows: N = {items:,}, step {step:.3g}", flush=True)
+            print(f"  ran {label:8s} on {fraction * 100:g}% of the training rows: N = {items:,}, step {step:.3g}", flush=True)
 
     labels = [label for label, _ in METHODS]
     png = args.out / "covtype_figure1.png"
-    plot_panels(results, fractions, labels, lambda fraction, items: f"N = {items:,} ({fraction:g} of the training rows)", png)
+    plot_panels(results, fractions, labels, lambda fraction, items: f"N = {items:,} ({fraction * 100:g}% of the training rows)", png)
     print_tables(results, fractions, labels, "Baker et al. 2019, Figure 1")
     print(f"\nwrote {png}")
 
