@@ -42,6 +42,7 @@ Command add_check_model_command(CLI::App& app) {
   };
   const auto check = std::make_shared<Options>();
   auto* command = app.add_subcommand("check-model", "check a model plugin's gradients, batches and capabilities");
+  command->footer("Example: sgmcmc check-model gaussian --set model.dim=3");
   command->add_option("plugin", check->plugin, "plugin name or path to its .so")->required();
   command->add_option("--set", check->overrides, "a [model] key: model.key=value (repeatable)");
   command->add_option("--plugin-dir", check->plugin_dir, "search this folder for model plugins first");

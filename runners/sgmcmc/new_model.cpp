@@ -204,6 +204,7 @@ Command add_new_model_command(CLI::App& app) {
   };
   const auto model = std::make_shared<Options>();
   auto* command = app.add_subcommand("new-model", "write a model plugin project that builds against the installed sgmcmc");
+  command->footer("Example: sgmcmc new-model poisson_glm my-poisson");
   command->add_option("name", model->name, "the model's name (lower case, digits, _)")->required();
   command->add_option("folder", model->folder, "a new or empty folder")->required();
   return {command, [model] { return new_model_command(model->name, model->folder); }};

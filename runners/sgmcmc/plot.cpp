@@ -77,6 +77,7 @@ int plot_command(const PlotOptions& options) {
 Command add_plot_command(CLI::App& app) {
   const auto plot = std::make_shared<PlotOptions>();
   auto* command = app.add_subcommand("plot", "figures of a sweep: metric against seconds and item gradients, final values across seeds");
+  command->footer("Example: sgmcmc plot runs/sweep-covtype-figure1 --panel model.subsample");
   command->add_option("folder", plot->folder, "a sweep's output folder")->required();
   command->add_option("--panel", plot->panel, "one panel per value of this axis (e.g. model.subsample)");
   command->add_option("--metric", plot->metric, "the metric to draw (default: the first)");

@@ -415,6 +415,7 @@ int run_command(const RunOptions& options) {
 Command add_run_command(CLI::App& app) {
   const auto run = std::make_shared<RunOptions>();
   auto* command = app.add_subcommand("run", "run chains from a preset or a TOML configuration");
+  command->footer("Example: sgmcmc run --preset demo --seed 1 --set run.iterations=2000 --out runs/demo");
   auto* preset = command->add_option("--preset", run->preset, "a preset (see `sgmcmc presets`)");
   command->add_option("--config", run->config_file, "a TOML configuration file")->excludes(preset);
   command->add_option("--set", run->overrides, "override a key: section.key=value (repeatable)");

@@ -96,6 +96,7 @@ Command add_summary_command(CLI::App& app) {
   };
   const auto summary = std::make_shared<Options>();
   auto* command = app.add_subcommand("summary", "ESS, R-hat, MCSE and quantiles of a run's chains");
+  command->footer("Example: sgmcmc summary runs/demo --parameters beta.1,beta.2");
   command->add_option("folder", summary->folder, "a run's output folder")->required();
   command->add_option("--parameters", summary->parameters, "the columns to summarise")->delimiter(',');
   command->add_option("--max-parameters", summary->max_parameters, "without --parameters, the first this many (20)");

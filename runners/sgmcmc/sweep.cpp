@@ -80,6 +80,7 @@ int sweep_command(const SweepOptions& options) {
 Command add_sweep_command(CLI::App& app) {
   const auto sweep = std::make_shared<SweepOptions>();
   auto* command = app.add_subcommand("sweep", "a grid of runs (cells) over any settings, on a thread pool");
+  command->footer("Example: sgmcmc sweep runners/presets/sweeps/covtype-figure1.toml --jobs 2");
   command->add_option("file", sweep->file, "a sweep file: preset, [base.<section>] and [axes]")->required();
   command->add_option("--jobs", sweep->jobs, "cells run at once (default: the number of cores)")->check(CLI::PositiveNumber);
   command->add_option("--out", sweep->out, "output folder (default: runs/sweep-<file name>)");

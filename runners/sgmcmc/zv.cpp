@@ -278,6 +278,7 @@ Command add_zv_command(CLI::App& app) {
   };
   const auto options = std::make_shared<Options>();
   auto* command = app.add_subcommand("zv", "zero-variance control-variate estimates from recorded gradients; kernel Stein discrepancy");
+  command->footer("Example: sgmcmc zv runs/demo-zv --order 2");
   command->add_option("folder", options->folder, "a run's output folder with gradients-<k>.csv files")->required();
   command->add_option("--order", options->zv.order, "1 (linear) or 2 (quadratic) polynomials (default 2 when d <= 30)")
       ->check(CLI::IsMember({1, 2}));
