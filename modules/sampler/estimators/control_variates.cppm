@@ -222,7 +222,7 @@ public:
       : sampler_(section, model), centre_(model),
         sgd_iterations_(static_cast<std::uint64_t>(
             section.integer_at_least("sgd_iterations", static_cast<std::int64_t>(one_pass(model, sampler_)), 0))),
-        schedule_(section),
+        schedule_(SgdScheduleParameters::from_settings(section)),
         with_replacement_(!sampler_.distinct_items()), section_(section.section()),
         centre_passes_(static_cast<std::size_t>(section.integer_at_least("centre_passes", 1, 1))) {
     if (centre_passes_ > 1 && !model.capabilities().latent_gibbs_step)

@@ -51,7 +51,7 @@ void ensure_gradient(ChainState& state, Estimator& estimator, ChainContext& cont
 class ScheduledIntegrator : public Integrator {
 public:
   explicit ScheduledIntegrator(const Settings& section)
-      : schedule_(section), temperature_(section.positive_number("temperature", 1.0)) {}
+      : schedule_(ScheduleParameters::from_settings(section)), temperature_(section.positive_number("temperature", 1.0)) {}
   double step_size() const override { return current_; }
   double temperature() const override { return temperature_; }
   bool constant_step_size() const override { return schedule_.constant(); }
