@@ -3,6 +3,8 @@
 module;
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <fmt/format.h>
 export module sgmcmc.error;
 
 export namespace sgmcmc {
@@ -13,5 +15,13 @@ class Error : public std::runtime_error {
 public:
   explicit Error(const std::string& message) : std::runtime_error(message) {}
 };
+
+/// The check a component built from plain parameters makes where it cannot quote a key's origin
+/// (sgmcmc.sampler's components; their Settings adapters, `from_settings`, check first and name the
+/// key): throws "{component}: expected {expectation}, found {value}" unless `holds`.
+template <class Number>
+void require_parameter(bool holds, std::string_view component, std::string_view expectation, Number value) {
+  if (!holds) throw Error(fmt::format("{}: expected {}, found {}", component, expectation, value));
+}
 
 }  // namespace sgmcmc

@@ -31,20 +31,10 @@ module :private;
 
 namespace sgmcmc {
 
-namespace {
-
-/// The estimator an MH test uses at the ends of a block (corrector.exact_endpoints).
-std::unique_ptr<Estimator> exact_endpoint_estimator(const Model& model) {
-  Settings exact("estimator");
-  exact.set("name", {std::string("exact"), "corrector.exact_endpoints"});
-  return make_estimator(exact, model);
-}
-
-}  // namespace
-
 std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& model, const Integrator& integrator) {
   const Settings& section = config["corrector"];
-  const CorrectorTarget target{model, integrator, [&model] { return exact_endpoint_estimator(model); }};
+  // The estimator an MH test uses at the ends of a block (corrector.exact_endpoints).
+  const CorrectorTarget target{model, integrator, [&model] { return make_estimator(ExactParameters{}, model); }};
   auto corrector = choose(corrector_catalogue(), section, default_corrector).make(section, target);
   if (!corrector->tests_acceptance()) return corrector;
   const std::string where = section.describe("name");

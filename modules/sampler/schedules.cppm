@@ -16,21 +16,44 @@ import sgmcmc.settings;
 
 export namespace sgmcmc {
 
+enum class ScheduleKind { constant, polynomial, cyclical };
+
+/// The step-size keys every integrator reads; the defaults are the Settings path's.
+struct ScheduleParameters {
+  double step_size = 1e-4;                      // ε_0 (> 0): the first, and largest, step
+  ScheduleKind schedule = ScheduleKind::constant;
+  double decay_b = 1.0;                         // b of a(b + k)^(-c), > 0 (polynomial)
+  double decay_c = 0.55;                        // c, 0 < c <= 1 (polynomial)
+  std::uint64_t cycle_length = 1000;            // L >= 1 (cyclical)
+  /// Reads step_size, decay_b, decay_c, cycle_length and schedule, in that order (the first
+  /// bad key is the one reported), and checks c for a polynomial decay.
+  static ScheduleParameters from_settings(const Settings& section);
+};
+
 /// ε_k for iteration k = 1, 2, ...: constant; polynomial decay a(b + k)^(-c) (Welling & Teh 2011,
 /// after Robbins–Monro); cyclical cosine (Zhang et al. 2020, cSG-MCMC eq. 1):
 /// ε_k = (ε_0/2)(cos(π ((k-1) mod L)/L) + 1) with cycle length L.
 class StepSchedule {
 public:
-  /// Reads step_size, schedule, decay_b, decay_c, cycle_length.
-  explicit StepSchedule(const Settings& section);
+  /// Refuses only what no step can use (ε_0 <= 0, L = 0); from_settings checks the rest.
+  explicit StepSchedule(const ScheduleParameters& parameters);
   double at(std::uint64_t iteration) const;
-  bool constant() const { return kind_ == Kind::constant; }
+  bool constant() const { return parameters_.schedule == ScheduleKind::constant; }
 
 private:
-  enum class Kind { constant, polynomial, cyclical };
-  Kind kind_;
-  double step_size_, decay_b_, decay_c_;
-  std::uint64_t cycle_length_;
+  ScheduleParameters parameters_;
+};
+
+enum class SgdScheduleKind { polynomial, constant };
+
+/// The keys of SGLD-CV's SGD centring schedule (estimator `cv`); the defaults are the Settings path's.
+struct SgdScheduleParameters {
+  double step_size = 0.0;  // h_0 >= 0; 0: 1/λ̂, estimated from the curvature at the start point
+  SgdScheduleKind schedule = SgdScheduleKind::polynomial;
+  double decay_b = 1.0;  // b > 0
+  double decay_c = 1.0;  // 0.5 < c <= 1 (polynomial)
+  /// Reads sgd_step_size, sgd_decay_b, sgd_decay_c and sgd_schedule, in that order.
+  static SgdScheduleParameters from_settings(const Settings& section);
 };
 
 /// SGD step sizes h_k, k = 1, 2, ...: constant h_0, or the Robbins–Monro family
@@ -43,24 +66,8 @@ private:
 /// (K = N/n) leaves θ̂ about one posterior standard deviation from the mode.
 class SgdSchedule {
 public:
-  explicit SgdSchedule(const Settings& section)
-      : step_size_(section.number("sgd_step_size", 0.0)),
-        decay_b_(section.positive_number("sgd_decay_b", 1.0)),
-        decay_c_(section.number("sgd_decay_c", 1.0)) {
-    if (!(step_size_ >= 0.0) || !std::isfinite(step_size_))
-      throw Error(fmt::format("{}: expected a number > 0, or 0 for 1/λ̂ (estimated), found {}",
-                              section.describe("sgd_step_size"), step_size_));
-    const std::string name = section.text("sgd_schedule", "polynomial");
-    if (name == "constant") return;
-    if (name != "polynomial")
-      throw Error(fmt::format("{}: unknown schedule '{}'; known: polynomial (h_0 (1 + (k-1)/b)^-c, Robbins–Monro), "
-                              "constant",
-                              section.describe("sgd_schedule"), name));
-    polynomial_ = true;
-    if (!(decay_c_ > 0.5 && decay_c_ <= 1.0))
-      throw Error(fmt::format("{}: expected 0.5 < c <= 1 (Robbins–Monro: Σh_k = ∞, Σh_k² < ∞), found {}",
-                              section.describe("sgd_decay_c"), decay_c_));
-  }
+  /// Refuses a negative or non-finite h_0 and b <= 0; from_settings checks c.
+  explicit SgdSchedule(const SgdScheduleParameters& parameters);
 
   /// Whether h_0 is to be estimated (sgd_step_size = 0, the default).
   bool automatic() const { return step_size_ == 0.0; }
@@ -72,7 +79,7 @@ public:
 
 private:
   double step_size_, decay_b_, decay_c_;
-  bool polynomial_ = false;
+  bool polynomial_;
 };
 
 }  // namespace sgmcmc
@@ -81,38 +88,74 @@ module :private;
 
 namespace sgmcmc {
 
-StepSchedule::StepSchedule(const Settings& section)
-    : step_size_(section.positive_number("step_size", 1e-4)),
-      decay_b_(section.positive_number("decay_b", 1.0)),
-      decay_c_(section.number("decay_c", 0.55)),
-      cycle_length_(static_cast<std::uint64_t>(section.integer_at_least("cycle_length", 1000, 1))) {
+ScheduleParameters ScheduleParameters::from_settings(const Settings& section) {
+  ScheduleParameters parameters{
+      .step_size = section.positive_number("step_size", 1e-4),
+      .decay_b = section.positive_number("decay_b", 1.0),
+      .decay_c = section.number("decay_c", 0.55),
+      .cycle_length = static_cast<std::uint64_t>(section.integer_at_least("cycle_length", 1000, 1))};
   const std::string name = section.text("schedule", "constant");
-  const std::pair<const char*, Kind> kinds[] = {
-      {"constant", Kind::constant}, {"polynomial", Kind::polynomial}, {"cyclical", Kind::cyclical}};
+  const std::pair<const char*, ScheduleKind> kinds[] = {
+      {"constant", ScheduleKind::constant}, {"polynomial", ScheduleKind::polynomial}, {"cyclical", ScheduleKind::cyclical}};
   for (const auto& [kind_name, kind] : kinds)
     if (name == kind_name) {
-      kind_ = kind;
-      if (kind_ == Kind::polynomial && !(decay_c_ > 0.0 && decay_c_ <= 1.0))
+      parameters.schedule = kind;
+      if (kind == ScheduleKind::polynomial && !(parameters.decay_c > 0.0 && parameters.decay_c <= 1.0))
         throw Error(fmt::format("{}: expected 0 < c <= 1 for a decaying step size, found {}", section.describe("decay_c"),
-                                decay_c_));
-      return;
+                                parameters.decay_c));
+      return parameters;
     }
   throw Error(fmt::format("{}: unknown schedule '{}'; known: constant, polynomial, cyclical",
                           section.describe("schedule"), name));
 }
 
+StepSchedule::StepSchedule(const ScheduleParameters& parameters) : parameters_(parameters) {
+  require_parameter(parameters.step_size > 0.0, "step schedule", "step_size > 0", parameters.step_size);
+  require_parameter(parameters.cycle_length >= 1, "step schedule", "cycle_length >= 1", parameters.cycle_length);
+}
+
 double StepSchedule::at(std::uint64_t iteration) const {
-  switch (kind_) {
-    case Kind::polynomial:
-      return step_size_ * std::pow(decay_b_ + static_cast<double>(iteration), -decay_c_);
-    case Kind::cyclical: {
-      const double phase = static_cast<double>((iteration - 1) % cycle_length_) / static_cast<double>(cycle_length_);
-      return 0.5 * step_size_ * (std::cos(std::numbers::pi * phase) + 1.0);
+  const auto& [step_size, kind, decay_b, decay_c, cycle_length] = parameters_;
+  switch (kind) {
+    case ScheduleKind::polynomial:
+      return step_size * std::pow(decay_b + static_cast<double>(iteration), -decay_c);
+    case ScheduleKind::cyclical: {
+      const double phase = static_cast<double>((iteration - 1) % cycle_length) / static_cast<double>(cycle_length);
+      return 0.5 * step_size * (std::cos(std::numbers::pi * phase) + 1.0);
     }
-    case Kind::constant:
+    case ScheduleKind::constant:
       break;
   }
-  return step_size_;
+  return step_size;
+}
+
+SgdScheduleParameters SgdScheduleParameters::from_settings(const Settings& section) {
+  SgdScheduleParameters parameters{.step_size = section.number("sgd_step_size", 0.0),
+                                   .decay_b = section.positive_number("sgd_decay_b", 1.0),
+                                   .decay_c = section.number("sgd_decay_c", 1.0)};
+  if (!(parameters.step_size >= 0.0) || !std::isfinite(parameters.step_size))
+    throw Error(fmt::format("{}: expected a number > 0, or 0 for 1/λ̂ (estimated), found {}",
+                            section.describe("sgd_step_size"), parameters.step_size));
+  const std::string name = section.text("sgd_schedule", "polynomial");
+  if (name == "constant") {
+    parameters.schedule = SgdScheduleKind::constant;
+    return parameters;
+  }
+  if (name != "polynomial")
+    throw Error(fmt::format("{}: unknown schedule '{}'; known: polynomial (h_0 (1 + (k-1)/b)^-c, Robbins–Monro), "
+                            "constant",
+                            section.describe("sgd_schedule"), name));
+  if (!(parameters.decay_c > 0.5 && parameters.decay_c <= 1.0))
+    throw Error(fmt::format("{}: expected 0.5 < c <= 1 (Robbins–Monro: Σh_k = ∞, Σh_k² < ∞), found {}",
+                            section.describe("sgd_decay_c"), parameters.decay_c));
+  return parameters;
+}
+
+SgdSchedule::SgdSchedule(const SgdScheduleParameters& parameters)
+    : step_size_(parameters.step_size), decay_b_(parameters.decay_b), decay_c_(parameters.decay_c),
+      polynomial_(parameters.schedule == SgdScheduleKind::polynomial) {
+  require_parameter(step_size_ >= 0.0 && std::isfinite(step_size_), "SGD schedule", "a finite step_size >= 0", step_size_);
+  require_parameter(decay_b_ > 0.0, "SGD schedule", "decay_b > 0", decay_b_);
 }
 
 }  // namespace sgmcmc

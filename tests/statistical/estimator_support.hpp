@@ -1,4 +1,5 @@
-// Helpers for the estimator tests: building an estimator from TOML text, one estimate at θ, and
+// Helpers for the estimator tests: building an estimator from TOML text (for the tests of its
+// keys), naming a batch's parameters in messages, one estimate at θ, and
 // a model that forwards to the gaussian plugin while hiding some of its capabilities (to run the
 // general code paths — full SAGA table, two batch gradients for control variates — on a model
 // whose exact answers are known) and recording the items it is asked about.
@@ -6,9 +7,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
+#include <fmt/format.h>
 
 import sgmcmc;
 
@@ -19,6 +22,13 @@ inline std::unique_ptr<sgmcmc::Estimator> make_estimator(const std::string& esti
   auto estimator = sgmcmc::make_estimator(config["estimator"], model);
   config["estimator"].reject_unknown_keys();
   return estimator;
+}
+
+/// "n = 5, p_i ∝ L_i, with replacement": a batch's parameters, for messages.
+inline std::string describe(const sgmcmc::ItemSamplingParameters& batches) {
+  return fmt::format("n = {}, {}{}", batches.batch_size ? fmt::format("{}", *batches.batch_size) : "default",
+                     batches.sampling == sgmcmc::Sampling::lipschitz ? "p_i ∝ L_i" : "uniform",
+                     !batches.replacement ? "" : *batches.replacement ? ", with replacement" : ", without replacement");
 }
 
 /// What one chain's parts share, kept together for tests that call estimators directly.

@@ -2,6 +2,7 @@
 // batch is the whole data set.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "gaussian_fixture.hpp"
@@ -17,6 +18,7 @@ std::vector<double> estimate(sgmcmc::Estimator& estimator, const sgmcmc::Model& 
   return gradient;
 }
 
+/// An estimator from TOML, for the errors that name where a key was set.
 std::unique_ptr<sgmcmc::Estimator> make(const std::string& toml, const sgmcmc::Model& model) {
   auto config = sgmcmc::parse_config(toml, "e.toml");
   auto estimator = sgmcmc::make_estimator(config["estimator"], model);
@@ -34,9 +36,9 @@ TEST_CASE("minibatch estimator is unbiased at several θ, with and without repla
   const auto& model = *fixture.model;
   sgmcmc::Rng rng(8, 1);
   sgmcmc::Cost cost;
-  const auto exact = make("[estimator]\nname = \"exact\"\n", model);
-  for (const char* replacement : {"false", "true"}) {
-    const auto minibatch = make(fmt::format("[estimator]\nname = \"minibatch\"\nbatch_size = 5\nreplacement = {}\n", replacement), model);
+  const auto exact = sgmcmc::make_estimator(sgmcmc::ExactParameters{}, model);
+  for (const bool replacement : {false, true}) {
+    const auto minibatch = sgmcmc::make_estimator(sgmcmc::MinibatchParameters{.batch_size = 5, .replacement = replacement}, model);
     for (const std::vector<double>& theta : {std::vector<double>{0, 0, 0}, {1.5, -2, 0.3}, {-4, 4, 1}}) {
       const auto truth = estimate(*exact, model, theta, rng, cost);
       const int repeats = 20'000;
@@ -64,8 +66,9 @@ TEST_CASE("a minibatch as large as the data set is the exact gradient, and both 
   sgmcmc::Rng rng(8, 1);
   const std::vector<double> theta{0.7, -0.1, 2.0};
   sgmcmc::Cost exact_cost, full_cost;
-  const auto exact = estimate(*make("[estimator]\nname = \"exact\"\n", model), model, theta, rng, exact_cost);
-  const auto full = estimate(*make("[estimator]\nbatch_size = 50\n", model), model, theta, rng, full_cost);
+  const auto exact = estimate(*sgmcmc::make_estimator(sgmcmc::ExactParameters{}, model), model, theta, rng, exact_cost);
+  const auto full =
+      estimate(*sgmcmc::make_estimator(sgmcmc::MinibatchParameters{.batch_size = 50}, model), model, theta, rng, full_cost);
   CHECK(full == exact);  // the same items in the same order and the same arithmetic: bit for bit
   CHECK_THROWS_WITH(make("[estimator]\nbatch_size = 500\n", model),
                     Catch::Matchers::Contains("e.toml:2: estimator.batch_size: a batch of 500 items is larger than the data set"));
@@ -73,6 +76,6 @@ TEST_CASE("a minibatch as large as the data set is the exact gradient, and both 
   CHECK(exact_cost.full_passes == 1);
   CHECK(full_cost.item_gradients == 50);
   sgmcmc::Cost small_cost;
-  estimate(*make("[estimator]\nbatch_size = 7\n", model), model, theta, rng, small_cost);
+  estimate(*sgmcmc::make_estimator(sgmcmc::MinibatchParameters{.batch_size = 7}, model), model, theta, rng, small_cost);
   CHECK(small_cost.item_gradients == 7);
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -55,12 +56,16 @@ double item_gradient_scale(const sgmcmc::Model& model, std::span<const double> t
 
 const char* const variants[] = {"rank = 2\n", "rank = 1\nbiases = true\n"};
 
+/// The two tables' batches: distinct items, and repeats within a batch.
+const sgmcmc::SagaParameters saga_kinds[] = {{.batches = {.batch_size = 5}},
+                                             {.batches = {.batch_size = 10, .replacement = true}}};
+
 }  // namespace pmf_saga_test
 
 using namespace pmf_saga_test;
 
 TEST_CASE("pmf saga: the sparse N × s table gives the dense N × d table's estimates, to rounding") {
-  // The same estimator keys and the same stream give the same batches; the dense table (pmf with
+  // The same estimator parameters and the same stream give the same batches; the dense table (pmf with
   // its sparse capability hidden: rows from one-item batches) and the sparse one do the same
   // arithmetic on the non-zeros, in a different order of additions. Tolerance: 1e-13 of
   // Σ_i ‖∇f_i‖₁ at the point, a few hundred ulps of the largest sum either forms, far below any
@@ -70,16 +75,16 @@ TEST_CASE("pmf saga: the sparse N × s table gives the dense N × d table's esti
     const auto model = tiny_pmf(dir, variant);
     const auto dense = std::make_shared<test::MaskedModel>(model, false, false, false);
     REQUIRE(model->capabilities().sparse_item_gradients);
-    for (const char* keys : {"batch_size = 5\n", "batch_size = 10\nreplacement = true\n"}) {
+    for (const auto& saga_parameters : saga_kinds) {
       test::EstimatorBench sparse_bench(*model, 11), dense_bench(*dense, 11);
-      auto sparse_saga = test::make_estimator(std::string("name = \"saga\"\n") + keys, *model);
-      auto dense_saga = test::make_estimator(std::string("name = \"saga\"\n") + keys, *dense);
+      auto sparse_saga = sgmcmc::make_estimator(saga_parameters, *model);
+      auto dense_saga = sgmcmc::make_estimator(saga_parameters, *dense);
       for (std::uint64_t step = 0; step < 40; ++step) {
         const auto theta = random_point(model->dimension(), 100 + step);
         const auto a = sparse_bench.estimate(*sparse_saga, theta), b = dense_bench.estimate(*dense_saga, theta);
         const double tolerance = 1e-13 * item_gradient_scale(*model, theta, *sparse_bench.workspace);
         for (std::size_t j = 0; j < a.size(); ++j) {
-          INFO(variant << keys << "estimate " << step << ", coordinate " << j);
+          INFO(variant << test::describe(saga_parameters.batches) << ", estimate " << step << ", coordinate " << j);
           CHECK(std::abs(a[j] - b[j]) <= tolerance);
         }
       }
@@ -102,7 +107,7 @@ TEST_CASE("pmf saga: the sparse table's estimates are unbiased (Hotelling's T²)
     const std::size_t d = model->dimension();
     REQUIRE(d == 20);
     const auto alpha = random_point(d, 1), beta = random_point(d, 2);
-    for (const char* keys : {"batch_size = 5\n", "batch_size = 10\nreplacement = true\n"})
+    for (const auto& saga_parameters : saga_kinds)
       for (std::uint64_t point = 3; point <= 4; ++point) {
         const auto theta = random_point(d, point);
         test::EstimatorBench bench(*model, ++seed);
@@ -110,7 +115,7 @@ TEST_CASE("pmf saga: the sparse table's estimates are unbiased (Hotelling's T²)
         const std::size_t repeats = 20'000;
         xt::xtensor<double, 2> errors = xt::zeros<double>({repeats, d});
         for (std::size_t r = 0; r < repeats; ++r) {
-          auto saga = test::make_estimator(std::string("name = \"saga\"\n") + keys, *model);
+          auto saga = sgmcmc::make_estimator(saga_parameters, *model);
           bench.estimate(*saga, alpha);
           bench.estimate(*saga, beta);
           const auto g = bench.estimate(*saga, theta);
@@ -121,7 +126,7 @@ TEST_CASE("pmf saga: the sparse table's estimates are unbiased (Hotelling's T²)
         const xt::xtensor<double, 2> covariance = xt::linalg::dot(xt::transpose(centred), centred) / static_cast<double>(repeats - 1);
         const xt::xtensor<double, 1> solved = xt::linalg::solve(covariance, mean);
         const double hotelling = static_cast<double>(repeats) * xt::linalg::vdot(mean, solved);
-        INFO(variant << keys << "point " << point << ": T² = " << hotelling);
+        INFO(variant << test::describe(saga_parameters.batches) << ", point " << point << ": T² = " << hotelling);
         CHECK(xt::amin(xt::diagonal(covariance))() > 0.0);  // stochastic in every coordinate
         CHECK(hotelling < 75.0);
       }
@@ -137,7 +142,7 @@ TEST_CASE("pmf saga: when a Gibbs step draws τ the table is refilled, and the n
   test::TempDir dir;
   const auto model = tiny_pmf(dir, "rank = 2\nnoise_prior_shape = 2\nnoise_prior_rate = 1\n", 1);
   test::EstimatorBench bench(*model, 5);
-  auto saga = test::make_estimator("name = \"saga\"\nbatch_size = 5\n", *model);
+  auto saga = sgmcmc::make_estimator(sgmcmc::SagaParameters{.batches = {.batch_size = 5}}, *model);
   const auto theta = random_point(model->dimension(), 7);
   bench.estimate(*saga, theta);  // fills the table
   const std::uint64_t before = bench.cost.full_passes;

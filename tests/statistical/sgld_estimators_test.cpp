@@ -5,10 +5,11 @@
 #include <cmath>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
-#include <fmt/format.h>
 #include <xtensor/xview.hpp>
 
 #include "gaussian_fixture.hpp"
@@ -153,28 +154,32 @@ TEST_CASE("SGLD with each estimator, gaussian plugin: stationary mean μ, varian
   const double sum_l = std::accumulate(bounds.begin(), bounds.end(), 0.0);
   const double sum_l2 = std::inner_product(bounds.begin(), bounds.end(), bounds.begin(), 0.0);
 
+  using Parameters = std::variant<sgmcmc::MinibatchParameters, sgmcmc::CvParameters, sgmcmc::SvrgParameters,
+                                  sgmcmc::SagaParameters>;
   struct Case {
     const char* name;
-    const char* keys;     // TOML lines
-    const char* label;    // for messages
-    double lemma_factor;  // (1/n) Σ_i L_i²/p_i, or 0 for no Lemma 1 check
+    Parameters parameters;  // batch size n, the rest as by default
+    const char* label;      // for messages
+    double lemma_factor;    // (1/n) Σ_i L_i²/p_i, or 0 for no Lemma 1 check
   };
   const double uniform_factor = static_cast<double>(big_n) / n * sum_l2, lipschitz_factor = sum_l * sum_l / n;
+  const sgmcmc::ItemSamplingParameters uniform{.batch_size = n};
   const Case cases[] = {
-      {"minibatch", "", "minibatch", 0.0},
-      {"cv", "", "cv (SGD centre, default settings)", uniform_factor},
-      {"cv", "sampling = \"lipschitz\"\n", "cv, p_i ∝ L_i", lipschitz_factor},
-      {"svrg", "", "svrg", uniform_factor},
-      {"saga", "", "saga", uniform_factor},
+      {"minibatch", sgmcmc::MinibatchParameters{.batch_size = n}, "minibatch", 0.0},
+      {"cv", sgmcmc::CvParameters{.batches = uniform}, "cv (SGD centre, default settings)", uniform_factor},
+      {"cv", sgmcmc::CvParameters{.batches = {.batch_size = n, .sampling = sgmcmc::Sampling::lipschitz}},
+       "cv, p_i ∝ L_i", lipschitz_factor},
+      {"svrg", sgmcmc::SvrgParameters{.batches = uniform}, "svrg", uniform_factor},
+      {"saga", sgmcmc::SagaParameters{.batches = uniform}, "saga", uniform_factor},
   };
   for (const auto& c : cases) {
     std::vector<BatchSums> sums(batches, BatchSums{std::vector<double>(d), std::vector<double>(d), std::vector<double>(d)});
-    auto probe = std::make_unique<NoiseProbe>(
-        test::make_estimator(fmt::format("name = \"{}\"\nbatch_size = {}\n{}", c.name, n, c.keys), model), fixture, eigen, sums);
+    auto estimator = std::visit([&](const auto& parameters) { return sgmcmc::make_estimator(parameters, model); },
+                                c.parameters);
+    auto probe = std::make_unique<NoiseProbe>(std::move(estimator), fixture, eigen, sums);
     const NoiseProbe& probe_view = *probe;
-    auto config = sgmcmc::parse_config(fmt::format("[integrator]\nname = \"sgld\"\nstep_size = {}\n", epsilon), "t.toml");
-    auto integrator = sgmcmc::make_integrator(config["integrator"]);
-    auto corrector = sgmcmc::make_corrector(config, model, *integrator);
+    auto integrator = sgmcmc::make_integrator(sgmcmc::SgldParameters{.schedule = {.step_size = epsilon}});
+    auto corrector = sgmcmc::make_corrector(sgmcmc::NoCorrectionParameters{}, {model, *integrator, {}});
     sgmcmc::Chain chain(fixture.model, std::move(probe), std::move(integrator), std::move(corrector),
                         sgmcmc::Rng(2025, sgmcmc::chain_stream(0)));
     DrawSums observer(fixture, eigen, sums);

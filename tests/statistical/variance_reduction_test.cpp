@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -74,25 +75,28 @@ ErrorMoments error_moments(const std::vector<std::vector<double>>& estimates, st
 ///   svrg: the first estimate, at α, takes the snapshot; then R estimates at θ (period > R);
 ///   saga: a fresh estimator per repeat: table filled at α, one estimate at β refreshes a batch
 ///         of entries, then the estimate at θ — so the table states differ between repeats too.
-std::vector<std::vector<double>> estimates_at(const std::string& kind, const std::string& keys, const sgmcmc::Model& model,
-                                              std::span<const double> theta, std::span<const double> alpha,
-                                              std::span<const double> beta, int repeats, std::uint64_t seed) {
+std::vector<std::vector<double>> estimates_at(const std::string& kind, const sgmcmc::ItemSamplingParameters& batches,
+                                              const sgmcmc::Model& model, std::span<const double> theta,
+                                              std::span<const double> alpha, std::span<const double> beta, int repeats,
+                                              std::uint64_t seed) {
   test::EstimatorBench bench(model, seed);
   std::vector<std::vector<double>> out;
   if (kind == "saga") {
-    auto config = sgmcmc::parse_config("[estimator]\nname = \"saga\"\n" + keys, "saga.toml");
     for (int r = 0; r < repeats; ++r) {
-      auto saga = sgmcmc::make_estimator(config["estimator"], model);
+      auto saga = sgmcmc::make_estimator(sgmcmc::SagaParameters{.batches = batches}, model);
       bench.estimate(*saga, alpha);
       bench.estimate(*saga, beta);
       out.push_back(bench.estimate(*saga, theta));
     }
     return out;
   }
-  std::string toml = fmt::format("name = \"{}\"\n{}", kind, keys);
-  if (kind == "cv") toml += fmt::format("centre = \"{}\"\n", as_list(alpha));
-  if (kind == "svrg") toml += fmt::format("period = {}\n", repeats + 1);
-  auto estimator = test::make_estimator(toml, model);
+  auto estimator = kind == "cv"
+                       ? sgmcmc::make_estimator(
+                             sgmcmc::CvParameters{.batches = batches, .centre = std::vector<double>(alpha.begin(), alpha.end())},
+                             model)
+                       : sgmcmc::make_estimator(
+                             sgmcmc::SvrgParameters{.batches = batches, .period = static_cast<std::uint64_t>(repeats + 1)},
+                             model);
   std::vector<double> start(model.dimension(), 0.0);
   estimator->prepare(start, bench.context);
   if (kind == "svrg") bench.estimate(*estimator, alpha);
@@ -114,31 +118,32 @@ TEST_CASE("cv, svrg and saga are unbiased at several θ: uniform and p_i ∝ L_i
   const std::vector<std::vector<double>> thetas = {mu, plus(mu, {1.0, -1.0, 0.5}), plus(mu, {-3.0, 2.0, 4.0})};
   struct Case {
     const char* kind;
-    const char* keys;
+    sgmcmc::ItemSamplingParameters batches;
     Path path;
   };
+  using sgmcmc::Sampling;
   const Case cases[] = {
-      {"cv", "batch_size = 5\n", Path::glm},
-      {"cv", "batch_size = 5\n", Path::per_item},
-      {"cv", "batch_size = 5\nreplacement = true\n", Path::glm},
-      {"cv", "batch_size = 5\nsampling = \"lipschitz\"\n", Path::glm},
-      {"cv", "batch_size = 5\nsampling = \"lipschitz\"\n", Path::per_item},
-      {"svrg", "batch_size = 5\n", Path::glm},
-      {"svrg", "batch_size = 5\nsampling = \"lipschitz\"\n", Path::per_item},
-      {"saga", "batch_size = 5\n", Path::glm},
-      {"saga", "batch_size = 20\nreplacement = true\n", Path::glm},  // repeated items in a batch
-      {"saga", "batch_size = 5\nsampling = \"lipschitz\"\n", Path::glm},
-      {"saga", "batch_size = 5\n", Path::per_item},
-      {"saga", "batch_size = 20\nsampling = \"lipschitz\"\n", Path::per_item},
-      {"saga", "batch_size = 5\n", Path::neither},
+      {"cv", {.batch_size = 5}, Path::glm},
+      {"cv", {.batch_size = 5}, Path::per_item},
+      {"cv", {.batch_size = 5, .replacement = true}, Path::glm},
+      {"cv", {.batch_size = 5, .sampling = Sampling::lipschitz}, Path::glm},
+      {"cv", {.batch_size = 5, .sampling = Sampling::lipschitz}, Path::per_item},
+      {"svrg", {.batch_size = 5}, Path::glm},
+      {"svrg", {.batch_size = 5, .sampling = Sampling::lipschitz}, Path::per_item},
+      {"saga", {.batch_size = 5}, Path::glm},
+      {"saga", {.batch_size = 20, .replacement = true}, Path::glm},  // repeated items in a batch
+      {"saga", {.batch_size = 5, .sampling = Sampling::lipschitz}, Path::glm},
+      {"saga", {.batch_size = 5}, Path::per_item},
+      {"saga", {.batch_size = 20, .sampling = Sampling::lipschitz}, Path::per_item},
+      {"saga", {.batch_size = 5}, Path::neither},
   };
   std::uint64_t seed = 1;
   for (const auto& c : cases) {
     const auto model = with_path(fixture, c.path);
     for (const auto& theta : thetas) {
       const auto truth = test::exact_gradient(*model, theta);
-      const auto m = error_moments(estimates_at(c.kind, c.keys, *model, theta, alpha, beta, 20'000, ++seed), truth);
-      INFO(c.kind << " [" << c.keys << "] path " << static_cast<int>(c.path) << " θ = " << as_list(theta) << ": mean error "
+      const auto m = error_moments(estimates_at(c.kind, c.batches, *model, theta, alpha, beta, 20'000, ++seed), truth);
+      INFO(c.kind << " [" << test::describe(c.batches) << "] path " << static_cast<int>(c.path) << " θ = " << as_list(theta) << ": mean error "
                   << m.mean << ", T² = " << m.hotelling);
       CHECK(xt::amax(xt::diagonal(m.covariance))() > 0.0);  // they are stochastic estimates
       CHECK(m.hotelling < 30.0);
@@ -156,8 +161,9 @@ TEST_CASE("cv is exact at θ = θ̂ found by SGD; bit for bit the exact gradient
   for (const Path path : {Path::per_item, Path::glm}) {
     const auto model = with_path(fixture, path);
     test::EstimatorBench bench(*model);
-    auto cv = test::make_estimator("name = \"cv\"\nbatch_size = 5\nsgd_step_size = 2e-3\nsgd_iterations = 200\n", *model);
-    auto exact = test::make_estimator("name = \"exact\"\n", *model);
+    auto cv = sgmcmc::make_estimator(
+        sgmcmc::CvParameters{.batches = {.batch_size = 5}, .sgd_iterations = 200, .sgd = {.step_size = 2e-3}}, *model);
+    auto exact = sgmcmc::make_estimator(sgmcmc::ExactParameters{}, *model);
     std::vector<double> theta_hat(3, 0.0);
     cv->prepare(theta_hat, bench.context);
     const std::vector<double> mu(fixture.mean.begin(), fixture.mean.end());
@@ -194,7 +200,7 @@ TEST_CASE("cv's variance grows like ‖θ - θ̂‖² (Baker et al. 2019, Lemma 
   const auto& model = *fixture.model;
   const std::vector<double> mu(fixture.mean.begin(), fixture.mean.end());
   const std::size_t n = 5;
-  auto cv = test::make_estimator(fmt::format("name = \"cv\"\nbatch_size = {}\ncentre = \"{}\"\n", n, as_list(mu)), model);
+  auto cv = sgmcmc::make_estimator(sgmcmc::CvParameters{.batches = {.batch_size = n}, .centre = mu}, model);
   test::EstimatorBench bench(model, 21);
   std::vector<double> start(3, 0.0);
   cv->prepare(start, bench.context);
@@ -278,8 +284,8 @@ TEST_CASE("near the mode cv's variance is far below minibatch's, each matching i
     return nn * (nn - m) / (m * (nn - 1)) * sum;
   };
 
-  const auto measured = [&](const std::string& toml) {
-    auto estimator = test::make_estimator(toml, model);
+  const auto measured = [&](const auto& parameters) {
+    auto estimator = sgmcmc::make_estimator(parameters, model);
     test::EstimatorBench bench(model, 5);
     std::vector<double> start(3, 0.0);
     estimator->prepare(start, bench.context);
@@ -295,8 +301,8 @@ TEST_CASE("near the mode cv's variance is far below minibatch's, each matching i
     const double v = sum / repeats;
     return std::pair{v, std::sqrt((sum_squares / repeats - v * v) / repeats)};
   };
-  const auto [v_minibatch, sd_minibatch] = measured(fmt::format("name = \"minibatch\"\nbatch_size = {}\n", n));
-  const auto [v_cv, sd_cv] = measured(fmt::format("name = \"cv\"\nbatch_size = {}\ncentre = \"{}\"\n", n, as_list(mu)));
+  const auto [v_minibatch, sd_minibatch] = measured(sgmcmc::MinibatchParameters{.batch_size = n});
+  const auto [v_cv, sd_cv] = measured(sgmcmc::CvParameters{.batches = {.batch_size = n}, .centre = mu});
   const double expected_minibatch = population_variance(false), expected_cv = population_variance(true);
   INFO("minibatch " << v_minibatch << " ± " << sd_minibatch << " (formula " << expected_minibatch << "); cv " << v_cv
                     << " ± " << sd_cv << " (formula " << expected_cv << "); ratio " << v_cv / v_minibatch);
@@ -326,7 +332,7 @@ TEST_CASE("saga: once every entry is refreshed at a fixed θ the estimate is ∇
   for (const auto [glm, per_item] : {std::pair{true, true}, {false, true}, {false, false}}) {
     const test::MaskedModel model(fixture.model, glm, per_item);
     test::EstimatorBench bench(model);
-    auto saga = test::make_estimator("name = \"saga\"\nbatch_size = 5\n", model);
+    auto saga = sgmcmc::make_estimator(sgmcmc::SagaParameters{.batches = {.batch_size = 5}}, model);
     bench.estimate(*saga, alpha);
     model.forget_asked();
     int calls = 0;
@@ -340,14 +346,16 @@ TEST_CASE("saga: once every entry is refreshed at a fixed θ the estimate is ∇
     for (std::size_t j = 0; j < 3; ++j) CHECK(std::abs(g[j] - truth[j]) <= 1e-9 * (item_norm_sum(alpha) + item_norm_sum(theta)));
   }
 
-  for (const char* keys : {"batch_size = 5\n", "batch_size = 20\nreplacement = true\n", "batch_size = 5\nsampling = \"lipschitz\"\n"}) {
+  const sgmcmc::ItemSamplingParameters batch_kinds[] = {
+      {.batch_size = 5}, {.batch_size = 20, .replacement = true}, {.batch_size = 5, .sampling = sgmcmc::Sampling::lipschitz}};
+  for (const auto& batches : batch_kinds) {
     const test::MaskedModel full(fixture.model, false, true), one_item(fixture.model, false, false);
     const sgmcmc::Model* models[] = {fixture.model.get(), &full, &one_item};
     std::vector<std::unique_ptr<test::EstimatorBench>> benches;
     std::vector<std::unique_ptr<sgmcmc::Estimator>> sagas;
     for (const auto* model : models) {
       benches.push_back(std::make_unique<test::EstimatorBench>(*model, 77));
-      sagas.push_back(test::make_estimator(std::string("name = \"saga\"\n") + keys, *model));
+      sagas.push_back(sgmcmc::make_estimator(sgmcmc::SagaParameters{.batches = batches}, *model));
     }
     sgmcmc::Rng walk(3, 9);
     std::vector<double> at = mu;
@@ -357,7 +365,7 @@ TEST_CASE("saga: once every entry is refreshed at a fixed θ the estimate is ∇
       const auto compact = benches[0]->estimate(*sagas[0], at);
       for (std::size_t m = 1; m < 3; ++m) {
         const auto other = benches[m]->estimate(*sagas[m], at);
-        INFO(keys << "step " << step << ", table " << m);
+        INFO(test::describe(batches) << ", step " << step << ", table " << m);
         for (std::size_t j = 0; j < 3; ++j) CHECK(std::abs(other[j] - compact[j]) <= tolerance);
       }
     }
@@ -372,7 +380,7 @@ TEST_CASE("svrg: the estimate at each snapshot is exact, with one full pass ever
   test::GaussianFixture fixture(50, 3);
   const auto& model = *fixture.model;
   const std::size_t period = 4, n = 5;
-  auto svrg = test::make_estimator(fmt::format("name = \"svrg\"\nbatch_size = {}\nperiod = {}\n", n, period), model);
+  auto svrg = sgmcmc::make_estimator(sgmcmc::SvrgParameters{.batches = {.batch_size = n}, .period = period}, model);
   test::EstimatorBench bench(model);
   sgmcmc::Rng walk(4, 2);
   std::vector<double> theta(fixture.mean.begin(), fixture.mean.end());
@@ -439,7 +447,7 @@ TEST_CASE("cv's default centring: one SGD pass leaves θ̂ about one posterior s
     const auto& model = *fixture.model;
     double average = 0.0;
     for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-      auto cv = test::make_estimator("name = \"cv\"\nbatch_size = 100\n", model);
+      auto cv = sgmcmc::make_estimator(sgmcmc::CvParameters{.batches = {.batch_size = 100}}, model);
       test::EstimatorBench bench(model, 100 + seed);
       std::vector<double> theta(5, 0.0);
       cv->prepare(theta, bench.context);

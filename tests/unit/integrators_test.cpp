@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,11 +37,12 @@ struct OneStep {
   sgmcmc::Cost cost;
   sgmcmc::ChainState state;
 
-  /// An integrator from `toml`, at θ = 1.3 and momentum -0.4 (when it has one).
-  explicit OneStep(const std::string& toml) {
-    auto config = sgmcmc::parse_config("[estimator]\nname = \"exact\"\n" + toml, "t.toml");
-    estimator = sgmcmc::make_estimator(config["estimator"], *model);
-    integrator = sgmcmc::make_integrator(config["integrator"]);
+  /// The integrator of `parameters` (sgmcmc::SgldParameters, ObaboParameters, ...), with exact
+  /// gradients, at θ = 1.3 and momentum -0.4 (when it has one).
+  template <class Parameters>
+  explicit OneStep(const Parameters& parameters) {
+    estimator = sgmcmc::make_estimator(sgmcmc::ExactParameters{}, *model);
+    integrator = sgmcmc::make_integrator(parameters);
     integrator->initialise(state, 1, rng);
     state.theta[0] = 1.3;
     if (!state.momentum.empty()) state.momentum[0] = -0.4;
@@ -80,7 +82,7 @@ TEST_CASE("sub-steps A, B, O and the kinetic energy on known values") {
 }
 
 TEST_CASE("one sgld step: θ - (ε/2)∇U + sqrt(εT)ξ") {
-  OneStep s("[integrator]\nname = \"sgld\"\nstep_size = 0.1\ntemperature = 1.5\n");
+  OneStep s(sgmcmc::SgldParameters{.schedule = {.step_size = 0.1}, .temperature = 1.5});
   auto r = s.stream();
   s.step();
   CHECK(s.state.theta[0] == Approx(1.3 - 0.05 * grad(1.3) + std::sqrt(0.15) * r.normal()).epsilon(1e-14));
@@ -89,8 +91,8 @@ TEST_CASE("one sgld step: θ - (ε/2)∇U + sqrt(εT)ξ") {
 TEST_CASE("one obabo step with mass and temperature, and its energy error") {
   // Each O is the exact OU flow over h/2: c = exp(-γh/2), noise variance (1 - c²)T·M.
   const double h = 0.2, gamma = 0.7, mass = 2.0, temperature = 1.5, c = std::exp(-gamma * h / 2);
-  OneStep s(fmt::format("[integrator]\nname = \"obabo\"\nstep_size = {}\nfriction = {}\nmass = {}\ntemperature = {}\n", h, gamma,
-                        mass, temperature));
+  OneStep s(sgmcmc::ObaboParameters{
+      .schedule = {.step_size = h}, .temperature = temperature, .mass = mass, .friction = gamma});
   auto r = s.stream();
   double m = c * -0.4 + std::sqrt((1 - c * c) * temperature) * std::sqrt(mass) * r.normal();
   const double kinetic_before = 0.5 * m * m / mass;
@@ -112,8 +114,8 @@ TEST_CASE("one baoab step with mass and temperature, and its energy error") {
   // c = exp(-γh), noise variance (1 - c²)T·M; drifts move θ by (h/2)M⁻¹m. The energy error adds
   // the change of ½m²/M over each half kick (the O step between them is left out).
   const double h = 0.2, gamma = 0.7, mass = 2.0, temperature = 1.5, c = std::exp(-gamma * h);
-  OneStep s(fmt::format("[integrator]\nname = \"baoab\"\nstep_size = {}\nfriction = {}\nmass = {}\ntemperature = {}\n", h,
-                        gamma, mass, temperature));
+  OneStep s(sgmcmc::BaoabParameters{
+      .schedule = {.step_size = h}, .temperature = temperature, .mass = mass, .friction = gamma});
   auto r = s.stream();
   double m = -0.4 - h / 2 * grad(1.3);
   double energy_error = 0.5 * (m * m - 0.4 * 0.4) / mass;
@@ -137,13 +139,10 @@ TEST_CASE("baoab's O step keeps exp(-γh) of the momentum: the lag-1 correlation
   // Tolerance: the sample lag-1 correlation of an AR(1) series of length n has standard error
   // sqrt((1 - ρ²)/n) ≈ 0.0029 for n = 10⁵; 0.02 is 7 of those and well below the 0.24 gap.
   const double h = 0.5, gamma = 2.0;
-  auto config = sgmcmc::parse_config(
-      fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"baoab\"\nstep_size = {}\nfriction = {}\n", h, gamma),
-      "o.toml");
   std::shared_ptr<const sgmcmc::Model> flat = std::make_shared<test::NormalTarget>(0.0, 1e100);
   auto workspace = flat->make_workspace();
-  auto estimator = sgmcmc::make_estimator(config["estimator"], *flat);
-  auto integrator = sgmcmc::make_integrator(config["integrator"]);
+  auto estimator = sgmcmc::make_estimator(sgmcmc::ExactParameters{}, *flat);
+  auto integrator = sgmcmc::make_integrator(sgmcmc::BaoabParameters{.schedule = {.step_size = h}, .friction = gamma});
   sgmcmc::Rng rng(8, 3);
   sgmcmc::Cost cost;
   sgmcmc::ChainContext context{*flat, *workspace, rng, cost};
@@ -187,7 +186,7 @@ TEST_CASE("friction 0, or negative, is refused with the reason") {
 
 TEST_CASE("one sghmc (Euler-Maruyama) step") {
   const double h = 0.1, gamma = 2.0, mass = 0.5;
-  OneStep s(fmt::format("[integrator]\nname = \"sghmc\"\nstep_size = {}\nfriction = {}\nmass = {}\n", h, gamma, mass));
+  OneStep s(sgmcmc::SghmcParameters{.schedule = {.step_size = h}, .mass = mass, .friction = gamma});
   auto r = s.stream();
   const double m = (1 - h * gamma) * -0.4 - h * grad(1.3) + std::sqrt(2 * gamma * h) * std::sqrt(mass) * r.normal();
   s.step();
@@ -197,7 +196,7 @@ TEST_CASE("one sghmc (Euler-Maruyama) step") {
 
 TEST_CASE("one hmc step: fresh momentum, then L leapfrog steps") {
   const double h = 0.3;
-  OneStep s(fmt::format("[integrator]\nname = \"hmc\"\nstep_size = {}\nsteps = 3\n", h));
+  OneStep s(sgmcmc::HmcParameters{.schedule = {.step_size = h}, .steps = 3});
   auto r = s.stream();
   double m = r.normal(), theta = 1.3;
   for (int l = 0; l < 3; ++l) {
@@ -213,7 +212,7 @@ TEST_CASE("one hmc step: fresh momentum, then L leapfrog steps") {
 
 TEST_CASE("one mala step is SGLD's update with h = sqrt(ε)") {
   const double epsilon = 0.09;
-  OneStep s(fmt::format("[integrator]\nname = \"mala\"\nstep_size = {}\n", epsilon));
+  OneStep s(sgmcmc::MalaParameters{.schedule = {.step_size = epsilon}});
   auto r = s.stream();
   const double xi = r.normal();
   s.step();
@@ -221,7 +220,7 @@ TEST_CASE("one mala step is SGLD's update with h = sqrt(ε)") {
 }
 
 TEST_CASE("obabo with γ → 0 is a leapfrog step, bit for bit") {
-  OneStep s("[integrator]\nname = \"obabo\"\nstep_size = 0.25\nfriction = 1e-300\n");
+  OneStep s(sgmcmc::ObaboParameters{.schedule = {.step_size = 0.25}, .friction = 1e-300});
   double m = -0.4 - 0.125 * grad(1.3);
   const double theta = 1.3 + 0.25 * m;
   m -= 0.125 * grad(theta);
@@ -236,11 +235,9 @@ TEST_CASE("mala (obabo with a = 0) reproduces sgld with ε = h² over a whole tr
   // sqrt(εT) and (ε/2)g against h·(h/2)g, rounding of order 1e-16 per step.
   test::GaussianFixture fixture(30, 3);
   const double epsilon = 1e-3;
-  auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"sgld\"\nstep_size = {}\n", epsilon), "s.toml");
-  auto mala_config = sgmcmc::parse_config(fmt::format("[integrator]\nname = \"mala\"\nstep_size = {}\n", epsilon), "m.toml");
-  auto estimator = sgmcmc::make_estimator(config["estimator"], *fixture.model);
-  auto sgld = sgmcmc::make_integrator(config["integrator"]);
-  auto mala = sgmcmc::make_integrator(mala_config["integrator"]);
+  auto estimator = sgmcmc::make_estimator(sgmcmc::ExactParameters{}, *fixture.model);
+  auto sgld = sgmcmc::make_integrator(sgmcmc::SgldParameters{.schedule = {.step_size = epsilon}});
+  auto mala = sgmcmc::make_integrator(sgmcmc::MalaParameters{.schedule = {.step_size = epsilon}});
   sgmcmc::Rng sgld_rng(3, 1), mala_rng(3, 1);
   sgmcmc::Cost cost;
   auto workspace = fixture.model->make_workspace();
@@ -259,9 +256,8 @@ TEST_CASE("mala (obabo with a = 0) reproduces sgld with ε = h² over a whole tr
 
 TEST_CASE("a leapfrog trajectory run forward, momentum flipped, run again, returns to its start") {
   test::GaussianFixture fixture(30, 3);
-  auto config = sgmcmc::parse_config("[estimator]\nname = \"exact\"\n[integrator]\nname = \"obabo\"\nstep_size = 0.01\nfriction = 1e-300\n", "r.toml");
-  auto estimator = sgmcmc::make_estimator(config["estimator"], *fixture.model);
-  auto integrator = sgmcmc::make_integrator(config["integrator"]);
+  auto estimator = sgmcmc::make_estimator(sgmcmc::ExactParameters{}, *fixture.model);
+  auto integrator = sgmcmc::make_integrator(sgmcmc::ObaboParameters{.schedule = {.step_size = 0.01}, .friction = 1e-300});
   sgmcmc::Rng rng(4, 4);
   sgmcmc::Cost cost;
   auto workspace = fixture.model->make_workspace();
@@ -297,9 +293,8 @@ TEST_CASE("the energy error of a leapfrog trajectory shrinks as h²") {
     return fixture.model->prior_potential(theta) + fixture.model->data_potential(theta, {items}, *workspace);
   };
   for (double h : {h0, h0 / 2, h0 / 4, h0 / 8}) {
-    auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"obabo\"\nstep_size = {}\nfriction = 1e-300\n", h), "e.toml");
-    auto estimator = sgmcmc::make_estimator(config["estimator"], *fixture.model);
-    auto integrator = sgmcmc::make_integrator(config["integrator"]);
+    auto estimator = sgmcmc::make_estimator(sgmcmc::ExactParameters{}, *fixture.model);
+    auto integrator = sgmcmc::make_integrator(sgmcmc::ObaboParameters{.schedule = {.step_size = h}, .friction = 1e-300});
     sgmcmc::Rng rng(9, 9);
     sgmcmc::Cost cost;
     sgmcmc::ChainContext context{*fixture.model, *workspace, rng, cost};
@@ -326,7 +321,7 @@ TEST_CASE("sghmc's backward move is not realisable, so an MH test could never ac
   // its *new* momentum m_b; to return to (θ, -m) it needs m_b = -m, and then lands at
   // θ' - hM⁻¹m = θ + hM⁻¹(m' - m), which is θ only if m' = m: an event of probability 0 under
   // the Gaussian noise. Over many random steps the miss is never 0.
-  OneStep s("[integrator]\nname = \"sghmc\"\nstep_size = 0.1\nfriction = 1\n");
+  OneStep s(sgmcmc::SghmcParameters{.schedule = {.step_size = 0.1}, .friction = 1.0});
   double smallest_miss = INFINITY;
   for (int k = 0; k < 1000; ++k) {
     const double theta = s.state.theta[0], m = s.state.momentum[0];
@@ -339,17 +334,16 @@ TEST_CASE("sghmc's backward move is not realisable, so an MH test could never ac
 }
 
 TEST_CASE("step-size schedules: constant, polynomial decay, cyclical cosine") {
-  auto config = sgmcmc::parse_config(
-      "[integrator]\nstep_size = 0.5\nschedule = \"polynomial\"\ndecay_b = 3\ndecay_c = 0.6\n", "p.toml");
-  const sgmcmc::StepSchedule polynomial(config["integrator"]);
+  const sgmcmc::StepSchedule polynomial(
+      {.step_size = 0.5, .schedule = sgmcmc::ScheduleKind::polynomial, .decay_b = 3, .decay_c = 0.6});
   CHECK(polynomial.at(1) == Approx(0.5 * std::pow(4.0, -0.6)).epsilon(1e-15));
   CHECK(polynomial.at(97) == Approx(0.5 * std::pow(100.0, -0.6)).epsilon(1e-15));
-  auto cyclic = sgmcmc::parse_config("[integrator]\nstep_size = 0.5\nschedule = \"cyclical\"\ncycle_length = 4\n", "c.toml");
-  const sgmcmc::StepSchedule cyclical(cyclic["integrator"]);
+  const sgmcmc::StepSchedule cyclical({.step_size = 0.5, .schedule = sgmcmc::ScheduleKind::cyclical, .cycle_length = 4});
   const double expected[] = {0.5, 0.25 * (std::cos(M_PI / 4) + 1), 0.25, 0.25 * (std::cos(3 * M_PI / 4) + 1), 0.5};
   for (int k = 0; k < 5; ++k) CHECK(cyclical.at(k + 1) == Approx(expected[k]).epsilon(1e-15));
-  auto constant = sgmcmc::parse_config("[integrator]\nstep_size = 0.5\n", "k.toml");
-  CHECK(sgmcmc::StepSchedule(constant["integrator"]).at(1000) == 0.5);
+  CHECK(sgmcmc::StepSchedule({.step_size = 0.5}).at(1000) == 0.5);
+  // The range of c is the Settings adapter's check, which names where the key was set.
   auto bad = sgmcmc::parse_config("[integrator]\nschedule = \"polynomial\"\ndecay_c = 1.5\n", "b.toml");
-  CHECK_THROWS_WITH(sgmcmc::StepSchedule(bad["integrator"]), Catch::Matchers::Contains("b.toml:3: integrator.decay_c"));
+  CHECK_THROWS_WITH(sgmcmc::ScheduleParameters::from_settings(bad["integrator"]),
+                    Catch::Matchers::Contains("b.toml:3: integrator.decay_c"));
 }

@@ -34,6 +34,24 @@ const std::vector<CatalogueEntry<CorrectorFactory>>& corrector_catalogue();
 
 inline constexpr const char* default_corrector = "none";
 
+/// none: accept every move; it has no keys.
+struct NoCorrectionParameters {
+  static NoCorrectionParameters from_settings(const Settings& section);
+};
+
+/// mh: a Metropolis–Hastings test at the end of every block of `every` integrator steps.
+struct MhParameters {
+  std::size_t every = 1;        // K >= 1, the block length
+  bool exact_endpoints = true;  // exact gradients at a block's ends (CorrectorTarget::exact_estimator)
+  static MhParameters from_settings(const Settings& section);
+};
+
+/// Each corrector from its plain parameters. The checks of a combination (MH after an estimator or
+/// integrator that refuses it, ...) are sgmcmc.assembly's make_corrector(RunConfig, ...), which
+/// knows the catalogue entries; these build what they are given.
+std::unique_ptr<Corrector> make_corrector(const NoCorrectionParameters& parameters, const CorrectorTarget& target);
+std::unique_ptr<Corrector> make_corrector(const MhParameters& parameters, const CorrectorTarget& target);
+
 }  // namespace sgmcmc
 
 module :private;
@@ -56,11 +74,10 @@ public:
 /// drawn independently of the state, so the test is exact with stochastic kicks.
 class MetropolisHastings final : public Corrector {
 public:
-  MetropolisHastings(const Settings& section, const CorrectorTarget& target)
-      : every_(static_cast<std::size_t>(section.integer_at_least("every", 1, 1))),
-        temperature_(target.integrator.temperature()),
-        all_items_(every_item(target.model)) {
-    if (section.flag("exact_endpoints", true)) exact_ = target.exact_estimator();
+  MetropolisHastings(const MhParameters& parameters, const CorrectorTarget& target)
+      : every_(parameters.every), temperature_(target.integrator.temperature()), all_items_(every_item(target.model)) {
+    require_parameter(every_ >= 1, "corrector mh", "every >= 1", every_);
+    if (parameters.exact_endpoints) exact_ = target.exact_estimator();
   }
 
   std::size_t block_length() const override { return every_; }
@@ -129,21 +146,37 @@ private:
   ChainState saved_;
 };
 
+template <class Parameters>
+CorrectorFactory factory() {
+  return [](const Settings& section, const CorrectorTarget& target) {
+    return make_corrector(Parameters::from_settings(section), target);
+  };
+}
+
 }  // namespace
 
 const std::vector<CatalogueEntry<CorrectorFactory>>& corrector_catalogue() {
   static const std::vector<CatalogueEntry<CorrectorFactory>> catalogue = {
-      {"none", "accept every move (no Metropolis-Hastings test)", {},
-       [](const Settings&, const CorrectorTarget&) -> std::unique_ptr<Corrector> {
-         return std::make_unique<NoCorrection>();
-       }},
+      {"none", "accept every move (no Metropolis-Hastings test)", {}, factory<NoCorrectionParameters>()},
       {"mh", "Metropolis-Hastings test every `every` (1) steps with the exact potential; exact_endpoints (true)",
-       {"every", "exact_endpoints"},
-       [](const Settings& section, const CorrectorTarget& target) -> std::unique_ptr<Corrector> {
-         return std::make_unique<MetropolisHastings>(section, target);
-       }},
+       {"every", "exact_endpoints"}, factory<MhParameters>()},
   };
   return catalogue;
+}
+
+NoCorrectionParameters NoCorrectionParameters::from_settings(const Settings&) { return {}; }
+
+MhParameters MhParameters::from_settings(const Settings& section) {
+  return {.every = static_cast<std::size_t>(section.integer_at_least("every", 1, 1)),
+          .exact_endpoints = section.flag("exact_endpoints", true)};
+}
+
+std::unique_ptr<Corrector> make_corrector(const NoCorrectionParameters&, const CorrectorTarget&) {
+  return std::make_unique<NoCorrection>();
+}
+
+std::unique_ptr<Corrector> make_corrector(const MhParameters& parameters, const CorrectorTarget& target) {
+  return std::make_unique<MetropolisHastings>(parameters, target);
 }
 
 }  // namespace sgmcmc

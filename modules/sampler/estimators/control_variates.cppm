@@ -25,6 +25,7 @@ import sgmcmc.schedules;
 import sgmcmc.error;
 import :minibatch;
 import :weighted_batches;
+import :parameters;
 
 namespace sgmcmc::estimator_parts {
 
@@ -218,25 +219,16 @@ std::vector<double> parse_centre(const Settings& section, const std::string& tex
 /// The SGD phase's item gradients and time are the chain's (it runs inside Chain::run).
 class ControlVariateEstimator final : public Estimator {
 public:
-  ControlVariateEstimator(const Settings& section, const Model& model)
-      : sampler_(section, model), centre_(model),
-        sgd_iterations_(static_cast<std::uint64_t>(
-            section.integer_at_least("sgd_iterations", static_cast<std::int64_t>(one_pass(model, sampler_)), 0))),
-        schedule_(section),
-        with_replacement_(!sampler_.distinct_items()), section_(section.section()),
-        centre_passes_(static_cast<std::size_t>(section.integer_at_least("centre_passes", 1, 1))) {
-    if (centre_passes_ > 1 && !model.capabilities().latent_gibbs_step)
-      throw Error(fmt::format("{} = {}: only a model whose gradient Gibbs-samples latent variables (capability "
-                              "latent-gibbs-step) has a random full gradient to average; this one's is exact",
-                              section.describe("centre_passes"), centre_passes_));
-    centre_.average_passes(centre_passes_);
-    if (const std::string text = section.text("centre", ""); !text.empty()) {  // "": find θ̂ by SGD
-      given_centre_ = parse_centre(section, text, model.dimension());
-      for (const char* key : {"sgd_iterations", "sgd_schedule", "sgd_step_size", "sgd_decay_b", "sgd_decay_c"})
-        if (section.contains(key))
-          throw Error(fmt::format("{}: not used when {}.centre is given (there is no SGD phase)",
-                                  section.describe(key), section.section()));
-    }
+  ControlVariateEstimator(const CvParameters& parameters, const Model& model)
+      : sampler_(parameters.batches, model), centre_(model),
+        sgd_iterations_(parameters.sgd_iterations.value_or(one_pass(model, sampler_.batch_size()))),
+        schedule_(parameters.sgd), with_replacement_(!sampler_.distinct_items()), given_centre_(parameters.centre) {
+    require_parameter(parameters.centre_passes >= 1, "estimator cv", "centre_passes >= 1", parameters.centre_passes);
+    if (given_centre_)
+      require_parameter(given_centre_->size() == model.dimension(), "estimator cv",
+                        fmt::format("a centre of {} numbers, one per parameter", model.dimension()),
+                        given_centre_->size());
+    centre_.average_passes(parameters.centre_passes);
   }
 
   void prepare(std::span<double> theta, ChainContext& context) override {
@@ -248,8 +240,8 @@ public:
     if (!all_finite(centre_.data_gradient()))
       throw Error(fmt::format("estimator 'cv', full-gradient pass at the centre θ̂: ∇U(θ̂) is not finite (NaN or "
                               "Inf); {}",
-                              given_centre_ ? fmt::format("choose another {}.centre", section_)
-                                            : fmt::format("try a smaller {}.sgd_step_size (now {})", section_,
+                              given_centre_ ? std::string("choose another estimator.centre")
+                                            : fmt::format("try a smaller estimator.sgd_step_size (now {})",
                                                           schedule_.first_step())));
   }
 
@@ -296,8 +288,8 @@ private:
       if (mirror) mirror_positive(theta);
       if (!all_finite(theta))
         throw Error(fmt::format("estimator 'cv', SGD centring phase: θ is no longer finite (NaN or Inf) after step "
-                                "{} of {}; try a smaller {}.sgd_step_size (now {})",
-                                k, sgd_iterations_, section_, schedule_.first_step()));
+                                "{} of {}; try a smaller estimator.sgd_step_size (now {})",
+                                k, sgd_iterations_, schedule_.first_step()));
     }
   }
 
@@ -315,8 +307,6 @@ private:
   std::uint64_t sgd_iterations_;
   SgdSchedule schedule_;
   bool with_replacement_;
-  std::string section_;  // "estimator", for messages
-  std::size_t centre_passes_;  // full Gibbs passes averaged for ∇U(θ̂) (latent-variable models)
   std::optional<std::vector<double>> given_centre_;
 };
 
@@ -327,11 +317,11 @@ private:
 /// estimate of Baker et al. (2019, eq. 4) around θ̃. Keys: period m (default one pass, ceil(N/n)).
 class SvrgEstimator final : public Estimator {
 public:
-  SvrgEstimator(const Settings& section, const Model& model)
-      : sampler_(section, model), centre_(model),
-        period_(static_cast<std::uint64_t>(
-            section.integer_at_least("period", static_cast<std::int64_t>(one_pass(model, sampler_)), 1))),
-        since_snapshot_(period_) {}
+  SvrgEstimator(const SvrgParameters& parameters, const Model& model)
+      : sampler_(parameters.batches, model), centre_(model),
+        period_(parameters.period.value_or(one_pass(model, sampler_.batch_size()))), since_snapshot_(period_) {
+    require_parameter(period_ >= 1, "estimator svrg", "period >= 1", period_);
+  }
 
   void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) override {
     if (since_snapshot_ == period_) {
@@ -367,3 +357,38 @@ private:
 };
 
 }  // namespace sgmcmc::estimator_parts
+
+namespace sgmcmc {
+
+CvParameters CvParameters::from_settings(const Settings& section, const Model& model) {
+  using estimator_parts::one_pass;
+  CvParameters parameters;
+  parameters.batches = ItemSamplingParameters::from_settings(section, model);
+  const auto batch_size = *parameters.batches.batch_size;
+  parameters.sgd_iterations = static_cast<std::uint64_t>(
+      section.integer_at_least("sgd_iterations", static_cast<std::int64_t>(one_pass(model, batch_size)), 0));
+  parameters.sgd = SgdScheduleParameters::from_settings(section);
+  parameters.centre_passes = static_cast<std::size_t>(section.integer_at_least("centre_passes", 1, 1));
+  if (parameters.centre_passes > 1 && !model.capabilities().latent_gibbs_step)
+    throw Error(fmt::format("{} = {}: only a model whose gradient Gibbs-samples latent variables (capability "
+                            "latent-gibbs-step) has a random full gradient to average; this one's is exact",
+                            section.describe("centre_passes"), parameters.centre_passes));
+  if (const std::string text = section.text("centre", ""); !text.empty()) {  // "": find θ̂ by SGD
+    parameters.centre = estimator_parts::parse_centre(section, text, model.dimension());
+    for (const char* key : {"sgd_iterations", "sgd_schedule", "sgd_step_size", "sgd_decay_b", "sgd_decay_c"})
+      if (section.contains(key))
+        throw Error(fmt::format("{}: not used when {}.centre is given (there is no SGD phase)", section.describe(key),
+                                section.section()));
+  }
+  return parameters;
+}
+
+SvrgParameters SvrgParameters::from_settings(const Settings& section, const Model& model) {
+  SvrgParameters parameters;
+  parameters.batches = ItemSamplingParameters::from_settings(section, model);
+  parameters.period = static_cast<std::uint64_t>(section.integer_at_least(
+      "period", static_cast<std::int64_t>(estimator_parts::one_pass(model, *parameters.batches.batch_size)), 1));
+  return parameters;
+}
+
+}  // namespace sgmcmc

@@ -1,7 +1,8 @@
 // Gradient estimators: each returns an unbiased estimate of ∇U(θ) (modules/README.md, "Gradient
 // estimators") and counts the item gradients it evaluates, the research measure of cost. This unit
 // holds the catalogue; the estimators are in the partitions: minibatch (exact, minibatch and
-// minibatch drawing), weighted_batches (p_i ∝ L_i), control_variates (cv, svrg) and saga.
+// minibatch drawing), weighted_batches (p_i ∝ L_i), control_variates (cv, svrg) and saga, each
+// built from its plain parameters (the partition `parameters`).
 module;
 #include <functional>
 #include <memory>
@@ -10,6 +11,7 @@ module;
 export module sgmcmc.estimators;
 export import sgmcmc.sampler;
 export import :minibatch;
+export import :parameters;
 import :weighted_batches;
 import :control_variates;
 import :saga;
@@ -24,16 +26,23 @@ inline constexpr const char* default_estimator = "minibatch";
 /// The estimator named in `section` (default "minibatch"), built for `model`.
 std::unique_ptr<Estimator> make_estimator(const Settings& section, const Model& model);
 
+/// Each estimator from its plain parameters (see :parameters for what these check), for `model`.
+std::unique_ptr<Estimator> make_estimator(const ExactParameters& parameters, const Model& model);
+std::unique_ptr<Estimator> make_estimator(const MinibatchParameters& parameters, const Model& model);
+std::unique_ptr<Estimator> make_estimator(const CvParameters& parameters, const Model& model);
+std::unique_ptr<Estimator> make_estimator(const SvrgParameters& parameters, const Model& model);
+std::unique_ptr<Estimator> make_estimator(const SagaParameters& parameters, const Model& model);
+
 }  // namespace sgmcmc
 
 namespace sgmcmc {
 
 namespace estimator_parts {
 
-template <class Concrete>
+template <class Parameters>
 EstimatorFactory factory() {
-  return [](const Settings& section, const Model& model) -> std::unique_ptr<Estimator> {
-    return std::make_unique<Concrete>(section, model);
+  return [](const Settings& section, const Model& model) {
+    return make_estimator(Parameters::from_settings(section, model), model);
   };
 }
 
@@ -43,12 +52,9 @@ using namespace estimator_parts;
 
 const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
   static const std::vector<CatalogueEntry<EstimatorFactory>> catalogue = {
-      {"exact", "full-data gradient (O(N) per step); for references and MALA/HMC", {},
-       [](const Settings&, const Model& model) -> std::unique_ptr<Estimator> {
-         return std::make_unique<ExactEstimator>(model);
-       }},
+      {"exact", "full-data gradient (O(N) per step); for references and MALA/HMC", {}, factory<ExactParameters>()},
       {"minibatch", "SGLD's estimate (N/n) Σ_S ∇f_i; keys batch_size (100), replacement (false)",
-       {"batch_size", "replacement"}, factory<MinibatchEstimator>()},
+       {"batch_size", "replacement"}, factory<MinibatchParameters>()},
       {"cv",
        "SGLD-CV control variates around θ̂ (Baker et al. 2019, eq. 4); θ̂ by SGD from the start point, or given; "
        "keys batch_size, replacement, sampling (uniform|lipschitz), centre (θ̂ as \"x1, x2, ...\"), sgd_iterations "
@@ -56,11 +62,11 @@ const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
        "sgd_decay_b (1), sgd_decay_c (1), centre_passes (1; full passes averaged for ∇U(θ̂), latent-variable models)",
        {"batch_size", "replacement", "sampling", "centre", "sgd_iterations", "sgd_schedule", "sgd_step_size",
         "sgd_decay_b", "sgd_decay_c", "centre_passes"},
-       factory<ControlVariateEstimator>()},
+       factory<CvParameters>()},
       {"svrg",
        "SVRG-LD: control variates around a snapshot refreshed every `period` estimates (Dubey et al. 2016); "
        "keys batch_size, replacement, sampling, period (one pass)",
-       {"batch_size", "replacement", "sampling", "period"}, factory<SvrgEstimator>(),
+       {"batch_size", "replacement", "sampling", "period"}, factory<SvrgParameters>(),
        "svrg's estimate depends on the chain's history (a snapshot taken at an earlier state, which may move inside "
        "a block), so the reverse of a block cannot reproduce its kicks and the MH test is not exact; the test of "
        "Garriga-Alonso & Fortuin (2021, §4) needs every kick's minibatch drawn independently of the state: use "
@@ -69,7 +75,7 @@ const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
        "SAGA-LD: table of the last gradient of every item (Dubey et al. 2016), N scalars for GLM models, N × s for "
        "sparse item gradients; "
        "keys batch_size, replacement, sampling, memory_limit_mb (1024 per chain)",
-       {"batch_size", "replacement", "sampling", "memory_limit_mb"}, factory<SagaEstimator>(),
+       {"batch_size", "replacement", "sampling", "memory_limit_mb"}, factory<SagaParameters>(),
        "saga's estimate depends on the chain's history (its table holds gradients at earlier states and changes at "
        "every kick), so the reverse of a block cannot reproduce its kicks and the MH test is not exact; the test of "
        "Garriga-Alonso & Fortuin (2021, §4) needs every kick's minibatch drawn independently of the state: use "
@@ -80,6 +86,22 @@ const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
 
 std::unique_ptr<Estimator> make_estimator(const Settings& section, const Model& model) {
   return choose(estimator_catalogue(), section, default_estimator).make(section, model);
+}
+
+std::unique_ptr<Estimator> make_estimator(const ExactParameters&, const Model& model) {
+  return std::make_unique<ExactEstimator>(model);
+}
+std::unique_ptr<Estimator> make_estimator(const MinibatchParameters& parameters, const Model& model) {
+  return std::make_unique<MinibatchEstimator>(parameters, model);
+}
+std::unique_ptr<Estimator> make_estimator(const CvParameters& parameters, const Model& model) {
+  return std::make_unique<ControlVariateEstimator>(parameters, model);
+}
+std::unique_ptr<Estimator> make_estimator(const SvrgParameters& parameters, const Model& model) {
+  return std::make_unique<SvrgEstimator>(parameters, model);
+}
+std::unique_ptr<Estimator> make_estimator(const SagaParameters& parameters, const Model& model) {
+  return std::make_unique<SagaEstimator>(parameters, model);
 }
 
 }  // namespace sgmcmc

@@ -19,6 +19,7 @@ module;
 export module sgmcmc.estimators:minibatch;
 import sgmcmc.sampler;
 import sgmcmc.error;
+import :parameters;
 
 export namespace sgmcmc {
 
@@ -108,14 +109,25 @@ void scaled_batch_plus_prior(std::span<const double> theta, std::span<const std:
   context.cost.item_gradients += items.size();
 }
 
+/// The default batch size, min(100, N).
+std::size_t default_batch_size(const Model& model) { return std::min<std::size_t>(100, model.num_items()); }
+
 /// batch_size (default min(100, N)); an explicit value above N is an error, not silently N.
 std::size_t read_batch_size(const Settings& section, const Model& model) {
   const auto items = static_cast<std::int64_t>(model.num_items());
-  const std::int64_t size = section.integer_at_least("batch_size", std::min<std::int64_t>(100, items), 1);
+  const std::int64_t size = section.integer_at_least("batch_size", static_cast<std::int64_t>(default_batch_size(model)), 1);
   if (size > items)
     throw Error(fmt::format("{}: a batch of {} items is larger than the data set (N = {} items); choose at most {}",
                             section.describe("batch_size"), size, items, items));
   return static_cast<std::size_t>(size);
+}
+
+/// A batch size from plain parameters: the default for none, refused outside 1..N.
+std::size_t resolve_batch_size(std::optional<std::size_t> batch_size, const Model& model) {
+  const std::size_t size = batch_size.value_or(default_batch_size(model));
+  require_parameter(size >= 1 && size <= model.num_items(), "estimator",
+                    fmt::format("1 <= batch_size <= N = {}", model.num_items()), size);
+  return size;
 }
 
 // ---- exact and minibatch ---------------------------------------------------------------------
@@ -136,8 +148,8 @@ private:
 /// ∇f_0(θ) + (N/n) Σ_{i∈S} ∇f_i(θ), |S| = n (Welling & Teh 2011; Baker et al. 2019, eq. 3).
 class MinibatchEstimator final : public Estimator {
 public:
-  MinibatchEstimator(const Settings& section, const Model& model)
-      : sampler_(model.num_items(), read_batch_size(section, model), section.flag("replacement", false)),
+  MinibatchEstimator(const MinibatchParameters& parameters, const Model& model)
+      : sampler_(model.num_items(), resolve_batch_size(parameters.batch_size, model), parameters.replacement),
         scale_(static_cast<double>(model.num_items()) / static_cast<double>(sampler_.batch_size())) {}
 
   void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) override {
@@ -152,5 +164,11 @@ private:
 };
 
 }  // namespace estimator_parts
+
+ExactParameters ExactParameters::from_settings(const Settings&, const Model&) { return {}; }
+
+MinibatchParameters MinibatchParameters::from_settings(const Settings& section, const Model& model) {
+  return {.batch_size = estimator_parts::read_batch_size(section, model), .replacement = section.flag("replacement", false)};
+}
 
 }  // namespace sgmcmc

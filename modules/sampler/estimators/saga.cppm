@@ -21,6 +21,7 @@ import sgmcmc.sampler;
 import sgmcmc.error;
 import :minibatch;
 import :weighted_batches;
+import :parameters;
 
 namespace sgmcmc::estimator_parts {
 
@@ -284,27 +285,34 @@ private:
 /// anything is allocated.
 class SagaEstimator final : public Estimator {
 public:
-  SagaEstimator(const Settings& section, const Model& model) : sampler_(section, model) {
-    const double limit_mb = section.positive_number("memory_limit_mb", 1024.0);
+  SagaEstimator(const SagaParameters& parameters, const Model& model) : sampler_(parameters.batches, model) {
+    if (const std::string refusal = table_refusal(model, parameters.memory_limit_mb); !refusal.empty())
+      throw Error("estimator.memory_limit_mb: " + refusal);
+    const Capabilities capabilities = model.capabilities();
+    if (capabilities.glm_gradients)
+      table_ = std::make_unique<CompactTable>(model);
+    else if (capabilities.sparse_item_gradients)
+      table_ = std::make_unique<SparseTable>(model);
+    else
+      table_ = std::make_unique<FullTable>(model);
+  }
+
+  /// Why the table of `model` does not fit in `limit_mb`, or "" when it does: checked before
+  /// anything is allocated.
+  static std::string table_refusal(const Model& model, double limit_mb) {
     const Capabilities capabilities = model.capabilities();
     const bool compact = capabilities.glm_gradients, sparse = !compact && capabilities.sparse_item_gradients;
     const std::size_t per_item = compact ? 1 : sparse ? model.item_gradient_support_size() : model.dimension();
     const double bytes = static_cast<double>(model.num_items()) * static_cast<double>(per_item) * sizeof(double);
-    if (bytes > limit_mb * 1024.0 * 1024.0)
-      throw Error(fmt::format("{}: estimator 'saga' needs a gradient table of {:.0f} bytes ({:.2f} MB = N {} items × {} "
-                              "× 8 bytes) per chain, more than the limit of {} MB; raise the limit, or use estimator "
-                              "'svrg' or 'cv', which keep no table",
-                              section.describe("memory_limit_mb"), bytes, bytes / (1024.0 * 1024.0), model.num_items(),
-                              compact  ? std::string("1 scalar (GLM form)")
-                              : sparse ? fmt::format("s {} (sparse item gradients)", per_item)
-                                       : fmt::format("d {}", per_item),
-                              limit_mb));
-    if (compact)
-      table_ = std::make_unique<CompactTable>(model);
-    else if (sparse)
-      table_ = std::make_unique<SparseTable>(model);
-    else
-      table_ = std::make_unique<FullTable>(model);
+    if (bytes <= limit_mb * 1024.0 * 1024.0) return "";
+    return fmt::format("estimator 'saga' needs a gradient table of {:.0f} bytes ({:.2f} MB = N {} items × {} × 8 bytes) "
+                       "per chain, more than the limit of {} MB; raise the limit, or use estimator 'svrg' or 'cv', "
+                       "which keep no table",
+                       bytes, bytes / (1024.0 * 1024.0), model.num_items(),
+                       compact  ? std::string("1 scalar (GLM form)")
+                       : sparse ? fmt::format("s {} (sparse item gradients)", per_item)
+                                : fmt::format("d {}", per_item),
+                       limit_mb);
   }
 
   void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) override {
@@ -346,3 +354,16 @@ private:
 };
 
 }  // namespace sgmcmc::estimator_parts
+
+namespace sgmcmc {
+
+SagaParameters SagaParameters::from_settings(const Settings& section, const Model& model) {
+  SagaParameters parameters{.batches = ItemSamplingParameters::from_settings(section, model),
+                            .memory_limit_mb = section.positive_number("memory_limit_mb", 1024.0)};
+  if (const auto refusal = estimator_parts::SagaEstimator::table_refusal(model, parameters.memory_limit_mb);
+      !refusal.empty())
+    throw Error(fmt::format("{}: {}", section.describe("memory_limit_mb"), refusal));
+  return parameters;
+}
+
+}  // namespace sgmcmc

@@ -19,6 +19,7 @@ module sgmcmc.estimators:weighted_batches;
 import sgmcmc.sampler;
 import sgmcmc.error;
 import :minibatch;
+import :parameters;
 
 namespace sgmcmc::estimator_parts {
 
@@ -74,8 +75,6 @@ private:
   std::vector<std::size_t> alias_;
 };
 
-enum class Sampling { uniform, lipschitz };
-
 Sampling read_sampling(const Settings& section, const Model& model) {
   const std::string name = section.text("sampling", "uniform");
   const std::pair<const char*, Sampling> known[] = {{"uniform", Sampling::uniform}, {"lipschitz", Sampling::lipschitz}};
@@ -91,18 +90,15 @@ Sampling read_sampling(const Settings& section, const Model& model) {
                           section.describe("sampling"), name));
 }
 
-/// Draws S for the control-variate estimators: keys batch_size, replacement, sampling.
+/// Draws S for the control-variate estimators.
 class ItemSampler {
 public:
-  ItemSampler(const Settings& section, const Model& model)
-      : num_items_(model.num_items()), batch_size_(read_batch_size(section, model)),
-        sampling_(read_sampling(section, model)) {
-    const bool independent = sampling_ != Sampling::uniform;
-    with_replacement_ = section.flag("replacement", independent);
-    if (independent && !with_replacement_)
-      throw Error(fmt::format("{} = false, but sampling = 'lipschitz' draws items independently with "
-                              "p_i ∝ L_i, that is with replacement; remove the key or set it to true",
-                              section.describe("replacement")));
+  ItemSampler(const ItemSamplingParameters& parameters, const Model& model)
+      : num_items_(model.num_items()), batch_size_(resolve_batch_size(parameters.batch_size, model)),
+        sampling_(parameters.sampling),
+        with_replacement_(parameters.replacement.value_or(sampling_ != Sampling::uniform)) {
+    require_parameter(sampling_ == Sampling::uniform || with_replacement_, "estimator",
+                      "replacement = true with sampling = 'lipschitz' (independent draws)", with_replacement_);
     if (sampling_ == Sampling::uniform)
       uniform_.emplace(num_items_, batch_size_, with_replacement_);
     else
@@ -168,8 +164,25 @@ private:
 };
 
 /// ceil(N/n): the number of batches in one pass over the data.
-std::size_t one_pass(const Model& model, const ItemSampler& sampler) {
-  return (model.num_items() + sampler.batch_size() - 1) / sampler.batch_size();
+std::size_t one_pass(const Model& model, std::size_t batch_size) {
+  return (model.num_items() + batch_size - 1) / batch_size;
 }
 
 }  // namespace sgmcmc::estimator_parts
+
+namespace sgmcmc {
+
+ItemSamplingParameters ItemSamplingParameters::from_settings(const Settings& section, const Model& model) {
+  ItemSamplingParameters parameters;
+  parameters.batch_size = estimator_parts::read_batch_size(section, model);
+  parameters.sampling = estimator_parts::read_sampling(section, model);
+  const bool independent = parameters.sampling != Sampling::uniform;
+  parameters.replacement = section.flag("replacement", independent);
+  if (independent && !*parameters.replacement)
+    throw Error(fmt::format("{} = false, but sampling = 'lipschitz' draws items independently with "
+                            "p_i ∝ L_i, that is with replacement; remove the key or set it to true",
+                            section.describe("replacement")));
+  return parameters;
+}
+
+}  // namespace sgmcmc

@@ -3,6 +3,7 @@
 // move is ChainState. They are built from the exact sub-flows of the partition `substeps`.
 module;
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -14,7 +15,7 @@ module;
 export module sgmcmc.integrators;
 export import sgmcmc.sampler;
 export import :substeps;
-import sgmcmc.schedules;
+export import sgmcmc.schedules;
 import sgmcmc.error;
 
 export namespace sgmcmc {
@@ -26,6 +27,71 @@ inline constexpr const char* default_integrator = "sgld";
 
 /// The integrator named in `section` (default "sgld").
 std::unique_ptr<Integrator> make_integrator(const Settings& section);
+
+// Plain parameters, one struct per catalogue entry, with the defaults of the Settings path. Each
+// `from_settings` reads its entry's keys (schedule, temperature, mass, then its own; the first bad
+// key is the one reported), with errors naming where a key was set; make_integrator(parameters)
+// then builds the integrator, refusing only values no step can use (a non-positive step size,
+// temperature, mass or friction, no steps), not the advice from_settings gives (sghmc's γh < 1,
+// the range of a decay's c).
+
+/// sgld: θ' = θ - (ε/2) ĝ(θ) + sqrt(εT) ξ.
+struct SgldParameters {
+  ScheduleParameters schedule = {};  // ε_k
+  double temperature = 1.0;          // T > 0; 1 samples the posterior
+  static SgldParameters from_settings(const Settings& section);
+};
+
+/// mala: OBABO with c = 0, step_size read as ε = h².
+struct MalaParameters {
+  ScheduleParameters schedule = {};
+  double temperature = 1.0;
+  double mass = 1.0;  // M > 0, the same for every coordinate
+  static MalaParameters from_settings(const Settings& section);
+};
+
+/// obabo (GGMC): step_size = h; each O keeps exp(-γh/2) of the momentum.
+struct ObaboParameters {
+  ScheduleParameters schedule = {};
+  double temperature = 1.0;
+  double mass = 1.0;
+  std::optional<double> friction = std::nullopt;  // γ > 0; unset: 0.1/h₀ for the first step h₀ (γh₀ = 0.1)
+  static ObaboParameters from_settings(const Settings& section);
+};
+
+/// baoab: step_size = h; its O keeps exp(-γh). Fields as ObaboParameters.
+struct BaoabParameters {
+  ScheduleParameters schedule = {};
+  double temperature = 1.0;
+  double mass = 1.0;
+  std::optional<double> friction = std::nullopt;
+  static BaoabParameters from_settings(const Settings& section);
+};
+
+/// hmc (and its alias leapfrog): `steps` leapfrog steps of size h from a fresh momentum.
+struct HmcParameters {
+  ScheduleParameters schedule = {};
+  double temperature = 1.0;
+  double mass = 1.0;
+  std::size_t steps = 10;  // L >= 1
+  static HmcParameters from_settings(const Settings& section);
+};
+
+/// sghmc: step_size = h, momentum decay 1 - γh (from_settings refuses γh >= 1 at the first step).
+struct SghmcParameters {
+  ScheduleParameters schedule = {};
+  double temperature = 1.0;
+  double mass = 1.0;
+  std::optional<double> friction = std::nullopt;  // as ObaboParameters
+  static SghmcParameters from_settings(const Settings& section);
+};
+
+std::unique_ptr<Integrator> make_integrator(const SgldParameters& parameters);
+std::unique_ptr<Integrator> make_integrator(const MalaParameters& parameters);
+std::unique_ptr<Integrator> make_integrator(const ObaboParameters& parameters);
+std::unique_ptr<Integrator> make_integrator(const BaoabParameters& parameters);
+std::unique_ptr<Integrator> make_integrator(const HmcParameters& parameters);
+std::unique_ptr<Integrator> make_integrator(const SghmcParameters& parameters);
 
 }  // namespace sgmcmc
 
@@ -50,8 +116,10 @@ void ensure_gradient(ChainState& state, Estimator& estimator, ChainContext& cont
 /// What every integrator reads: the schedule and the temperature.
 class ScheduledIntegrator : public Integrator {
 public:
-  explicit ScheduledIntegrator(const Settings& section)
-      : schedule_(section), temperature_(section.positive_number("temperature", 1.0)) {}
+  ScheduledIntegrator(const ScheduleParameters& schedule, double temperature)
+      : schedule_(schedule), temperature_(temperature) {
+    require_parameter(temperature > 0.0, "integrator", "temperature > 0", temperature);
+  }
   double step_size() const override { return current_; }
   double temperature() const override { return temperature_; }
   bool constant_step_size() const override { return schedule_.constant(); }
@@ -76,7 +144,7 @@ protected:
 /// reflected at 0, θ' ← |θ'| (Patterson & Teh 2013).
 class Sgld final : public ScheduledIntegrator {
 public:
-  using ScheduledIntegrator::ScheduledIntegrator;
+  explicit Sgld(const SgldParameters& parameters) : ScheduledIntegrator(parameters.schedule, parameters.temperature) {}
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double epsilon = advance(state), noise = std::sqrt(epsilon * temperature_);
@@ -95,7 +163,7 @@ private:
 
 /// A diagonal mass matrix given as one number for every coordinate (`mass`, default 1).
 struct DiagonalMass {
-  explicit DiagonalMass(const Settings& section) : value(section.positive_number("mass", 1.0)) {}
+  explicit DiagonalMass(double mass) : value(mass) { require_parameter(mass > 0.0, "integrator", "mass > 0", mass); }
   void resize(std::size_t dimension) {
     inverse.assign(dimension, 1.0 / value);
     sqrt.assign(dimension, std::sqrt(value));
@@ -111,13 +179,12 @@ struct DiagonalMass {
 /// up; γ = 0 never refreshes the momentum, so the chain does not mix, and is refused.
 struct Friction {
   static constexpr double default_per_step = 0.1;
-  Friction(const Settings& section, double first_step)
-      : gamma(section.number("friction", default_per_step / first_step)) {
-    if (!(gamma > 0.0))
-      throw Error(fmt::format("{}: expected a friction γ > 0, found {} (with γ = 0 the momentum is never refreshed and "
-                              "the chain does not mix; omit the key for the default γ = {}/step_size)",
-                              section.describe("friction"), gamma, default_per_step));
+  /// γ, or its default for the schedule's first step h₀ = schedule.at(1).
+  Friction(std::optional<double> friction, const StepSchedule& schedule)
+      : gamma(friction.value_or(default_gamma(schedule))) {
+    require_parameter(gamma > 0.0, "integrator", "friction > 0", gamma);
   }
+  static double default_gamma(const StepSchedule& schedule) { return default_per_step / schedule.at(1); }
   double per_step(double h) const { return gamma * h; }
   double gamma;
 };
@@ -125,7 +192,9 @@ struct Friction {
 /// Integrators with momentum: mass, and the first momentum drawn from N(0, TM).
 class MomentumIntegrator : public ScheduledIntegrator {
 public:
-  explicit MomentumIntegrator(const Settings& section) : ScheduledIntegrator(section), mass_(section) {}
+  template <class Parameters>
+  explicit MomentumIntegrator(const Parameters& parameters)
+      : ScheduledIntegrator(parameters.schedule, parameters.temperature), mass_(parameters.mass) {}
   void initialise(ChainState& state, std::size_t dimension, Rng& rng) override {
     Integrator::initialise(state, dimension, rng);
     mass_.resize(dimension);
@@ -171,10 +240,10 @@ protected:
 /// γ → ∞ (c = 0): the MALA / SGLD update with ε = h².
 class Obabo final : public MomentumIntegrator {
 public:
-  /// `overdamped`: the `mala` form, c = 0 with step_size read as ε = h².
-  Obabo(const Settings& section, bool overdamped)
-      : MomentumIntegrator(section),
-        friction_(overdamped ? std::nullopt : std::optional<Friction>(std::in_place, section, schedule_.at(1))) {}
+  explicit Obabo(const ObaboParameters& parameters)
+      : MomentumIntegrator(parameters), friction_(std::in_place, parameters.friction, schedule_) {}
+  /// The `mala` form: c = 0, with step_size read as ε = h².
+  explicit Obabo(const MalaParameters& parameters) : MomentumIntegrator(parameters) {}
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double scheduled = advance(state);
@@ -198,7 +267,8 @@ private:
 /// in modules/README.md, "Correctors").
 class Baoab final : public MomentumIntegrator {
 public:
-  explicit Baoab(const Settings& section) : MomentumIntegrator(section), friction_(section, schedule_.at(1)) {}
+  explicit Baoab(const BaoabParameters& parameters)
+      : MomentumIntegrator(parameters), friction_(parameters.friction, schedule_) {}
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double h = advance(state);
@@ -220,8 +290,9 @@ private:
 /// is HMC; with stochastic gradients and no corrector, naive SGHMC without friction.
 class Hmc final : public MomentumIntegrator {
 public:
-  explicit Hmc(const Settings& section)
-      : MomentumIntegrator(section), steps_(static_cast<std::size_t>(section.integer_at_least("steps", 10, 1))) {}
+  explicit Hmc(const HmcParameters& parameters) : MomentumIntegrator(parameters), steps_(parameters.steps) {
+    require_parameter(steps_ >= 1, "integrator hmc", "steps >= 1", steps_);
+  }
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double h = advance(state);
@@ -238,13 +309,8 @@ private:
 /// m' = (1 - γh) m - h ĝ(θ) + sqrt(2γhT) M^{1/2} ξ,  θ' = θ + h M⁻¹ m'.
 class Sghmc final : public MomentumIntegrator {
 public:
-  explicit Sghmc(const Settings& section) : MomentumIntegrator(section), friction_(section, schedule_.at(1)) {
-    // Every schedule takes its largest step first (schedule.at(1)), so one check covers the run.
-    if (const double decay = friction_.per_step(schedule_.at(1)); !(decay < 1.0))
-      throw Error(fmt::format("{}: friction × step size = {} must be below 1, or sghmc's momentum decay 1 - γh flips "
-                              "the momentum's sign every step; choose a smaller friction or step_size",
-                              section.describe("friction"), decay));
-  }
+  explicit Sghmc(const SghmcParameters& parameters)
+      : MomentumIntegrator(parameters), friction_(parameters.friction, schedule_) {}
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double h = advance(state), decay = friction_.per_step(h);
@@ -268,9 +334,30 @@ std::vector<std::string> with_schedule_keys(std::vector<std::string> keys) {
   return keys;
 }
 
-template <class T, class... Extra>
-IntegratorFactory factory(Extra... extra) {
-  return [=](const Settings& section) -> std::unique_ptr<Integrator> { return std::make_unique<T>(section, extra...); };
+/// What every integrator reads first, in this order: the schedule, the temperature and, for those
+/// with momentum, the mass.
+template <class Parameters>
+Parameters read_scheduled(const Settings& section) {
+  Parameters parameters;
+  parameters.schedule = ScheduleParameters::from_settings(section);
+  parameters.temperature = section.positive_number("temperature", 1.0);
+  if constexpr (requires { parameters.mass; }) parameters.mass = section.positive_number("mass", 1.0);
+  return parameters;
+}
+
+/// `friction`, whose default (Friction) depends on the schedule's first step.
+double read_friction(const Settings& section, const ScheduleParameters& schedule) {
+  const double gamma = section.number("friction", Friction::default_gamma(StepSchedule(schedule)));
+  if (!(gamma > 0.0))
+    throw Error(fmt::format("{}: expected a friction γ > 0, found {} (with γ = 0 the momentum is never refreshed and "
+                            "the chain does not mix; omit the key for the default γ = {}/step_size)",
+                            section.describe("friction"), gamma, Friction::default_per_step));
+  return gamma;
+}
+
+template <class Parameters>
+IntegratorFactory factory() {
+  return [](const Settings& section) { return make_integrator(Parameters::from_settings(section)); };
 }
 
 }  // namespace integrator_parts
@@ -281,20 +368,20 @@ const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
   static const std::string friction = "friction γ (default 0.1/step_size: γh = 0.1), mass (1)";
   static const std::vector<CatalogueEntry<IntegratorFactory>> catalogue = {
       {"sgld", "overdamped Langevin, θ' = θ - (ε/2)ĝ + sqrt(εT)ξ (step_size = ε)", with_schedule_keys({}),
-       factory<Sgld>(),
+       factory<SgldParameters>(),
        "sgld computes no gradient at its proposal, which the MH energy error needs; use integrator 'mala' (the same "
        "update, step_size = ε, written as OBABO with c = 0)"},
       {"mala", "OBABO with c = 0: SGLD's update with a gradient at the proposal, for MH (step_size = ε = h²)",
-       with_schedule_keys({"mass"}), factory<Obabo>(true)},
+       with_schedule_keys({"mass"}), factory<MalaParameters>()},
       {"obabo", "GGMC / OBABO splitting, each O keeps exp(-γh/2) (step_size = h); keys " + friction,
-       with_schedule_keys({"mass", "friction"}), factory<Obabo>(false)},
+       with_schedule_keys({"mass", "friction"}), factory<ObaboParameters>()},
       {"baoab", "BAOAB splitting, its O keeps exp(-γh) (step_size = h); keys " + friction,
-       with_schedule_keys({"mass", "friction"}), factory<Baoab>()},
+       with_schedule_keys({"mass", "friction"}), factory<BaoabParameters>()},
       {"hmc", "one leapfrog trajectory of `steps` (10) steps per iteration from fresh momentum (step_size = h)",
-       with_schedule_keys({"mass", "steps"}), factory<Hmc>()},
-      {"leapfrog", "the same as hmc", with_schedule_keys({"mass", "steps"}), factory<Hmc>()},
+       with_schedule_keys({"mass", "steps"}), factory<HmcParameters>()},
+      {"leapfrog", "the same as hmc", with_schedule_keys({"mass", "steps"}), factory<HmcParameters>()},
       {"sghmc", "SGHMC, symplectic Euler-Maruyama, momentum decay 1 - γh (step_size = h); keys " + friction,
-       with_schedule_keys({"mass", "friction"}), factory<Sghmc>(),
+       with_schedule_keys({"mass", "friction"}), factory<SghmcParameters>(),
        "sghmc's Euler-Maruyama step has no realisable backward move (its momentum update is not an OU flow composed "
        "with reversible kicks), so every MH acceptance probability is exactly 0 (Garriga-Alonso & Fortuin 2021, "
        "Thm. 1); use 'obabo', which keeps a non-zero acceptance"},
@@ -304,6 +391,55 @@ const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
 
 std::unique_ptr<Integrator> make_integrator(const Settings& section) {
   return choose(integrator_catalogue(), section, default_integrator).make(section);
+}
+
+SgldParameters SgldParameters::from_settings(const Settings& section) { return read_scheduled<SgldParameters>(section); }
+MalaParameters MalaParameters::from_settings(const Settings& section) { return read_scheduled<MalaParameters>(section); }
+
+ObaboParameters ObaboParameters::from_settings(const Settings& section) {
+  auto parameters = read_scheduled<ObaboParameters>(section);
+  parameters.friction = read_friction(section, parameters.schedule);
+  return parameters;
+}
+
+BaoabParameters BaoabParameters::from_settings(const Settings& section) {
+  auto parameters = read_scheduled<BaoabParameters>(section);
+  parameters.friction = read_friction(section, parameters.schedule);
+  return parameters;
+}
+
+HmcParameters HmcParameters::from_settings(const Settings& section) {
+  auto parameters = read_scheduled<HmcParameters>(section);
+  parameters.steps = static_cast<std::size_t>(section.integer_at_least("steps", 10, 1));
+  return parameters;
+}
+
+SghmcParameters SghmcParameters::from_settings(const Settings& section) {
+  auto parameters = read_scheduled<SghmcParameters>(section);
+  parameters.friction = read_friction(section, parameters.schedule);
+  // Every schedule takes its largest step first (schedule.at(1)), so one check covers the run.
+  if (const double decay = *parameters.friction * StepSchedule(parameters.schedule).at(1); !(decay < 1.0))
+    throw Error(fmt::format("{}: friction × step size = {} must be below 1, or sghmc's momentum decay 1 - γh flips "
+                            "the momentum's sign every step; choose a smaller friction or step_size",
+                            section.describe("friction"), decay));
+  return parameters;
+}
+
+std::unique_ptr<Integrator> make_integrator(const SgldParameters& parameters) {
+  return std::make_unique<Sgld>(parameters);
+}
+std::unique_ptr<Integrator> make_integrator(const MalaParameters& parameters) {
+  return std::make_unique<Obabo>(parameters);
+}
+std::unique_ptr<Integrator> make_integrator(const ObaboParameters& parameters) {
+  return std::make_unique<Obabo>(parameters);
+}
+std::unique_ptr<Integrator> make_integrator(const BaoabParameters& parameters) {
+  return std::make_unique<Baoab>(parameters);
+}
+std::unique_ptr<Integrator> make_integrator(const HmcParameters& parameters) { return std::make_unique<Hmc>(parameters); }
+std::unique_ptr<Integrator> make_integrator(const SghmcParameters& parameters) {
+  return std::make_unique<Sghmc>(parameters);
 }
 
 }  // namespace sgmcmc
