@@ -184,6 +184,16 @@ TEST_CASE("friction 0, or negative, is refused with the reason") {
     }
 }
 
+TEST_CASE("sghmc with friction × step size >= 1 is refused, from TOML and from its parameter struct") {
+  // 1 - γh <= 0 would flip (or zero) the momentum every step.
+  auto config = sgmcmc::parse_config("[integrator]\nname = \"sghmc\"\nstep_size = 0.1\nfriction = 10\n", "f.toml");
+  CHECK_THROWS_WITH(sgmcmc::make_integrator(config["integrator"]),
+                    Catch::Matchers::Contains("f.toml:4: integrator.friction") && Catch::Matchers::Contains("below 1"));
+  CHECK_THROWS_WITH(sgmcmc::make_integrator(sgmcmc::SghmcParameters{.schedule = {.step_size = 0.1}, .friction = 10.0}),
+                    Catch::Matchers::Contains("integrator sghmc") && Catch::Matchers::Contains("below 1"));
+  CHECK_NOTHROW(sgmcmc::make_integrator(sgmcmc::SghmcParameters{.schedule = {.step_size = 0.1}, .friction = 9.0}));
+}
+
 TEST_CASE("one sghmc (Euler-Maruyama) step") {
   const double h = 0.1, gamma = 2.0, mass = 0.5;
   OneStep s(sgmcmc::SghmcParameters{.schedule = {.step_size = h}, .mass = mass, .friction = gamma});

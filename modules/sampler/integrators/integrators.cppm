@@ -310,7 +310,12 @@ private:
 class Sghmc final : public MomentumIntegrator {
 public:
   explicit Sghmc(const SghmcParameters& parameters)
-      : MomentumIntegrator(parameters), friction_(parameters.friction, schedule_) {}
+      : MomentumIntegrator(parameters), friction_(parameters.friction, schedule_) {
+    // γh >= 1 makes the decay 1 - γh flip the momentum every step: not a discretisation of SGHMC.
+    // The largest step is the first (from_settings makes the same check and names the key).
+    const double decay = friction_.per_step(schedule_.at(1));
+    require_parameter(decay < 1.0, "integrator sghmc", "friction × step size below 1", decay);
+  }
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double h = advance(state), decay = friction_.per_step(h);
