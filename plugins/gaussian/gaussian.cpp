@@ -37,7 +37,7 @@ struct Dataset {
 };
 
 Dataset simulate(std::size_t rows, std::size_t dim, double noise_sd, Rng& rng) {
-  // β* ~ N(0, I) and x ~ N(0, I), both from the run's seed: documented in the README.
+  // β* ~ N(0, I) and x ~ N(0, I), both from the run's seed: documented in plugins/gaussian/README.md.
   std::vector<double> beta_star(dim);
   rng.fill_normal(beta_star);
   Dataset data{xt::xtensor<double, 1>::from_shape({rows}), xt::xtensor<double, 2>::from_shape({rows, dim})};

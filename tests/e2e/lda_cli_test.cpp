@@ -96,8 +96,8 @@ TEST_CASE("lda-sgld learns the planted topics of a simulated corpus; both preset
   // predictive average must end below its first evaluation and far below the uniform model's
   // W = 100 (the planted topics score about 14).
   // SGLD-CV is held to the perplexity only: around a centre from one short SGD pass its chain can
-  // stay in a merged-topic mode for thousands of iterations (it did with seed 3); see the README
-  // on SGLD-CV for LDA.
+  // stay in a merged-topic mode for thousands of iterations (it did with seed 3); see
+  // plugins/lda/README.md on SGLD-CV for LDA.
   const auto truth = planted_topics();
   for (std::size_t a = 0; a < planted; ++a)
     for (std::size_t b = a + 1; b < planted; ++b) REQUIRE(cosine(&truth[a * words], &truth[b * words]) < 0.5);

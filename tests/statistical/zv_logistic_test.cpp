@@ -25,7 +25,7 @@ TEST_CASE("ZV on logistic regression: first-order controls fitted on one half re
   // (With the cheap cv gradients of Baker et al. 2019 instead, the same runs gave out-of-sample ratios 0.46 and
   // 1.1: on cover type's shape the chain drifts along the directions the likelihood leaves flat
   // (indicator groups summing to the intercept), the cv estimate's noise grows with the distance
-  // from its centre, and coefficients fitted on one half do not fit the other. See the README.)
+  // from its centre, and coefficients fitted on one half do not fit the other. See runners/figures/README.md, Figure 2.)
   test::TempDir dir;
   const auto out = dir.path() / "run";
   const auto result = test::run_cli(fmt::format(

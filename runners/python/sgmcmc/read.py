@@ -1,6 +1,6 @@
 """Reading a run folder written by `sgmcmc run`.
 
-The folder holds (README.md, "Using the CLI"):
+The folder holds (runners/README.md, "A run's folder"):
 
 - ``chain-<k>.csv``: Stan CSV, ``#`` comment lines, then the header
   ``lp__,accept_stat__,stepsize__,<parameters>[,<quantities>]`` and one row per draw;
