@@ -11,6 +11,7 @@
 #include <vector>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
@@ -23,6 +24,58 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string number(double x) { return std::isnan(x) ? "—" : fmt::format("{:.4g}", x); }
+
+/// One table row: mean, sd, quantiles, ESS, R-hat and the MCSE of the mean over all chains.
+void print_row(const std::string& name, std::size_t width, const std::vector<std::vector<double>>& draws, double bulk,
+               double tail, double r_hat, bool undefined) {
+  std::vector<double> all;
+  for (const auto& chain : draws) all.insert(all.end(), chain.begin(), chain.end());
+  double mean = 0.0, squares = 0.0;
+  for (double x : all) mean += x / static_cast<double>(all.size());
+  for (double x : all) squares += (x - mean) * (x - mean);
+  const double sd = std::sqrt(squares / static_cast<double>(all.size() - 1));
+  fmt::print("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7} {:>10}\n", name, width, number(mean), number(sd),
+             number(sgmcmc::quantile(draws, 0.05)), number(sgmcmc::quantile(draws, 0.5)), number(sgmcmc::quantile(draws, 0.95)),
+             number(bulk), number(tail), number(r_hat), number(undefined ? std::nan("") : sgmcmc::mcse_mean(draws)));
+}
+
+/// One kind of warning (R-hat too high, ESS too low, ...) and the parameters it concerns, each
+/// with the value that triggered it.
+struct WarningKind {
+  std::string what;            // "R-hat > 1.01: the chains have not mixed"
+  std::string value_format;    // how one parameter's value prints: "{:.3f}"; empty: no value
+  bool worst_is_largest;       // R-hat: the largest is the worst; ESS: the smallest
+  std::vector<std::pair<std::string, double>> parameters;
+};
+
+std::string shown_value(const WarningKind& kind, double value, const std::string& around) {
+  if (kind.value_format.empty()) return "";
+  return fmt::format(fmt::runtime(around), fmt::format(fmt::runtime(kind.value_format), value));
+}
+
+/// A few parameters are named one per line, as Stan does; more (a 55-coefficient regression, a
+/// topic model's 10⁵ coordinates) make one line with the count and the worst three, so the
+/// warnings stay readable whatever the dimension.
+void print_warnings(std::vector<WarningKind>& kinds, std::size_t parameter_count) {
+  constexpr std::size_t named_one_per_line = 3, worst_shown = 3;
+  for (auto& kind : kinds) {
+    auto& found = kind.parameters;
+    if (found.empty()) continue;
+    if (found.size() <= named_one_per_line) {
+      for (const auto& [name, value] : found) fmt::print("warning: {}: {}{}\n", name, kind.what, shown_value(kind, value, " ({})"));
+      continue;
+    }
+    std::sort(found.begin(), found.end(), [&kind](const auto& a, const auto& b) {  // ties by name: a fixed order
+      if (a.second != b.second) return kind.worst_is_largest ? a.second > b.second : a.second < b.second;
+      return a.first < b.first;
+    });
+    std::vector<std::string> worst;
+    for (std::size_t i = 0; i < std::min(worst_shown, found.size()); ++i)
+      worst.push_back(found[i].first + shown_value(kind, found[i].second, " {}"));
+    fmt::print("warning: {} for {} of {} parameters (worst: {})\n", kind.what, found.size(), parameter_count,
+               fmt::join(worst, ", "));
+  }
+}
 
 }  // namespace
 
@@ -37,8 +90,9 @@ int summary_command(const fs::path& folder, const std::vector<std::string>& want
   for (const auto& name : wanted)
     if (std::find(chains.columns.begin(), chains.columns.end(), name) == chains.columns.end())
       throw sgmcmc::Error(fmt::format("summary: no column '{}' in {}", name, folder.string()));
-  const std::size_t total = shown.size();
+  const std::vector<std::size_t> checked = shown;  // warnings cover every parameter, shown or not
   if (wanted.empty() && shown.size() > max_parameters) shown.resize(max_parameters);
+  const std::size_t total = checked.size();
 
   fmt::print("{} chains × {} draws{}\n", chains.files.size(), chains.draws,
              total > shown.size() ? fmt::format(" (showing {} of {} parameters; choose with --parameters)", shown.size(), total) : "");
@@ -46,33 +100,30 @@ int summary_command(const fs::path& folder, const std::vector<std::string>& want
   for (std::size_t index : shown) width = std::max(width, chains.columns[index].size());
   fmt::print("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7} {:>10}\n", "parameter", width, "mean", "sd", "5%", "50%", "95%",
              "ess_bulk", "ess_tail", "r_hat", "mcse_mean");
-  std::vector<std::string> warnings;
   const double low_ess = 100.0 * static_cast<double>(chains.files.size());
-  for (std::size_t index : shown) {
+  std::vector<WarningKind> kinds = {
+      {"the draws are constant or not finite, so ESS, R-hat and MCSE are undefined", "", true, {}},
+      {"R-hat > 1.01: the chains have not mixed", "{:.3f}", true, {}},
+      {fmt::format("bulk or tail ESS < {:.0f} (100 per chain): estimates are unreliable", low_ess), "{:.0f}", false, {}}};
+  auto& undefined_draws = kinds[0].parameters;
+  auto& high_r_hat = kinds[1].parameters;
+  auto& low_ess_found = kinds[2].parameters;
+  for (std::size_t index : checked) {
     const auto draws = column(chains, index);
     const auto& name = chains.columns[index];
-    std::vector<double> all;
-    for (const auto& chain : draws) all.insert(all.end(), chain.begin(), chain.end());
-    double mean = 0.0, squares = 0.0;
-    for (double x : all) mean += x / static_cast<double>(all.size());
-    for (double x : all) squares += (x - mean) * (x - mean);
-    const double sd = std::sqrt(squares / static_cast<double>(all.size() - 1));
     const bool undefined = sgmcmc::diagnostics_undefined(draws);
     const double bulk = sgmcmc::ess_bulk(draws), tail = sgmcmc::ess_tail(draws), r_hat = sgmcmc::rhat(draws);
-    fmt::print("{:<{}} {:>10} {:>10} {:>10} {:>10} {:>10} {:>9} {:>9} {:>7} {:>10}\n", name, width, number(mean), number(sd),
-               number(sgmcmc::quantile(draws, 0.05)), number(sgmcmc::quantile(draws, 0.5)), number(sgmcmc::quantile(draws, 0.95)),
-               number(bulk), number(tail), number(r_hat), number(undefined ? std::nan("") : sgmcmc::mcse_mean(draws)));
+    if (std::find(shown.begin(), shown.end(), index) != shown.end()) print_row(name, width, draws, bulk, tail, r_hat, undefined);
     if (undefined)
-      warnings.push_back(fmt::format("{}: the draws are constant or not finite, so ESS, R-hat and MCSE are undefined", name));
+      undefined_draws.emplace_back(name, std::nan(""));
     else if (r_hat > 1.01)
-      warnings.push_back(fmt::format("{}: R-hat {:.3f} > 1.01: the chains have not mixed", name, r_hat));
-    if (!undefined && std::min(bulk, tail) < low_ess)
-      warnings.push_back(fmt::format("{}: {} ESS {:.0f} < {:.0f} (100 per chain): estimates of it are unreliable", name,
-                                     bulk < tail ? "bulk" : "tail", std::min(bulk, tail), low_ess));
+      high_r_hat.emplace_back(name, r_hat);
+    if (!undefined && std::min(bulk, tail) < low_ess) low_ess_found.emplace_back(name, std::min(bulk, tail));
   }
 
   const auto accept = std::find(chains.columns.begin(), chains.columns.end(), "accept_stat__");
   const nlohmann::json manifest = manifest_if_any(folder);
+  std::vector<std::size_t> diverged;
   for (std::size_t k = 0; k < chains.files.size(); ++k) {
     double acceptance = 0.0;
     for (const auto& row : chains.files[k].rows) acceptance += row[static_cast<std::size_t>(accept - chains.columns.begin())];
@@ -82,9 +133,10 @@ int summary_command(const fs::path& folder, const std::vector<std::string>& want
     fmt::print("chain {}: {} draws, mean accept_stat__ {:.3f}, {}\n", k + 1, chains.files[k].rows.size(),
                accept == chains.columns.end() ? std::nan("") : acceptance / static_cast<double>(chains.files[k].rows.size()),
                status);
-    if (status == "diverged") warnings.push_back(fmt::format("chain {} diverged (see manifest.json)", k + 1));
+    if (status == "diverged") diverged.push_back(k + 1);
   }
-  for (const auto& warning : warnings) fmt::print("warning: {}\n", warning);
+  print_warnings(kinds, total);
+  for (std::size_t k : diverged) fmt::print("warning: chain {} diverged (see manifest.json)\n", k);
   return 0;
 }
 

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <filesystem>
+#include <iterator>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -261,6 +262,36 @@ TEST_CASE("summary: diagnostics of a run's chains, and clear refusals") {
   const auto flat = test::run_cli("summary '" + constant.string() + "'");
   CHECK(flat.exit_code == 0);
   CHECK_THAT(flat.output, Contains("x: the draws are constant or not finite, so ESS, R-hat and MCSE are undefined"));
+}
+
+TEST_CASE("summary: one warning line per kind for many parameters, counted over all of them") {
+  // 30 coefficients and 4 short chains from an overdispersed start at a small step: most
+  // coordinates have not mixed. The table shows them all; the warnings must count them.
+  test::TempDir dir;
+  const auto out = dir.path() / "run";
+  REQUIRE(test::run_cli("run --preset demo --quiet --set model.dim=30 --set run.warmup=0 --set run.iterations=100 --out '" +
+                        out.string() + "'").exit_code == 0);
+  const auto summary = test::run_cli("summary '" + out.string() + "' --max-parameters 30");
+  INFO(summary.output);
+  REQUIRE(summary.exit_code == 0);
+  std::vector<std::pair<std::string, double>> unmixed;  // from the table: r_hat is the 9th column
+  std::size_t warning_lines = 0;
+  for (const auto& line : lines_of(summary.output)) {
+    if (line.starts_with("warning:")) ++warning_lines;
+    if (!line.starts_with("beta.")) continue;
+    std::istringstream fields(line);
+    std::vector<std::string> columns{std::istream_iterator<std::string>(fields), {}};
+    REQUIRE(columns.size() == 10);
+    if (std::stod(columns[8]) > 1.01) unmixed.emplace_back(columns[0], std::stod(columns[8]));
+  }
+  REQUIRE(unmixed.size() > 3);  // else the warnings would name each parameter
+  CHECK(warning_lines <= 3);    // one per kind: undefined, R-hat, ESS
+  const auto worst = *std::max_element(unmixed.begin(), unmixed.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  CHECK_THAT(summary.output, Contains(fmt::format("R-hat > 1.01: the chains have not mixed for {} of 30 parameters (worst: {} ",
+                                                  unmixed.size(), worst.first)));
+  // Shown or not, every parameter is counted: with 5 shown, the count is the same.
+  const auto fewer = test::run_cli("summary '" + out.string() + "' --max-parameters 5");
+  CHECK_THAT(fewer.output, Contains(fmt::format("for {} of 30 parameters", unmixed.size())));
 }
 
 TEST_CASE("list and presets describe what is available") {
