@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 namespace test {
@@ -46,16 +47,22 @@ inline double autocorrelation(const std::vector<double>& x, std::size_t lag) {
 
 inline double normal_cdf(double x, double mu, double sd) { return 0.5 * std::erfc(-(x - mu) / (sd * std::sqrt(2.0))); }
 
-/// Kolmogorov–Smirnov statistic D = sup |F_n - F| of a sample against N(μ, sd²).
-inline double ks_statistic_normal(std::vector<double> x, double mu, double sd) {
+/// Kolmogorov–Smirnov statistic D = sup |F_n - F| of a sample against a continuous CDF F.
+template <class Cdf>
+double ks_statistic(std::vector<double> x, const Cdf& cdf) {
   std::sort(x.begin(), x.end());
   const double n = static_cast<double>(x.size());
   double d = 0.0;
   for (std::size_t k = 0; k < x.size(); ++k) {
-    const double f = normal_cdf(x[k], mu, sd);
+    const double f = cdf(x[k]);
     d = std::max({d, (static_cast<double>(k) + 1) / n - f, f - static_cast<double>(k) / n});
   }
   return d;
+}
+
+/// The same against N(μ, sd²).
+inline double ks_statistic_normal(std::vector<double> x, double mu, double sd) {
+  return ks_statistic(std::move(x), [&](double v) { return normal_cdf(v, mu, sd); });
 }
 
 }  // namespace test

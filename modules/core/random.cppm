@@ -115,6 +115,28 @@ public:
     for (double& x : out) x = normal();
   }
 
+  /// A Gamma(shape, rate) variate (density ∝ x^(shape-1) e^(-rate x)), for Gibbs steps on
+  /// precisions and for Dirichlet draws. shape ≥ 1: Marsaglia & Tsang (2000), "A simple method
+  /// for generating gamma variables", ACM TOMS 26(3): with d = shape - 1/3 and c = 1/sqrt(9d),
+  /// v = (1 + cz)³ for a standard normal z is accepted when log u < z²/2 + d - dv + d log v, and
+  /// then dv is Gamma(shape, 1). shape < 1: the same paper's boost,
+  /// Gamma(a) = Gamma(a + 1)·u^(1/a), which underflows to 0 for tiny a.
+  double gamma(double shape, double rate) {
+    if (shape < 1.0) {
+      const double u = 1.0 - uniform();  // (0, 1]
+      return gamma(shape + 1.0, rate) * std::pow(u, 1.0 / shape);
+    }
+    const double d = shape - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+    for (;;) {
+      const double z = normal();
+      const double t = 1.0 + c * z;
+      if (t <= 0.0) continue;
+      const double v = t * t * t;
+      const double u = 1.0 - uniform();  // (0, 1]: log u is finite
+      if (std::log(u) < 0.5 * z * z + d - d * v + d * std::log(v)) return d * v / rate;
+    }
+  }
+
   /// Uniform integer in [0, n), unbiased (Lemire 2019, multiply and reject).
   std::uint64_t index(std::uint64_t n) {
     __uint128_t product = static_cast<__uint128_t>(engine_()) * n;

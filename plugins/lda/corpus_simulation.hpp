@@ -1,12 +1,11 @@
-// The template behind lda::simulate_corpus (corpus.hpp). Gamma and Poisson variates come from
-// Boost.Random, driven by the run's own stream through a small engine adapter, so the corpus is
-// a function of the data seed alone.
+// The template behind lda::simulate_corpus (corpus.hpp). Gamma variates come from the run's
+// stream (sgmcmc::Rng::gamma), Poisson variates from Boost.Random driven by the same stream
+// through a small engine adapter, so the corpus is a function of the data seed alone.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <map>
 #include <vector>
-#include <boost/random/gamma_distribution.hpp>
 #include <boost/random/poisson_distribution.hpp>
 
 namespace lda {
@@ -26,10 +25,9 @@ struct Engine {
 /// A Dirichlet(concentration, ..., concentration) draw of `size` values: normalised Gamma variates.
 template <class Random>
 std::vector<double> symmetric_dirichlet(std::size_t size, double concentration, Engine<Random>& engine) {
-  boost::random::gamma_distribution<double> gamma(concentration, 1.0);
   std::vector<double> values(size);
   double total = 0.0;
-  for (double& x : values) total += x = gamma(engine);
+  for (double& x : values) total += x = engine.rng.gamma(concentration, 1.0);
   if (!(total > 0.0)) {  // every variate underflowed (tiny concentration): all mass on one value
     std::fill(values.begin(), values.end(), 0.0);
     values[static_cast<std::size_t>(engine.rng.uniform() * static_cast<double>(size))] = 1.0;

@@ -1,37 +1,15 @@
 // The conjugate pieces of Bayesian PMF's hyperparameter updates, free of the plugin interface so
-// that the tests check the very functions the plugin runs: a Gamma variate, and one draw of
-// (μ, λ) from the Normal–Gamma full conditional of one coordinate of the factor prior.
+// that the tests check the very functions the plugin runs: one draw of (μ, λ) from the
+// Normal–Gamma full conditional of one coordinate of the factor prior.
 //
-// Header only and templated on the random stream (anything with uniform() on [0, 1) and normal()),
-// so it needs no module import.
+// Header only and templated on the random stream (anything with normal() and gamma(shape, rate),
+// as sgmcmc::Rng), so it needs no module import.
 #pragma once
 #include <cmath>
 #include <cstddef>
 #include <span>
 
 namespace pmf {
-
-/// A Gamma(shape, rate) variate (density ∝ x^(shape-1) e^(-rate x)).
-/// shape ≥ 1: Marsaglia & Tsang (2000), "A simple method for generating gamma variables", ACM TOMS
-/// 26(3): with d = shape - 1/3 and c = 1/sqrt(9d), v = (1 + c z)³ for standard normal z is accepted
-/// when log u < z²/2 + d - d v + d log v; then d v is Gamma(shape, 1).
-/// shape < 1: the same paper's boost, Gamma(a) = Gamma(a + 1) · u^(1/a).
-template <class Random>
-double gamma_variate(double shape, double rate, Random& rng) {
-  if (shape < 1.0) {
-    const double u = 1.0 - rng.uniform();  // (0, 1]
-    return gamma_variate(shape + 1.0, rate, rng) * std::pow(u, 1.0 / shape);
-  }
-  const double d = shape - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
-  for (;;) {
-    const double z = rng.normal();
-    const double t = 1.0 + c * z;
-    if (t <= 0.0) continue;
-    const double v = t * t * t;
-    const double u = 1.0 - rng.uniform();  // (0, 1]: log u is finite
-    if (std::log(u) < 0.5 * z * z + d - d * v + d * std::log(v)) return d * v / rate;
-  }
-}
 
 /// Normal–Gamma hyperprior of one coordinate k of a factor prior (Salakhutdinov & Mnih 2008):
 ///   λ ~ Gamma(shape, rate),  μ | λ ~ N(mean, 1 / (mean_weight · λ)),  x_i | μ, λ ~ N(μ, 1/λ).
@@ -100,7 +78,7 @@ struct MeanAndPrecision {
 /// One Gibbs draw from the Normal–Gamma posterior: λ ~ Gamma(a_n, b_n), then μ | λ ~ N(μ_n, 1/(β_n λ)).
 template <class Random>
 MeanAndPrecision draw_normal_gamma(const NormalGammaPosterior& posterior, Random& rng) {
-  const double precision = gamma_variate(posterior.shape, posterior.rate, rng);
+  const double precision = rng.gamma(posterior.shape, posterior.rate);
   const double mean = posterior.mean + rng.normal() / std::sqrt(posterior.mean_weight * precision);
   return {mean, precision};
 }

@@ -396,7 +396,7 @@ public:
     const auto precision = [&](std::span<const double> values) {
       const double squares = std::inner_product(values.begin(), values.end(), values.begin(), 0.0);
       const auto posterior = precision_posterior(options_.prior, static_cast<double>(values.size()), squares);
-      return gamma_variate(posterior.shape, posterior.rate, rng);
+      return rng.gamma(posterior.shape, posterior.rate);
     };
     hyper.bias_precision_u = precision(theta.subspan(biases_at_, users_));
     hyper.bias_precision_v = precision(theta.subspan(biases_at_ + users_, items_));
@@ -410,7 +410,7 @@ public:
       squares += e * e;
     }
     const auto posterior = precision_posterior(*options_.noise_prior, static_cast<double>(data_.train.size()), squares);
-    return gamma_variate(posterior.shape, posterior.rate, rng);
+    return rng.gamma(posterior.shape, posterior.rate);
   }
 
   // ---- held-out metrics --------------------------------------------------------------------------

@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "../../plugins/pmf/normal_gamma.hpp"  // pmf::gamma_variate, tested in statistical/pmf_gibbs_test.cpp
 
 import sgmcmc;
 
@@ -187,7 +186,7 @@ public:
     double squares = 0.0;
     for (double y : y_) squares += (y - theta[0]) * (y - theta[0]);
     const double shape = noise_shape + 0.5 * static_cast<double>(y_.size()), rate = noise_rate + 0.5 * squares;
-    static_cast<NoiseWorkspace&>(workspace).precision = pmf::gamma_variate(shape, rate, rng);
+    static_cast<NoiseWorkspace&>(workspace).precision = rng.gamma(shape, rate);
     return sgmcmc::TargetChange::data;
   }
 
