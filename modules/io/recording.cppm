@@ -70,7 +70,8 @@ public:
   void follow(const Workspace& chain_workspace, std::uint64_t target_changes, std::uint64_t data_changes,
               std::span<const double> theta);
   /// out ← z = ∇log π(θ) = -ĝ(θ), ĝ the source's estimate of ∇U.
-  void score(std::span<const double> theta, std::span<double> out);
+  /// ∇log π at a draw of the chain's iteration `iteration` (what a period of the source counts).
+  void score(std::span<const double> theta, std::uint64_t iteration, std::span<double> out);
   /// out ← the model's quantities of interest at θ.
   void quantities(std::span<const double> theta, std::span<double> out);
 
@@ -217,8 +218,8 @@ void DrawRecorder::follow(const Workspace& chain_workspace, std::uint64_t target
   data_changes_ = data_changes;
 }
 
-void DrawRecorder::score(std::span<const double> theta, std::span<double> out) {
-  ChainContext context{*model_, *workspace_, rng_, cost_};
+void DrawRecorder::score(std::span<const double> theta, std::uint64_t iteration, std::span<double> out) {
+  ChainContext context{*model_, *workspace_, rng_, cost_, iteration};
   estimator_->estimate(theta, out, context);
   for (double& g : out) g = -g;  // ∇log π = -∇U
 }

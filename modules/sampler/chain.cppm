@@ -291,6 +291,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
     const bool ends_block = position_in_block + 1 == block_length;
     if (position_in_block == 0) corrector_->begin_block(state_, context);
     state_.iteration = iteration;
+    context.iteration = iteration;
     Estimator* endpoint = ends_block ? corrector_->endpoint_estimator() : nullptr;
     integrator_->step(state_, endpoint ? *endpoint : *estimator_, context);
     if (ends_block) {

@@ -27,6 +27,10 @@ struct ChainContext {
   Workspace& workspace;
   Rng& rng;
   Cost& cost;
+  /// The chain's iteration whose step asks for the estimate (ChainState::iteration; 0 while the
+  /// estimator prepares). Estimators that refresh on a period (svrg's snapshot) count
+  /// iterations with it, not calls: an hmc iteration makes `steps` estimates.
+  std::uint64_t iteration = 0;
 };
 
 /// What a chain carries from step to step.

@@ -99,7 +99,7 @@ void ChainFiles::on_draw(const sgmcmc::Draw& draw) {
   if (recorder_->quantity_count()) recorder_->quantities(draw.theta, std::span(row_).subspan(draw.theta.size()));
   draws_->write_draw(sampler, row_);
   if (gradients_) {
-    recorder_->score(draw.theta, score_);
+    recorder_->score(draw.theta, draw.iteration, score_);
     gradients_->write(score_);
   }
 }

@@ -15,6 +15,7 @@
 
 #include "gaussian_fixture.hpp"
 #include "statistical/estimator_support.hpp"
+#include "targets.hpp"
 
 namespace {
 
@@ -372,8 +373,9 @@ TEST_CASE("saga: once every entry is refreshed at a fixed θ the estimate is ∇
   }
 }
 
-TEST_CASE("svrg: the estimate at each snapshot is exact, with one full pass every `period` estimates") {
-  // Estimates 1, 1 + m, 1 + 2m, ... take a snapshot at their θ and return ∇U(θ) (the GLM sum
+TEST_CASE("svrg: the estimate at each snapshot is exact, with one full pass every `period` iterations") {
+  // One estimate per iteration (as sgld makes): iterations 1, 1 + m, 1 + 2m, ... take a
+  // snapshot at their θ and return ∇U(θ) (the GLM sum
   // Σ_i s_i x_i: 1e-12 of Σ_i ‖∇f_i(θ)‖ for rounding, as for cv); the others draw a batch and are
   // stochastic (their error is of order 1 here, far above 1e-6). Cost: N per snapshot, n per
   // other estimate (GLM form).
@@ -386,6 +388,7 @@ TEST_CASE("svrg: the estimate at each snapshot is exact, with one full pass ever
   std::vector<double> theta(fixture.mean.begin(), fixture.mean.end());
   for (std::size_t call = 0; call < 3 * period; ++call) {
     for (double& t : theta) t += 0.3 * walk.normal();
+    bench.context.iteration = call + 1;
     const auto g = bench.estimate(*svrg, theta), truth = test::exact_gradient(model, theta);
     double difference = 0.0;
     for (std::size_t j = 0; j < 3; ++j) difference = std::max(difference, std::abs(g[j] - truth[j]));
@@ -462,5 +465,27 @@ TEST_CASE("cv's default centring: one SGD pass leaves θ̂ about one posterior s
     }
     INFO("N = " << rows << ": mean ‖θ̂ - μ‖²_A / d = " << average);
     CHECK(average < 3.0);
+  }
+}
+
+TEST_CASE("svrg: `period` counts the chain's iterations, whatever the estimates an iteration makes") {
+  // 40 iterations at period 4 take snapshots at iterations 1, 5, ..., 37: 10 full passes, for
+  // sgld (one estimate an iteration) as for hmc with 5 leapfrog steps (5 estimates an iteration;
+  // counting estimates, as sgmcmc once did, gave hmc at least five times as many). The cost counts
+  // the estimator's full passes.
+  test::GaussianFixture fixture(50, 3);
+  const sgmcmc::ScheduleParameters step{.step_size = 1e-3};
+  for (const std::string name : {"sgld", "hmc"}) {
+    auto integrator = name == "sgld" ? sgmcmc::make_integrator(sgmcmc::SgldParameters{.schedule = step})
+                                     : sgmcmc::make_integrator(sgmcmc::HmcParameters{.schedule = step, .steps = 5});
+    auto estimator = sgmcmc::make_estimator(sgmcmc::SvrgParameters{.batches = {.batch_size = 5}, .period = 4}, *fixture.model);
+    auto corrector = sgmcmc::make_corrector(sgmcmc::NoCorrectionParameters{}, {*fixture.model, *integrator, {}});
+    sgmcmc::Chain chain(fixture.model, std::move(estimator), std::move(integrator), std::move(corrector),
+                        sgmcmc::Rng(3, sgmcmc::chain_stream(0)));
+    test::Draws draws;
+    const auto result = chain.run({.iterations = 40, .thin = 40, .eval_every = 40}, draws);
+    INFO(name);
+    REQUIRE_FALSE(result.diverged);
+    CHECK(result.cost.full_passes == 10);
   }
 }

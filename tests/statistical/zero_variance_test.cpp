@@ -167,7 +167,7 @@ struct RecordedDraws final : sgmcmc::ChainObserver {
     if (follows_chain) recorder.follow(draw.workspace, draw.target_changes, draw.data_changes, draw.theta);
     points.emplace_back(draw.theta.begin(), draw.theta.end());
     scores.emplace_back(draw.theta.size());
-    recorder.score(draw.theta, scores.back());
+    recorder.score(draw.theta, draw.iteration, scores.back());
   }
   void on_metrics(const sgmcmc::MetricsRow&) override {}
 };

@@ -116,7 +116,7 @@ TEST_CASE("the recorder's score is ∇log π = -∇U and it leaves the chain's s
   recorder.prepare();
   std::vector<double> score(1);
   const std::vector<double> theta{3.0};
-  recorder.score(theta, score);
+  recorder.score(theta, 1, score);
   CHECK(score[0] == -0.5);
   CHECK(recorder.cost().item_gradients == 1);
   // Streams: data 0, chain k 2k+1, recorder k 2k+2 — all different.

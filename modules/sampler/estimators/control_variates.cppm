@@ -310,50 +310,55 @@ private:
   std::optional<std::vector<double>> given_centre_;
 };
 
-// ---- svrg: the centre is a snapshot refreshed every m estimates -------------------------------
+// ---- svrg: the centre is a snapshot refreshed every m iterations ------------------------------
 
-/// SVRG-LD (Dubey et al. 2016, NeurIPS, Algorithm "SVRG-LD"): every m estimates the snapshot
+/// SVRG-LD (Dubey et al. 2016, NeurIPS, Algorithm "SVRG-LD"): every m iterations the snapshot
 /// θ̃ ← θ and ∇U(θ̃) is recomputed with a full pass (that estimate is exact); in between, the
 /// estimate of Baker et al. (2019, eq. 4) around θ̃. Keys: period m (default one pass, ceil(N/n)).
+/// m counts the chain's iterations (ChainContext::iteration), as Dubey et al.'s epochs do, so an
+/// hmc iteration of L leapfrog steps, L estimates, does not refresh L times as often as sgld's.
+/// The first estimate of an iteration at least m after the snapshot's takes the next one.
 class SvrgEstimator final : public Estimator {
 public:
   SvrgEstimator(const SvrgParameters& parameters, const Model& model)
       : sampler_(parameters.batches, model), centre_(model),
-        period_(parameters.period.value_or(one_pass(model, sampler_.batch_size()))), since_snapshot_(period_) {
+        period_(parameters.period.value_or(one_pass(model, sampler_.batch_size()))) {
     require_parameter(period_ >= 1, "estimator svrg", "period >= 1", period_);
   }
 
   void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) override {
-    if (since_snapshot_ == period_) {
+    if (!snapshot_iteration_ || context.iteration >= *snapshot_iteration_ + period_) {
       centre_.move_to(theta, context);
       centre_.exact_at_centre(theta, gradient, context);
-      since_snapshot_ = 1;
+      snapshot_iteration_ = context.iteration;
       return;
     }
     centre_.estimate(theta, sampler_.draw(context.rng), gradient, context);
-    ++since_snapshot_;
   }
 
   void save_state(StateWriter& out) const override {
     out.section("estimator svrg");
-    out.count(since_snapshot_);
+    out.flag(snapshot_iteration_.has_value());
+    out.count(snapshot_iteration_.value_or(0));
     centre_.save_state(out);
     sampler_.save_state(out);
   }
   void restore_state(StateReader& in) override {
     in.section("estimator svrg");
-    since_snapshot_ = in.count();
+    const bool taken = in.flag();
+    const std::uint64_t at = in.count();
+    snapshot_iteration_ = taken ? std::optional(at) : std::nullopt;
     centre_.restore_state(in);
     sampler_.restore_state(in);
   }
   /// The next estimate takes a new snapshot (a full pass under the new data terms).
-  void data_terms_changed(std::span<const double>, ChainContext&) override { since_snapshot_ = period_; }
+  void data_terms_changed(std::span<const double>, ChainContext&) override { snapshot_iteration_.reset(); }
 
 private:
   ItemSampler sampler_;
   Centre centre_;
   std::uint64_t period_;
-  std::uint64_t since_snapshot_;  // estimates since the last snapshot; = period_ forces one
+  std::optional<std::uint64_t> snapshot_iteration_;  // the iteration of the last snapshot; none forces one
 };
 
 }  // namespace sgmcmc::estimator_parts

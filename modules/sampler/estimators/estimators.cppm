@@ -64,7 +64,7 @@ const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
         "sgd_decay_b", "sgd_decay_c", "centre_passes"},
        factory<CvParameters>()},
       {"svrg",
-       "SVRG-LD: control variates around a snapshot refreshed every `period` estimates (Dubey et al. 2016); "
+       "SVRG-LD: control variates around a snapshot refreshed every `period` iterations (Dubey et al. 2016); "
        "keys batch_size, replacement, sampling, period (one pass)",
        {"batch_size", "replacement", "sampling", "period"}, factory<SvrgParameters>(),
        "svrg's estimate depends on the chain's history (a snapshot taken at an earlier state, which may move inside "

@@ -53,7 +53,7 @@ struct CvParameters {
   static CvParameters from_settings(const Settings& section, const Model& model);
 };
 
-/// svrg: SVRG-LD, control variates around a snapshot refreshed every `period` estimates.
+/// svrg: SVRG-LD, control variates around a snapshot refreshed every `period` iterations of the chain.
 struct SvrgParameters {
   ItemSamplingParameters batches = {};
   std::optional<std::uint64_t> period = std::nullopt;  // m >= 1; unset: one pass, ceil(N/n)
