@@ -1,6 +1,6 @@
 // Checks of a model plugin's contract, run by `sgmcmc check-model` before anyone trusts a
 // posterior from it: gradients against finite differences, batches against sums of items,
-// declared capabilities, reproducibility and thread safety.
+// declared capabilities, quantities of interest, reproducibility and thread safety.
 module;
 #include <algorithm>
 #include <cmath>
@@ -9,6 +9,7 @@ module;
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
@@ -340,6 +341,56 @@ CheckOutcome workspace_state_check(const Model& model, const std::vector<Vector>
                  "averages, hyperparameters), so a resumed chain would not continue as it would have"};
 }
 
+/// The name a quantity must not take: "" when `name` makes a new CSV column beside the
+/// parameters' (recorded with output.quantities), else why not.
+std::string column_name_problem(const std::string& name, const std::set<std::string>& taken) {
+  if (name.empty()) return "a quantity has an empty name";
+  if (taken.contains(name)) return fmt::format("'{}' is already a parameter's or another quantity's name", name);
+  if (name.ends_with("__")) return fmt::format("'{}' ends in __, which Stan CSV keeps for the sampler's columns", name);
+  if (name.find_first_of(",\"\n\r\t ") != std::string::npos)
+    return fmt::format("'{}' holds a comma, quote, space or line break, which a CSV header cannot", name);
+  return "";
+}
+
+/// Quantities of interest (`quantity_names`, `evaluate_quantities`): new, distinct columns, and
+/// finite values that are a function of θ alone (evaluated twice at each probe point, after a
+/// fill with NaN so that a slot left unwritten shows). A model with a latent Gibbs step may
+/// estimate them by sampling (lda's held-out density draws topic assignments), so for it the
+/// two evaluations need not agree.
+std::vector<CheckOutcome> quantity_checks(const Probe& probe) {
+  const Model& model = *probe.model;
+  const auto names = model.quantity_names();
+  if (names.empty()) return {skipped("quantities of interest", "the model declares none")};
+  const auto parameters = model.parameter_names();
+  std::set<std::string> taken(parameters.begin(), parameters.end());
+  std::string problem;
+  for (const auto& name : names)
+    if (problem.empty() && (problem = column_name_problem(name, taken)).empty()) taken.insert(name);
+  std::vector<CheckOutcome> outcomes{{"quantity names are new, distinct CSV columns",
+                                      problem.empty() ? CheckOutcome::Status::passed : CheckOutcome::Status::failed,
+                                      problem.empty() ? fmt::format("{} quantities", names.size()) : problem}};
+  problem.clear();
+  for (std::size_t k = 0; k < probe.points.size() && problem.empty(); ++k) {
+    Vector first(names.size(), std::nan("")), second(names.size(), std::nan(""));
+    model.evaluate_quantities(probe.points[k], *probe.workspace, first);
+    model.evaluate_quantities(probe.points[k], *probe.workspace, second);
+    for (std::size_t j = 0; j < names.size() && problem.empty(); ++j) {
+      if (!std::isfinite(first[j]))
+        problem = fmt::format("{} = {} at probe point {} (not finite, or not written)", names[j], first[j], k + 1);
+      else if (first[j] != second[j] && !probe.capabilities.latent_gibbs_step)
+        problem = fmt::format("{} = {}, then {} at the same θ (probe point {}): not a function of θ alone", names[j],
+                              first[j], second[j], k + 1);
+    }
+  }
+  const std::string passed = probe.capabilities.latent_gibbs_step
+                                 ? fmt::format("finite at {} points (sampled estimates: latent-gibbs-step)", probe.points.size())
+                                 : fmt::format("at {} points", probe.points.size());
+  outcomes.push_back({"quantities are finite functions of θ", problem.empty() ? CheckOutcome::Status::passed
+                                                                              : CheckOutcome::Status::failed,
+                      problem.empty() ? passed : problem});
+  return outcomes;
+}
+
 std::vector<CheckOutcome> reproducibility_checks(const Probe& probe, const ModelBuilder& build, const Settings& settings) {
   std::vector<CheckOutcome> outcomes;
   const Vector& theta = probe.points.front();
@@ -406,7 +457,7 @@ std::vector<CheckOutcome> check_model(const ModelBuilder& build, const Settings&
   if (outcomes.back().status == CheckOutcome::Status::failed) return outcomes;
 
   const Probe probe = make_probe(model);
-  for (auto* group : {&gradient_checks, &batch_checks, &capability_checks})
+  for (auto* group : {&gradient_checks, &batch_checks, &capability_checks, &quantity_checks})
     guarded("checks raised an error", [&] {
       for (auto& outcome : (*group)(probe)) outcomes.push_back(std::move(outcome));
     });

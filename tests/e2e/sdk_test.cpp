@@ -82,6 +82,11 @@ TEST_CASE("check-model names each deliberate fault and exits non-zero") {
   CHECK(unsaved.exit_code == 1);
   CHECK_THAT(unsaved.output, Contains("FAIL  checkpoints: a workspace restored from a used one's save_state"));
   CHECK_THAT(unsaved.output, Contains("PASS  batch gradient equals the sum of single-item gradients"));
+  const auto infinite = test::run_cli("check-model " + fixture("quantity_not_finite"));
+  INFO(infinite.output);
+  CHECK(infinite.exit_code == 1);
+  CHECK_THAT(infinite.output, Contains("FAIL  quantities are finite functions of θ") && Contains("precision = inf"));
+  CHECK_THAT(infinite.output, Contains("PASS  quantity names are new, distinct CSV columns"));
   // The bundled plugins' workspaces save all their state (pmf: hyperparameters and averages; lda:
   // its evaluation stream too).
   for (const char* bundled : {"gaussian --set model.n=300", "logistic --set model.n=2000",
@@ -91,6 +96,7 @@ TEST_CASE("check-model names each deliberate fault and exits non-zero") {
     INFO(checked.output);
     CHECK(checked.exit_code == 0);
     CHECK_THAT(checked.output, Contains("PASS  checkpoints: a workspace restored"));
+    CHECK_THAT(checked.output, !Contains("FAIL"));
   }
 
   // The loader's refusals come first, whatever the command.
