@@ -114,7 +114,11 @@ TEST_CASE("rstan, posterior and bayesplot read every model's chains, and the num
       CHECK(std::abs(warmup + sampling - manifest["chains"][chain]["seconds"].get<double>()) <= 2e-6);
     }
 
-    // Every value rstan read equals the file's: each column under rstan's name, chain by chain.
+    // Every value rstan read equals the file's: each column under rstan's name, chain by chain, to
+    // within one unit in the last place. R parses decimals with its own R_strtod, which its
+    // documentation (?NumericConstants) promises accurate to 15 significant digits only, not
+    // correctly rounded: "17.2243731958563" came back as 17.224373195856302, the next double up.
+    // One ulp still catches every real error (a lost digit, a shifted column, a wrong chain).
     const auto draws = read_table(dir.path() / (std::string(run.name) + "-draws.tsv"));
     std::size_t compared = 0;
     for (std::size_t chain = 0; chain < run.chains; ++chain) {
@@ -127,7 +131,8 @@ TEST_CASE("rstan, posterior and bayesplot read every model's chains, and the num
         for (std::size_t row = 0; row < csv.rows.size(); ++row) {
           const double expected = csv.rows[row][column];
           const double read = std::strtod(texts[chain * csv.rows.size() + row].c_str(), nullptr);
-          if (std::isnan(expected) ? !std::isnan(read) : read != expected)
+          const bool equal = read == expected || std::nextafter(expected, read) == read;  // at most 1 ulp apart
+          if (std::isnan(expected) ? !std::isnan(read) : !equal)
             FAIL(fmt::format("chain {} draw {} column {}: the file says {}, rstan read {}", chain + 1, row + 1, name,
                              expected, texts[chain * csv.rows.size() + row]));
           ++compared;
