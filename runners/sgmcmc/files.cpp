@@ -4,6 +4,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <fmt/format.h>
 
 #include "files.hpp"
@@ -13,6 +14,9 @@ import sgmcmc;
 namespace fs = std::filesystem;
 
 std::string read_file(const fs::path& path, std::string_view what) {
+  // A folder opens as an empty stream: its "contents" would be parsed as an empty file.
+  if (std::error_code ignored; fs::is_directory(path, ignored))
+    throw sgmcmc::Error(fmt::format("{}: is a folder, not {}", path.string(), what));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw sgmcmc::Error(fmt::format("{}: cannot open {}", path.string(), what));
   std::stringstream text;
