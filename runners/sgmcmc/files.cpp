@@ -24,6 +24,11 @@ std::string read_file(const fs::path& path, std::string_view what) {
   return text.str();
 }
 
+void require_folder_or_absent(const fs::path& out) {
+  if (fs::exists(out) && !fs::is_directory(out))
+    throw sgmcmc::Error(fmt::format("--out '{}' is not a folder; the output goes into a folder", out.string()));
+}
+
 void write_atomically(const fs::path& path, const std::string& text) {
   fs::path temporary = path;
   temporary += ".partial";

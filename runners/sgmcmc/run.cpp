@@ -101,8 +101,7 @@ fs::path prepare_output(const RunOptions& options, const std::string& label) {
     for (int k = 2; fs::exists(out); ++k) out = fs::path("runs") / fmt::format("{}-{}-{}", label, stamp, k);
   }
   std::error_code error;
-  if (fs::exists(out) && !fs::is_directory(out))
-    throw sgmcmc::Error(fmt::format("--out '{}' is not a folder; a run writes its files into a folder", out.string()));
+  require_folder_or_absent(out);
   if (fs::exists(out) && !fs::is_empty(out) && !options.replace)
     throw sgmcmc::Error(fmt::format("output folder '{}' is not empty; choose another --out, or add --replace", out.string()));
   fs::create_directories(out, error);

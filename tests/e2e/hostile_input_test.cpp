@@ -103,10 +103,15 @@ TEST_CASE("misleading messages: a folder as data or configuration, a file as --o
   expect_exit(2, "run --config " + quoted(dir.path()) + " --out " + quoted(out), {dir.path().string() + ": is a folder"});
   const auto file = dir.write("file.txt", "not a folder\n");
   expect_exit(2, "run --preset demo --quiet --out " + quoted(file), {"file.txt' is not a folder"});
+  const auto sweep = dir.write("sweep.toml", "preset = \"demo\"\n[base.run]\niterations = 20\nchains = 1\n[axes]\n\"run.seed\" = [1]\n");
+  expect_exit(2, "sweep " + quoted(sweep) + " --quiet --out " + quoted(file), {"file.txt' is not a folder"});
   // Sizes read from a file that no memory can hold: say what and how big, not std::bad_alloc.
   const auto docword = dir.write("docword.huge.txt", "1000000000000000\n5\n1\n1 1 1\n");
   expect_exit(2, "run --preset lda-sgld --quiet " + data_key("data", docword) + " --out " + quoted(out),
               {"docword.huge.txt", "1000000000000000 documents", "cannot allocate"});
+  const auto words = dir.write("docword.words.txt", "1\n100000000000000\n1\n1 1 1\n");
+  expect_exit(2, "run --preset lda-sgld --quiet " + data_key("data", words) + " --out " + quoted(out),
+              {"docword.words.txt: W = 100000000000000 words", "cannot allocate"});
   const auto libsvm = dir.write("huge.libsvm", "+1 1:0.5\n-1 100000000000000:1\n");
   expect_exit(2, "run --preset covtype-sgld --quiet " + data_key("data", libsvm) + " --out " + quoted(out),
               {"huge.libsvm", "100000000000000 features", "cannot allocate"});
