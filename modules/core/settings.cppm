@@ -4,6 +4,7 @@
 module;
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -41,7 +42,7 @@ public:
   const std::map<std::string, Entry>& entries() const { return entries_; }
 
   // Typed getters. Each marks `key` as known. A present key of the wrong type is an error that
-  // names the key, where it was set, and the type expected.
+  // names the key, where it was set, and the type expected; so is a number that is not finite.
   double number(const std::string& key, double fallback) const;
   std::int64_t integer(const std::string& key, std::int64_t fallback) const;
   bool flag(const std::string& key, bool fallback) const;
@@ -158,6 +159,10 @@ double Settings::number(const std::string& key, double fallback) const {
 std::optional<double> Settings::optional_number(const std::string& key) const {
   const Entry* entry = find(key);
   if (!entry) return std::nullopt;
+  // No setting takes an infinity or a NaN: `step_size = inf` would run a chain that diverges at
+  // once, and a NaN passes every `>` check as false, whichever way the check is written.
+  if (auto* real = std::get_if<double>(&entry->value); real && !std::isfinite(*real))
+    throw Error(fmt::format("{}: expected a finite number, found {}", describe(key), *real));
   if (auto* real = std::get_if<double>(&entry->value)) return remember(key, *real);
   if (auto* whole = std::get_if<std::int64_t>(&entry->value)) return remember(key, static_cast<double>(*whole));
   wrong_type(describe(key), entry->value, "a number");

@@ -1,14 +1,17 @@
 // Files: reading numeric CSV data, writing Stan CSV draws. Every read error names the file, the
 // line and, for a bad value, the column, so a user can go straight to it.
 module;
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,17 +32,28 @@ public:
   ~TextLines();
   TextLines(const TextLines&) = delete;
   TextLines& operator=(const TextLines&) = delete;
-  /// The next line, without its end; false at the end of the file. A read error (a truncated
-  /// gzip stream) throws, naming the file and line.
+  /// The next line, without its end; false at the end of the file. A UTF-8 byte-order mark
+  /// before the first line is dropped. A read error (a truncated gzip stream) or a NUL byte (a
+  /// binary or UTF-16 file) throws, naming the file and line.
   bool next(std::string& line);
+  /// Gives back the line just read: the next call to next() returns it again, with its number.
+  /// Readers that look at the first line to tell a format read the file once (it may be a FIFO).
+  void unread(std::string line);
   std::size_t line_number() const { return line_number_; }
   /// "path:line" of the line last read, for error messages.
   std::string where() const;
+  const std::filesystem::path& path() const { return path_; }
 
 private:
+  bool refill();
+
   std::filesystem::path path_;
   void* file_ = nullptr;  // a gzFile; zlib stays out of the interface (see text_lines.cpp)
   std::size_t line_number_ = 0;
+  std::string buffer_;  // bytes read and not yet returned start at start_
+  std::size_t start_ = 0;
+  std::string read_error_;  // a read error seen after the bytes in buffer_, thrown once they are used
+  std::optional<std::string> unread_;
 };
 
 /// A dense table of numbers, row-major.
@@ -52,13 +66,27 @@ struct NumericTable {
   double at(std::size_t row, std::size_t column) const { return values[row * columns + column]; }
 };
 
-/// Comma-separated numbers, one row per line, plain or gzip-compressed. A first line with any
-/// non-numeric field is a header. CRLF line ends and blank lines are tolerated; every row must
-/// have as many fields as the first.
+/// Comma-separated numbers, one row per line, plain or gzip-compressed. A first line that is
+/// non-numeric in every field is a header; any other line is data, and each of its fields must be
+/// a finite number (errors name file:line:column). CRLF line ends and blank lines are tolerated;
+/// every row must have as many fields as the first.
 NumericTable read_numeric_csv(const std::filesystem::path& path);
+/// The same from lines already opened (and perhaps looked at: see TextLines::unread).
+NumericTable read_numeric_csv(TextLines& in);
 
 /// Parses a whole field as a double (a leading '+' is allowed); false if it is not a number.
 bool parse_double(std::string_view field, double& value);
+
+/// A field of a data file read as a number, or why it is not one. Data must be finite: a NaN or
+/// an infinity in a data file would surface much later as a "diverged" chain or a metric of
+/// -inf, blaming the step size; a number beyond a double's range is no value at all.
+enum class NumberField { finite, text, not_finite, out_of_range };
+NumberField read_number_field(std::string_view field, double& value);
+/// Why a field that is not NumberField::finite is refused: "'0.2x' is not a number", ...
+std::string number_field_problem(NumberField kind, std::string_view field);
+/// A header line: no field reads as a number of any kind (so a typo or an overflow on the first
+/// line of data is an error, not a header to drop).
+bool is_header(std::span<const std::string_view> fields);
 
 /// A file written through a buffered stdio stream; errors name the file.
 class OutputFile {
@@ -120,12 +148,32 @@ module :private;
 namespace sgmcmc {
 
 bool parse_double(std::string_view field, double& value) {
+  const auto kind = read_number_field(field, value);
+  return kind == NumberField::finite || kind == NumberField::not_finite;
+}
+
+NumberField read_number_field(std::string_view field, double& value) {
   while (!field.empty() && (field.front() == ' ' || field.front() == '\t')) field.remove_prefix(1);
   while (!field.empty() && (field.back() == ' ' || field.back() == '\t')) field.remove_suffix(1);
   if (!field.empty() && field.front() == '+') field.remove_prefix(1);
-  if (field.empty()) return false;
-  auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
-  return error == std::errc() && end == field.data() + field.size();
+  const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+  if (field.empty() || end != field.data() + field.size() || error == std::errc::invalid_argument) return NumberField::text;
+  if (error == std::errc::result_out_of_range) return NumberField::out_of_range;
+  return std::isfinite(value) ? NumberField::finite : NumberField::not_finite;
+}
+
+std::string number_field_problem(NumberField kind, std::string_view field) {
+  switch (kind) {
+    case NumberField::not_finite: return fmt::format("'{}' is not a finite number (data must be finite)", field);
+    case NumberField::out_of_range: return fmt::format("'{}' is beyond the range of a double", field);
+    default: return fmt::format("'{}' is not a number", field);
+  }
+}
+
+bool is_header(std::span<const std::string_view> fields) {
+  double ignored = 0.0;
+  return std::all_of(fields.begin(), fields.end(),
+                     [&](std::string_view field) { return read_number_field(field, ignored) == NumberField::text; });
 }
 
 namespace {
@@ -147,43 +195,48 @@ std::vector<Field> split_fields(std::string_view line) {
   }
 }
 
+std::vector<std::string_view> texts_of(const std::vector<Field>& fields) {
+  std::vector<std::string_view> texts;
+  for (const auto& field : fields) texts.push_back(field.text);
+  return texts;
+}
+
 }  // namespace
 
 NumericTable read_numeric_csv(const std::filesystem::path& path) {
   TextLines in(path);
+  return read_numeric_csv(in);
+}
+
+NumericTable read_numeric_csv(TextLines& in) {
   NumericTable table;
   std::string line;
   std::size_t first_data_line = 0;
   while (in.next(line)) {
-    const std::size_t line_number = in.line_number();
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const auto fields = split_fields(line);
-    const bool is_first_line = table.columns == 0 && table.header.empty();
-    if (!is_first_line && fields.size() != (table.columns ? table.columns : table.header.size()))
-      throw Error(fmt::format("{}:{}: {} fields, expected {} as in line {}", path.string(), line_number,
-                              fields.size(), table.columns ? table.columns : table.header.size(),
+    if (table.columns == 0 && table.header.empty() && is_header(texts_of(fields))) {
+      for (const auto& field : fields) table.header.emplace_back(field.text);
+      continue;
+    }
+    const std::size_t expected = table.columns ? table.columns : table.header.size();
+    if (expected && fields.size() != expected)
+      throw Error(fmt::format("{}: {} fields, expected {} as in line {}", in.where(), fields.size(), expected,
                               first_data_line ? first_data_line : 1));
-    std::vector<double> row(fields.size());
-    for (std::size_t k = 0; k < fields.size(); ++k) {
-      if (parse_double(fields[k].text, row[k])) continue;
-      if (is_first_line) {  // a non-numeric first line is a header
-        for (const auto& field : fields) table.header.emplace_back(field.text);
-        row.clear();
-        break;
-      }
-      throw Error(fmt::format("{}:{}:{}: '{}' is not a number", path.string(), line_number,
-                              fields[k].column, fields[k].text));
+    for (const auto& field : fields) {
+      double value = 0.0;
+      if (const auto kind = read_number_field(field.text, value); kind != NumberField::finite)
+        throw Error(fmt::format("{}:{}: {}", in.where(), field.column, number_field_problem(kind, field.text)));
+      table.values.push_back(value);
     }
-    if (row.empty()) continue;
     if (table.columns == 0) {
-      table.columns = row.size();
-      first_data_line = line_number;
+      table.columns = fields.size();
+      first_data_line = in.line_number();
     }
-    table.values.insert(table.values.end(), row.begin(), row.end());
-    table.line_numbers.push_back(line_number);
+    table.line_numbers.push_back(in.line_number());
     ++table.rows;
   }
-  if (table.rows == 0) throw Error(fmt::format("{}: no data rows", path.string()));
+  if (table.rows == 0) throw Error(fmt::format("{}: no data rows", in.path().string()));
   return table;
 }
 

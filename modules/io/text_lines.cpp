@@ -1,9 +1,12 @@
 // TextLines, in an implementation unit of sgmcmc.io of its own so that zlib's header stays out of
 // the module interface that SDK users compile.
 module;
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <system_error>
+#include <utility>
 #include <fmt/format.h>
 #include <zlib.h>
 module sgmcmc.io;
@@ -16,6 +19,9 @@ gzFile handle(void* file) { return static_cast<gzFile>(file); }
 }  // namespace
 
 TextLines::TextLines(const std::filesystem::path& path) : path_(path) {
+  // A folder opens for reading and then fails at the first read, which reads like a damaged file.
+  if (std::error_code ignored; std::filesystem::is_directory(path, ignored))
+    throw Error(fmt::format("{}: is a folder, not a data file", path.string()));
   // zlib opens a file that is not gzip-compressed for transparent reading.
   file_ = gzopen(path.c_str(), "rb");
   if (!file_) throw Error(fmt::format("{}: cannot open ({})", path.string(), std::strerror(errno)));
@@ -28,21 +34,52 @@ TextLines::~TextLines() {
 
 std::string TextLines::where() const { return fmt::format("{}:{}", path_.string(), line_number_); }
 
-bool TextLines::next(std::string& line) {
-  line.clear();
-  char buffer[1 << 14];
-  while (gzgets(handle(file_), buffer, sizeof buffer)) {
-    line += buffer;
-    if (!line.empty() && line.back() == '\n') break;
-  }
+void TextLines::unread(std::string line) {
+  unread_ = std::move(line);
+  --line_number_;
+}
+
+/// Reads the next block into buffer_; false at the end of the file. A read error is thrown only
+/// once the bytes read before it are used up, so that it names the line it follows.
+bool TextLines::refill() {
+  if (!read_error_.empty())
+    throw Error(fmt::format("{}: read error after this line ({})", where(), read_error_));
+  buffer_.resize(1 << 16);
+  const int count = gzread(handle(file_), buffer_.data(), static_cast<unsigned>(buffer_.size()));
+  buffer_.resize(count > 0 ? static_cast<std::size_t>(count) : 0);
+  start_ = 0;
   int status = Z_OK;
   const char* message = gzerror(handle(file_), &status);
-  if (status != Z_OK && status != Z_STREAM_END)
-    throw Error(fmt::format("{}:{}: read error after this line ({}); is the gzip file truncated?", path_.string(),
-                            line_number_, message));
-  if (line.empty()) return false;
+  if (status == Z_ERRNO)
+    read_error_ = std::strerror(errno);
+  else if (status != Z_OK && status != Z_STREAM_END)
+    read_error_ = fmt::format("{}; is the gzip file truncated?", message);
+  if (buffer_.empty() && !read_error_.empty()) return refill();  // throws
+  return !buffer_.empty();
+}
+
+bool TextLines::next(std::string& line) {
+  if (unread_) {
+    line = std::move(*unread_);
+    unread_.reset();
+    ++line_number_;
+    return true;
+  }
+  line.clear();
+  bool ended = false;  // by a '\n'
+  while (!ended && (start_ < buffer_.size() || refill())) {
+    const std::size_t newline = buffer_.find('\n', start_);
+    ended = newline != std::string::npos;
+    const std::size_t end = ended ? newline : buffer_.size();
+    line.append(buffer_, start_, end - start_);
+    start_ = ended ? end + 1 : end;
+  }
+  if (!ended && line.empty()) return false;
   ++line_number_;
-  if (line.back() == '\n') line.pop_back();
+  // Binary data, or UTF-16 text: a NUL would otherwise cut the line short or join two lines.
+  if (const auto nul = line.find('\0'); nul != std::string::npos)
+    throw Error(fmt::format("{}:{}: a NUL byte; a text data file has none (is it binary, or UTF-16?)", where(), nul + 1));
+  if (line_number_ == 1 && line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);  // a UTF-8 byte-order mark
   if (!line.empty() && line.back() == '\r') line.pop_back();
   return true;
 }

@@ -5,9 +5,13 @@ module;
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <new>
 #include <numeric>
 #include <span>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 #include <fmt/format.h>
@@ -24,6 +28,29 @@ export namespace sgmcmc {
 /// is an error naming the key and where it was set. Absent, `fallback_fraction` of the rows.
 std::size_t row_count(const Settings& settings, const std::string& key, double fallback_fraction, std::size_t rows,
                       std::size_t minimum, std::size_t maximum);
+
+/// "sgmcmc: note: PATH: N rows read" on stderr (with "after a header line" when one was skipped):
+/// what a data reader found, so that rows lost to a cut file or to a first line taken for a
+/// header show before any chain runs.
+void note_rows_read(std::string_view path, std::size_t rows, bool header_skipped);
+
+/// The Error for an allocation of `count` × `bytes_each` bytes for `what` that failed.
+Error allocation_error(std::string_view what, std::size_t count, std::size_t bytes_each);
+
+/// `values` ← `rows` × `columns` copies of `fill`. A size read from a data file can be absurd (a
+/// typo in a header, a corrupt index): when memory runs out, the Error says what was being
+/// allocated and how big, where a bare std::bad_alloc would say neither.
+template <class T>
+void allocate(std::vector<T>& values, std::size_t rows, std::size_t columns, std::string_view what, const T& fill = T{}) {
+  if (columns != 0 && rows > values.max_size() / columns) throw allocation_error(what, values.max_size(), sizeof(T));
+  try {
+    values.assign(rows * columns, fill);
+  } catch (const std::bad_alloc&) {
+    throw allocation_error(what, rows * columns, sizeof(T));
+  } catch (const std::length_error&) {
+    throw allocation_error(what, rows * columns, sizeof(T));
+  }
+}
 
 /// `count` distinct rows of 0..rows-1 drawn uniformly (a partial Fisher–Yates shuffle) and the rest.
 /// `chosen` is in draw order, `rest` in file order (sequential passes stay sequential).
@@ -57,6 +84,16 @@ private:
 module :private;
 
 namespace sgmcmc {
+
+void note_rows_read(std::string_view path, std::size_t rows, bool header_skipped) {
+  fmt::print(stderr, "sgmcmc: note: {}: {} row{} read{}\n", path, rows, rows == 1 ? "" : "s",
+             header_skipped ? " after a header line" : "");
+}
+
+Error allocation_error(std::string_view what, std::size_t count, std::size_t bytes_each) {
+  const double bytes = static_cast<double>(count) * static_cast<double>(bytes_each);
+  return Error(fmt::format("{}: cannot allocate {} × {} bytes ({:.3g} GB): out of memory", what, count, bytes_each, bytes / 1e9));
+}
 
 std::size_t row_count(const Settings& settings, const std::string& key, double fallback_fraction, std::size_t rows,
                       std::size_t minimum, std::size_t maximum) {

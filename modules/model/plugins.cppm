@@ -9,6 +9,7 @@ module;
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
@@ -121,6 +122,10 @@ std::shared_ptr<const Model> LoadedPlugin::create(const ModelContext& context) c
   std::unique_ptr<Model> model;
   try {
     model = factory_(context);
+  } catch (const std::bad_alloc&) {  // what a plugin did not name itself (sgmcmc::allocate does)
+    throw Error(fmt::format("model plugin '{}' ({}): out of memory while building the model; is a size in its data "
+                            "or settings far too large?",
+                            info_.name, path_.string()));
   } catch (const std::exception& error) {
     throw Error(fmt::format("model plugin '{}' ({}): {}", info_.name, path_.string(), error.what()));
   }

@@ -54,6 +54,7 @@ Dataset simulate(std::size_t rows, std::size_t dim, double noise_sd, Rng& rng) {
 
 Dataset read_file(const std::string& path, const Settings& settings) {
   const auto table = sgmcmc::read_numeric_csv(path);
+  sgmcmc::note_rows_read(path, table.rows, !table.header.empty());
   if (table.columns < 2)
     throw sgmcmc::Error(fmt::format("{}: {} column(s); expected the response then at least one covariate",
                                     path, table.columns));

@@ -63,7 +63,8 @@ Corpus read_bag_of_words(const std::string& path) {
   const std::size_t documents = header_count(in, line, "D, the number of documents");
   const std::size_t words = header_count(in, line, "W, the number of words");
   const std::size_t declared_entries = header_count(in, line, "NNZ, the number of `docID wordID count` lines");
-  std::vector<std::map<std::uint32_t, std::uint32_t>> counts(documents);
+  std::vector<std::map<std::uint32_t, std::uint32_t>> counts;
+  sgmcmc::allocate(counts, documents, 1, fmt::format("{}:1: D = {} documents", path, documents));
   std::size_t entries = 0;
   while (in.next(line)) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;  // a trailing blank line

@@ -123,7 +123,8 @@ Prepared prepare(const sgmcmc::ModelContext& context, const Options& options) {
 
   Prepared prepared;
   prepared.words = corpus.words;
-  prepared.word_counts.assign(corpus.words, 0.0);
+  sgmcmc::allocate(prepared.word_counts, corpus.words, 1,
+                   fmt::format("{}: W = {} words", settings.optional_text("data").value_or("the simulated corpus"), corpus.words));
   for (std::size_t d : std::span(split.rest).first(std::min(max_docs, split.rest.size()))) {
     const auto tokens = tokens_of(corpus.documents[d]);
     prepared.train.add(tokens);

@@ -22,6 +22,7 @@ struct RawRows {
   std::vector<std::size_t> line;
   std::vector<double> x;
   std::size_t features = 0;
+  bool header = false;  // a CSV header line was skipped
 };
 
 // ---- LIBSVM: `label index:value index:value ...`, 1-based ascending indices, zeros omitted ----
@@ -46,8 +47,8 @@ void parse_libsvm_line(std::string_view line, const sgmcmc::TextLines& in, std::
   std::string_view token;
   next_token(line, token);
   double label = 0.0;
-  if (!sgmcmc::parse_double(token, label))
-    throw sgmcmc::Error(fmt::format("{}: label '{}' is not a number", in.where(), token));
+  if (const auto kind = sgmcmc::read_number_field(token, label); kind != sgmcmc::NumberField::finite)
+    throw sgmcmc::Error(fmt::format("{}: label {}", in.where(), sgmcmc::number_field_problem(kind, token)));
   const std::size_t row = rows.label.size();
   std::size_t previous = 0;
   while (next_token(line, token)) {
@@ -56,9 +57,13 @@ void parse_libsvm_line(std::string_view line, const sgmcmc::TextLines& in, std::
     double value = 0.0;
     const auto index_text = token.substr(0, colon);
     const auto [end, error] = std::from_chars(index_text.data(), index_text.data() + index_text.size(), index);
-    if (colon == std::string_view::npos || error != std::errc() || end != index_text.data() + index_text.size() ||
-        !sgmcmc::parse_double(token.substr(colon + 1), value))
+    const auto kind = colon == std::string_view::npos ? sgmcmc::NumberField::text
+                                                      : sgmcmc::read_number_field(token.substr(colon + 1), value);
+    if (error != std::errc() || end != index_text.data() + index_text.size() || kind == sgmcmc::NumberField::text)
       throw sgmcmc::Error(fmt::format("{}: '{}' is not index:value", in.where(), token));
+    if (kind != sgmcmc::NumberField::finite)
+      throw sgmcmc::Error(fmt::format("{}: '{}': the value {}", in.where(), token,
+                                      sgmcmc::number_field_problem(kind, token.substr(colon + 1))));
     if (index == 0) throw sgmcmc::Error(fmt::format("{}: feature index 0 in '{}'; LIBSVM indices start at 1", in.where(), token));
     if (declared_features && index > declared_features)
       throw sgmcmc::Error(fmt::format("{}: feature index {} is beyond the declared model.features = {}", in.where(), index,
@@ -74,23 +79,25 @@ void parse_libsvm_line(std::string_view line, const sgmcmc::TextLines& in, std::
   rows.line.push_back(in.line_number());
 }
 
-RawRows read_libsvm(const std::string& path, std::size_t declared_features) {
-  sgmcmc::TextLines in(path);
+RawRows read_libsvm(sgmcmc::TextLines& in, std::size_t declared_features) {
   RawRows rows;
   std::vector<SparseEntry> entries;
   std::string line;
   while (in.next(line))
     if (line.find_first_not_of(" \t") != std::string::npos) parse_libsvm_line(line, in, declared_features, rows, entries);
   if (declared_features) rows.features = declared_features;
-  rows.x.assign(rows.label.size() * rows.features, 0.0);
+  sgmcmc::allocate(rows.x, rows.label.size(), rows.features,
+                   fmt::format("{}: {} rows × {} features (the largest feature index)", in.path().string(),
+                               rows.label.size(), rows.features));
   for (const auto& entry : entries) rows.x[entry.row * rows.features + entry.index - 1] = entry.value;
   return rows;
 }
 
 // ---- CSV: label, then the features; optional header ------------------------------------------
 
-RawRows read_csv(const std::string& path, std::size_t declared_features) {
-  const auto table = sgmcmc::read_numeric_csv(path);
+RawRows read_csv(sgmcmc::TextLines& in, std::size_t declared_features) {
+  const auto table = sgmcmc::read_numeric_csv(in);
+  const std::string path = in.path().string();
   if (table.columns < 2)
     throw sgmcmc::Error(fmt::format("{}: {} column(s); expected the label then at least one feature", path, table.columns));
   RawRows rows;
@@ -98,6 +105,7 @@ RawRows read_csv(const std::string& path, std::size_t declared_features) {
   if (declared_features && declared_features != rows.features)
     throw sgmcmc::Error(fmt::format("{}: {} feature columns, but model.features = {}", path, rows.features, declared_features));
   rows.line = table.line_numbers;
+  rows.header = !table.header.empty();
   rows.label.resize(table.rows);
   rows.x.resize(table.rows * rows.features);
   for (std::size_t i = 0; i < table.rows; ++i) {
@@ -146,14 +154,17 @@ void map_labels(RawRows& rows, LabelCoding coding, const std::string& path) {
   for (double& label : rows.label) label = label == positive ? 1.0 : -1.0;
 }
 
-/// A first non-blank line with a ':' is LIBSVM; anything else is CSV.
-FileFormat sniff_format(const std::string& path) {
-  sgmcmc::TextLines in(path);
+/// A first non-blank line with a ':' is LIBSVM; anything else is CSV. That line is given back to
+/// `in`: the file is read once, so a FIFO or a process substitution works.
+FileFormat sniff_format(sgmcmc::TextLines& in) {
   std::string line;
   while (in.next(line))
-    if (line.find_first_not_of(" \t") != std::string::npos)
-      return line.find(':') != std::string::npos ? FileFormat::libsvm : FileFormat::csv;
-  throw sgmcmc::Error(fmt::format("{}: no data rows", path));
+    if (line.find_first_not_of(" \t") != std::string::npos) {
+      const auto format = line.find(':') != std::string::npos ? FileFormat::libsvm : FileFormat::csv;
+      in.unread(std::move(line));
+      return format;
+    }
+  throw sgmcmc::Error(fmt::format("{}: no data rows", in.path().string()));
 }
 
 }  // namespace
@@ -178,9 +189,11 @@ FileFormat parse_file_format(const std::string& text, const std::string& where) 
 
 LabelledRows read_labelled_rows(const std::string& path, FileFormat format, LabelCoding coding,
                                 std::size_t declared_features) {
-  if (format == FileFormat::automatic) format = sniff_format(path);
-  RawRows raw = format == FileFormat::libsvm ? read_libsvm(path, declared_features) : read_csv(path, declared_features);
+  sgmcmc::TextLines in(path);
+  if (format == FileFormat::automatic) format = sniff_format(in);
+  RawRows raw = format == FileFormat::libsvm ? read_libsvm(in, declared_features) : read_csv(in, declared_features);
   if (raw.label.empty()) throw sgmcmc::Error(fmt::format("{}: no data rows", path));
+  sgmcmc::note_rows_read(path, raw.label.size(), raw.header);
   map_labels(raw, coding, path);
   return {std::move(raw.label), std::move(raw.x), raw.features, format == FileFormat::libsvm};
 }

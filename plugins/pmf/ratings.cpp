@@ -42,8 +42,8 @@ std::int64_t parse_id(std::string_view text, const char* what, const sgmcmc::Tex
 
 double parse_rating(std::string_view text, RatingRange range, const sgmcmc::TextLines& in) {
   double rating = 0.0;
-  if (!sgmcmc::parse_double(text, rating) || !std::isfinite(rating))
-    throw sgmcmc::Error(fmt::format("{}: rating '{}' is not a number", in.where(), text));
+  if (const auto kind = sgmcmc::read_number_field(text, rating); kind != sgmcmc::NumberField::finite)
+    throw sgmcmc::Error(fmt::format("{}: rating {}", in.where(), sgmcmc::number_field_problem(kind, text)));
   if (rating < range.min || rating > range.max)
     throw sgmcmc::Error(fmt::format("{}: rating {} is outside the declared range [{}, {}] (model.rating_min, "
                                     "model.rating_max)",
@@ -56,13 +56,16 @@ double parse_rating(std::string_view text, RatingRange range, const sgmcmc::Text
 RatingTriples read_triples(const std::string& path, RatingRange range) {
   sgmcmc::TextLines in(path);
   RatingTriples triples;
+  bool header = false;
   std::string line;
   while (in.next(line)) {
     if (blank(line))
       throw sgmcmc::Error(fmt::format("{}: empty line; every line must be `user item rating` (then anything)", in.where()));
     const auto fields = fields_of(line);
-    double ignored = 0.0;
-    if (in.line_number() == 1 && !sgmcmc::parse_double(fields.front(), ignored)) continue;  // a header
+    if (in.line_number() == 1 && sgmcmc::is_header(fields)) {
+      header = true;
+      continue;
+    }
     if (fields.size() < 3)
       throw sgmcmc::Error(fmt::format("{}: a short row of {} field{}; expected `user item rating`", in.where(),
                                       fields.size(), fields.size() == 1 ? "" : "s"));
@@ -71,6 +74,7 @@ RatingTriples read_triples(const std::string& path, RatingRange range) {
     triples.push_back(user, item, parse_rating(fields[2], range, in), in.line_number());
   }
   if (triples.size() == 0) throw sgmcmc::Error(fmt::format("{}: no ratings in the file", path));
+  sgmcmc::note_rows_read(path, triples.size(), header);
   return triples;
 }
 

@@ -7,6 +7,11 @@
 /// The file's bytes; an sgmcmc::Error "<path>: cannot open <what>" when it cannot be opened.
 std::string read_file(const std::filesystem::path& path, std::string_view what);
 
+/// Throws an sgmcmc::Error naming `out` if it exists and is not a folder (a file, /dev/null): an
+/// output folder's checks (is it empty?) would otherwise fail with a misleading message or an
+/// internal error.
+void require_folder_or_absent(const std::filesystem::path& out);
+
 /// Whole or absent: written to a temporary name, then renamed, so a reader never sees half a
 /// file and a folder without it is one whose writer was interrupted.
 void write_atomically(const std::filesystem::path& path, const std::string& text);

@@ -67,6 +67,9 @@ int presets_command() {
 }
 
 std::vector<std::filesystem::path> plugin_folders(const std::optional<std::filesystem::path>& plugin_dir) {
+  // A mistyped --plugin-dir would otherwise be searched in silence and the defaults used instead.
+  if (plugin_dir && !std::filesystem::is_directory(*plugin_dir))
+    throw sgmcmc::Error(fmt::format("--plugin-dir '{}': no such folder", plugin_dir->string()));
   // The install prefix is found from the executable: <prefix>/bin/sgmcmc → <prefix>/lib/sgmcmc/plugins.
   const auto executable = std::filesystem::read_symlink("/proc/self/exe");
   return sgmcmc::plugin_search_path(

@@ -72,6 +72,9 @@ RunSchedule read_schedule(const sgmcmc::Settings& run) {
   schedule.chain.warmup = static_cast<std::uint64_t>(run.integer_at_least("warmup", 0, 0));
   schedule.chain.iterations = static_cast<std::uint64_t>(run.integer_at_least("iterations", 1000, 1));
   schedule.chain.thin = static_cast<std::uint64_t>(run.integer_at_least("thin", 1, 1));
+  if (schedule.chain.thin > schedule.chain.iterations)
+    throw sgmcmc::Error(fmt::format("{}: run.thin = {} is more than run.iterations = {}, so the chain would record no draws",
+                                    run.describe("thin"), schedule.chain.thin, schedule.chain.iterations));
   schedule.chain.eval_every = static_cast<std::uint64_t>(run.integer_at_least("eval_every", 10, 1));
   schedule.chain.compute_lp = run.flag("lp", false);
   // Read only when set: runs without checkpoints record no such key (their files are unchanged).
@@ -98,6 +101,7 @@ fs::path prepare_output(const RunOptions& options, const std::string& label) {
     for (int k = 2; fs::exists(out); ++k) out = fs::path("runs") / fmt::format("{}-{}-{}", label, stamp, k);
   }
   std::error_code error;
+  require_folder_or_absent(out);
   if (fs::exists(out) && !fs::is_empty(out) && !options.replace)
     throw sgmcmc::Error(fmt::format("output folder '{}' is not empty; choose another --out, or add --replace", out.string()));
   fs::create_directories(out, error);
@@ -196,7 +200,11 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
 
   run->model_name = cfg["model"].text("name", "");
   if (run->model_name.empty()) throw sgmcmc::Error(fmt::format("{}: [model] needs a name (see `sgmcmc list`)", source));
-  run->plugin.emplace(sgmcmc::load_plugin(run->model_name, plugin_folders(plugin_dir)));
+  try {
+    run->plugin.emplace(sgmcmc::load_plugin(run->model_name, plugin_folders(plugin_dir)));
+  } catch (const sgmcmc::Error& error) {
+    throw ModelNotLoadable(error.what());
+  }
   run->model = run->plugin->create({cfg["model"], schedule.data_seed});
   run->model_seconds = run->elapsed();
   const auto output = sgmcmc::read_output_options(cfg["output"], *run->model);
@@ -398,7 +406,11 @@ int run_command(const RunOptions& options) {
     const std::uint64_t draws_per_chain = schedule.chain.iterations / schedule.chain.thin;
     if (draws_per_chain >= 4) {
       fmt::print("\n");
-      summary_command(out, {}, 20);
+      try {  // as for zv below: the run's files are complete; a refusal (no draws) does not fail it
+        summary_command(out, {}, 20);
+      } catch (const sgmcmc::Error& error) {
+        fmt::print(stderr, "sgmcmc: no summary: {}\n", error.what());
+      }
     }
   }
   if (run->print_zv) {  // asked for explicitly, so printed even with --quiet

@@ -19,8 +19,15 @@ struct PreparedRunDeleter {
 };
 using PreparedRunPtr = std::unique_ptr<PreparedRun, PreparedRunDeleter>;
 
+/// The model's plugin cannot be found or loaded (a misspelt model.name): an error of the
+/// configuration itself, which a sweep reports rather than skipping the cell.
+struct ModelNotLoadable : sgmcmc::Error {
+  using sgmcmc::Error::Error;
+};
+
 /// Loads the model and builds every chain's estimator, integrator, corrector and recorder.
-/// Throws sgmcmc::Error when a part refuses the configuration (mh after sghmc, say).
+/// Throws sgmcmc::Error when a part refuses the configuration (mh after sghmc, say), and
+/// ModelNotLoadable when the model's plugin cannot be loaded.
 PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
                            const std::optional<std::filesystem::path>& plugin_dir);
 

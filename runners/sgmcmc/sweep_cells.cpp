@@ -34,6 +34,9 @@ Verdict validate_cell(const Sweep& sweep, const Cell& cell, const std::optional<
   PreparedRunPtr run;
   try {
     run = prepare_run(cell_config(sweep, cell), cell_source(sweep, cell), plugin_dir);
+  } catch (const ModelNotLoadable& error) {  // a misspelt model.name: the sweep file is wrong
+    verdict.key_error = error.what();
+    return verdict;
   } catch (const sgmcmc::Error& error) {
     verdict.skip = error.what();
     return verdict;

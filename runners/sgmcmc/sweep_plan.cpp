@@ -24,6 +24,7 @@ void prepare_sweep_folder(const Sweep& sweep, const fs::path& out, bool resume) 
                                       out.string(), recorded.string(), sweep.source));
     return;
   }
+  require_folder_or_absent(out);
   if (fs::exists(out) && !fs::is_empty(out))
     throw sgmcmc::Error(fmt::format("output folder '{}' is not empty and holds no sweep.toml to resume; choose another --out",
                                     out.string()));

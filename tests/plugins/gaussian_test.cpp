@@ -161,3 +161,16 @@ TEST_CASE("gaussian plugin: held_out_log_density is one draw's mean held-out log
   CHECK(out[0] == Approx(-std::log(0.5) - 0.5 * std::log(2 * M_PI) - 0.5 * 0.25).epsilon(1e-14));
   CHECK(make("0")->quantity_names().empty());  // nothing held out, no quantity
 }
+
+TEST_CASE("gaussian plugin: NaN, infinities and a mistaken first line are input errors, a BOM is not data") {
+  test::TempDir dir;
+  const auto plugin = sgmcmc::load_plugin_file(test::gaussian_plugin_path);
+  const auto build = [&](const std::filesystem::path& data) {
+    auto config = sgmcmc::parse_config("[model]\ntest_size = 0\ndata = \"" + data.string() + "\"\n", "t.toml");
+    return plugin.create({config["model"], 1});
+  };
+  CHECK_THROWS_WITH(build(dir.write("nan.csv", "1,2\n3,nan\n")), Contains("nan.csv:2:3: 'nan' is not a finite number"));
+  CHECK_THROWS_WITH(build(dir.write("inf.csv", "1,2\ninf,4\n")), Contains("inf.csv:2:1: 'inf' is not a finite number"));
+  CHECK_THROWS_WITH(build(dir.write("typo.csv", "1,0.2x\n3,4\n5,6\n")), Contains("typo.csv:1:3: '0.2x' is not a number"));
+  CHECK(build(dir.write("bom.csv", "\xEF\xBB\xBF" "1,2\n3,4\n5,6\n"))->num_items() == 3);
+}

@@ -335,3 +335,11 @@ TEST_CASE("lda plugin: held-out perplexity at the planted topics is far below th
   CHECK(at_start < 500.0);
   CHECK(at_truth < 0.5 * at_start);
 }
+
+TEST_CASE("lda plugin: a NaN count is an error naming file:line; a BOM before the header is not") {
+  test::TempDir dir;
+  const auto nan = dir.write("docword.nan.txt", "2\n5\n2\n1 1 1\n2 2 nan\n");
+  CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_docs = 0\n", quoted(nan))), Contains(nan.string() + ":5: count 'nan'"));
+  const auto bom = dir.write("docword.bom.txt", "\xEF\xBB\xBF" "2\n5\n2\n1 1 1\n2 2 1\n");
+  CHECK(build(fmt::format("data = {}\ntest_docs = 0\ntopics = 2\n", quoted(bom)))->num_items() == 2);
+}

@@ -215,3 +215,18 @@ TEST_CASE("logistic plugin: a truncated gzip file, a mismatched test set and an 
   const auto narrow = dir.write("narrow.libsvm", "+1 1:0.5\n-1 1:2.0\n");
   CHECK(build(fmt::format("data = {}\ntest_data = {}\n", quoted(train), quoted(narrow)))->metric_names().size() == 1);
 }
+
+TEST_CASE("logistic plugin: NaN and infinities in data or test data are input errors naming file:line") {
+  test::TempDir dir;
+  const auto train = dir.write("train.csv", tiny_csv_01);
+  CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_size = 0\n", quoted(dir.write("nan.csv", "1,0.5\n0,nan\n")))),
+                    Contains("nan.csv:2:3: 'nan' is not a finite number"));
+  CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_size = 0\n", quoted(dir.write("nan.libsvm", "+1 1:0.5\n-1 1:nan\n")))),
+                    Contains("nan.libsvm:2: '1:nan'") && Contains("not a finite number"));
+  CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_size = 0\n", quoted(dir.write("inf.libsvm", "+1 1:0.5\ninf 1:2\n")))),
+                    Contains("inf.libsvm:2: label 'inf' is not a finite number"));
+  CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_data = {}\n", quoted(train), quoted(dir.write("test.csv", "1,0.5,1\n0,1,inf\n")))),
+                    Contains("test.csv:2:5: 'inf' is not a finite number"));
+  // A first line with a UTF-8 byte-order mark is data, not a header to drop.
+  CHECK(build(fmt::format("data = {}\ntest_size = 0\n", quoted(dir.write("bom.csv", "\xEF\xBB\xBF" + tiny_csv_01))))->num_items() == 3);
+}

@@ -318,3 +318,17 @@ TEST_CASE("pmf plugin: malformed input is an error naming file:line") {
   CHECK_THROWS_WITH(build(fmt::format("data = {}\nusers = 5\n", quoted(path))), Contains("model.users"));
   CHECK_THROWS_WITH(build("users = 3\nitems = 3\nratings = 6\n"), Contains("model.ratings"));
 }
+
+TEST_CASE("pmf plugin: NaN ratings, a mistaken first line and a BOM: errors naming file:line, or the data whole") {
+  test::TempDir dir;
+  const auto train = dir.write("train.data", tiny_udata);
+  CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_size = 0\n", quoted(dir.write("nan.data", "1\t10\t4\n2\t10\tnan\n")))),
+                    Contains("nan.data:2: rating 'nan'"));
+  CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_data = {}\n", quoted(train), quoted(dir.write("test.data", "1\t10\tinf\n")))),
+                    Contains("test.data:1: rating 'inf'"));
+  // Only a line non-numeric in every field is a header; a typo in the first user id is an error.
+  CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_size = 0\n", quoted(dir.write("typo.data", "x1\t10\t4\n2\t10\t3\n")))),
+                    Contains("typo.data:1: user id 'x1' is not a non-negative integer"));
+  CHECK(build(fmt::format("data = {}\ntest_size = 0\n", quoted(dir.write("bom.data", "\xEF\xBB\xBF" "1\t10\t4\n2\t10\t3\n"))))
+            ->num_items() == 2);
+}

@@ -34,6 +34,51 @@ TEST_CASE("numeric CSV errors name file, line and column") {
   CHECK_THROWS_WITH(sgmcmc::read_numeric_csv(dir.path() / "missing.csv"), Contains("missing.csv: cannot open"));
 }
 
+TEST_CASE("numeric CSV: NaN, infinities and numbers beyond a double are errors naming file:line:column") {
+  test::TempDir dir;
+  CHECK_THROWS_WITH(sgmcmc::read_numeric_csv(dir.write("nan.csv", "1,2\n3,nan\n")),
+                    Contains("nan.csv:2:3: 'nan' is not a finite number"));
+  CHECK_THROWS_WITH(sgmcmc::read_numeric_csv(dir.write("inf.csv", "y,x\n1,2\n-inf,4\n")),
+                    Contains("inf.csv:3:1: '-inf' is not a finite number"));
+  CHECK_THROWS_WITH(sgmcmc::read_numeric_csv(dir.write("big.csv", "1,2\n3,1e400\n")),
+                    Contains("big.csv:2:3: '1e400' is beyond the range of a double"));
+}
+
+TEST_CASE("numeric CSV: a header is non-numeric in every field; anything else on line 1 is data") {
+  test::TempDir dir;
+  // A first line with a typo or an overflowing number was taken for a header and dropped.
+  CHECK_THROWS_WITH(sgmcmc::read_numeric_csv(dir.write("typo.csv", "1,0.2x\n3,4\n")),
+                    Contains("typo.csv:1:3: '0.2x' is not a number"));
+  CHECK_THROWS_WITH(sgmcmc::read_numeric_csv(dir.write("big.csv", "1e400,2\n3,4\n")),
+                    Contains("big.csv:1:1: '1e400' is beyond the range of a double"));
+  CHECK_THROWS_WITH(sgmcmc::read_numeric_csv(dir.write("mixed.csv", "y,2\n3,4\n")),
+                    Contains("mixed.csv:1:1: 'y' is not a number"));
+  // A UTF-8 byte-order mark (as spreadsheet programs write) is not part of the first field.
+  const auto bom_data = sgmcmc::read_numeric_csv(dir.write("bom.csv", "\xEF\xBB\xBF" "1,2\n3,4\n"));
+  CHECK(bom_data.header.empty());
+  CHECK(bom_data.rows == 2);
+  CHECK(bom_data.at(0, 0) == 1.0);
+  const auto bom_header = sgmcmc::read_numeric_csv(dir.write("bomh.csv", "\xEF\xBB\xBF" "y,x\n3,4\n"));
+  CHECK(bom_header.header == std::vector<std::string>{"y", "x"});
+  CHECK(bom_header.rows == 1);
+}
+
+TEST_CASE("text lines: a NUL byte is an error naming file:line, not a join of two lines") {
+  test::TempDir dir;
+  const auto nul = dir.write("nul.csv", "1,2\n3,4" + std::string(1, '\0') + "\n5,6\n7,8\n");
+  CHECK_THROWS_WITH(sgmcmc::read_numeric_csv(nul), Contains("nul.csv:2:4: a NUL byte"));
+  sgmcmc::TextLines lines(nul);
+  std::string line;
+  REQUIRE(lines.next(line));
+  CHECK(line == "1,2");
+  CHECK_THROWS_WITH(lines.next(line), Contains("nul.csv:2:") && Contains("NUL byte"));
+}
+
+TEST_CASE("text lines: a folder given as a data file says so") {
+  test::TempDir dir;
+  CHECK_THROWS_WITH(sgmcmc::read_numeric_csv(dir.path()), Contains(dir.path().string() + ": is a folder, not a data file"));
+}
+
 TEST_CASE("Stan CSV: comments, header, draws that read back to the same doubles") {
   test::TempDir dir;
   const std::vector<std::string> comments{"seed = 3"}, sampler{"lp__", "accept_stat__", "stepsize__"}, names{"beta.1", "beta.2"};

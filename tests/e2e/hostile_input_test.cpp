@@ -1,0 +1,137 @@
+// Hostile input and interruptions through the real CLI (issue #21): non-finite data, values and
+// settings accepted without a word, misleading messages, a data file that can be read only once,
+// and the exit code of each outcome the README lists.
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <initializer_list>
+#include <string>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Runs the CLI with `arguments`; checks the exit code and that the output contains every message.
+test::CliResult expect_exit(int code, const std::string& arguments, std::initializer_list<std::string> messages) {
+  const auto result = test::run_cli(arguments);
+  INFO(arguments << "\n" << result.output);
+  CHECK(result.exit_code == code);
+  for (const auto& message : messages) CHECK_THAT(result.output, Contains(message));
+  return result;
+}
+
+std::string quoted(const fs::path& path) { return "'" + path.string() + "'"; }
+
+/// `--set model.data=PATH` for the shell: TOML needs the quotes, the shell needs them kept.
+std::string data_key(const std::string& key, const fs::path& path) {
+  return fmt::format("--set model.{}='\"{}\"'", key, path.string());
+}
+
+/// `run --config` of a short gaussian run on the data file `data` (the demo preset simulates its data).
+std::string gaussian_run(const test::TempDir& dir, const fs::path& data) {
+  const auto config = dir.write("gaussian.toml", "[model]\nname = \"gaussian\"\ntest_size = 0\ndata = \"" + data.string() +
+                                                     "\"\n[estimator]\nname = \"exact\"\n[run]\niterations = 20\nchains = 1\n");
+  return "run --quiet --config " + quoted(config) + " --out " + quoted(dir.path() / "out");
+}
+
+const std::string logistic_rows = "1,0.5,-1.0\n0,2.0,0.25\n1,-1.5,0\n0,1.0,1.0\n1,-0.5,0.5\n0,0.5,2.0\n";
+
+}  // namespace
+
+TEST_CASE("NaN or infinity in a data or test file is an input error naming file:line, not a divergence") {
+  test::TempDir dir;
+  const auto out = dir.path() / "out";
+  const auto nan = dir.write("nan.csv", "1,2\n3,nan\n5,6\n");
+  expect_exit(2, gaussian_run(dir, nan), {"nan.csv:2:3: 'nan' is not a finite number"});
+  const auto train = dir.write("train.csv", logistic_rows);
+  const auto test = dir.write("test.csv", "1,0.5,-1.0\n0,nan,0.25\n");
+  expect_exit(2,
+              fmt::format("run --preset covtype-sgld --quiet --set run.iterations=20 {} {} --out {}", data_key("data", train),
+                          data_key("test_data", test), quoted(out)),
+              {"test.csv:2:3: 'nan' is not a finite number"});
+  CHECK_FALSE(fs::exists(out / "manifest.json"));
+}
+
+TEST_CASE("the rows a data file gave are reported; a first line with a byte-order mark is one of them") {
+  test::TempDir dir;
+  const auto bom = dir.write("bom.csv", "\xEF\xBB\xBF" "1,2\n3,4\n5,6\n");
+  expect_exit(0, gaussian_run(dir, bom), {"sgmcmc: note: " + bom.string() + ": 3 rows read\n"});
+  const auto header = dir.write("header.csv", "y,x\n1,2\n3,4\n5,6\n");
+  expect_exit(0, gaussian_run(dir, header) + " --replace", {header.string() + ": 3 rows read after a header line"});
+}
+
+TEST_CASE("settings accepted without a word: step_size = inf, thin beyond the iterations, a missing --plugin-dir") {
+  test::TempDir dir;
+  const std::string run = "run --preset demo --quiet --out " + quoted(dir.path() / "out") + " ";
+  expect_exit(2, run + "--set integrator.step_size=inf", {"integrator.step_size: expected a finite number, found inf"});
+  expect_exit(2, run + "--set run.thin=2000 --set run.iterations=1000",
+              {"run.thin = 2000", "run.iterations = 1000", "no draws"});
+  expect_exit(2, run + "--plugin-dir " + quoted(dir.path() / "absent"), {"--plugin-dir", "absent", "no such folder"});
+}
+
+TEST_CASE("a sweep cell whose model is misspelt is an error naming the cell and the model, even with --quiet") {
+  test::TempDir dir;
+  const auto file = dir.write("models.toml", "preset = \"demo\"\n[base.run]\niterations = 20\nchains = 1\n[axes]\n"
+                                             "\"model.name\" = [\"gaussian\", \"gausian\"]\n");
+  expect_exit(2, "sweep " + quoted(file) + " --quiet --out " + quoted(dir.path() / "out"),
+              {"unknown model 'gausian'", "did you mean 'gaussian'?", "cell model.name=gausian"});
+}
+
+TEST_CASE("logistic reads its data file once: a FIFO works") {
+  test::TempDir dir;
+  const auto rows = dir.write("rows.csv", logistic_rows);
+  const auto fifo = dir.path() / "rows.fifo";
+  REQUIRE(test::shell("mkfifo " + quoted(fifo)).exit_code == 0);
+  // The writer and the run each give up after a minute, so a regression fails instead of hanging.
+  const auto result = test::shell(fmt::format(
+      "timeout 60 sh -c 'cat {} > {}' >/dev/null 2>&1 & timeout 60 '{}' run --preset covtype-sgld --quiet "
+      "--set run.iterations=20 --set run.warmup=0 --set model.test_size=2 --set estimator.batch_size=2 {} --out {}",
+      quoted(rows), quoted(fifo), SGMCMC_CLI, data_key("data", fifo), quoted(dir.path() / "out")));
+  INFO(result.output);
+  CHECK(result.exit_code == 0);
+  CHECK(fs::exists(dir.path() / "out" / "manifest.json"));
+}
+
+TEST_CASE("misleading messages: a folder as data or configuration, a file as --out, sizes too large to allocate") {
+  test::TempDir dir;
+  const auto out = dir.path() / "out";
+  expect_exit(2, gaussian_run(dir, dir.path()), {dir.path().string() + ": is a folder, not a data file"});
+  expect_exit(2, "run --config " + quoted(dir.path()) + " --out " + quoted(out), {dir.path().string() + ": is a folder"});
+  const auto file = dir.write("file.txt", "not a folder\n");
+  expect_exit(2, "run --preset demo --quiet --out " + quoted(file), {"file.txt' is not a folder"});
+  const auto sweep = dir.write("sweep.toml", "preset = \"demo\"\n[base.run]\niterations = 20\nchains = 1\n[axes]\n\"run.seed\" = [1]\n");
+  expect_exit(2, "sweep " + quoted(sweep) + " --quiet --out " + quoted(file), {"file.txt' is not a folder"});
+  // Sizes read from a file that no memory can hold: say what and how big, not std::bad_alloc.
+  const auto docword = dir.write("docword.huge.txt", "1000000000000000\n5\n1\n1 1 1\n");
+  expect_exit(2, "run --preset lda-sgld --quiet " + data_key("data", docword) + " --out " + quoted(out),
+              {"docword.huge.txt", "1000000000000000 documents", "cannot allocate"});
+  const auto words = dir.write("docword.words.txt", "1\n100000000000000\n1\n1 1 1\n");
+  expect_exit(2, "run --preset lda-sgld --quiet " + data_key("data", words) + " --out " + quoted(out),
+              {"docword.words.txt: W = 100000000000000 words", "cannot allocate"});
+  const auto libsvm = dir.write("huge.libsvm", "+1 1:0.5\n-1 100000000000000:1\n");
+  expect_exit(2, "run --preset covtype-sgld --quiet " + data_key("data", libsvm) + " --out " + quoted(out),
+              {"huge.libsvm", "100000000000000 features", "cannot allocate"});
+}
+
+TEST_CASE("each exit code the README lists, through the real CLI") {
+  test::TempDir dir;
+  const auto out = [&](const char* name) { return " --out " + quoted(dir.path() / name); };
+  // 0: done.
+  expect_exit(0, "run --preset demo --set run.iterations=100" + std::string(out("done")), {});
+  // 1: a chain diverged, also when it diverged before its first draw and without --quiet (the
+  // summary of no draws used to turn this into exit 2).
+  expect_exit(1, "run --preset demo --chains 1 --set integrator.step_size=1e3 --set run.warmup=100" + std::string(out("early")),
+              {"chain 1 diverged at iteration"});
+  // 2: bad input, naming what is wrong; an output path that cannot be a folder is bad input too.
+  expect_exit(2, "run --preset demo --set run.chains=0" + std::string(out("bad")), {"run.chains: expected an integer >= 1"});
+  expect_exit(2, "run --preset demo --quiet --out /dev/null", {"'/dev/null' is not a folder"});
+  // 3: an internal error (a bug, here a plugin's gradient throwing what is not an sgmcmc::Error).
+  const auto faulty = test::fixture_plugin_dir / "sgmcmc-model-internal_error.so";
+  const auto config = dir.write("bug.toml", "[model]\nname = \"" + faulty.string() + "\"\n[estimator]\nname = \"exact\"\n[run]\niterations = 10\n");
+  expect_exit(3, "run --quiet --config " + quoted(config) + std::string(out("bug")),
+              {"internal error", "fixture: a bug in the gradient"});
+}
