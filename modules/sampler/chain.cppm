@@ -71,6 +71,7 @@ struct ChainResult {
   std::uint64_t accepted_blocks = 0;
   std::uint64_t non_finite_proposals = 0;  // rejected because ΔH̃ or the potential was NaN/Inf
   double mean_accept_stat = 0.0;
+  std::vector<std::pair<std::string, double>> estimator_choices;  // Estimator::choices()
 };
 
 class Chain {
@@ -352,6 +353,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
   result.accepted_blocks = tally_.accepted_blocks;
   result.non_finite_proposals = tally_.non_finite_proposals;
   result.mean_accept_stat = tally_.blocks ? tally_.accept_sum / static_cast<double>(tally_.blocks) : 0.0;
+  result.estimator_choices = estimator_->choices();
   return result;
 }
 

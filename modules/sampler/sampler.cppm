@@ -8,6 +8,8 @@ module;
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
+#include <utility>
 #include <vector>
 export module sgmcmc.sampler;
 export import sgmcmc.model;
@@ -78,6 +80,9 @@ public:
   /// The model's data terms f_i changed (Model::after_step returned TargetChange::data): sums of
   /// ∇f_i kept from before (a centre's full gradient, a SAGA table) belong to another target.
   virtual void data_terms_changed(std::span<const double> /*theta*/, ChainContext& /*context*/) {}
+  /// What prepare() chose for itself (the SGD centre's first step, the curvature it estimated),
+  /// by name, for the run's manifest: a setting of 0 meaning "automatic" is not what ran.
+  virtual std::vector<std::pair<std::string, double>> choices() const { return {}; }
 };
 
 class Integrator {

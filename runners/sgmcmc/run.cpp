@@ -264,6 +264,7 @@ json manifest_chains(const PreparedRun& run) {
                       {"non_finite_proposals", r.non_finite_proposals}, {"mean_accept_stat", r.mean_accept_stat},
                       {"recording_item_gradients", run.jobs[k].files->recording_cost().item_gradients},
                       {"resumed_at_iteration", run.jobs[k].resumed_at}});
+    for (const auto& [name, value] : r.estimator_choices) chains.back()["estimator"][name] = value;  // e.g. cv's h_0, λ̂
   }
   return chains;
 }

@@ -294,6 +294,21 @@ TEST_CASE("summary: one warning line per kind for many parameters, counted over 
   CHECK_THAT(fewer.output, Contains(fmt::format("for {} of 30 parameters", unmixed.size())));
 }
 
+TEST_CASE("the manifest records what the cv centring chose, not the setting's automatic 0") {
+  test::TempDir dir;
+  const auto out = dir.path() / "cv";
+  REQUIRE(test::run_cli("run --preset gaussian-sgld-cv --quiet --chains 2 --set run.iterations=20 --out '" + out.string() + "'")
+              .exit_code == 0);
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  CHECK(manifest["config"]["estimator"]["sgd_step_size"] == 0.0);  // the setting: automatic
+  for (const auto& chain : manifest["chains"]) {
+    INFO(chain.dump());
+    const double first_step = chain["estimator"]["sgd_first_step"], curvature = chain["estimator"]["largest_curvature"];
+    CHECK(first_step > 0.0);
+    CHECK(first_step == 1.0 / curvature);
+  }
+}
+
 TEST_CASE("list and presets describe what is available") {
   const auto list = test::run_cli("list");
   CHECK(list.exit_code == 0);

@@ -489,3 +489,31 @@ TEST_CASE("svrg: `period` counts the chain's iterations, whatever the estimates 
     CHECK(result.cost.full_passes == 10);
   }
 }
+
+TEST_CASE("cv reports what its centring chose: h_0 = 1/λ̂, and λ̂ near the posterior's largest curvature") {
+  // U's Hessian on the gaussian fixture is the posterior precision A, the same at every θ, so the
+  // automatic first step's λ̂ (power iterations on minibatch Hessian-vector products, batch n =
+  // 100 of N = 2,000, scaled by N/n) estimates λ_max(A). One Rayleigh quotient of a batch is a
+  // mean of n terms (x_iᵀv)²/σ², relative sd sqrt(2/n) ≈ 0.14 for Gaussian x; 0.45 is more than
+  // 3 such sd either way. A λ̂ without the N/n scale (20× off), or h_0 reported as λ̂, fails.
+  test::GaussianFixture fixture(2000, 3);
+  const double exact = xt::amax(std::get<0>(xt::linalg::eigh(fixture.precision)))();
+  auto integrator = sgmcmc::make_integrator(sgmcmc::SgldParameters{.schedule = {.step_size = 1e-5}});
+  auto corrector = sgmcmc::make_corrector(sgmcmc::NoCorrectionParameters{}, {*fixture.model, *integrator, {}});
+  auto estimator = sgmcmc::make_estimator(sgmcmc::CvParameters{.batches = {.batch_size = 100}}, *fixture.model);
+  sgmcmc::Chain chain(fixture.model, std::move(estimator), std::move(integrator), std::move(corrector),
+                      sgmcmc::Rng(8, sgmcmc::chain_stream(0)));
+  test::Draws draws;
+  const auto result = chain.run({.iterations = 1, .thin = 1, .eval_every = 1}, draws);
+  REQUIRE(result.estimator_choices.size() == 2);
+  const auto [step_name, first_step] = result.estimator_choices[0];
+  const auto [curvature_name, curvature] = result.estimator_choices[1];
+  CHECK(step_name == "sgd_first_step");
+  CHECK(curvature_name == "largest_curvature");
+  CHECK(first_step == 1.0 / curvature);
+  INFO("λ̂ = " << curvature << ", λ_max(A) = " << exact);
+  CHECK(std::abs(curvature / exact - 1.0) < 0.45);
+  // A given centre runs no SGD: nothing to report.
+  const std::vector<double> centre(fixture.mean.begin(), fixture.mean.end());
+  CHECK(sgmcmc::make_estimator(sgmcmc::CvParameters{.centre = centre}, *fixture.model)->choices().empty());
+}

@@ -250,17 +250,30 @@ public:
     centre_.estimate(theta, sampler_.draw(context.rng), gradient, context);
   }
 
+  /// h_0 of the SGD phase and, when it was set automatically, the curvature λ̂ it came from.
+  std::vector<std::pair<std::string, double>> choices() const override {
+    if (given_centre_) return {};
+    std::vector<std::pair<std::string, double>> chosen{{"sgd_first_step", schedule_.first_step()}};
+    if (curvature_) chosen.emplace_back("largest_curvature", *curvature_);
+    return chosen;
+  }
+
   /// The centre θ̂ and its full gradient (the SGD phase is not repeated), the batch permutation,
-  /// and h_0 (estimated by prepare when sgd_step_size = 0; messages quote it).
+  /// and h_0 and λ̂ (estimated by prepare when sgd_step_size = 0; messages and the manifest quote them).
   void save_state(StateWriter& out) const override {
     out.section("estimator cv");
     out.number(schedule_.first_step());
+    out.flag(curvature_.has_value());
+    out.number(curvature_.value_or(0.0));
     centre_.save_state(out);
     sampler_.save_state(out);
   }
   void restore_state(StateReader& in) override {
     in.section("estimator cv");
     schedule_.set_first_step(in.number());
+    const bool estimated = in.flag();
+    const double curvature = in.number();
+    curvature_ = estimated ? std::optional(curvature) : std::nullopt;
     centre_.restore_state(in);
     sampler_.restore_state(in);
   }
@@ -293,13 +306,16 @@ private:
     }
   }
 
-  /// 1/λ̂; a model whose gradient Gibbs-samples latent variables has no reproducible batch
-  /// gradient to difference, and a flat one no curvature: those get 1e-4, the integrators' default.
-  static double automatic_first_step(std::span<const double> theta, MinibatchSampler& batches, double scale,
-                                     ChainContext& context) {
+  /// 1/λ̂ (λ̂ kept for choices()); a model whose gradient Gibbs-samples latent variables has no
+  /// reproducible batch gradient to difference, and a flat one no curvature: those get 1e-4, the
+  /// integrators' default.
+  double automatic_first_step(std::span<const double> theta, MinibatchSampler& batches, double scale,
+                              ChainContext& context) {
     if (context.model.capabilities().latent_gibbs_step) return 1e-4;
     const double lambda = largest_curvature(theta, batches, scale, context);
-    return lambda > 0.0 ? 1.0 / lambda : 1e-4;
+    if (!(lambda > 0.0)) return 1e-4;
+    curvature_ = lambda;
+    return 1.0 / lambda;
   }
 
   ItemSampler sampler_;
@@ -308,6 +324,7 @@ private:
   SgdSchedule schedule_;
   bool with_replacement_;
   std::optional<std::vector<double>> given_centre_;
+  std::optional<double> curvature_;  // λ̂, when the automatic first step estimated it
 };
 
 // ---- svrg: the centre is a snapshot refreshed every m iterations ------------------------------
