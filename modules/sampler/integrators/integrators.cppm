@@ -10,6 +10,8 @@ module;
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 #include <fmt/format.h>
 export module sgmcmc.integrators;
@@ -35,10 +37,20 @@ std::unique_ptr<Integrator> make_integrator(const Settings& section);
 // temperature, mass or friction, no steps), not the advice from_settings gives (sghmc's γh < 1,
 // the range of a decay's c).
 
-/// sgld: θ' = θ - (ε/2) ĝ(θ) + sqrt(εT) ξ.
+/// A diagonal mass M: one number for every coordinate, or d numbers, one per coordinate of the
+/// model (d is checked when a chain starts). Implicit from a number, so `.mass = 2.0` reads as
+/// before there were vectors.
+struct Mass {
+  Mass(double every = 1.0) : values{every} {}  // NOLINT(google-explicit-constructor)
+  Mass(std::vector<double> each) : values(std::move(each)) {}  // NOLINT(google-explicit-constructor)
+  std::vector<double> values;
+};
+
+/// sgld: θ' = θ - (ε/2) M⁻¹ ĝ(θ) + sqrt(εT) M^{-1/2} ξ, the mass acting as the preconditioner M⁻¹.
 struct SgldParameters {
   ScheduleParameters schedule = {};  // ε_k
   double temperature = 1.0;          // T > 0; 1 samples the posterior
+  Mass mass = {};                    // M > 0; its inverse preconditions the step
   static SgldParameters from_settings(const Settings& section);
 };
 
@@ -46,7 +58,7 @@ struct SgldParameters {
 struct MalaParameters {
   ScheduleParameters schedule = {};
   double temperature = 1.0;
-  double mass = 1.0;  // M > 0, the same for every coordinate
+  Mass mass = {};  // M > 0, one number or one per coordinate; as sgld's, M⁻¹ preconditions the step
   static MalaParameters from_settings(const Settings& section);
 };
 
@@ -54,7 +66,7 @@ struct MalaParameters {
 struct ObaboParameters {
   ScheduleParameters schedule = {};
   double temperature = 1.0;
-  double mass = 1.0;
+  Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
   std::optional<double> friction = std::nullopt;  // γ > 0; unset: 0.1/h₀ for the first step h₀ (γh₀ = 0.1)
   static ObaboParameters from_settings(const Settings& section);
 };
@@ -63,7 +75,7 @@ struct ObaboParameters {
 struct BaoabParameters {
   ScheduleParameters schedule = {};
   double temperature = 1.0;
-  double mass = 1.0;
+  Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
   std::optional<double> friction = std::nullopt;
   static BaoabParameters from_settings(const Settings& section);
 };
@@ -72,7 +84,7 @@ struct BaoabParameters {
 struct HmcParameters {
   ScheduleParameters schedule = {};
   double temperature = 1.0;
-  double mass = 1.0;
+  Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
   std::size_t steps = 10;  // L >= 1
   static HmcParameters from_settings(const Settings& section);
 };
@@ -81,7 +93,7 @@ struct HmcParameters {
 struct SghmcParameters {
   ScheduleParameters schedule = {};
   double temperature = 1.0;
-  double mass = 1.0;
+  Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
   std::optional<double> friction = std::nullopt;  // as ObaboParameters
   static SghmcParameters from_settings(const Settings& section);
 };
@@ -92,6 +104,10 @@ std::unique_ptr<Integrator> make_integrator(const ObaboParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const BaoabParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const HmcParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const SghmcParameters& parameters);
+
+/// Refuses an `integrator.mass` array whose length is not the model's dimension d, naming the
+/// key, where it was set, the length given and d (a chain would refuse it too, without the place).
+void check_mass_length(const Settings& section, std::size_t dimension);
 
 }  // namespace sgmcmc
 
@@ -139,37 +155,63 @@ protected:
   double current_ = 0.0;
 };
 
-/// SGLD as Baker et al. (2019, §2) write it: θ' = θ - (ε/2) ĝ(θ) + sqrt(ε T) ξ, ξ ~ N(0, I)
-/// (Welling & Teh 2011, eq. 4). T = 1 samples the posterior. For positive parameters θ' is
-/// reflected at 0, θ' ← |θ'| (Patterson & Teh 2013).
+/// A diagonal mass matrix (`mass`, default 1): one number for every coordinate or one per
+/// coordinate, expanded to d entries of M⁻¹, M^{1/2} and M^{-1/2} when the chain's dimension is known.
+struct DiagonalMass {
+  explicit DiagonalMass(const Mass& mass) : values(mass.values) {
+    require_parameter(!values.empty(), "integrator", "at least one mass", values.size());
+    for (double value : values) require_parameter(value > 0.0, "integrator", "mass > 0", value);
+  }
+  void resize(std::size_t dimension) {
+    if (values.size() != 1 && values.size() != dimension)
+      throw Error(fmt::format("integrator: mass has {} numbers, the model has d = {} coordinates (give one number "
+                              "for every coordinate, or d)", values.size(), dimension));
+    inverse.resize(dimension);
+    sqrt.resize(dimension);
+    inverse_sqrt.resize(dimension);
+    for (std::size_t j = 0; j < dimension; ++j) {
+      const double value = values.size() == 1 ? values[0] : values[j];
+      inverse[j] = 1.0 / value;
+      sqrt[j] = std::sqrt(value);
+      inverse_sqrt[j] = 1.0 / sqrt[j];
+    }
+  }
+  std::vector<double> values;  // as given: 1 or d numbers
+  std::vector<double> inverse, sqrt, inverse_sqrt;
+};
+
+/// SGLD as Baker et al. (2019, §2) write it, preconditioned by a constant diagonal M⁻¹:
+/// θ' = θ - (ε/2) M⁻¹ ĝ(θ) + sqrt(ε T) M^{-1/2} ξ, ξ ~ N(0, I) (Welling & Teh 2011, eq. 4, with M = I).
+/// It is the Euler–Maruyama step of the preconditioned Langevin diffusion
+/// dθ = -M⁻¹∇U dt + sqrt(2T) M^{-1/2} dW (ε = 2h), which leaves exp(-U/T) invariant for any
+/// constant positive M: the MALA proposal with a constant metric (Roberts & Stramer 2002;
+/// Girolami & Calderhead 2011, with G(θ) = M). T = 1 samples the posterior. For positive
+/// parameters θ' is reflected at 0, θ' ← |θ'| (Patterson & Teh 2013).
 class Sgld final : public ScheduledIntegrator {
 public:
-  explicit Sgld(const SgldParameters& parameters) : ScheduledIntegrator(parameters.schedule, parameters.temperature) {}
+  explicit Sgld(const SgldParameters& parameters)
+      : ScheduledIntegrator(parameters.schedule, parameters.temperature), mass_(parameters.mass) {}
+
+  void initialise(ChainState& state, std::size_t dimension, Rng& rng) override {
+    ScheduledIntegrator::initialise(state, dimension, rng);
+    mass_.resize(dimension);
+  }
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double epsilon = advance(state), noise = std::sqrt(epsilon * temperature_);
     estimator.estimate(state.theta, state.gradient, context);
     xi_.resize(state.theta.size());
     context.rng.fill_normal(xi_);  // one call, so the update below is a plain vectorisable loop
+    // With M = 1 the factors M⁻¹ and M^{-1/2} are exactly 1: the same bits as without a mass.
     for (std::size_t j = 0; j < state.theta.size(); ++j)
-      state.theta[j] += -0.5 * epsilon * state.gradient[j] + noise * xi_[j];
+      state.theta[j] += -0.5 * epsilon * mass_.inverse[j] * state.gradient[j] + noise * mass_.inverse_sqrt[j] * xi_[j];
     if (state.reflect_at_zero) mirror_positive(state.theta);
     state.gradient_valid = false;  // the estimate was at the old θ
   }
 
 private:
+  DiagonalMass mass_;
   std::vector<double> xi_;  // scratch: this step's ξ
-};
-
-/// A diagonal mass matrix given as one number for every coordinate (`mass`, default 1).
-struct DiagonalMass {
-  explicit DiagonalMass(double mass) : value(mass) { require_parameter(mass > 0.0, "integrator", "mass > 0", mass); }
-  void resize(std::size_t dimension) {
-    inverse.assign(dimension, 1.0 / value);
-    sqrt.assign(dimension, std::sqrt(value));
-  }
-  double value;
-  std::vector<double> inverse, sqrt;
 };
 
 /// The friction γ of the Langevin SDE (`friction`, in units of 1/time). By default γ = 0.1/h₀ for
@@ -237,7 +279,10 @@ protected:
 
 /// OBABO / GGMC (Horowitz 1991; Garriga-Alonso & Fortuin 2021, §4, Alg. 1): O(h/2) B(h/2) A(h)
 /// B(h/2) O(h/2), each O keeping c = exp(-γh/2) of the momentum. `mala` is the overdamped limit
-/// γ → ∞ (c = 0): the MALA / SGLD update with ε = h².
+/// γ → ∞ (c = 0): the MALA / SGLD update with ε = h². With a mass M, m ~ N(0, TM) then B(h/2) A(h)
+/// give θ' = θ - (ε/2) M⁻¹ĝ + sqrt(εT) M^{-1/2} ξ, sgld's preconditioned step; the proposal's
+/// density ratio is exp(-Δ(½mᵀM⁻¹m)/T) over the kicks, the kinetic energy the MH test already
+/// adds, so MH stays exact for any constant positive M.
 class Obabo final : public MomentumIntegrator {
 public:
   explicit Obabo(const ObaboParameters& parameters)
@@ -339,14 +384,14 @@ std::vector<std::string> with_schedule_keys(std::vector<std::string> keys) {
   return keys;
 }
 
-/// What every integrator reads first, in this order: the schedule, the temperature and, for those
-/// with momentum, the mass.
+/// What every integrator reads first, in this order: the schedule, the temperature and the mass
+/// (one number, or an array of d: one per coordinate).
 template <class Parameters>
 Parameters read_scheduled(const Settings& section) {
   Parameters parameters;
   parameters.schedule = ScheduleParameters::from_settings(section);
   parameters.temperature = section.positive_number("temperature", 1.0);
-  if constexpr (requires { parameters.mass; }) parameters.mass = section.positive_number("mass", 1.0);
+  parameters.mass = Mass(section.positive_number_or_numbers("mass", 1.0));
   return parameters;
 }
 
@@ -372,7 +417,8 @@ using namespace integrator_parts;
 const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
   static const std::string friction = "friction γ (default 0.1/step_size: γh = 0.1), mass (1)";
   static const std::vector<CatalogueEntry<IntegratorFactory>> catalogue = {
-      {"sgld", "overdamped Langevin, θ' = θ - (ε/2)ĝ + sqrt(εT)ξ (step_size = ε)", with_schedule_keys({}),
+      {"sgld", "overdamped Langevin, θ' = θ - (ε/2)M⁻¹ĝ + sqrt(εT)M^{-1/2}ξ (step_size = ε); mass M (1)",
+       with_schedule_keys({"mass"}),
        factory<SgldParameters>(),
        "sgld computes no gradient at its proposal, which the MH energy error needs; use integrator 'mala' (the same "
        "update, step_size = ε, written as OBABO with c = 0)"},
@@ -396,6 +442,15 @@ const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
 
 std::unique_ptr<Integrator> make_integrator(const Settings& section) {
   return choose(integrator_catalogue(), section, default_integrator).make(section);
+}
+
+void check_mass_length(const Settings& section, std::size_t dimension) {
+  if (!section.contains("mass")) return;
+  const auto* array = std::get_if<std::vector<double>>(&section.entries().at("mass").value);
+  if (array && array->size() != dimension)
+    throw Error(fmt::format("{}: expected one number or an array of d = {} numbers (the model's dimension), found "
+                            "an array of {}",
+                            section.describe("mass"), dimension, array->size()));
 }
 
 SgldParameters SgldParameters::from_settings(const Settings& section) { return read_scheduled<SgldParameters>(section); }
