@@ -92,6 +92,23 @@ TEST_CASE("every gaussian estimator x integrator x corrector stopped at a checkp
   CHECK(expected >= 40);  // the catalogues were read: 5 estimators × 7 integrators with none alone
 }
 
+TEST_CASE("runs with a mass per coordinate stopped at a checkpoint and resumed continue bit for bit") {
+  // The mass array is configuration, not chain state: it comes back from the run's config.toml.
+  int checked = 0;
+  for (const auto& integrator : sgmcmc::integrator_catalogue())
+    for (const std::string corrector : {"none", "mh"}) {
+      if (corrector == "mh" && !integrator.mh_refusal.empty()) continue;
+      INFO(integrator.name << " x " << corrector);
+      test::TempDir dir;
+      check_stop_and_resume(dir.path(),
+                            gaussian_arguments("minibatch", integrator.name, corrector) +
+                                " --set 'integrator.mass=[0.5, 1, 2, 4, 8]'",
+                            40, 2, true);
+      ++checked;
+    }
+  CHECK(checked >= 12);  // 7 integrators without a corrector, 5 of them with mh
+}
+
 TEST_CASE("checkpoints do not change a chain: the draws equal those of a run without checkpoints") {
   test::TempDir dir;
   const std::string arguments = "--preset demo --set model.n=300 --set estimator.name=saga --set run.iterations=50 "

@@ -116,7 +116,7 @@ TEST_CASE("an array of the wrong type or length names key, place, and what was e
                     Contains("s.toml:2: integrator.mass") && Contains("expected an array of numbers"));
 }
 
-TEST_CASE("--set reads an array of numbers, and a malformed one is an error naming the override") {
+TEST_CASE("an override (--set) reads an array of numbers, and a malformed one is an error naming it") {
   auto config = sgmcmc::parse_config("[model]\nname = \"gaussian\"\n", "o.toml");
   sgmcmc::apply_override(config, "integrator.mass=[1.0, 2.5]");
   sgmcmc::apply_override(config, "integrator.scales=[3]");
