@@ -71,6 +71,7 @@ struct ChainResult {
   std::uint64_t accepted_blocks = 0;
   std::uint64_t non_finite_proposals = 0;  // rejected because ΔH̃ or the potential was NaN/Inf
   double mean_accept_stat = 0.0;
+  std::vector<double> adapted_mass;  // integrator.adapt_mass: the mass the warmup left, else empty
 };
 
 class Chain {
@@ -310,6 +311,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
                                      iteration);
         break;
       }
+      integrator_->after_block(state_, schedule.warmup);
     }
     result.iterations = iteration;
     if (iteration == schedule.warmup) tally_.warmup_seconds = seconds();
@@ -351,6 +353,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
   result.accepted_blocks = tally_.accepted_blocks;
   result.non_finite_proposals = tally_.non_finite_proposals;
   result.mean_accept_stat = tally_.blocks ? tally_.accept_sum / static_cast<double>(tally_.blocks) : 0.0;
+  result.adapted_mass = integrator_->adapted_mass();
   return result;
 }
 

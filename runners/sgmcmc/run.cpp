@@ -256,6 +256,7 @@ json manifest_chains(const PreparedRun& run) {
                       {"non_finite_proposals", r.non_finite_proposals}, {"mean_accept_stat", r.mean_accept_stat},
                       {"recording_item_gradients", run.jobs[k].files->recording_cost().item_gradients},
                       {"resumed_at_iteration", run.jobs[k].resumed_at}});
+    if (!r.adapted_mass.empty()) chains.back()["adapted_mass"] = r.adapted_mass;  // integrator.adapt_mass
   }
   return chains;
 }

@@ -467,12 +467,14 @@ Target mass_target(std::shared_ptr<const matrix::AnisotropicGaussian> model, con
   return target;
 }
 
-std::string mass_toml(const MassPlan& plan, const std::vector<double>& mass) {
+/// `extra`: more [integrator] lines.
+std::string mass_toml(const MassPlan& plan, const std::vector<double>& mass, const std::string& extra = "") {
   const auto& integrator = entry_named(sgmcmc::integrator_catalogue(), std::string(plan.integrator));
   std::string toml = fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"{}\"\nstep_size = {}\nmass = [{}]\n",
                                  plan.integrator, plan.step_size, fmt::join(mass, ", "));
   if (declares(integrator, "friction")) toml += fmt::format("friction = {}\n", plan.friction);
   if (declares(integrator, "steps")) toml += "steps = 5\n";
+  toml += extra;
   toml += fmt::format("[corrector]\nname = \"{}\"\n", plan.corrector);
   if (plan.corrector == "mh") toml += fmt::format("every = {}\n", declares(integrator, "steps") ? 2 : 4);
   return toml;
@@ -507,3 +509,53 @@ TEST_CASE("diagonal mass: obabo with mh on an anisotropic gaussian") { run_mass_
 TEST_CASE("diagonal mass: baoab with mh on an anisotropic gaussian") { run_mass_cells("baoab"); }
 TEST_CASE("diagonal mass: hmc with mh on an anisotropic gaussian") { run_mass_cells("hmc"); }
 TEST_CASE("diagonal mass: sghmc on an anisotropic gaussian") { run_mass_cells("sghmc"); }
+
+// ---- An adapted mass (issue 17) -------------------------------------------------------------------
+//
+// obabo with mh (the plan above) on the anisotropic target, started from the deliberately wrong
+// mass (1, 4, 1/4)/σ², with integrator.adapt_mass = true and a warmup of W = 100,000 iterations.
+// Stan's windows (MassAdaptation) then end at iterations 100, 150, 250, 450, …, 25,650 (fast
+// interval 75, windows of 25 doubling), and the next would end at 51,250 with one more not fitting
+// before the terminal interval at 99,950, so it is stretched there. A window closes at the first
+// block end (every 4th iteration) at or after its end, so the last one holds the block ends
+// 25,656 … 99,952: n = (99,952 - 25,656)/4 + 1 = 18,575 draws. Its regularised variance
+// v_j = n/(n+5) s_j² + 10⁻³ · 5/(n+5) = 1/M_j estimates σ_j² with the bias (5/(n+5))(10⁻³ - σ_j²) and a
+// Monte Carlo error measured on the sampling phase: it runs with the adapted mass, close to the
+// last window's (whose own mass came from a window half as long), so its draws have the same law
+// and nearly the same autocorrelation; the batch-means SE of their sample variance, SE_N over N
+// draws (trusted when the lag-N/100 autocorrelation is below 0.05, as above), scales to
+// SE_n = SE_N sqrt(N/n) for the window's n draws. Check |1/M_j - σ_j²| <= 5 SE_n + |bias| for each
+// of the 3 coordinates: a false alarm with probability ≈ 3 × 5.7e-7.
+TEST_CASE("adapted mass: obabo's warmup brings a wrong mass to 1/σ² per coordinate (Stan's windows)") {
+  const auto model = matrix::anisotropic_target();
+  const MassPlan& plan = *std::find_if(std::begin(mass_plans), std::end(mass_plans),
+                                       [](const MassPlan& p) { return p.integrator == "obabo"; });
+  const std::vector<double> ratios = {1.0, 4.0, 0.25};
+  std::vector<double> start;
+  for (std::size_t j = 0; j < model->dimension(); ++j) start.push_back(ratios[j] / model->posterior_variance(j));
+  auto built = build_chain(model, mass_toml(plan, start, "adapt_mass = true\n"), 2024);
+  constexpr std::uint64_t warmup = 100'000, iterations = 100'000, block = 4;
+  constexpr double n = (99'952.0 - 25'656.0) / block + 1;
+  test::Draws draws;
+  const auto result = built.chain->run({.warmup = warmup, .iterations = iterations, .thin = block, .eval_every = iterations}, draws);
+  REQUIRE_FALSE(result.diverged);
+  REQUIRE(result.adapted_mass.size() == model->dimension());
+  for (std::size_t j = 0; j < model->dimension(); ++j) {
+    const auto x = draws.coordinate(j);
+    const Moments sampled = moments(x);
+    const double variance = model->posterior_variance(j), adapted = 1.0 / result.adapted_mass[j];
+    const double se = sampled.se_variance * std::sqrt(static_cast<double>(x.size()) / n);
+    const double bias = 5.0 / (n + 5.0) * std::abs(1e-3 - variance);
+    const std::string line = fmt::format("adapted mass [{}]: 1/M = {:.6g} against σ² = {:.6g} ({:+.2f}%, {:+.1f} SE of "
+                                         "{:.2f}%); the draws after it: variance {:+.2f}% (SE {:.2f}%), lag-N/100 "
+                                         "autocorrelation {:.3f}",
+                                         j + 1, adapted, variance, 100 * (adapted / variance - 1),
+                                         (adapted - variance) / se, 100 * se / variance,
+                                         100 * (sampled.variance / variance - 1), 100 * sampled.se_variance / variance,
+                                         sampled.autocorrelation);
+    INFO(line);
+    CHECK(sampled.long_enough());
+    CHECK(std::abs(adapted - variance) <= 5 * se + bias);
+    fmt::print("{}\n", line);
+  }
+}
