@@ -170,9 +170,10 @@ struct DiagonalMass {
   std::vector<double> inverse, sqrt, inverse_sqrt;
 };
 
-/// Stan's windowed adaptation of a diagonal metric (Stan Reference Manual, "HMC algorithm
-/// parameters", §Automatic parameter tuning: its var_adaptation over windowed_adaptation) for a
-/// warmup of W iterations: an initial fast interval of 75 iterations in which the chain only finds
+/// Stan's windowed adaptation of a diagonal metric (Stan Development Team, Stan Reference Manual,
+/// "HMC algorithm parameters: automatic parameter tuning"; the window rules and the shrinkage as
+/// Stan's windowed_adaptation and var_adaptation apply them, no code taken) for a warmup of W
+/// iterations: an initial fast interval of 75 iterations in which the chain only finds
 /// the typical set, then slow windows of 25 iterations doubling in length, the last one stretched
 /// to the start of a terminal interval of 50 iterations whenever the next window would not fit
 /// twice. A warmup shorter than 75 + 25 + 50 is split 15 % / 75 % / 10 %; one below 20 iterations
