@@ -18,7 +18,9 @@ import sgmcmc.error;
 
 export namespace sgmcmc {
 
-using Value = std::variant<bool, std::int64_t, double, std::string>;
+/// A value of a key: TOML's booleans, integers, floats and strings, and arrays of numbers (integers
+/// in an array are read as numbers).
+using Value = std::variant<bool, std::int64_t, double, std::string, std::vector<double>>;
 
 struct Entry {
   Value value;
@@ -49,11 +51,18 @@ public:
   std::string text(const std::string& key, const std::string& fallback) const;
   std::optional<std::string> optional_text(const std::string& key) const;
   std::optional<double> optional_number(const std::string& key) const;
+  /// An array of numbers; with `length`, of exactly that many (the error names the length found).
+  std::vector<double> numbers(const std::string& key, const std::vector<double>& fallback,
+                              std::optional<std::size_t> length = std::nullopt) const;
+  /// A number or an array of numbers, as given (one number stays one, recorded as a number).
+  std::vector<double> number_or_numbers(const std::string& key, double fallback) const;
 
   /// An integer >= minimum; the error says which bound was crossed.
   std::int64_t integer_at_least(const std::string& key, std::int64_t fallback, std::int64_t minimum) const;
   /// A number > 0.
   double positive_number(const std::string& key, double fallback) const;
+  /// number_or_numbers with every number > 0; the error names the first that is not.
+  std::vector<double> positive_number_or_numbers(const std::string& key, double fallback) const;
 
   /// "section.key (set at origin)": how errors name a key.
   std::string describe(const std::string& key) const;
@@ -99,7 +108,7 @@ namespace sgmcmc {
 
 namespace {
 std::string type_name(const Value& value) {
-  constexpr const char* names[] = {"a boolean", "an integer", "a number", "a string"};
+  constexpr const char* names[] = {"a boolean", "an integer", "a number", "a string", "an array of numbers"};
   return names[value.index()];
 }
 }  // namespace
@@ -146,7 +155,7 @@ std::string Settings::describe(const std::string& key) const {
 }
 
 namespace {
-[[noreturn]] void wrong_type(const std::string& where, const Value& value, const char* expected) {
+[[noreturn]] void wrong_type(const std::string& where, const Value& value, const std::string& expected) {
   throw Error(fmt::format("{}: expected {}, found {}", where, expected, type_name(value)));
 }
 }  // namespace
@@ -166,6 +175,27 @@ std::optional<double> Settings::optional_number(const std::string& key) const {
   if (auto* real = std::get_if<double>(&entry->value)) return remember(key, *real);
   if (auto* whole = std::get_if<std::int64_t>(&entry->value)) return remember(key, static_cast<double>(*whole));
   wrong_type(describe(key), entry->value, "a number");
+}
+
+std::vector<double> Settings::numbers(const std::string& key, const std::vector<double>& fallback,
+                                      std::optional<std::size_t> length) const {
+  const Entry* entry = find(key);
+  if (!entry) return remember(key, fallback);
+  const auto* array = std::get_if<std::vector<double>>(&entry->value);
+  if (!array)
+    wrong_type(describe(key), entry->value,
+               length ? fmt::format("an array of {} numbers", *length) : std::string("an array of numbers"));
+  if (length && array->size() != *length)
+    throw Error(fmt::format("{}: expected an array of {} numbers, found {}", describe(key), *length, array->size()));
+  return remember(key, *array);
+}
+
+std::vector<double> Settings::number_or_numbers(const std::string& key, double fallback) const {
+  const Entry* entry = find(key);
+  if (entry && std::holds_alternative<std::vector<double>>(entry->value)) return numbers(key, {});
+  if (entry && !std::holds_alternative<double>(entry->value) && !std::holds_alternative<std::int64_t>(entry->value))
+    wrong_type(describe(key), entry->value, "a number or an array of numbers");
+  return {number(key, fallback)};
 }
 
 std::int64_t Settings::integer(const std::string& key, std::int64_t fallback) const {
@@ -207,6 +237,16 @@ double Settings::positive_number(const std::string& key, double fallback) const 
   if (!(value > 0.0))
     throw Error(fmt::format("{}: expected a number > 0, found {}", describe(key), value));
   return value;
+}
+
+std::vector<double> Settings::positive_number_or_numbers(const std::string& key, double fallback) const {
+  const std::vector<double> values = number_or_numbers(key, fallback);
+  for (std::size_t j = 0; j < values.size(); ++j)
+    if (!(values[j] > 0.0))
+      throw Error(values.size() == 1
+                      ? fmt::format("{}: expected a number > 0, found {}", describe(key), values[j])
+                      : fmt::format("{}: expected numbers > 0, found {} at position {}", describe(key), values[j], j + 1));
+  return values;
 }
 
 std::vector<std::string> Settings::reject_unknown_keys(const std::vector<std::string>& keys_of_alternatives) const {

@@ -8,6 +8,7 @@ module;
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 #include <fmt/format.h>
@@ -37,12 +38,50 @@ Settings& section_named(RunConfig& config, const std::string& name, const std::s
   throw Error(message + fmt::format("; known: {}", fmt::join(known, ", ")));
 }
 
+/// An array of numbers (integers among them read as numbers), as the Settings getters want it.
+std::vector<double> toml_numbers(const toml::array& array, const std::string& where) {
+  std::vector<double> numbers;
+  for (const auto& element : array) {
+    if (auto v = element.as_integer()) numbers.push_back(static_cast<double>(v->get()));
+    else if (auto v = element.as_floating_point()) numbers.push_back(v->get());
+    else throw Error(fmt::format("{}: expected an array of numbers, found an element that is not a number", where));
+  }
+  return numbers;
+}
+
 Value toml_value(const toml::node& node, const std::string& where) {
   if (auto v = node.as_boolean()) return v->get();
   if (auto v = node.as_integer()) return v->get();
   if (auto v = node.as_floating_point()) return v->get();
   if (auto v = node.as_string()) return v->get();
-  throw Error(fmt::format("{}: expected a boolean, integer, number or string", where));
+  if (auto v = node.as_array()) return toml_numbers(*v, where);
+  throw Error(fmt::format("{}: expected a boolean, integer, number, string or array of numbers", where));
+}
+
+/// `text` of a --set, "[1.0, 2.5]", read as a TOML array of numbers.
+Value override_array(const std::string& text, const std::string& origin) {
+  toml::table parsed;
+  try {
+    parsed = toml::parse("value = " + text, origin);
+  } catch (const toml::parse_error& error) {
+    throw Error(fmt::format("{}: malformed array: {}", origin, error.description()));
+  }
+  return toml_value(*parsed.get("value"), origin);
+}
+
+/// A value as a TOML node of its own kind: an array of numbers as a TOML array of floats.
+void insert_value(toml::table& keys, const std::string& key, const Value& value) {
+  std::visit(
+      [&](const auto& v) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::vector<double>>) {
+          toml::array array;
+          for (double number : v) array.push_back(number);
+          keys.insert(key, std::move(array));
+        } else {
+          keys.insert(key, v);
+        }
+      },
+      value);
 }
 
 }  // namespace
@@ -76,8 +115,7 @@ std::string format_config(const RunConfig& config) {
   for (const auto& [name, settings] : config.sections) {
     if (settings.entries().empty()) continue;
     toml::table keys;
-    for (const auto& [key, entry] : settings.entries())
-      std::visit([&, &key = key](const auto& value) { keys.insert(key, value); }, entry.value);
+    for (const auto& [key, entry] : settings.entries()) insert_value(keys, key, entry.value);
     document.insert(name, std::move(keys));
   }
   std::ostringstream text;
@@ -107,7 +145,9 @@ void apply_override(RunConfig& config, const std::string& assignment) {
   std::int64_t whole = 0;
   double real = 0.0;
   const char* end = text.data() + text.size();
-  if (text == "true" || text == "false") {
+  if (text.starts_with('[')) {
+    value = override_array(text, origin);
+  } else if (text == "true" || text == "false") {
     value = text == "true";
   } else if (auto [ptr, error] = std::from_chars(text.data(), end, whole); error == std::errc() && ptr == end) {
     value = whole;

@@ -24,8 +24,8 @@ RunConfig parse_config(std::string_view text, const std::string& source);
 /// values, types and bits: a checkpointed run's config.toml, from which --resume rebuilds it.
 std::string format_config(const RunConfig& config);
 
-/// Applies `section.key=value`. The value is read as a boolean, an integer, a number or else a
-/// string (quotes optional).
+/// Applies `section.key=value`. The value is read as an array of numbers (`[1.0, 2.5]`, TOML's
+/// syntax), a boolean, an integer, a number or else a string (quotes optional).
 void apply_override(RunConfig& config, const std::string& assignment);
 
 }  // namespace sgmcmc

@@ -72,6 +72,7 @@ struct ChainResult {
   std::uint64_t non_finite_proposals = 0;  // rejected because ΔH̃ or the potential was NaN/Inf
   double mean_accept_stat = 0.0;
   std::vector<std::pair<std::string, double>> estimator_choices;  // Estimator::choices()
+  std::vector<double> adapted_mass;  // integrator.adapt_mass: the mass the warmup left, else empty
 };
 
 class Chain {
@@ -312,6 +313,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
                                      iteration);
         break;
       }
+      integrator_->after_block(state_, schedule.warmup);
     }
     result.iterations = iteration;
     if (iteration == schedule.warmup) tally_.warmup_seconds = seconds();
@@ -354,6 +356,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
   result.non_finite_proposals = tally_.non_finite_proposals;
   result.mean_accept_stat = tally_.blocks ? tally_.accept_sum / static_cast<double>(tally_.blocks) : 0.0;
   result.estimator_choices = estimator_->choices();
+  result.adapted_mass = integrator_->adapted_mass();
   return result;
 }
 

@@ -105,6 +105,12 @@ public:
   /// gradient are ChainState, which the chain saves; restore_state follows initialise().
   virtual void save_state(StateWriter& /*out*/) const {}
   virtual void restore_state(StateReader& /*in*/) {}
+  /// Called at the end of every corrector block (after its decision) with the run's warmup
+  /// length: an integrator that adapts its mass during the warmup learns from the block's end
+  /// state here, and may rescale the momentum to a new mass; after the warmup it is frozen.
+  virtual void after_block(ChainState& /*state*/, std::uint64_t /*warmup*/) {}
+  /// The mass adapted during the warmup (d numbers), or empty when the mass is not adapted.
+  virtual std::vector<double> adapted_mass() const { return {}; }
 };
 
 struct Decision {

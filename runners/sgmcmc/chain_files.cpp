@@ -160,7 +160,8 @@ void write_metrics(const fs::path& path, const std::vector<std::string>& names, 
   file.close();
 }
 
-std::vector<std::string> stan_argument_lines(const sgmcmc::ChainSchedule& schedule, std::uint64_t k, std::uint64_t seed) {
+std::vector<std::string> stan_argument_lines(const sgmcmc::ChainSchedule& schedule, std::uint64_t k, std::uint64_t seed,
+                                             bool adapts) {
   return {"method = sample",
           "  sample",
           fmt::format("    num_samples = {}", schedule.iterations),
@@ -168,7 +169,7 @@ std::vector<std::string> stan_argument_lines(const sgmcmc::ChainSchedule& schedu
           "    save_warmup = 0",
           fmt::format("    thin = {}", schedule.thin),
           "    adapt",
-          "      engaged = 0",
+          fmt::format("      engaged = {}", adapts ? 1 : 0),
           "    algorithm = sgmcmc",
           fmt::format("id = {}", k),
           "random",

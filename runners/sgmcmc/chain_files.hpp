@@ -89,8 +89,10 @@ private:
 
 /// The argument lines CmdStan writes at the top of its CSV, with this run's values under Stan's
 /// names (num_samples = run.iterations, num_warmup = run.warmup, thin, id = chain k, seed), so that
-/// Stan's readers (rstan::read_stan_csv) know how many draws to expect. sgmcmc does not adapt.
-std::vector<std::string> stan_argument_lines(const sgmcmc::ChainSchedule& schedule, std::uint64_t k, std::uint64_t seed);
+/// Stan's readers (rstan::read_stan_csv) know how many draws to expect; `adapt engaged` is 1 when
+/// the warmup adapts something (integrator.adapt_mass).
+std::vector<std::string> stan_argument_lines(const sgmcmc::ChainSchedule& schedule, std::uint64_t k, std::uint64_t seed,
+                                             bool adapts);
 
 /// metrics.csv: chain, iteration, seconds, item_gradients, then the metrics `names`; the rows of
 /// chain 1, then of chain 2, and so on.

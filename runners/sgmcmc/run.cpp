@@ -265,6 +265,7 @@ json manifest_chains(const PreparedRun& run) {
                       {"recording_item_gradients", run.jobs[k].files->recording_cost().item_gradients},
                       {"resumed_at_iteration", run.jobs[k].resumed_at}});
     for (const auto& [name, value] : r.estimator_choices) chains.back()["estimator"][name] = value;  // e.g. cv's h_0, λ̂
+    if (!r.adapted_mass.empty()) chains.back()["adapted_mass"] = r.adapted_mass;  // integrator.adapt_mass
   }
   return chains;
 }
@@ -280,10 +281,11 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
                                                    : "lp__ = nan: not computed (set run.lp = true for -U(theta), one data pass per draw)");
   const auto names = run.model->parameter_names();
   const auto quantity_names = run.model->quantity_names();
+  const bool adapts = manifest["config"]["integrator"].value("adapt_mass", false);
   for (std::uint64_t k = 0; k < run.schedule.chains; ++k) {
     auto chain_comments = comments;
     chain_comments.push_back(fmt::format("chain = {}", k + 1));
-    const auto stan = stan_argument_lines(run.schedule.chain, k + 1, run.schedule.seed);
+    const auto stan = stan_argument_lines(run.schedule.chain, k + 1, run.schedule.seed, adapts);
     chain_comments.insert(chain_comments.end(), stan.begin(), stan.end());
     const ChainPaths paths{out / run_folder::chain_draws(k + 1), out / run_folder::chain_gradients(k + 1),
                            checkpoint_path(out, k)};

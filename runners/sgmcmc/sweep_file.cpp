@@ -35,6 +35,7 @@ sgmcmc::Value to_value(const toml::node& node, const std::string& where) {
 std::string kind(const sgmcmc::Value& value) {
   if (std::holds_alternative<bool>(value)) return "true or false";
   if (std::holds_alternative<std::string>(value)) return "a string";
+  if (std::holds_alternative<std::vector<double>>(value)) return "an array of numbers";
   return "a number";
 }
 
@@ -56,15 +57,26 @@ std::pair<std::string, std::string> split_key(const std::string& dotted, const s
 
 }  // namespace
 
+namespace {
+std::string format_float(double value) {
+  std::string text;
+  sgmcmc::append_number(text, value);
+  // A float stays one in names and tables: model.subsample = 1.0 is a fraction, 1 a row count.
+  if (text.find_first_of(".eEna") == std::string::npos) text += ".0";
+  return text;
+}
+}  // namespace
+
 std::string format_value(const sgmcmc::Value& value) {
   if (auto* b = std::get_if<bool>(&value)) return *b ? "true" : "false";
   if (auto* i = std::get_if<std::int64_t>(&value)) return std::to_string(*i);
   if (auto* s = std::get_if<std::string>(&value)) return *s;
-  std::string text;
-  sgmcmc::append_number(text, std::get<double>(value));
-  // A float stays one in names and tables: model.subsample = 1.0 is a fraction, 1 a row count.
-  if (text.find_first_of(".eEna") == std::string::npos) text += ".0";
-  return text;
+  if (auto* array = std::get_if<std::vector<double>>(&value)) {
+    std::vector<std::string> parts;
+    for (double number : *array) parts.push_back(format_float(number));
+    return fmt::format("[{}]", fmt::join(parts, ", "));
+  }
+  return format_float(std::get<double>(value));
 }
 
 namespace {

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "support.hpp"
 
@@ -90,6 +91,45 @@ TEST_CASE("every gaussian estimator x integrator x corrector stopped at a checkp
       }
   CHECK(checked == expected);
   CHECK(expected >= 40);  // the catalogues were read: 5 estimators × 7 integrators with none alone
+}
+
+TEST_CASE("runs with a mass per coordinate stopped at a checkpoint and resumed continue bit for bit") {
+  // The mass array is configuration, not chain state: it comes back from the run's config.toml.
+  int checked = 0;
+  for (const auto& integrator : sgmcmc::integrator_catalogue())
+    for (const std::string corrector : {"none", "mh"}) {
+      if (corrector == "mh" && !integrator.mh_refusal.empty()) continue;
+      INFO(integrator.name << " x " << corrector);
+      test::TempDir dir;
+      check_stop_and_resume(dir.path(),
+                            gaussian_arguments("minibatch", integrator.name, corrector) +
+                                " --set 'integrator.mass=[0.5, 1, 2, 4, 8]'",
+                            40, 2, true);
+      ++checked;
+    }
+  CHECK(checked >= 12);  // 7 integrators without a corrector, 5 of them with mh
+}
+
+TEST_CASE("runs that adapt their mass, stopped mid-window and resumed, continue bit for bit") {
+  // A warmup of 200: the fast interval to iteration 75, slow windows 76-100 and 101-150, the
+  // terminal interval 151-200; the stop at 90 falls inside the first slow window, so the
+  // checkpoint carries its statistics, and the mass changes twice before the draws.
+  int checked = 0;
+  for (const auto& integrator : sgmcmc::integrator_catalogue())
+    for (const std::string corrector : {"none", "mh"}) {
+      if (corrector == "mh" && !integrator.mh_refusal.empty()) continue;
+      INFO(integrator.name << " x " << corrector);
+      test::TempDir dir;
+      check_stop_and_resume(dir.path(),
+                            gaussian_arguments("minibatch", integrator.name, corrector) +
+                                " --set run.warmup=200 --set integrator.adapt_mass=true",
+                            90, 2, true);
+      const auto manifest = nlohmann::json::parse(test::read_text(dir.path() / "stopped" / "manifest.json"));
+      CHECK(manifest["config"]["integrator"]["adapt_mass"] == true);
+      CHECK(manifest["chains"][0]["adapted_mass"].size() == 5);
+      ++checked;
+    }
+  CHECK(checked >= 12);
 }
 
 TEST_CASE("checkpoints do not change a chain: the draws equal those of a run without checkpoints") {

@@ -125,6 +125,18 @@ TEST_CASE("a diverging chain stops with a message and keeps what it wrote") {
   CHECK(stopped < 5000);
 }
 
+TEST_CASE("a mass per coordinate given with --set is recorded as an array in the manifest and the chains") {
+  test::TempDir dir;
+  const auto out = dir.path() / "mass";
+  const auto result = test::run_cli("run --preset demo --set run.iterations=100 --set 'integrator.mass=[0.5, 1, 2, 4, 8]' "
+                                    "--chains 1 --quiet --out '" + out.string() + "'");
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  CHECK(manifest["config"]["integrator"]["mass"] == nlohmann::json::array({0.5, 1.0, 2.0, 4.0, 8.0}));
+  CHECK_THAT(test::read_text(out / "chain-1.csv"), Contains("# integrator.mass = [0.5,1.0,2.0,4.0,8.0]"));
+}
+
 TEST_CASE("bad input: a clear message, exit code 2, no crash, no results") {
   test::TempDir dir;
   const auto out = dir.path() / "out";
@@ -159,6 +171,11 @@ TEST_CASE("bad input: a clear message, exit code 2, no crash, no results") {
   expect_error("run --preset demo --set integrator.name=hmc --set integrator.steps=0", "integrator.steps: expected an integer >= 1");
   expect_error("run --preset demo --set integrator.step_size=0", "integrator.step_size: expected a number > 0");
   expect_error("run --preset demo --set integrator.temperature=-1", "integrator.temperature: expected a number > 0");
+  expect_error("run --preset demo --set 'integrator.mass=[1.0,2.0]'",
+               "--set integrator.mass=[1.0,2.0]: integrator.mass: expected one number or an array of d = 5 numbers (the "
+               "model's dimension), found an array of 2");
+  expect_error("run --preset demo --set 'integrator.mass=[1.0,2.0,0,1,1]'", "integrator.mass: expected numbers > 0, found 0 at position 3");
+  expect_error("run --preset demo --set 'integrator.mass=[1.0,2.0'", "malformed array");
   expect_error("run --preset demo --set corrector.name=mh --set integrator.name=obabo --set corrector.every=0",
                "corrector.every: expected an integer >= 1");
   expect_error("run --preset dmeo", "unknown preset 'dmeo' (did you mean 'demo'?)");

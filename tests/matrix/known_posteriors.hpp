@@ -203,4 +203,71 @@ inline std::shared_ptr<const GibbsNoiseMean> gibbs_target() {
   return std::make_shared<GibbsNoiseMean>(std::move(y));
 }
 
+/// Independent normal coordinates on very different scales, for the per-coordinate mass: items
+/// y_i ∈ ℝ^d (i = 1..N, row-major), f_0 = 0 and f_i(θ) = Σ_j (θ_j - y_ij)² / (2 N σ_j²), so that
+/// U(θ) = Σ_j (θ_j - ȳ_j)² / (2 σ_j²) + const: the posterior is N(ȳ_j, σ_j²), independent across j.
+class AnisotropicGaussian final : public sgmcmc::Model {
+public:
+  AnisotropicGaussian(std::vector<double> scales, std::vector<double> y) : scales_(std::move(scales)), y_(std::move(y)) {}
+
+  std::size_t dimension() const override { return scales_.size(); }
+  std::size_t num_items() const override { return y_.size() / scales_.size(); }
+  std::vector<std::string> parameter_names() const override {
+    std::vector<std::string> names;
+    for (std::size_t j = 0; j < dimension(); ++j) names.push_back("x." + std::to_string(j + 1));
+    return names;
+  }
+  sgmcmc::Capabilities capabilities() const override { return {.exact_log_likelihood = true, .per_item_gradients = true}; }
+  double prior_potential(std::span<const double>) const override { return 0.0; }
+  void add_prior_gradient(std::span<const double>, std::span<double>) const override {}
+  void add_data_gradient(std::span<const double> theta, const sgmcmc::Batch& batch, std::span<double> gradient,
+                         sgmcmc::Workspace&, sgmcmc::Rng&) const override {
+    for (std::size_t k = 0; k < batch.items.size(); ++k)
+      for (std::size_t j = 0; j < dimension(); ++j) gradient[j] += batch.weight(k) * item_derivative(theta, batch.items[k], j);
+  }
+  double data_potential(std::span<const double> theta, const sgmcmc::Batch& batch, sgmcmc::Workspace&) const override {
+    double sum = 0.0;
+    for (std::size_t k = 0; k < batch.items.size(); ++k)
+      for (std::size_t j = 0; j < dimension(); ++j) {
+        const double e = theta[j] - y(batch.items[k], j);
+        sum += batch.weight(k) * e * e / (2.0 * items() * scales_[j] * scales_[j]);
+      }
+    return sum;
+  }
+  void item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
+                      sgmcmc::Workspace&) const override {
+    for (std::size_t k = 0; k < items.size(); ++k)
+      for (std::size_t j = 0; j < dimension(); ++j) out[k * dimension() + j] = item_derivative(theta, items[k], j);
+  }
+
+  /// The exact posterior of coordinate j: N(ȳ_j, σ_j²).
+  double posterior_mean(std::size_t j) const {
+    double sum = 0.0;
+    for (std::size_t i = 0; i < num_items(); ++i) sum += y(i, j);
+    return sum / items();
+  }
+  double posterior_variance(std::size_t j) const { return scales_[j] * scales_[j]; }
+
+private:
+  double items() const { return static_cast<double>(num_items()); }
+  double y(std::size_t i, std::size_t j) const { return y_[i * dimension() + j]; }
+  double item_derivative(std::span<const double> theta, std::size_t i, std::size_t j) const {
+    return (theta[j] - y(i, j)) / (items() * scales_[j] * scales_[j]);
+  }
+
+  std::vector<double> scales_, y_;
+};
+
+/// σ = (0.1, 1, 10): scales 100× apart. 20 items y_ij = σ_j (1 + ξ_ij) from a fixed stream, so the
+/// posterior means ȳ_j are about σ_j, a few σ_j from the chains' start at 0.
+inline std::shared_ptr<const AnisotropicGaussian> anisotropic_target() {
+  const std::vector<double> scales = {0.1, 1.0, 10.0};
+  constexpr std::size_t items = 20;
+  sgmcmc::Rng rng(17, 5);
+  std::vector<double> y(items * scales.size());
+  for (std::size_t i = 0; i < items; ++i)
+    for (std::size_t j = 0; j < scales.size(); ++j) y[i * scales.size() + j] = scales[j] * (1.0 + rng.normal());
+  return std::make_shared<AnisotropicGaussian>(scales, std::move(y));
+}
+
 }  // namespace matrix

@@ -42,6 +42,9 @@
 //   35 uncorrected cells × 3 targets × 4 checks = 420 checks, each false alarm < 1.2e-6:
 //   family-wise < 5e-4. With the exact cells, the whole matrix raises a false alarm with
 //   probability below 1e-3 (seeds are fixed, so a given build passes or fails reproducibly).
+//
+// A mass per coordinate (issue 17, at the end of this file): every integrator with a diagonal mass
+// on an anisotropic Gaussian target, against the exact law of its chain, with the same 5 SE rule.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <chrono>
@@ -386,3 +389,173 @@ TEST_CASE("combination matrix: poisson target cells without corrector") { run_ma
 TEST_CASE("combination matrix: poisson target cells with a corrector") { run_matrix(poisson_target(), corrected); }
 TEST_CASE("combination matrix: gibbs target cells without corrector") { run_matrix(gibbs_target(), uncorrected); }
 TEST_CASE("combination matrix: gibbs target cells with a corrector") { run_matrix(gibbs_target(), corrected); }
+
+// ---- A mass per coordinate (issue 17) --------------------------------------------------------------
+//
+// The anisotropic target (known_posteriors.hpp): N(ȳ_j, σ_j²) with σ = (0.1, 1, 10), 100× apart.
+// Every integrator runs with exact gradients and a diagonal mass that matches the target,
+// M_j = 1/σ_j², so that every coordinate moves like a unit normal (frequency ω_j = 1/(σ_j √M_j) = 1),
+// and with one that deliberately differs, M_j = r_j/σ_j² with r = (1, 4, 1/4) (ω = 1, 1/2, 2). The
+// steps are in those time units (h = 0.3, or ε = 0.1 = h² for sgld and mala); with the mass ignored
+// in any one update, the coordinate with σ = 0.1 would see hω = 3 (the leapfrog is unstable beyond
+// 2) and the one with σ = 10 a hundredth of its scale, so a mass that does not act per coordinate
+// cannot pass.
+//
+// The exact values. With the mh corrector (mala, obabo, baoab, hmc) the chain's law is the
+// posterior, N(ȳ_j, σ_j²). sgld and sghmc cannot take mh; on a Gaussian with exact gradients they
+// are linear autoregressions per coordinate, whose stationary mean is ȳ_j exactly and whose
+// stationary variance follows from their one-step map (sgld_variance, sghmc_variance below): the
+// exact law of the discretised chain, not a bias bound, so again only Monte Carlo error is allowed.
+//
+// Monte Carlo error as above (judge_exact): batch-means SEs trusted only with the lag-n/100
+// autocorrelation below 0.05, |estimate - exact| < 5 SE (two-sided probability 5.7e-7 each).
+// 6 integrators × 2 masses × 3 coordinates × 2 moments = 72 checks: a false alarm with
+// probability ≈ 72 × 5.7e-7 ≈ 4e-5. Lengths: the slowest coordinate (ω = 1/2) relaxes in about
+// γ/ω² = 8 time units with friction γ = 2 (27 steps of h = 0.3, 80 of sghmc's h = 0.1) and in
+// 2/(εω²) = 80 sgld steps; 400,000 iterations are thousands of relaxation times (hmc: 100,000
+// trajectories of 5 steps).
+
+namespace {
+
+struct MassPlan {
+  std::string_view integrator, corrector;  // mh wherever the integrator takes it
+  double step_size;                        // ε for sgld and mala, h for the others
+  double friction;                         // γ, where the integrator has one
+  std::uint64_t iterations;
+};
+
+constexpr MassPlan mass_plans[] = {
+    {"sgld", "none", 0.1, 0.0, 400'000},  {"mala", "mh", 0.1, 0.0, 400'000},   {"obabo", "mh", 0.3, 2.0, 400'000},
+    {"baoab", "mh", 0.3, 2.0, 400'000},   {"hmc", "mh", 0.3, 0.0, 100'000},    {"sghmc", "none", 0.1, 2.0, 400'000},
+};
+
+/// SGLD on a coordinate of variance σ² with mass M: x' = (1 - εω²/2) x + sqrt(ε/M) ξ, ω² = 1/(σ²M),
+/// an AR(1) with stationary variance (ε/M)/(1 - (1 - εω²/2)²) = σ²/(1 - εω²/4).
+double sgld_variance(double variance, double mass, double epsilon) {
+  return variance / (1.0 - epsilon / (variance * mass) / 4.0);
+}
+
+/// SGHMC's Euler step on x = θ_j - ȳ_j and m, with λ = 1/σ², c = 1 - γh, s = sqrt(2γhM):
+///   m' = c m - hλx + sξ,  x' = x + (h/M) m',
+/// that is (x', m') = A (x, m) + b ξ with A = [[1 - h²λ/M, hc/M], [-hλ, c]] and b = (hs/M, s). The
+/// stationary covariance is Σ_k (A^k b)(A^k b)ᵀ; its x entry is summed here until A^k b has decayed
+/// (the slowest eigenvalue of A at these steps is about 1 - hω²/γ ≥ 0.98 per step: 10⁵ terms leave
+/// less than e^-2000).
+double sghmc_variance(double variance, double mass, double h, double gamma) {
+  const double lambda = 1.0 / variance, c = 1.0 - gamma * h, s = std::sqrt(2.0 * gamma * h * mass);
+  double x = h * s / mass, m = s, sum = 0.0;
+  for (int k = 0; k < 100'000; ++k) {
+    sum += x * x;
+    const double next_x = (1.0 - h * h * lambda / mass) * x + h * c / mass * m;
+    m = -h * lambda * x + c * m;
+    x = next_x;
+  }
+  return sum;
+}
+
+/// The exact mean and variance of every coordinate under `plan`'s chain with `mass` (see above).
+Target mass_target(std::shared_ptr<const matrix::AnisotropicGaussian> model, const MassPlan& plan,
+                   const std::vector<double>& mass) {
+  Target target{"anisotropic", model, {}, {}};
+  for (std::size_t j = 0; j < model->dimension(); ++j) {
+    const double variance = model->posterior_variance(j);
+    target.mean.push_back(model->posterior_mean(j));
+    target.variance.push_back(plan.integrator == "sgld"    ? sgld_variance(variance, mass[j], plan.step_size)
+                              : plan.integrator == "sghmc" ? sghmc_variance(variance, mass[j], plan.step_size, plan.friction)
+                                                           : variance);
+  }
+  return target;
+}
+
+/// `extra`: more [integrator] lines.
+std::string mass_toml(const MassPlan& plan, const std::vector<double>& mass, const std::string& extra = "") {
+  const auto& integrator = entry_named(sgmcmc::integrator_catalogue(), std::string(plan.integrator));
+  std::string toml = fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"{}\"\nstep_size = {}\nmass = [{}]\n",
+                                 plan.integrator, plan.step_size, fmt::join(mass, ", "));
+  if (declares(integrator, "friction")) toml += fmt::format("friction = {}\n", plan.friction);
+  if (declares(integrator, "steps")) toml += "steps = 5\n";
+  toml += extra;
+  toml += fmt::format("[corrector]\nname = \"{}\"\n", plan.corrector);
+  if (plan.corrector == "mh") toml += fmt::format("every = {}\n", declares(integrator, "steps") ? 2 : 4);
+  return toml;
+}
+
+/// Runs `integrator` on the anisotropic target with the matching mass and with the differing one.
+void run_mass_cells(std::string_view integrator) {
+  const auto model = matrix::anisotropic_target();
+  const MassPlan& plan = *std::find_if(std::begin(mass_plans), std::end(mass_plans),
+                                       [&](const MassPlan& p) { return p.integrator == integrator; });
+  const std::vector<double> ratios = {1.0, 4.0, 0.25};
+  for (const bool matching : {true, false}) {
+    std::vector<double> mass;
+    for (std::size_t j = 0; j < model->dimension(); ++j)
+      mass.push_back((matching ? 1.0 : ratios[j]) / model->posterior_variance(j));
+    auto built = build_chain(model, mass_toml(plan, mass), 2024);
+    const auto run = sample(built, plan.iterations);
+    const Verdict verdict = run ? judge_exact(mass_target(model, plan, mass), *run) : Verdict{false, "FAIL diverged"};
+    const std::string line = fmt::format("anisotropic {} {} mass {} → {}", integrator, plan.corrector,
+                                         matching ? "1/σ²" : "(1, 4, 1/4)/σ²", verdict.text);
+    INFO(line);
+    CHECK(verdict.passed);
+    fmt::print("{}\n", line);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("diagonal mass: sgld on an anisotropic gaussian") { run_mass_cells("sgld"); }
+TEST_CASE("diagonal mass: mala with mh on an anisotropic gaussian") { run_mass_cells("mala"); }
+TEST_CASE("diagonal mass: obabo with mh on an anisotropic gaussian") { run_mass_cells("obabo"); }
+TEST_CASE("diagonal mass: baoab with mh on an anisotropic gaussian") { run_mass_cells("baoab"); }
+TEST_CASE("diagonal mass: hmc with mh on an anisotropic gaussian") { run_mass_cells("hmc"); }
+TEST_CASE("diagonal mass: sghmc on an anisotropic gaussian") { run_mass_cells("sghmc"); }
+
+// ---- An adapted mass (issue 17) -------------------------------------------------------------------
+//
+// obabo with mh (the plan above) on the anisotropic target, started from the deliberately wrong
+// mass (1, 4, 1/4)/σ², with integrator.adapt_mass = true and a warmup of W = 100,000 iterations.
+// Stan's windows (MassAdaptation) then end at iterations 100, 150, 250, 450, …, 25,650 (fast
+// interval 75, windows of 25 doubling), and the next would end at 51,250 with one more not fitting
+// before the terminal interval at 99,950, so it is stretched there. A window closes at the first
+// block end (every 4th iteration) at or after its end, so the last one holds the block ends
+// 25,656 … 99,952: n = (99,952 - 25,656)/4 + 1 = 18,575 draws. Its regularised variance
+// v_j = n/(n+5) s_j² + 10⁻³ · 5/(n+5) = 1/M_j estimates σ_j² with the bias (5/(n+5))(10⁻³ - σ_j²) and a
+// Monte Carlo error measured on the sampling phase: it runs with the adapted mass, close to the
+// last window's (whose own mass came from a window half as long), so its draws have the same law
+// and nearly the same autocorrelation; the batch-means SE of their sample variance, SE_N over N
+// draws (trusted when the lag-N/100 autocorrelation is below 0.05, as above), scales to
+// SE_n = SE_N sqrt(N/n) for the window's n draws. Check |1/M_j - σ_j²| <= 5 SE_n + |bias| for each
+// of the 3 coordinates: a false alarm with probability ≈ 3 × 5.7e-7.
+TEST_CASE("adapted mass: obabo's warmup brings a wrong mass to 1/σ² per coordinate (Stan's windows)") {
+  const auto model = matrix::anisotropic_target();
+  const MassPlan& plan = *std::find_if(std::begin(mass_plans), std::end(mass_plans),
+                                       [](const MassPlan& p) { return p.integrator == "obabo"; });
+  const std::vector<double> ratios = {1.0, 4.0, 0.25};
+  std::vector<double> start;
+  for (std::size_t j = 0; j < model->dimension(); ++j) start.push_back(ratios[j] / model->posterior_variance(j));
+  auto built = build_chain(model, mass_toml(plan, start, "adapt_mass = true\n"), 2024);
+  constexpr std::uint64_t warmup = 100'000, iterations = 100'000, block = 4;
+  constexpr double n = (99'952.0 - 25'656.0) / block + 1;
+  test::Draws draws;
+  const auto result = built.chain->run({.warmup = warmup, .iterations = iterations, .thin = block, .eval_every = iterations}, draws);
+  REQUIRE_FALSE(result.diverged);
+  REQUIRE(result.adapted_mass.size() == model->dimension());
+  for (std::size_t j = 0; j < model->dimension(); ++j) {
+    const auto x = draws.coordinate(j);
+    const Moments sampled = moments(x);
+    const double variance = model->posterior_variance(j), adapted = 1.0 / result.adapted_mass[j];
+    const double se = sampled.se_variance * std::sqrt(static_cast<double>(x.size()) / n);
+    const double bias = 5.0 / (n + 5.0) * std::abs(1e-3 - variance);
+    const std::string line = fmt::format("adapted mass [{}]: 1/M = {:.6g} against σ² = {:.6g} ({:+.2f}%, {:+.1f} SE of "
+                                         "{:.2f}%); the draws after it: variance {:+.2f}% (SE {:.2f}%), lag-N/100 "
+                                         "autocorrelation {:.3f}",
+                                         j + 1, adapted, variance, 100 * (adapted / variance - 1),
+                                         (adapted - variance) / se, 100 * se / variance,
+                                         100 * (sampled.variance / variance - 1), 100 * sampled.se_variance / variance,
+                                         sampled.autocorrelation);
+    INFO(line);
+    CHECK(sampled.long_enough());
+    CHECK(std::abs(adapted - variance) <= 5 * se + bias);
+    fmt::print("{}\n", line);
+  }
+}

@@ -88,6 +88,13 @@ TEST_CASE("one sgld step: θ - (ε/2)∇U + sqrt(εT)ξ") {
   CHECK(s.state.theta[0] == Approx(1.3 - 0.05 * grad(1.3) + std::sqrt(0.15) * r.normal()).epsilon(1e-14));
 }
 
+TEST_CASE("one sgld step with a mass: θ - (ε/2)M⁻¹∇U + sqrt(εT)M^{-1/2}ξ") {
+  OneStep s(sgmcmc::SgldParameters{.schedule = {.step_size = 0.1}, .temperature = 1.5, .mass = 4.0});
+  auto r = s.stream();
+  s.step();
+  CHECK(s.state.theta[0] == Approx(1.3 - 0.05 / 4.0 * grad(1.3) + std::sqrt(0.15) / 2.0 * r.normal()).epsilon(1e-14));
+}
+
 TEST_CASE("one obabo step with mass and temperature, and its energy error") {
   // Each O is the exact OU flow over h/2: c = exp(-γh/2), noise variance (1 - c²)T·M.
   const double h = 0.2, gamma = 0.7, mass = 2.0, temperature = 1.5, c = std::exp(-gamma * h / 2);
@@ -262,6 +269,53 @@ TEST_CASE("mala (obabo with a = 0) reproduces sgld with ε = h² over a whole tr
     mala->step(mala_state, *estimator, mala_context);
   }
   for (std::size_t j = 0; j < 3; ++j) CHECK(mala_state.theta[j] == Approx(sgld_state.theta[j]).epsilon(1e-10));
+}
+
+TEST_CASE("with one mass per coordinate, mala still reproduces sgld: M⁻¹ is sgld's preconditioner") {
+  // As above, with M = (0.5, 2, 8): mala's m ~ N(0, M) then A(h) θ += h M⁻¹ m gives sgld's noise
+  // sqrt(ε) M^{-1/2} ξ, and its kicks the drift (ε/2) M⁻¹ g.
+  test::GaussianFixture fixture(30, 3);
+  const double epsilon = 1e-3;
+  const std::vector<double> mass = {0.5, 2.0, 8.0};
+  auto estimator = sgmcmc::make_estimator(sgmcmc::ExactParameters{}, *fixture.model);
+  auto sgld = sgmcmc::make_integrator(sgmcmc::SgldParameters{.schedule = {.step_size = epsilon}, .mass = mass});
+  auto mala = sgmcmc::make_integrator(sgmcmc::MalaParameters{.schedule = {.step_size = epsilon}, .mass = mass});
+  sgmcmc::Rng sgld_rng(3, 1), mala_rng(3, 1);
+  sgmcmc::Cost cost;
+  auto workspace = fixture.model->make_workspace();
+  sgmcmc::ChainState sgld_state, mala_state;
+  sgld->initialise(sgld_state, 3, sgld_rng);
+  mala->initialise(mala_state, 3, mala_rng);
+  for (int j = 0; j < 3; ++j) sgld_rng.normal();
+  for (std::uint64_t k = 1; k <= 200; ++k) {
+    sgld_state.iteration = mala_state.iteration = k;
+    sgmcmc::ChainContext sgld_context{*fixture.model, *workspace, sgld_rng, cost}, mala_context{*fixture.model, *workspace, mala_rng, cost};
+    sgld->step(sgld_state, *estimator, sgld_context);
+    mala->step(mala_state, *estimator, mala_context);
+  }
+  for (std::size_t j = 0; j < 3; ++j) CHECK(mala_state.theta[j] == Approx(sgld_state.theta[j]).epsilon(1e-10));
+}
+
+TEST_CASE("a mass array whose length is not the model's dimension is refused, naming key, length and d") {
+  auto model = std::make_shared<test::NormalTarget>(0.0, 1.0);  // d = 1
+  for (const char* name : {"sgld", "mala", "obabo", "baoab", "hmc", "sghmc"}) {
+    INFO(name);
+    auto config = sgmcmc::parse_config(fmt::format("[integrator]\nname = \"{}\"\nmass = [1.0, 2.0]\n", name), "m.toml");
+    CHECK_THROWS_WITH(sgmcmc::make_chain(config, model, sgmcmc::Rng(1, 1)),
+                      Catch::Matchers::Contains("m.toml:3: integrator.mass") && Catch::Matchers::Contains("d = 1") &&
+                          Catch::Matchers::Contains("found an array of 2"));
+  }
+  // Built from parameters, the integrator refuses it when the chain's dimension is known.
+  auto integrator = sgmcmc::make_integrator(sgmcmc::HmcParameters{.mass = std::vector<double>{1.0, 2.0}});
+  sgmcmc::ChainState state;
+  sgmcmc::Rng rng(1, 1);
+  CHECK_THROWS_WITH(integrator->initialise(state, 3, rng),
+                    Catch::Matchers::Contains("mass has 2 numbers") && Catch::Matchers::Contains("d = 3"));
+  CHECK_THROWS_WITH(sgmcmc::make_integrator(sgmcmc::SgldParameters{.mass = std::vector<double>{1.0, 0.0}}),
+                    Catch::Matchers::Contains("mass > 0"));
+  // One number, or d numbers, are accepted.
+  auto one = sgmcmc::parse_config("[integrator]\nmass = [2.0]\n", "m.toml");
+  CHECK_NOTHROW(sgmcmc::make_chain(one, model, sgmcmc::Rng(1, 1)));
 }
 
 TEST_CASE("a leapfrog trajectory run forward, momentum flipped, run again, returns to its start") {

@@ -86,3 +86,54 @@ TEST_CASE("an unknown component name lists the known ones") {
   CHECK_THROWS_WITH(sgmcmc::make_integrator(config["integrator"]),
                     Contains("c.toml:2") && Contains("unknown integrator 'sgdl'") && Contains("did you mean 'sgld'") && Contains("known: sgld"));
 }
+
+TEST_CASE("a TOML array of numbers is read as numbers, integers among them") {
+  const auto config = sgmcmc::parse_config("[integrator]\nmass = [1, 2.5, 1e-3]\nstep_size = 0.1\n", "a.toml");
+  CHECK(config["integrator"].numbers("mass", {}) == std::vector<double>{1.0, 2.5, 1e-3});
+  CHECK(config["integrator"].numbers("mass", {}, 3) == std::vector<double>{1.0, 2.5, 1e-3});
+  CHECK(config["integrator"].numbers("absent", {4.0, 5.0}) == std::vector<double>{4.0, 5.0});  // default when absent
+  // number_or_numbers: one number stays one number, an array stays an array.
+  CHECK(config["integrator"].number_or_numbers("step_size", 1.0) == std::vector<double>{0.1});
+  CHECK(config["integrator"].number_or_numbers("mass", 1.0) == std::vector<double>{1.0, 2.5, 1e-3});
+  CHECK(config["integrator"].number_or_numbers("other", 2.0) == std::vector<double>{2.0});
+}
+
+TEST_CASE("an array of the wrong type or length names key, place, and what was expected") {
+  const auto config = sgmcmc::parse_config("[integrator]\nmass = [1.0, 2.0]\nstep_size = 0.1\nname = \"x\"\n"
+                                           "temperature = [1.0, -2.0]\n", "w.toml");
+  const auto& section = config["integrator"];
+  CHECK_THROWS_WITH(section.numbers("mass", {}, 3),
+                    Contains("w.toml:2: integrator.mass") && Contains("expected an array of 3 numbers, found 2"));
+  CHECK_THROWS_WITH(section.numbers("step_size", {}),
+                    Contains("w.toml:3: integrator.step_size") && Contains("expected an array of numbers, found a number"));
+  CHECK_THROWS_WITH(section.number("mass", 1.0),
+                    Contains("w.toml:2: integrator.mass") && Contains("expected a number, found an array of numbers"));
+  CHECK_THROWS_WITH(section.number_or_numbers("name", 1.0),
+                    Contains("w.toml:4: integrator.name") && Contains("expected a number or an array of numbers, found a string"));
+  CHECK_THROWS_WITH(section.positive_number_or_numbers("temperature", 1.0),
+                    Contains("w.toml:5: integrator.temperature") && Contains("numbers > 0, found -2 at position 2"));
+  CHECK_THROWS_WITH(sgmcmc::parse_config("[integrator]\nmass = [1.0, \"heavy\"]\n", "s.toml"),
+                    Contains("s.toml:2: integrator.mass") && Contains("expected an array of numbers"));
+}
+
+TEST_CASE("an override (--set) reads an array of numbers, and a malformed one is an error naming it") {
+  auto config = sgmcmc::parse_config("[model]\nname = \"gaussian\"\n", "o.toml");
+  sgmcmc::apply_override(config, "integrator.mass=[1.0, 2.5]");
+  sgmcmc::apply_override(config, "integrator.scales=[3]");
+  CHECK(config["integrator"].numbers("mass", {}) == std::vector<double>{1.0, 2.5});
+  CHECK(config["integrator"].numbers("scales", {}) == std::vector<double>{3.0});
+  CHECK(config["integrator"].describe("mass") == "--set integrator.mass=[1.0, 2.5]: integrator.mass");
+  CHECK_THROWS_WITH(sgmcmc::apply_override(config, "integrator.mass=[1.0, 2.5"),
+                    Contains("--set integrator.mass=[1.0, 2.5") && Contains("malformed array"));
+  CHECK_THROWS_WITH(sgmcmc::apply_override(config, "integrator.mass=[1.0, true]"),
+                    Contains("--set integrator.mass=[1.0, true]") && Contains("expected an array of numbers"));
+}
+
+TEST_CASE("an array is resolved as an array and survives being written as TOML") {
+  auto config = sgmcmc::parse_config("[integrator]\nmass = [0.1, 3, 2.000000000000001]\n", "r.toml");
+  config["integrator"].number_or_numbers("mass", 1.0);
+  const auto& resolved = config["integrator"].resolved();
+  CHECK(std::get<std::vector<double>>(resolved.at("mass")) == std::vector<double>{0.1, 3.0, 2.000000000000001});
+  const auto back = sgmcmc::parse_config(sgmcmc::format_config(config), "back.toml");
+  CHECK(back["integrator"].entries().at("mass").value == config["integrator"].entries().at("mass").value);
+}

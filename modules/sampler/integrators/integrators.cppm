@@ -2,6 +2,7 @@
 // (modules/README.md, "Integrators"), with a step-size schedule (sgmcmc.schedules). The state they
 // move is ChainState. They are built from the exact sub-flows of the partition `substeps`.
 module;
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -10,6 +11,8 @@ module;
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
+#include <variant>
 #include <vector>
 #include <fmt/format.h>
 export module sgmcmc.integrators;
@@ -35,10 +38,21 @@ std::unique_ptr<Integrator> make_integrator(const Settings& section);
 // temperature, mass or friction, no steps), not the advice from_settings gives (sghmc's γh < 1,
 // the range of a decay's c).
 
-/// sgld: θ' = θ - (ε/2) ĝ(θ) + sqrt(εT) ξ.
+/// A diagonal mass M: one number for every coordinate, or d numbers, one per coordinate of the
+/// model (d is checked when a chain starts). Implicit from a number, so `.mass = 2.0` reads as
+/// before there were vectors.
+struct Mass {
+  Mass(double every = 1.0) : values{every} {}  // NOLINT(google-explicit-constructor)
+  Mass(std::vector<double> each) : values(std::move(each)) {}  // NOLINT(google-explicit-constructor)
+  std::vector<double> values;
+};
+
+/// sgld: θ' = θ - (ε/2) M⁻¹ ĝ(θ) + sqrt(εT) M^{-1/2} ξ, the mass acting as the preconditioner M⁻¹.
 struct SgldParameters {
   ScheduleParameters schedule = {};  // ε_k
   double temperature = 1.0;          // T > 0; 1 samples the posterior
+  Mass mass = {};                    // M > 0; its inverse preconditions the step
+  bool adapt_mass = false;  // adapt M during the warmup (Stan's windows), then keep it
   static SgldParameters from_settings(const Settings& section);
 };
 
@@ -46,7 +60,8 @@ struct SgldParameters {
 struct MalaParameters {
   ScheduleParameters schedule = {};
   double temperature = 1.0;
-  double mass = 1.0;  // M > 0, the same for every coordinate
+  Mass mass = {};  // M > 0, one number or one per coordinate; as sgld's, M⁻¹ preconditions the step
+  bool adapt_mass = false;  // adapt M during the warmup (Stan's windows), then keep it
   static MalaParameters from_settings(const Settings& section);
 };
 
@@ -54,7 +69,8 @@ struct MalaParameters {
 struct ObaboParameters {
   ScheduleParameters schedule = {};
   double temperature = 1.0;
-  double mass = 1.0;
+  Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
+  bool adapt_mass = false;
   std::optional<double> friction = std::nullopt;  // γ > 0; unset: 0.1/h₀ for the first step h₀ (γh₀ = 0.1)
   static ObaboParameters from_settings(const Settings& section);
 };
@@ -63,7 +79,8 @@ struct ObaboParameters {
 struct BaoabParameters {
   ScheduleParameters schedule = {};
   double temperature = 1.0;
-  double mass = 1.0;
+  Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
+  bool adapt_mass = false;
   std::optional<double> friction = std::nullopt;
   static BaoabParameters from_settings(const Settings& section);
 };
@@ -72,7 +89,8 @@ struct BaoabParameters {
 struct HmcParameters {
   ScheduleParameters schedule = {};
   double temperature = 1.0;
-  double mass = 1.0;
+  Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
+  bool adapt_mass = false;
   std::size_t steps = 10;  // L >= 1
   static HmcParameters from_settings(const Settings& section);
 };
@@ -81,7 +99,8 @@ struct HmcParameters {
 struct SghmcParameters {
   ScheduleParameters schedule = {};
   double temperature = 1.0;
-  double mass = 1.0;
+  Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
+  bool adapt_mass = false;
   std::optional<double> friction = std::nullopt;  // as ObaboParameters
   static SghmcParameters from_settings(const Settings& section);
 };
@@ -92,6 +111,10 @@ std::unique_ptr<Integrator> make_integrator(const ObaboParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const BaoabParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const HmcParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const SghmcParameters& parameters);
+
+/// Refuses an `integrator.mass` array whose length is not the model's dimension d, naming the
+/// key, where it was set, the length given and d (a chain would refuse it too, without the place).
+void check_mass_length(const Settings& section, std::size_t dimension);
 
 }  // namespace sgmcmc
 
@@ -113,23 +136,189 @@ void ensure_gradient(ChainState& state, Estimator& estimator, ChainContext& cont
   if (!state.gradient_valid) new_gradient(state, estimator, context);
 }
 
-/// What every integrator reads: the schedule and the temperature.
+/// A diagonal mass matrix (`mass`, default 1): one number for every coordinate or one per
+/// coordinate, expanded to d entries of M⁻¹, M^{1/2} and M^{-1/2} when the chain's dimension is known.
+struct DiagonalMass {
+  explicit DiagonalMass(const Mass& mass) : values(mass.values) {
+    require_parameter(!values.empty(), "integrator", "at least one mass", values.size());
+    for (double value : values) require_parameter(value > 0.0, "integrator", "mass > 0", value);
+  }
+  /// A new mass, one number per coordinate (the warmup's adaptation).
+  void set(std::vector<double> each) {
+    values = std::move(each);
+    resize(values.size());
+  }
+  /// The d numbers of M.
+  std::vector<double> expanded() const {
+    return values.size() == inverse.size() ? values : std::vector<double>(inverse.size(), values[0]);
+  }
+  void resize(std::size_t dimension) {
+    if (values.size() != 1 && values.size() != dimension)
+      throw Error(fmt::format("integrator: mass has {} numbers, the model has d = {} coordinates (give one number "
+                              "for every coordinate, or d)", values.size(), dimension));
+    inverse.resize(dimension);
+    sqrt.resize(dimension);
+    inverse_sqrt.resize(dimension);
+    for (std::size_t j = 0; j < dimension; ++j) {
+      const double value = values.size() == 1 ? values[0] : values[j];
+      inverse[j] = 1.0 / value;
+      sqrt[j] = std::sqrt(value);
+      inverse_sqrt[j] = 1.0 / sqrt[j];
+    }
+  }
+  std::vector<double> values;  // as given: 1 or d numbers
+  std::vector<double> inverse, sqrt, inverse_sqrt;
+};
+
+/// Stan's windowed adaptation of a diagonal metric (Stan Development Team, Stan Reference Manual,
+/// "HMC algorithm parameters: automatic parameter tuning"; the window rules and the shrinkage as
+/// Stan's windowed_adaptation and var_adaptation apply them, no code taken) for a warmup of W
+/// iterations: an initial fast interval of 75 iterations in which the chain only finds
+/// the typical set, then slow windows of 25 iterations doubling in length, the last one stretched
+/// to the start of a terminal interval of 50 iterations whenever the next window would not fit
+/// twice. A warmup shorter than 75 + 25 + 50 is split 15 % / 75 % / 10 %; one below 20 iterations
+/// is not adapted. At the end of each slow window the mass becomes the inverse of the regularised
+/// variance of the window's draws, M_j⁻¹ = n/(n + 5) s_j² + 10⁻³ · 5/(n + 5) (s_j² the window's
+/// sample variance of θ_j from n draws: Stan's shrinkage towards 10⁻³), and the window's
+/// statistics restart. Draws are the states at the ends of corrector blocks, iterations count from
+/// 1 (a window ends at the first block end at or after its last iteration).
+class MassAdaptation {
+public:
+  /// θ at the end of the block that ended at `iteration` (<= warmup); the new mass when a slow
+  /// window closes there.
+  std::optional<std::vector<double>> observe(std::uint64_t iteration, std::uint64_t warmup,
+                                             std::span<const double> theta) {
+    if (!planned_) plan(warmup);
+    // No upper bound here: the last window closes at the first block end at or after slow_end_,
+    // which may lie a little beyond it; after that the adaptation is done.
+    if (done_ || iteration <= fast_end_) return std::nullopt;
+    add(theta);
+    if (iteration < window_end_) return std::nullopt;
+    std::optional<std::vector<double>> mass;
+    if (count_ >= 2) mass = regularised_inverse_variance();
+    restart();
+    next_window();
+    return mass;
+  }
+  void save(StateWriter& out) const {
+    out.section("mass adaptation");
+    out.flag(planned_);
+    out.flag(done_);
+    for (std::uint64_t value : {fast_end_, slow_end_, window_size_, window_end_, count_}) out.count(value);
+    out.numbers(mean_);
+    out.numbers(squares_);
+  }
+  void restore(StateReader& in) {
+    in.section("mass adaptation");
+    planned_ = in.flag();
+    done_ = in.flag();
+    for (std::uint64_t* value : {&fast_end_, &slow_end_, &window_size_, &window_end_, &count_}) *value = in.count();
+    mean_ = in.numbers();
+    squares_ = in.numbers();
+  }
+
+private:
+  void plan(std::uint64_t warmup) {
+    planned_ = true;
+    std::uint64_t fast = 75, base = 25, terminal = 50;
+    if (warmup < 20) {
+      done_ = true;
+      return;
+    }
+    if (fast + base + terminal > warmup) {
+      fast = warmup * 15 / 100;
+      terminal = warmup / 10;
+      base = warmup - fast - terminal;
+    }
+    fast_end_ = fast;
+    slow_end_ = warmup - terminal;
+    window_size_ = base;
+    window_end_ = fast + base;
+  }
+  /// Welford's update of the window's running mean and sum of squared deviations.
+  void add(std::span<const double> theta) {
+    if (mean_.size() != theta.size()) {
+      mean_.assign(theta.size(), 0.0);
+      squares_.assign(theta.size(), 0.0);
+    }
+    ++count_;
+    for (std::size_t j = 0; j < theta.size(); ++j) {
+      const double deviation = theta[j] - mean_[j];
+      mean_[j] += deviation / static_cast<double>(count_);
+      squares_[j] += deviation * (theta[j] - mean_[j]);
+    }
+  }
+  void restart() {
+    count_ = 0;
+    std::fill(mean_.begin(), mean_.end(), 0.0);
+    std::fill(squares_.begin(), squares_.end(), 0.0);
+  }
+  /// The next slow window: twice as long, stretched to the terminal interval if the one after it
+  /// would not fit; none after the window that reaches it.
+  void next_window() {
+    if (window_end_ >= slow_end_) {
+      done_ = true;
+      return;
+    }
+    window_size_ *= 2;
+    window_end_ += window_size_;
+    if (window_end_ + 2 * window_size_ > slow_end_) window_end_ = slow_end_;
+  }
+  std::vector<double> regularised_inverse_variance() const {
+    const double n = static_cast<double>(count_);
+    std::vector<double> mass(mean_.size());
+    for (std::size_t j = 0; j < mass.size(); ++j)
+      mass[j] = 1.0 / (n / (n + 5.0) * (squares_[j] / (n - 1.0)) + 1e-3 * (5.0 / (n + 5.0)));
+    return mass;
+  }
+
+  bool planned_ = false, done_ = false;
+  std::uint64_t fast_end_ = 0, slow_end_ = 0, window_size_ = 0, window_end_ = 0;  // iterations
+  std::uint64_t count_ = 0;                                                       // draws in the window
+  std::vector<double> mean_, squares_;
+};
+
+/// What every integrator reads: the schedule, the temperature and the diagonal mass M, which
+/// `adapt_mass` adapts during the warmup (MassAdaptation) and then keeps.
 class ScheduledIntegrator : public Integrator {
 public:
-  ScheduledIntegrator(const ScheduleParameters& schedule, double temperature)
-      : schedule_(schedule), temperature_(temperature) {
-    require_parameter(temperature > 0.0, "integrator", "temperature > 0", temperature);
+  template <class Parameters>
+  explicit ScheduledIntegrator(const Parameters& parameters)
+      : schedule_(parameters.schedule), temperature_(parameters.temperature), mass_(parameters.mass),
+        adapt_mass_(parameters.adapt_mass) {
+    require_parameter(temperature_ > 0.0, "integrator", "temperature > 0", temperature_);
   }
+  void initialise(ChainState& state, std::size_t dimension, Rng& rng) override {
+    Integrator::initialise(state, dimension, rng);
+    mass_.resize(dimension);
+  }
+  /// During the warmup, with adapt_mass: a new mass at the end of each slow window, the momentum
+  /// rescaled with it (m ~ N(0, T M_old) becomes m ~ N(0, T M_new): m_j × sqrt(M_new,j / M_old,j)).
+  void after_block(ChainState& state, std::uint64_t warmup) override {
+    if (!adapt_mass_ || state.iteration > warmup) return;
+    auto mass = adaptation_.observe(state.iteration, warmup, state.theta);
+    if (!mass) return;
+    const std::vector<double> old_sqrt = mass_.sqrt;
+    mass_.set(std::move(*mass));
+    for (std::size_t j = 0; j < state.momentum.size(); ++j) state.momentum[j] *= mass_.sqrt[j] / old_sqrt[j];
+  }
+  std::vector<double> adapted_mass() const override { return adapt_mass_ ? mass_.expanded() : std::vector<double>{}; }
   double step_size() const override { return current_; }
   double temperature() const override { return temperature_; }
   bool constant_step_size() const override { return schedule_.constant(); }
   void save_state(StateWriter& out) const override {
     out.section("integrator");
     out.number(current_);
+    if (!adapt_mass_) return;  // a fixed mass is configuration, not state
+    adaptation_.save(out);
+    out.numbers(mass_.expanded());
   }
   void restore_state(StateReader& in) override {
     in.section("integrator");
     current_ = in.number();
+    if (!adapt_mass_) return;
+    adaptation_.restore(in);
+    mass_.set(in.numbers());
   }
 
 protected:
@@ -137,39 +326,36 @@ protected:
   StepSchedule schedule_;
   double temperature_;
   double current_ = 0.0;
+  DiagonalMass mass_;  // M: sgld's and mala's preconditioner M⁻¹, the others' kinetic energy ½mᵀM⁻¹m
+  bool adapt_mass_;
+  MassAdaptation adaptation_;
 };
 
-/// SGLD as Baker et al. (2019, §2) write it: θ' = θ - (ε/2) ĝ(θ) + sqrt(ε T) ξ, ξ ~ N(0, I)
-/// (Welling & Teh 2011, eq. 4). T = 1 samples the posterior. For positive parameters θ' is
-/// reflected at 0, θ' ← |θ'| (Patterson & Teh 2013).
+/// SGLD as Baker et al. (2019, §2) write it, preconditioned by a constant diagonal M⁻¹:
+/// θ' = θ - (ε/2) M⁻¹ ĝ(θ) + sqrt(ε T) M^{-1/2} ξ, ξ ~ N(0, I) (Welling & Teh 2011, eq. 4, with M = I).
+/// It is the Euler–Maruyama step of the preconditioned Langevin diffusion
+/// dθ = -M⁻¹∇U dt + sqrt(2T) M^{-1/2} dW (ε = 2h), which leaves exp(-U/T) invariant for any
+/// constant positive M: the MALA proposal with a constant metric (Roberts & Stramer 2002;
+/// Girolami & Calderhead 2011, with G(θ) = M). T = 1 samples the posterior. For positive
+/// parameters θ' is reflected at 0, θ' ← |θ'| (Patterson & Teh 2013).
 class Sgld final : public ScheduledIntegrator {
 public:
-  explicit Sgld(const SgldParameters& parameters) : ScheduledIntegrator(parameters.schedule, parameters.temperature) {}
+  explicit Sgld(const SgldParameters& parameters) : ScheduledIntegrator(parameters) {}
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double epsilon = advance(state), noise = std::sqrt(epsilon * temperature_);
     estimator.estimate(state.theta, state.gradient, context);
     xi_.resize(state.theta.size());
     context.rng.fill_normal(xi_);  // one call, so the update below is a plain vectorisable loop
+    // With M = 1 the factors M⁻¹ and M^{-1/2} are exactly 1: the same bits as without a mass.
     for (std::size_t j = 0; j < state.theta.size(); ++j)
-      state.theta[j] += -0.5 * epsilon * state.gradient[j] + noise * xi_[j];
+      state.theta[j] += -0.5 * epsilon * mass_.inverse[j] * state.gradient[j] + noise * mass_.inverse_sqrt[j] * xi_[j];
     if (state.reflect_at_zero) mirror_positive(state.theta);
     state.gradient_valid = false;  // the estimate was at the old θ
   }
 
 private:
   std::vector<double> xi_;  // scratch: this step's ξ
-};
-
-/// A diagonal mass matrix given as one number for every coordinate (`mass`, default 1).
-struct DiagonalMass {
-  explicit DiagonalMass(double mass) : value(mass) { require_parameter(mass > 0.0, "integrator", "mass > 0", mass); }
-  void resize(std::size_t dimension) {
-    inverse.assign(dimension, 1.0 / value);
-    sqrt.assign(dimension, std::sqrt(value));
-  }
-  double value;
-  std::vector<double> inverse, sqrt;
 };
 
 /// The friction γ of the Langevin SDE (`friction`, in units of 1/time). By default γ = 0.1/h₀ for
@@ -193,11 +379,9 @@ struct Friction {
 class MomentumIntegrator : public ScheduledIntegrator {
 public:
   template <class Parameters>
-  explicit MomentumIntegrator(const Parameters& parameters)
-      : ScheduledIntegrator(parameters.schedule, parameters.temperature), mass_(parameters.mass) {}
+  explicit MomentumIntegrator(const Parameters& parameters) : ScheduledIntegrator(parameters) {}
   void initialise(ChainState& state, std::size_t dimension, Rng& rng) override {
-    Integrator::initialise(state, dimension, rng);
-    mass_.resize(dimension);
+    ScheduledIntegrator::initialise(state, dimension, rng);
     state.momentum.assign(dimension, 0.0);
     refresh(state, 0.0, rng);
   }
@@ -231,13 +415,14 @@ protected:
     kick(state.momentum, state.gradient, h / 2);
     state.energy_error += kinetic_energy(state.momentum, mass_.inverse) - before;
   }
-
-  DiagonalMass mass_;
 };
 
 /// OBABO / GGMC (Horowitz 1991; Garriga-Alonso & Fortuin 2021, §4, Alg. 1): O(h/2) B(h/2) A(h)
 /// B(h/2) O(h/2), each O keeping c = exp(-γh/2) of the momentum. `mala` is the overdamped limit
-/// γ → ∞ (c = 0): the MALA / SGLD update with ε = h².
+/// γ → ∞ (c = 0): the MALA / SGLD update with ε = h². With a mass M, m ~ N(0, TM) then B(h/2) A(h)
+/// give θ' = θ - (ε/2) M⁻¹ĝ + sqrt(εT) M^{-1/2} ξ, sgld's preconditioned step; the proposal's
+/// density ratio is exp(-Δ(½mᵀM⁻¹m)/T) over the kicks, the kinetic energy the MH test already
+/// adds, so MH stays exact for any constant positive M.
 class Obabo final : public MomentumIntegrator {
 public:
   explicit Obabo(const ObaboParameters& parameters)
@@ -339,14 +524,15 @@ std::vector<std::string> with_schedule_keys(std::vector<std::string> keys) {
   return keys;
 }
 
-/// What every integrator reads first, in this order: the schedule, the temperature and, for those
-/// with momentum, the mass.
+/// What every integrator reads first, in this order: the schedule, the temperature and the mass
+/// (one number, or an array of d: one per coordinate).
 template <class Parameters>
 Parameters read_scheduled(const Settings& section) {
   Parameters parameters;
   parameters.schedule = ScheduleParameters::from_settings(section);
   parameters.temperature = section.positive_number("temperature", 1.0);
-  if constexpr (requires { parameters.mass; }) parameters.mass = section.positive_number("mass", 1.0);
+  parameters.mass = Mass(section.positive_number_or_numbers("mass", 1.0));
+  parameters.adapt_mass = section.flag("adapt_mass", false);
   return parameters;
 }
 
@@ -372,21 +558,22 @@ using namespace integrator_parts;
 const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
   static const std::string friction = "friction γ (default 0.1/step_size: γh = 0.1), mass (1)";
   static const std::vector<CatalogueEntry<IntegratorFactory>> catalogue = {
-      {"sgld", "overdamped Langevin, θ' = θ - (ε/2)ĝ + sqrt(εT)ξ (step_size = ε)", with_schedule_keys({}),
+      {"sgld", "overdamped Langevin, θ' = θ - (ε/2)M⁻¹ĝ + sqrt(εT)M^{-1/2}ξ (step_size = ε); mass M (1)",
+       with_schedule_keys({"mass", "adapt_mass"}),
        factory<SgldParameters>(),
        "sgld computes no gradient at its proposal, which the MH energy error needs; use integrator 'mala' (the same "
        "update, step_size = ε, written as OBABO with c = 0)"},
       {"mala", "OBABO with c = 0: SGLD's update with a gradient at the proposal, for MH (step_size = ε = h²)",
-       with_schedule_keys({"mass"}), factory<MalaParameters>()},
+       with_schedule_keys({"mass", "adapt_mass"}), factory<MalaParameters>()},
       {"obabo", "GGMC / OBABO splitting, each O keeps exp(-γh/2) (step_size = h); keys " + friction,
-       with_schedule_keys({"mass", "friction"}), factory<ObaboParameters>()},
+       with_schedule_keys({"mass", "adapt_mass", "friction"}), factory<ObaboParameters>()},
       {"baoab", "BAOAB splitting, its O keeps exp(-γh) (step_size = h); keys " + friction,
-       with_schedule_keys({"mass", "friction"}), factory<BaoabParameters>()},
+       with_schedule_keys({"mass", "adapt_mass", "friction"}), factory<BaoabParameters>()},
       {"hmc", "one leapfrog trajectory of `steps` (10) steps per iteration from fresh momentum (step_size = h)",
-       with_schedule_keys({"mass", "steps"}), factory<HmcParameters>()},
-      {"leapfrog", "the same as hmc", with_schedule_keys({"mass", "steps"}), factory<HmcParameters>()},
+       with_schedule_keys({"mass", "adapt_mass", "steps"}), factory<HmcParameters>()},
+      {"leapfrog", "the same as hmc", with_schedule_keys({"mass", "adapt_mass", "steps"}), factory<HmcParameters>()},
       {"sghmc", "SGHMC, symplectic Euler-Maruyama, momentum decay 1 - γh (step_size = h); keys " + friction,
-       with_schedule_keys({"mass", "friction"}), factory<SghmcParameters>(),
+       with_schedule_keys({"mass", "adapt_mass", "friction"}), factory<SghmcParameters>(),
        "sghmc's Euler-Maruyama step has no realisable backward move (its momentum update is not an OU flow composed "
        "with reversible kicks), so every MH acceptance probability is exactly 0 (Garriga-Alonso & Fortuin 2021, "
        "Thm. 1); use 'obabo', which keeps a non-zero acceptance"},
@@ -396,6 +583,15 @@ const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
 
 std::unique_ptr<Integrator> make_integrator(const Settings& section) {
   return choose(integrator_catalogue(), section, default_integrator).make(section);
+}
+
+void check_mass_length(const Settings& section, std::size_t dimension) {
+  if (!section.contains("mass")) return;
+  const auto* array = std::get_if<std::vector<double>>(&section.entries().at("mass").value);
+  if (array && array->size() != dimension)
+    throw Error(fmt::format("{}: expected one number or an array of d = {} numbers (the model's dimension), found "
+                            "an array of {}",
+                            section.describe("mass"), dimension, array->size()));
 }
 
 SgldParameters SgldParameters::from_settings(const Settings& section) { return read_scheduled<SgldParameters>(section); }
