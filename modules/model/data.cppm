@@ -15,6 +15,7 @@ module;
 #include <variant>
 #include <vector>
 #include <fmt/format.h>
+#include <unistd.h>
 export module sgmcmc.data;
 import sgmcmc.error;
 import sgmcmc.random;
@@ -36,6 +37,10 @@ void note_rows_read(std::string_view path, std::size_t rows, bool header_skipped
 
 /// The Error for an allocation of `count` × `bytes_each` bytes for `what` that failed.
 Error allocation_error(std::string_view what, std::size_t count, std::size_t bytes_each);
+/// The machine's physical memory in bytes, 0 if unknown. A request beyond it cannot be met, and
+/// is refused before it is made: AddressSanitizer's allocator aborts on such a request rather
+/// than throwing std::bad_alloc, and an overcommitting kernel may grant it and fail later.
+std::size_t physical_memory_bytes();
 
 /// `values` ← `rows` × `columns` copies of `fill`. A size read from a data file can be absurd (a
 /// typo in a header, a corrupt index): when memory runs out, the Error says what was being
@@ -43,6 +48,8 @@ Error allocation_error(std::string_view what, std::size_t count, std::size_t byt
 template <class T>
 void allocate(std::vector<T>& values, std::size_t rows, std::size_t columns, std::string_view what, const T& fill = T{}) {
   if (columns != 0 && rows > values.max_size() / columns) throw allocation_error(what, values.max_size(), sizeof(T));
+  const std::size_t memory = physical_memory_bytes();
+  if (memory != 0 && rows * columns > memory / sizeof(T)) throw allocation_error(what, rows * columns, sizeof(T));
   try {
     values.assign(rows * columns, fill);
   } catch (const std::bad_alloc&) {
@@ -88,6 +95,11 @@ namespace sgmcmc {
 void note_rows_read(std::string_view path, std::size_t rows, bool header_skipped) {
   fmt::print(stderr, "sgmcmc: note: {}: {} row{} read{}\n", path, rows, rows == 1 ? "" : "s",
              header_skipped ? " after a header line" : "");
+}
+
+std::size_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page_size > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size) : 0;
 }
 
 Error allocation_error(std::string_view what, std::size_t count, std::size_t bytes_each) {
