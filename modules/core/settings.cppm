@@ -18,9 +18,10 @@ import sgmcmc.error;
 
 export namespace sgmcmc {
 
-/// A value of a key: TOML's booleans, integers, floats and strings, and arrays of numbers (integers
-/// in an array are read as numbers).
-using Value = std::variant<bool, std::int64_t, double, std::string, std::vector<double>>;
+/// A value of a key: TOML's booleans, integers, floats and strings, arrays of numbers (integers
+/// in an array are read as numbers) and arrays of strings. An empty array, which has no element
+/// type, is held as an empty array of numbers and read as either.
+using Value = std::variant<bool, std::int64_t, double, std::string, std::vector<double>, std::vector<std::string>>;
 
 struct Entry {
   Value value;
@@ -56,6 +57,8 @@ public:
                               std::optional<std::size_t> length = std::nullopt) const;
   /// A number or an array of numbers, as given (one number stays one, recorded as a number).
   std::vector<double> number_or_numbers(const std::string& key, double fallback) const;
+  /// An array of strings.
+  std::vector<std::string> texts(const std::string& key, const std::vector<std::string>& fallback) const;
 
   /// An integer >= minimum; the error says which bound was crossed.
   std::int64_t integer_at_least(const std::string& key, std::int64_t fallback, std::int64_t minimum) const;
@@ -75,6 +78,14 @@ public:
   /// Every key a getter asked for, with the value in force (the default where none was set):
   /// the resolved configuration written to a run's manifest.
   const std::map<std::string, Value>& resolved() const { return resolved_; }
+
+  /// Takes the keys `reader` was asked for, and their values in force, as asked of this section
+  /// too: for a section with the same entries whose reader (a model shared between runs) has
+  /// already read them from another copy.
+  void adopt_reads(const Settings& reader) const {
+    known_.insert(reader.known_.begin(), reader.known_.end());
+    for (const auto& [key, value] : reader.resolved_) resolved_.insert({key, value});
+  }
 
 private:
   const Entry* find(const std::string& key) const;
@@ -108,7 +119,8 @@ namespace sgmcmc {
 
 namespace {
 std::string type_name(const Value& value) {
-  constexpr const char* names[] = {"a boolean", "an integer", "a number", "a string", "an array of numbers"};
+  constexpr const char* names[] = {"a boolean", "an integer", "a number", "a string", "an array of numbers",
+                                   "an array of strings"};
   return names[value.index()];
 }
 }  // namespace
@@ -196,6 +208,15 @@ std::vector<double> Settings::number_or_numbers(const std::string& key, double f
   if (entry && !std::holds_alternative<double>(entry->value) && !std::holds_alternative<std::int64_t>(entry->value))
     wrong_type(describe(key), entry->value, "a number or an array of numbers");
   return {number(key, fallback)};
+}
+
+std::vector<std::string> Settings::texts(const std::string& key, const std::vector<std::string>& fallback) const {
+  const Entry* entry = find(key);
+  if (!entry) return remember(key, fallback);
+  if (auto* strings = std::get_if<std::vector<std::string>>(&entry->value)) return remember(key, *strings);
+  if (auto* empty = std::get_if<std::vector<double>>(&entry->value); empty && empty->empty())
+    return remember(key, std::vector<std::string>{});
+  wrong_type(describe(key), entry->value, "an array of strings");
 }
 
 std::int64_t Settings::integer(const std::string& key, std::int64_t fallback) const {

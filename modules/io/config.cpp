@@ -38,8 +38,17 @@ Settings& section_named(RunConfig& config, const std::string& name, const std::s
   throw Error(message + fmt::format("; known: {}", fmt::join(known, ", ")));
 }
 
-/// An array of numbers (integers among them read as numbers), as the Settings getters want it.
-std::vector<double> toml_numbers(const toml::array& array, const std::string& where) {
+/// An array of numbers (integers among them read as numbers) or of strings, as the Settings
+/// getters want it; an array mixing the two is an error.
+Value toml_array(const toml::array& array, const std::string& where) {
+  if (!array.empty() && array.front().is_string()) {
+    std::vector<std::string> strings;
+    for (const auto& element : array) {
+      if (auto v = element.as_string()) strings.push_back(v->get());
+      else throw Error(fmt::format("{}: expected an array of strings, found an element that is not a string", where));
+    }
+    return strings;
+  }
   std::vector<double> numbers;
   for (const auto& element : array) {
     if (auto v = element.as_integer()) numbers.push_back(static_cast<double>(v->get()));
@@ -54,11 +63,11 @@ Value toml_value(const toml::node& node, const std::string& where) {
   if (auto v = node.as_integer()) return v->get();
   if (auto v = node.as_floating_point()) return v->get();
   if (auto v = node.as_string()) return v->get();
-  if (auto v = node.as_array()) return toml_numbers(*v, where);
-  throw Error(fmt::format("{}: expected a boolean, integer, number, string or array of numbers", where));
+  if (auto v = node.as_array()) return toml_array(*v, where);
+  throw Error(fmt::format("{}: expected a boolean, integer, number, string or array of numbers or strings", where));
 }
 
-/// `text` of a --set, "[1.0, 2.5]", read as a TOML array of numbers.
+/// `text` of a --set, "[1.0, 2.5]" or '["theta.1", "theta.2"]', read as a TOML array.
 Value override_array(const std::string& text, const std::string& origin) {
   toml::table parsed;
   try {
@@ -73,9 +82,10 @@ Value override_array(const std::string& text, const std::string& origin) {
 void insert_value(toml::table& keys, const std::string& key, const Value& value) {
   std::visit(
       [&](const auto& v) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::vector<double>>) {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::vector<double>> || std::is_same_v<V, std::vector<std::string>>) {
           toml::array array;
-          for (double number : v) array.push_back(number);
+          for (const auto& element : v) array.push_back(element);
           keys.insert(key, std::move(array));
         } else {
           keys.insert(key, v);

@@ -36,6 +36,7 @@ std::string kind(const sgmcmc::Value& value) {
   if (std::holds_alternative<bool>(value)) return "true or false";
   if (std::holds_alternative<std::string>(value)) return "a string";
   if (std::holds_alternative<std::vector<double>>(value)) return "an array of numbers";
+  if (std::holds_alternative<std::vector<std::string>>(value)) return "an array of strings";
   return "a number";
 }
 
@@ -76,6 +77,7 @@ std::string format_value(const sgmcmc::Value& value) {
     for (double number : *array) parts.push_back(format_float(number));
     return fmt::format("[{}]", fmt::join(parts, ", "));
   }
+  if (auto* strings = std::get_if<std::vector<std::string>>(&value)) return fmt::format("{}", *strings);
   return format_float(std::get<double>(value));
 }
 

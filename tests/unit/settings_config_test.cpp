@@ -137,3 +137,22 @@ TEST_CASE("an array is resolved as an array and survives being written as TOML")
   const auto back = sgmcmc::parse_config(sgmcmc::format_config(config), "back.toml");
   CHECK(back["integrator"].entries().at("mass").value == config["integrator"].entries().at("mass").value);
 }
+
+TEST_CASE("an array of strings is read from TOML and --set, survives being written as TOML, and an empty array is either") {
+  auto config = sgmcmc::parse_config("[output]\nparameters = [\"theta.1.*\", \"alpha\"]\nnone = []\nnumbers = [1, 2]\n",
+                                     "p.toml");
+  const auto& output = config["output"];
+  CHECK(output.texts("parameters", {}) == std::vector<std::string>{"theta.1.*", "alpha"});
+  CHECK(output.texts("none", {"*"}).empty());
+  CHECK(output.texts("absent", {"*"}) == std::vector<std::string>{"*"});
+  CHECK(std::get<std::vector<std::string>>(output.resolved().at("absent")) == std::vector<std::string>{"*"});
+  CHECK_THROWS_WITH(output.texts("numbers", {}), Contains("p.toml:4: output.numbers") && Contains("expected an array of strings, "
+                                                                                                     "found an array of numbers"));
+  CHECK_THROWS_WITH(output.numbers("parameters", {}), Contains("expected an array of numbers, found an array of strings"));
+  CHECK_THROWS_WITH(sgmcmc::parse_config("[output]\nmixed = [\"a\", 1]\n", "m.toml"),
+                    Contains("m.toml:2: output.mixed") && Contains("expected an array of strings"));
+  sgmcmc::apply_override(config, "output.chosen=[\"beta.1\", 'beta.2']");
+  CHECK(config["output"].texts("chosen", {}) == std::vector<std::string>{"beta.1", "beta.2"});
+  const auto back = sgmcmc::parse_config(sgmcmc::format_config(config), "back.toml");
+  CHECK(back["output"].entries().at("chosen").value == config["output"].entries().at("chosen").value);
+}
