@@ -100,6 +100,7 @@ struct ZvOptions {
   int order = 0;  // 1 or 2; 0: 2 when d(d+3)/2 <= 500 (d <= 30), else 1
   std::size_t max_parameters = 20;
   std::filesystem::path csv;  // also write every row of the table (all parameters) here, if set
+  bool cross_fit = false;     // coefficients fitted on one half of each chain, applied to the other
 };
 
 /// `sgmcmc zv DIR`: zero-variance estimates from recorded gradients, and the KSD of the draws.

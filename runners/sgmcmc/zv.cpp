@@ -213,13 +213,27 @@ int choose_order(int requested, std::size_t dimension) {
   return sgmcmc::zv_control_count(dimension, 2) <= default_second_order_limit ? 2 : 1;
 }
 
-void check_enough_draws(std::size_t rows, std::size_t dimension, int order) {
+/// `rows` draws in all, or in each half with --cross-fit.
+void check_enough_draws(std::size_t rows, std::size_t dimension, int order, bool cross_fit) {
   const std::size_t controls = sgmcmc::zv_control_count(dimension, order);
   if (rows <= controls)
-    throw sgmcmc::Error(fmt::format("zv: {} draws in all, but order {} has {} control variates (d = {}) and needs more "
+    throw sgmcmc::Error(fmt::format("zv: {} draws {}, but order {} has {} control variates (d = {}) and needs more "
                                     "draws than controls, at least {}{}",
-                                    rows, order, controls, dimension, controls + 1,
-                                    order == 2 ? fmt::format("; --order 1 needs {}", dimension + 1) : ""));
+                                    rows, cross_fit ? "in a half (--cross-fit)" : "in all", order, controls, dimension,
+                                    controls + 1, order == 2 ? fmt::format("; --order 1 needs {}", dimension + 1) : ""));
+}
+
+/// Fold 1: the first half of every chain's draws (rows: chain 1's draws, then chain 2's, ...).
+std::vector<bool> first_halves(std::size_t chains, std::size_t draws) {
+  std::vector<bool> in_first(chains * draws);
+  for (std::size_t k = 0; k < chains; ++k)
+    for (std::size_t t = 0; t < draws; ++t) in_first[k * draws + t] = t < draws / 2;
+  return in_first;
+}
+
+sgmcmc::ZvResult estimate(const Pooled& pooled, int order, const std::vector<bool>& folds) {
+  return folds.empty() ? sgmcmc::zero_variance(pooled.points, pooled.scores, pooled.quantities, order)
+                       : sgmcmc::zero_variance_cross_fitted(pooled.points, pooled.scores, pooled.quantities, order, folds);
 }
 
 }  // namespace
@@ -229,16 +243,20 @@ int zv_command(const fs::path& folder, const ZvOptions& options) {
   const Pooled pooled = pool(recorded);
   const std::size_t d = recorded.parameters.size(), chains = recorded.chains.files.size(), draws = recorded.chains.draws;
   const int order = choose_order(options.order, d);
-  check_enough_draws(pooled.points.size(), d, order);
-  const auto first_result = sgmcmc::zero_variance(pooled.points, pooled.scores, pooled.quantities, 1);
-  const auto second_result = order == 2 ? sgmcmc::zero_variance(pooled.points, pooled.scores, pooled.quantities, 2)
-                                        : sgmcmc::ZvResult{};
+  check_enough_draws(options.cross_fit ? chains * (draws / 2) : pooled.points.size(), d, order, options.cross_fit);
+  const auto folds = options.cross_fit ? first_halves(chains, draws) : std::vector<bool>{};
+  const auto first_result = estimate(pooled, 1, folds);
+  const auto second_result = order == 2 ? estimate(pooled, 2, folds) : sgmcmc::ZvResult{};
   const auto& first = first_result.estimates;
   const auto& second = second_result.estimates;
   const std::string source = gradient_source(folder);
 
   fmt::print("zero-variance control variates (Mira et al. 2013; Baker et al. 2019, §4): {} chains × {} draws, gradients '{}'{}\n", chains,
              draws, source, order == 1 ? fmt::format("; first order only (d = {}: --order 2 for second)", d) : "");
+  fmt::print("{}\n", options.cross_fit ? "coefficients cross-fitted: each half of every chain is corrected by the fit on the "
+                                         "other half, so var_ratio is honest (below 1 when the controls do not help)"
+                                       : "coefficients fitted in sample: var_ratio >= 1 by construction (--cross-fit for an "
+                                         "out-of-sample ratio)");
   fmt::print("{:<22} {:>12} {:>10} {:>12} {:>10} {:>10} {:>12} {:>10} {:>10}\n", "quantity", "mean", "mcse", "zv1_mean",
              "zv1_mcse", "var_ratio1", "zv2_mean", "zv2_mcse", "var_ratio2");
   std::vector<std::string> names(recorded.parameters);
@@ -284,5 +302,7 @@ Command add_zv_command(CLI::App& app) {
       ->check(CLI::IsMember({1, 2}));
   command->add_option("--max-parameters", options->zv.max_parameters, "show the first this many parameters (20); quantities always");
   command->add_option("--csv", options->zv.csv, "also write the table, every parameter and quantity, as CSV to this file");
+  command->add_flag("--cross-fit", options->zv.cross_fit,
+                    "fit the coefficients on one half of each chain and apply them to the other (out of sample)");
   return {command, [options] { return zv_command(options->folder, options->zv); }};
 }

@@ -118,6 +118,61 @@ TEST_CASE("ZV-2 with exact scores removes the variance of θ_j², where ZV-1 rem
   }
 }
 
+TEST_CASE("cross-fitted ZV: exact out of sample where the fit is exact, each half corrected by the other's coefficients") {
+  // q = θ_j is linear in z with exact scores (see the first test), so the coefficients fitted on
+  // either half are Σe_j up to rounding, and applied to the other half they give q̃ = μ_j at every
+  // draw. A draw corrected with another draw's q, or a half left uncorrected, would leave a
+  // variance ratio near 1. Folds: alternate draws, so both hold 1,000.
+  const auto s = gaussian_sample(2000, 0.0, 11);
+  std::vector<bool> first_fold(s.points.size());
+  for (std::size_t t = 0; t < first_fold.size(); ++t) first_fold[t] = t % 2 == 0;
+  const auto estimates = sgmcmc::zero_variance_cross_fitted(s.points, s.scores, s.points, 1, first_fold).estimates;
+  for (std::size_t j = 0; j < 3; ++j) {
+    INFO("θ_" << j + 1 << ": ZV " << estimates[j].zv_mean << ", ratio " << estimates[j].variance_ratio());
+    CHECK(estimates[j].variance_ratio() > 1e20);
+    CHECK(std::abs(estimates[j].zv_mean - s.mu(j)) < 1e-10 * std::sqrt(s.covariance(j, j)));
+    for (std::size_t t = 0; t < s.points.size(); ++t) REQUIRE(std::abs(estimates[j].corrected[t] - s.mu(j)) < 1e-9);
+  }
+}
+
+TEST_CASE("cross-fitted ZV: useless controls lower the variance ratio below 1, where the in-sample fit raises it above") {
+  // Controls that carry nothing: θ ~ N(0, I_d) with exact scores z = -θ as the d = 10 controls,
+  // and a quantity q ~ N(0, 1) drawn independently of θ, over T = 200 draws. Derived references:
+  // - in sample, Var(q̃) is the least-squares residual variance RSS/(T - 1) and the ratio is
+  //   1/(1 - R²), with R² ~ Beta(d/2, (T - 1 - d)/2) for a regression on d independent Gaussian
+  //   regressors with an intercept: its mean is d/(T - 1), so the ratio is 1/(1 - 10/199) = 1.053
+  //   (to first order), and ≥ 1 in every replication by construction;
+  // - cross-fitted (halves of T/2 = 100), a draw of one half gets q̃ = q - β̂ᵀh with β̂ fitted
+  //   on the other half, β̂ ~ N(0, (HᵀH)⁻¹) with HᵀH ~ Wishart(T/2 - 1, I) once centred, so
+  //   E‖β̂‖² = d/(T/2 - 1 - d - 1) = 10/88 and the ratio is 1/(1 + 10/88) = 0.898 (first order).
+  // Monte Carlo error over R = 200 replications: sd(R²) = sqrt(ab/((a+b)²(a+b+1))) = 0.022 for
+  // a = 5, b = 94.5, so the in-sample mean ratio has a standard error of 0.022/sqrt(200) = 0.0016;
+  // ‖β̂‖² has sd ≈ 0.114 sqrt(2/10) = 0.051, so the cross-fitted mean has an error of about
+  // 0.0036. The checks allow ±0.01 in sample (6 standard errors; the Beta mean's second-order
+  // term, Var(R²) = 5e-4, moves it by less) and ±0.02 cross-fitted (5.5 standard errors, more
+  // than Jensen's gap of Var/(1+m)³ ≈ 0.002 and the folds' different means, O(1/T)).
+  constexpr std::size_t d = 10, draws = 200, replications = 200;
+  sgmcmc::Rng rng(23, 1);
+  std::vector<bool> first_fold(draws);
+  for (std::size_t t = 0; t < draws; ++t) first_fold[t] = t < draws / 2;
+  double in_sample = 0.0, cross_fitted = 0.0;
+  for (std::size_t r = 0; r < replications; ++r) {
+    sgmcmc::DrawMatrix points(draws, std::vector<double>(d)), scores(draws, std::vector<double>(d)), q(draws, std::vector<double>(1));
+    for (std::size_t t = 0; t < draws; ++t) {
+      rng.fill_normal(points[t]);
+      for (std::size_t j = 0; j < d; ++j) scores[t][j] = -points[t][j];
+      q[t][0] = rng.normal();
+    }
+    const double fitted = sgmcmc::zero_variance(points, scores, q, 1).estimates[0].variance_ratio();
+    REQUIRE(fitted >= 1.0);
+    in_sample += fitted / replications;
+    cross_fitted += sgmcmc::zero_variance_cross_fitted(points, scores, q, 1, first_fold).estimates[0].variance_ratio() / replications;
+  }
+  INFO("mean variance ratio in sample " << in_sample << " (derived 1.053), cross-fitted " << cross_fitted << " (derived 0.898)");
+  CHECK(std::abs(in_sample - 1.0 / (1.0 - 10.0 / 199.0)) < 0.01);
+  CHECK(std::abs(cross_fitted - 1.0 / (1.0 + 10.0 / 88.0)) < 0.02);
+}
+
 TEST_CASE("ZV-1 with noisy scores: the derived variance ratio, and the mean within Monte Carlo error") {
   // Scores z + τη (η ~ N(0, I) independent of θ), like an unbiased stochastic gradient. Then
   // Var(z + τη) = P + τ²I and Cov(z + τη, θ_j) = -e_j, so the best linear residual of q = θ_j has
