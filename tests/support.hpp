@@ -50,12 +50,36 @@ inline std::vector<std::string> lines_of(const std::string& text) {
   return lines;
 }
 
-/// metrics.csv (chain,iteration,seconds,...) without its wall-clock column, the third.
-inline std::string without_seconds(const std::string& metrics) {
+/// A CSV line's comma-separated fields, a trailing empty one included; a field in double quotes
+/// may hold commas (a sweep table's `reason`).
+inline std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> fields(1);
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') quoted = !quoted;
+    if (c == ',' && !quoted) fields.emplace_back();
+    else fields.back() += c;
+  }
+  return fields;
+}
+
+/// A table with a header (metrics.csv, a sweep's results.csv and summary.csv) without its timing
+/// columns, `seconds`, `cpu_seconds` and `concurrent_cells`: clocks differ between any two runs,
+/// everything else must not.
+inline std::string without_seconds(const std::string& table) {
+  const auto lines = lines_of(table);
+  if (lines.empty()) return "";
+  const auto header = csv_fields(lines.front());
   std::string out;
-  for (const auto& line : lines_of(metrics)) {
-    const auto second = line.find(',', line.find(',') + 1), third = line.find(',', second + 1);
-    out += line.substr(0, second) + line.substr(third) + "\n";
+  for (const auto& line : lines) {
+    const auto fields = csv_fields(line);
+    std::string separator;
+    for (std::size_t f = 0; f < fields.size(); ++f)
+      if (f >= header.size() || (header[f] != "seconds" && header[f] != "cpu_seconds" && header[f] != "concurrent_cells")) {
+        out += separator + fields[f];
+        separator = ",";
+      }
+    out += "\n";
   }
   return out;
 }

@@ -18,6 +18,8 @@ module;
 #include <string_view>
 #include <vector>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <fnmatch.h>
 export module sgmcmc.recording;
 export import sgmcmc.estimators;
 import sgmcmc.error;
@@ -37,10 +39,15 @@ struct OutputOptions {
   GradientSource gradients = GradientSource::none;
   bool quantities = false;  // the model's quantity_names() as generated-quantity columns
   bool zv = false;          // print `sgmcmc zv` at the end of the run
+  /// The parameters written to the draws (and gradients) files, by index, in the model's order:
+  /// those whose names match one of the glob patterns of `output.parameters` (all by default;
+  /// none with `output.draws = false`), so a model with 10⁵ parameters can write a few, or none.
+  std::vector<std::size_t> written;
 };
 
 /// Reads [output]: `gradients` ("none"; "cv" when zv = true), `quantities` (true when gradients
-/// are recorded), `zv` (false). Errors name the key and where it was set.
+/// are recorded), `zv` (false), `parameters` (["*"]) and `draws` (true). Errors name the key and
+/// where it was set; a pattern that matches no parameter is one.
 OutputOptions read_output_options(const Settings& output, const Model& model);
 
 std::string gradient_source_name(GradientSource source);
@@ -128,6 +135,39 @@ std::unique_ptr<Estimator> make_source(GradientSource source, const Settings& se
   return nullptr;
 }
 
+/// The indices of the parameters whose names match one of `patterns` (fnmatch globs: `*`, `?`,
+/// `[...]`); a pattern matching none is an error that shows how the parameters are named.
+std::vector<std::size_t> matching_parameters(const std::vector<std::string>& patterns, const Settings& output,
+                                             const Model& model) {
+  const auto names = model.parameter_names();
+  std::vector<std::size_t> written;
+  std::vector<bool> used(patterns.size(), false);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    bool match = false;
+    for (std::size_t p = 0; p < patterns.size(); ++p)
+      if (fnmatch(patterns[p].c_str(), names[i].c_str(), 0) == 0) match = used[p] = true;
+    if (match) written.push_back(i);
+  }
+  for (std::size_t p = 0; p < patterns.size(); ++p)
+    if (!used[p]) {
+      const std::size_t shown = std::min<std::size_t>(names.size(), 3);
+      throw Error(fmt::format("{}: '{}' matches no parameter; the model's {} parameters are named {}{}", output.describe("parameters"),
+                              patterns[p], names.size(), fmt::join(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(shown), ", "),
+                              names.size() > shown ? fmt::format(", ..., {}", names.back()) : ""));
+    }
+  return written;
+}
+
+/// output.parameters, or none when output.draws = false (the two together are an error).
+std::vector<std::size_t> written_parameters(const Settings& output, const Model& model) {
+  const bool draws = output.flag("draws", true);
+  if (!draws && output.contains("parameters"))
+    throw Error(fmt::format("{} and {}: give one of them (draws = false writes no parameter)", output.describe("draws"),
+                            output.describe("parameters")));
+  return matching_parameters(output.texts("parameters", draws ? std::vector<std::string>{"*"} : std::vector<std::string>{}),
+                             output, model);
+}
+
 }  // namespace recording_parts
 
 std::string gradient_source_name(GradientSource source) {
@@ -145,6 +185,10 @@ OutputOptions read_output_options(const Settings& output, const Model& model) {
   options.zv = output.flag("zv", false);
   options.gradients = recording_parts::parse_source(output, output.text("gradients", options.zv ? "cv" : "none"));
   options.quantities = output.flag("quantities", options.gradients != GradientSource::none);
+  options.written = recording_parts::written_parameters(output, model);
+  if (options.written.empty() && options.gradients != GradientSource::none)
+    throw Error(fmt::format("{}: gradients are recorded for the parameters written, and output.parameters selects none",
+                            output.describe("gradients")));
   if (options.zv && options.gradients == GradientSource::none)
     throw Error(fmt::format("{} = true needs recorded gradients, and output.gradients is \"none\"; choose \"cv\", "
                             "\"exact\" or \"estimator\"",

@@ -10,12 +10,32 @@ module;
 #include <span>
 #include <string>
 #include <vector>
+#include <time.h>
 #include <fmt/format.h>
 export module sgmcmc.chain;
 export import sgmcmc.sampler;
 import sgmcmc.error;
 
 export namespace sgmcmc {
+
+/// Wall-clock and CPU seconds side by side. Chains, and a sweep's cells, that run at once share
+/// the machine's cores and memory bandwidth, which stretches their wall seconds; their CPU
+/// seconds stay comparable.
+struct Seconds {
+  double wall = 0.0, cpu = 0.0;
+  friend Seconds operator+(Seconds a, Seconds b) { return {a.wall + b.wall, a.cpu + b.cpu}; }
+  friend Seconds operator-(Seconds a, Seconds b) { return {a.wall - b.wall, a.cpu - b.cpu}; }
+  Seconds& operator+=(Seconds b) { return *this = *this + b; }
+};
+
+/// The steady clock and the calling thread's CPU clock. A chain runs in one thread, so its CPU
+/// seconds are that thread's (work a library hands to threads of its own would not be counted).
+inline Seconds clock_now() {
+  timespec cpu{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+  return {std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(),
+          static_cast<double>(cpu.tv_sec) + 1e-9 * static_cast<double>(cpu.tv_nsec)};
+}
 
 struct ChainSchedule {
   std::uint64_t warmup = 0;       // first iterations, run but not recorded as draws (burn-in)
@@ -41,8 +61,9 @@ struct Draw {
 
 struct MetricsRow {
   std::uint64_t iteration;
-  double seconds;  // sampling wall-clock since the chain started (estimator preparation included,
-                   // metrics, lp__ and draw output excluded)
+  double seconds;      // sampling wall-clock since the chain started (estimator preparation included,
+                       // metrics, lp__ and draw output excluded)
+  double cpu_seconds;  // the same span in the chain thread's CPU time
   Cost cost;
   std::span<const double> values;  // in the order of Model::metric_names()
 };
@@ -66,7 +87,8 @@ struct ChainResult {
   std::uint64_t iterations = 0;    // completed
   Cost cost;
   double seconds = 0.0;            // sampling seconds, as in MetricsRow
-  double warmup_seconds = 0.0;     // of them, those of the warmup iterations
+  double cpu_seconds = 0.0;        // and their CPU seconds
+  double warmup_seconds = 0.0;     // of the wall seconds, those of the warmup iterations
   std::uint64_t blocks = 0;        // corrector blocks completed after the warmup, and accepted ones
   std::uint64_t accepted_blocks = 0;
   std::uint64_t non_finite_proposals = 0;  // rejected because ΔH̃ or the potential was NaN/Inf
@@ -115,8 +137,8 @@ private:
   struct Tally {
     std::uint64_t blocks = 0, accepted_blocks = 0, non_finite_proposals = 0;
     double accept_sum = 0.0;
-    double seconds = 0.0;  // sampling seconds up to the last checkpoint
-    double warmup_seconds = 0.0;  // sampling seconds at the end of the warmup
+    Seconds seconds;  // sampling seconds up to the last checkpoint
+    double warmup_seconds = 0.0;  // sampling (wall) seconds at the end of the warmup
     std::uint64_t target_changes = 0;  // after_step's changes of the target (prior or data)
     std::uint64_t data_changes = 0;    // of the data terms among them
   };
@@ -188,7 +210,8 @@ void Chain::save_state(StateWriter& out) const {
   out.count(tally_.accepted_blocks);
   out.count(tally_.non_finite_proposals);
   out.number(tally_.accept_sum);
-  out.number(tally_.seconds);
+  out.number(tally_.seconds.wall);
+  out.number(tally_.seconds.cpu);
   out.number(tally_.warmup_seconds);
   out.count(tally_.target_changes);
   out.count(tally_.data_changes);
@@ -221,7 +244,8 @@ void Chain::restore_state(StateReader& in) {
   tally_.accepted_blocks = in.count();
   tally_.non_finite_proposals = in.count();
   tally_.accept_sum = in.number();
-  tally_.seconds = in.number();
+  tally_.seconds.wall = in.number();
+  tally_.seconds.cpu = in.number();
   tally_.warmup_seconds = in.number();
   tally_.target_changes = in.count();
   tally_.data_changes = in.count();
@@ -270,11 +294,10 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
   // cost depends on how often the user asks for them, so they are timed and left out; curves
   // against seconds then compare samplers, not evaluation schedules.
   // A resumed chain adds the sampling seconds of the runs before (what its checkpoint saved).
-  using Clock = std::chrono::steady_clock;
-  const auto begin = Clock::now();
-  double bookkeeping = 0.0;
-  const auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-  const double earlier = restored_ ? tally_.seconds : 0.0;
+  const Seconds begin = clock_now();
+  Seconds bookkeeping;
+  const auto since = [](Seconds t) { return clock_now() - t; };
+  const Seconds earlier = restored_ ? tally_.seconds : Seconds{};
   const auto seconds = [&] { return earlier + since(begin) - bookkeeping; };
 
   check(schedule);
@@ -316,11 +339,11 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
       integrator_->after_block(state_, schedule.warmup);
     }
     result.iterations = iteration;
-    if (iteration == schedule.warmup) tally_.warmup_seconds = seconds();
+    if (iteration == schedule.warmup) tally_.warmup_seconds = seconds().wall;
     const bool records_draw = iteration > schedule.warmup && (iteration - schedule.warmup) % schedule.thin == 0;
     const bool evaluates = !metric_values.empty() && iteration % schedule.eval_every == 0;
     if (records_draw || evaluates) {  // the clock is read only around bookkeeping, not every iteration
-      const auto bookkeeping_start = Clock::now();
+      const Seconds bookkeeping_start = clock_now();
       if (records_draw) {
         const double lp = schedule.compute_lp ? log_density(context) : std::nan("");
         observer.on_draw(
@@ -328,15 +351,15 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
              tally_.data_changes});
       }
       if (evaluates) {
-        const double sampling_seconds = seconds() - since(bookkeeping_start);
+        const Seconds sampling = seconds() - since(bookkeeping_start);
         model_->evaluate_metrics(state_.theta, *workspace_, metric_values);
-        observer.on_metrics({iteration, sampling_seconds, cost_, metric_values});
+        observer.on_metrics({iteration, sampling.wall, sampling.cpu, cost_, metric_values});
       }
       bookkeeping += since(bookkeeping_start);
     }
     if (progress) progress->fetch_add(1, std::memory_order_relaxed);
     if (schedule.checkpoint_every && (iteration % schedule.checkpoint_every == 0 || iteration == last)) {
-      const auto checkpoint_start = Clock::now();
+      const Seconds checkpoint_start = clock_now();
       tally_.seconds = seconds();
       StateWriter state;
       save_state(state);
@@ -349,7 +372,9 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
     }
   }
   result.cost = cost_;
-  result.seconds = seconds();
+  const Seconds spent = seconds();
+  result.seconds = spent.wall;
+  result.cpu_seconds = spent.cpu;
   result.warmup_seconds = state_.iteration >= schedule.warmup ? tally_.warmup_seconds : result.seconds;
   result.blocks = tally_.blocks;
   result.accepted_blocks = tally_.accepted_blocks;

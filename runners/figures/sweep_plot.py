@@ -3,7 +3,8 @@
 
 Reads DIR/results.csv and DIR/summary.csv and writes, named after the sweep's folder NAME:
 
-  NAME-seconds.png    the metric against seconds, one line per method, one panel per value of --panel
+  NAME-seconds.png    the metric against seconds (wall or CPU, see --time), one line per method, one
+                      panel per value of --panel
   NAME-gradients.png  the same against item gradients (the research measure of cost)
   NAME-final.png      box plots of the final metric across seeds (the --seed-axis values), one box
                       per method, one panel per value of --panel (only when the sweep has that axis)
@@ -16,7 +17,12 @@ model.subsample in Figure 1; the panel titles show them). Its line is the mean o
 chains at each evaluation (x: the mean seconds or item gradients there, which differ slightly
 between seeds).
 
-  runners/figures/sweep_plot.py DIR [--panel model.subsample] [--metric NAME]
+Which seconds: cells that ran at the same time on one machine shared its cores and memory
+bandwidth, so their wall seconds cannot be compared; their chains' CPU seconds can. --time auto
+(the default) draws against CPU seconds when summary.csv's concurrent_cells says some cells ran
+concurrently, else against wall seconds, and says which.
+
+  runners/figures/sweep_plot.py DIR [--panel model.subsample] [--metric NAME] [--time auto|wall|cpu]
                                     [--seed-axis run.seed] [--out FOLDER] [--name NAME]
 
 Needs Debian's python3-matplotlib.
@@ -29,8 +35,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-RUN_COLUMNS = ("chain", "iteration", "seconds", "item_gradients")
-SUMMARY_COLUMNS = ("status", "chains", "item_gradients", "mean_accept_stat", "seconds")
+TIME_COLUMNS = {"wall": ("seconds", "wall seconds"), "cpu": ("cpu_seconds", "CPU seconds")}
 PANEL_WIDTH, PANEL_HEIGHT, DPI = 4.5, 3.6, 100  # inches per panel, dots per inch
 
 
@@ -153,11 +158,22 @@ def box_figure(plt, summary, args, panels, titles, methods, method_axes, path):
     return result
 
 
+def choose_time(choice, summary):
+    """("wall" or "cpu", the sentence that says why) for the seconds figure."""
+    most = max((int(row["concurrent_cells"]) for row in summary if row.get("concurrent_cells")), default=1)
+    ran = f"up to {most} cells ran at once on one machine" if most > 1 else "no two cells ran at once on one machine"
+    if choice == "auto":
+        choice = "cpu" if most > 1 else "wall"
+    return choice, f"the seconds figure uses {TIME_COLUMNS[choice][1]} ({ran})"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("folder", type=Path, help="a sweep's output folder (results.csv, summary.csv)")
     parser.add_argument("--panel", help="the axis whose values get one panel each (default: one panel)")
     parser.add_argument("--metric", help="the metric to draw (default: the first in results.csv)")
+    parser.add_argument("--time", choices=("auto", "wall", "cpu"), default="auto",
+                        help="draw against wall or CPU seconds (auto: CPU when cells ran concurrently)")
     parser.add_argument("--seed-axis", default="run.seed", help="the axis box plots spread over (run.seed)")
     parser.add_argument("--out", type=Path, help="where the PNGs go (default: the sweep's folder)")
     parser.add_argument("--name", help="the files' prefix (default: the sweep folder's name)")
@@ -196,8 +212,10 @@ def main():
     out.mkdir(parents=True, exist_ok=True)
     name = args.name or args.folder.resolve().name
 
+    time, why = choose_time(args.time, summary)
+    print(f"sgmcmc plot: {why}")
     figures = []
-    for x_column, x_label, suffix in (("seconds", "seconds", "seconds"), ("item_gradients", "item gradients", "gradients")):
+    for x_column, x_label, suffix in (TIME_COLUMNS[time] + ("seconds",), ("item_gradients", "item gradients", "gradients")):
         data = curves(rows, args.metric, x_column, args.panel, method_axes)
         figures.append(dict(x=x_column, **line_figure(plt, data, args, panels, titles, methods, method_axes, x_column, x_label,
                                                        out / f"{name}-{suffix}.png")))
@@ -207,7 +225,7 @@ def main():
     else:
         note = f"no box plots: the sweep has no {args.seed_axis} axis"
         print(f"sgmcmc plot: {note}")
-    sidecar = {"sweep": name, "metric": args.metric, "panel_axis": args.panel, "seed_axis": args.seed_axis,
+    sidecar = {"sweep": name, "metric": args.metric, "time": time, "time_reason": why, "panel_axis": args.panel, "seed_axis": args.seed_axis,
                "method_axes": method_axes, "tied_axes": tied_axes, "figures": figures, "note": note}
     (out / f"{name}-plot.json").write_text(json.dumps(sidecar, indent=1) + "\n")
     for figure in figures:

@@ -42,13 +42,14 @@ void GradientFile::write(std::span<const double> score) {
 }
 
 ChainFiles::ChainFiles(ChainPaths paths, std::vector<std::string> comments, bool tests_acceptance,
-                       const std::vector<std::string>& names, std::unique_ptr<sgmcmc::DrawRecorder> recorder,
-                       const std::vector<std::string>& quantity_names)
+                       const std::vector<std::string>& names, std::vector<std::size_t> written,
+                       std::unique_ptr<sgmcmc::DrawRecorder> recorder, const std::vector<std::string>& quantity_names)
     : paths_(std::move(paths)), comments_(std::move(comments)), tests_acceptance_(tests_acceptance),
-      parameter_names_(names), columns_(columns(names, recorder ? recorder->quantity_count() : 0, quantity_names)),
-      recorder_(std::move(recorder)) {
-  if (records_gradients()) score_.resize(names.size());
-  if (recorder_) row_.resize(names.size() + recorder_->quantity_count());
+      dimension_(names.size()), written_(std::move(written)), recorder_(std::move(recorder)) {
+  for (std::size_t i : written_) written_names_.push_back(names[i]);
+  if (recorder_ && recorder_->quantity_count()) quantity_names_ = quantity_names;
+  if (records_gradients()) score_.resize(dimension_);
+  row_.resize(written_.size() + quantity_names_.size());
 }
 
 void ChainFiles::restore_state(sgmcmc::StateReader& in) {
@@ -58,6 +59,7 @@ void ChainFiles::restore_state(sgmcmc::StateReader& in) {
   for (auto& row : rows_) {
     row.iteration = in.count();
     row.seconds = in.number();
+    row.cpu_seconds = in.number();
     row.cost.item_gradients = in.count();
     row.cost.full_passes = in.count();
     row.values = in.numbers();
@@ -71,12 +73,14 @@ void ChainFiles::open() {
     if (records_gradients()) gradients_.emplace(paths_.gradients, continue_at_->gradients);
     return;
   }
-  draws_.emplace(paths_.draws, comments_, sampler_columns(tests_acceptance_), columns_);
+  auto columns = written_names_;
+  columns.insert(columns.end(), quantity_names_.begin(), quantity_names_.end());
+  draws_.emplace(paths_.draws, comments_, sampler_columns(tests_acceptance_), columns);
   if (records_gradients()) {
     auto gradient_comments = comments_;
     gradient_comments.push_back("grad_lp.<parameter> = d log pi / d parameter = -dU/d parameter at the draw of the same row "
                                 "of chain-<k>.csv");
-    gradients_.emplace(paths_.gradients, gradient_comments, parameter_names_);
+    gradients_.emplace(paths_.gradients, gradient_comments, written_names_);
   }
 }
 
@@ -89,23 +93,28 @@ void ChainFiles::prepare() {
   }
 }
 
+std::span<double> ChainFiles::gather(std::span<const double> values, std::size_t quantities) {
+  for (std::size_t j = 0; j < written_.size(); ++j) row_[j] = values[written_[j]];
+  return std::span(row_).first(written_.size() + quantities);
+}
+
 void ChainFiles::on_draw(const sgmcmc::Draw& draw) {
   const double all[] = {draw.lp, draw.decision.accept_stat, draw.step_size, draw.decision.delta_energy,
                         draw.decision.accepted ? 1.0 : 0.0};
   const std::span sampler(all, tests_acceptance_ ? 5 : 3);
-  if (!recorder_) return draws_->write_draw(sampler, draw.theta);
-  recorder_->follow(draw.workspace, draw.target_changes, draw.data_changes, draw.theta);
-  std::copy(draw.theta.begin(), draw.theta.end(), row_.begin());
-  if (recorder_->quantity_count()) recorder_->quantities(draw.theta, std::span(row_).subspan(draw.theta.size()));
-  draws_->write_draw(sampler, row_);
+  if (!recorder_ && writes_every_parameter()) return draws_->write_draw(sampler, draw.theta);  // no copy
+  if (recorder_) recorder_->follow(draw.workspace, draw.target_changes, draw.data_changes, draw.theta);
+  const auto row = gather(draw.theta, quantity_names_.size());
+  if (!quantity_names_.empty()) recorder_->quantities(draw.theta, row.subspan(written_.size()));
+  draws_->write_draw(sampler, row);
   if (gradients_) {
     recorder_->score(draw.theta, draw.iteration, score_);
-    gradients_->write(score_);
+    gradients_->write(gather(score_, 0));
   }
 }
 
 void ChainFiles::on_metrics(const sgmcmc::MetricsRow& row) {
-  rows_.push_back({row.iteration, row.seconds, row.cost, {row.values.begin(), row.values.end()}});
+  rows_.push_back({row.iteration, row.seconds, row.cpu_seconds, row.cost, {row.values.begin(), row.values.end()}});
 }
 
 void ChainFiles::on_checkpoint(std::uint64_t, sgmcmc::StateWriter& state) {
@@ -116,6 +125,7 @@ void ChainFiles::on_checkpoint(std::uint64_t, sgmcmc::StateWriter& state) {
   for (const auto& row : rows_) {
     state.count(row.iteration);
     state.number(row.seconds);
+    state.number(row.cpu_seconds);
     state.count(row.cost.item_gradients);
     state.count(row.cost.full_passes);
     state.numbers(row.values);
@@ -136,20 +146,14 @@ void ChainFiles::close(const sgmcmc::ChainResult& result) {
   if (gradients_) gradients_->close();
 }
 
-std::vector<std::string> ChainFiles::columns(std::vector<std::string> names, std::size_t quantities,
-                                             const std::vector<std::string>& quantity_names) {
-  if (quantities) names.insert(names.end(), quantity_names.begin(), quantity_names.end());
-  return names;
-}
-
 void write_metrics(const fs::path& path, const std::vector<std::string>& names, const std::vector<const ChainFiles*>& chains) {
   sgmcmc::OutputFile file(path);
-  std::string line = "chain,iteration,seconds,item_gradients";
+  std::string line = "chain,iteration,seconds,cpu_seconds,item_gradients";
   for (const auto& name : names) line += "," + name;
   file.write(line + "\n");
   for (std::size_t k = 0; k < chains.size(); ++k) {
     for (const auto& row : chains[k]->rows()) {
-      line = fmt::format("{},{},{},{}", k + 1, row.iteration, row.seconds, row.cost.item_gradients);
+      line = fmt::format("{},{},{},{},{}", k + 1, row.iteration, row.seconds, row.cpu_seconds, row.cost.item_gradients);
       for (double value : row.values) {
         line += ',';
         sgmcmc::append_number(line, value);

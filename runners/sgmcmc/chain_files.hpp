@@ -33,15 +33,17 @@ struct ChainPaths {
   std::filesystem::path draws, gradients, checkpoint;
 };
 
-/// One chain's output: draws (and the model's quantities, when recorded, as generated-quantity
-/// columns after the parameters) streamed to its Stan CSV, gradients to gradients-<k>.csv, metric
-/// rows kept for metrics.csv. At a checkpoint it adds where its files stand, its metric rows and
-/// its recorder to the chain's state and writes checkpoint-<k>.bin.
+/// One chain's output: draws of the parameters chosen by [output] (and the model's quantities,
+/// when recorded, as generated-quantity columns after them) streamed to its Stan CSV, their
+/// gradients to gradients-<k>.csv, metric rows kept for metrics.csv. At a checkpoint it adds where
+/// its files stand, its metric rows and its recorder to the chain's state and writes
+/// checkpoint-<k>.bin.
 class ChainFiles final : public sgmcmc::ChainObserver {
 public:
+  /// `names`: all the model's parameters; `written`: the indices of those the files hold.
   ChainFiles(ChainPaths paths, std::vector<std::string> comments, bool tests_acceptance,
-             const std::vector<std::string>& names, std::unique_ptr<sgmcmc::DrawRecorder> recorder,
-             const std::vector<std::string>& quantity_names);
+             const std::vector<std::string>& names, std::vector<std::size_t> written,
+             std::unique_ptr<sgmcmc::DrawRecorder> recorder, const std::vector<std::string>& quantity_names);
   /// Reads what on_checkpoint added to a chain's state; open() then continues the files there.
   void restore_state(sgmcmc::StateReader& in);
   /// New files with comments and headers, or, after restore_state, the files cut to where the
@@ -61,16 +63,17 @@ public:
   sgmcmc::Cost recording_cost() const { return recorder_ ? recorder_->cost() : sgmcmc::Cost{}; }
   struct Row {
     std::uint64_t iteration;
-    double seconds;
+    double seconds, cpu_seconds;
     sgmcmc::Cost cost;
     std::vector<double> values;
   };
   const std::vector<Row>& rows() const { return rows_; }
 
 private:
-  static std::vector<std::string> columns(std::vector<std::string> names, std::size_t quantities,
-                                          const std::vector<std::string>& quantity_names);
   bool records_gradients() const { return recorder_ && recorder_->records_gradients(); }
+  bool writes_every_parameter() const { return written_.size() == dimension_; }
+  /// row_ ← the written coordinates of `values`, followed by `quantities` slots.
+  std::span<double> gather(std::span<const double> values, std::size_t quantities);
 
   struct Lengths {
     std::uint64_t draws, gradients;  // bytes of chain-<k>.csv and gradients-<k>.csv at the checkpoint
@@ -78,7 +81,9 @@ private:
   ChainPaths paths_;
   std::vector<std::string> comments_;
   bool tests_acceptance_;
-  std::vector<std::string> parameter_names_, columns_;
+  std::size_t dimension_;
+  std::vector<std::size_t> written_;
+  std::vector<std::string> written_names_, quantity_names_;
   std::unique_ptr<sgmcmc::DrawRecorder> recorder_;
   std::optional<Lengths> continue_at_;
   std::optional<sgmcmc::StanCsvWriter> draws_;
@@ -94,7 +99,7 @@ private:
 std::vector<std::string> stan_argument_lines(const sgmcmc::ChainSchedule& schedule, std::uint64_t k, std::uint64_t seed,
                                              bool adapts);
 
-/// metrics.csv: chain, iteration, seconds, item_gradients, then the metrics `names`; the rows of
-/// chain 1, then of chain 2, and so on.
+/// metrics.csv: chain, iteration, seconds, cpu_seconds, item_gradients, then the metrics `names`;
+/// the rows of chain 1, then of chain 2, and so on.
 void write_metrics(const std::filesystem::path& path, const std::vector<std::string>& names,
                    const std::vector<const ChainFiles*>& chains);

@@ -13,6 +13,7 @@
 #include <thread>
 #include <variant>
 #include <vector>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -116,6 +117,16 @@ fs::path prepare_output(const RunOptions& options, const std::string& label) {
   return out;
 }
 
+double seconds_since_epoch(std::chrono::system_clock::time_point t) {
+  return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
+
+/// The machine's name: a sweep's cells that ran at once on one machine shared its cores.
+std::string host_name() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? name : "";
+}
+
 json to_json(const sgmcmc::Value& value) {
   return std::visit([](const auto& v) { return json(v); }, value);
 }
@@ -171,26 +182,77 @@ void run_jobs(std::vector<ChainJob>& jobs, const sgmcmc::ChainSchedule& schedule
 
 struct PreparedRun {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::chrono::system_clock::time_point started_at = std::chrono::system_clock::now();  // for the manifest
   sgmcmc::RunConfig config;
   std::string source;
   RunSchedule schedule;
   std::string model_name;
-  std::optional<sgmcmc::LoadedPlugin> plugin;
-  std::shared_ptr<const sgmcmc::Model> model;
-  double model_seconds = 0.0;
+  std::shared_ptr<const BuiltModel> built;
+  std::shared_ptr<const sgmcmc::Model> model;  // built->model
+  double model_seconds = 0.0;                  // this run spent getting its model (0 when shared)
+  bool model_shared = false;                   // taken from a sweep's ModelCache
   bool tests_acceptance = false;
   std::vector<ChainJob> jobs;
   std::vector<std::unique_ptr<sgmcmc::DrawRecorder>> recorders;
   std::vector<std::string> warnings;
-  bool print_zv = false;  // [output] zv = true
+  bool print_zv = false;              // [output] zv = true
+  std::vector<std::size_t> written;  // the parameters the draws files hold ([output] parameters)
 
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); }
 };
 
 void PreparedRunDeleter::operator()(PreparedRun* run) const { delete run; }
 
+namespace {
+
+/// Loads the plugin [model] names and builds its model.
+std::shared_ptr<const BuiltModel> build_model(const sgmcmc::RunConfig& config, std::uint64_t data_seed, const std::string& source,
+                                              const std::optional<fs::path>& plugin_dir) {
+  const std::string name = config["model"].text("name", "");
+  if (name.empty()) throw sgmcmc::Error(fmt::format("{}: [model] needs a name (see `sgmcmc list`)", source));
+  std::optional<sgmcmc::LoadedPlugin> plugin;
+  try {
+    plugin.emplace(sgmcmc::load_plugin(name, plugin_folders(plugin_dir)));
+  } catch (const sgmcmc::Error& error) {
+    throw ModelNotLoadable(error.what());
+  }
+  auto model = plugin->create({config["model"], data_seed});
+  return std::make_shared<const BuiltModel>(BuiltModel{*plugin, std::move(model), config["model"]});
+}
+
+/// What makes two cells' models the same: the [model] keys and values, the data seed and where
+/// plugins are looked for.
+std::string model_key(const sgmcmc::RunConfig& config, std::uint64_t data_seed, const std::optional<fs::path>& plugin_dir) {
+  json key = json::object();
+  for (const auto& [name, entry] : config["model"].entries()) key[name] = to_json(entry.value);
+  return fmt::format("{}|{}|{}", key.dump(), data_seed, plugin_dir ? plugin_dir->string() : "");
+}
+
+}  // namespace
+
+std::shared_ptr<const BuiltModel> ModelCache::get(const sgmcmc::RunConfig& config, std::uint64_t data_seed,
+                                                  const std::string& source, const std::optional<fs::path>& plugin_dir,
+                                                  bool& shared) {
+  std::shared_ptr<Slot> slot;
+  {
+    const std::lock_guard lock(mutex_);
+    auto& found = slots_[model_key(config, data_seed, plugin_dir)];
+    if (!found) found = std::make_shared<Slot>();
+    slot = found;
+  }
+  const std::lock_guard building(slot->building);
+  auto model = slot->model.lock();
+  shared = model != nullptr;
+  if (shared) return model;
+  model = build_model(config, data_seed, source, plugin_dir);
+  slot->model = model;
+  return model;
+}
+
+std::shared_ptr<const BuiltModel> model_of(const PreparedRun& run) { return run.built; }
+
 PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
-                           const std::optional<fs::path>& plugin_dir) {
+                           const std::optional<fs::path>& plugin_dir, ModelCache* models) {
   PreparedRunPtr run(new PreparedRun);
   run->config = std::move(config);
   run->source = source;
@@ -198,18 +260,19 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   run->schedule = read_schedule(cfg["run"]);
   const auto& schedule = run->schedule;
 
+  run->built = models ? models->get(cfg, schedule.data_seed, source, plugin_dir, run->model_shared)
+                      : build_model(cfg, schedule.data_seed, source, plugin_dir);
+  cfg["model"].adopt_reads(run->built->section);  // the keys the model read, when another run's build read them
   run->model_name = cfg["model"].text("name", "");
-  if (run->model_name.empty()) throw sgmcmc::Error(fmt::format("{}: [model] needs a name (see `sgmcmc list`)", source));
-  try {
-    run->plugin.emplace(sgmcmc::load_plugin(run->model_name, plugin_folders(plugin_dir)));
-  } catch (const sgmcmc::Error& error) {
-    throw ModelNotLoadable(error.what());
-  }
-  run->model = run->plugin->create({cfg["model"], schedule.data_seed});
+  run->model = run->built->model;
   run->model_seconds = run->elapsed();
   const auto output = sgmcmc::read_output_options(cfg["output"], *run->model);
   run->print_zv = output.zv;
+  run->written = output.written;
 
+  // saga's tables of all the chains together are checked before any is allocated.
+  if (const auto refusal = sgmcmc::estimator_memory_refusal(cfg["estimator"], *run->model, schedule.chains); !refusal.empty())
+    throw sgmcmc::Error(refusal);
   // Every chain gets its own parts, all built here, before any thread starts.
   run->jobs.resize(schedule.chains);
   for (std::uint64_t k = 0; k < schedule.chains; ++k) {
@@ -259,7 +322,8 @@ json manifest_chains(const PreparedRun& run) {
   for (std::size_t k = 0; k < run.jobs.size(); ++k) {
     const auto& r = run.jobs[k].result;
     chains.push_back({{"chain", k + 1}, {"status", r.diverged ? "diverged" : "complete"}, {"message", r.message},
-                      {"iterations", r.iterations}, {"seconds", r.seconds}, {"item_gradients", r.cost.item_gradients},
+                      {"iterations", r.iterations}, {"seconds", r.seconds}, {"cpu_seconds", r.cpu_seconds},
+                      {"item_gradients", r.cost.item_gradients},
                       {"full_passes", r.cost.full_passes}, {"blocks", r.blocks}, {"accepted_blocks", r.accepted_blocks},
                       {"non_finite_proposals", r.non_finite_proposals}, {"mean_accept_stat", r.mean_accept_stat},
                       {"recording_item_gradients", run.jobs[k].files->recording_cost().item_gradients},
@@ -289,7 +353,7 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
     chain_comments.insert(chain_comments.end(), stan.begin(), stan.end());
     const ChainPaths paths{out / run_folder::chain_draws(k + 1), out / run_folder::chain_gradients(k + 1),
                            checkpoint_path(out, k)};
-    run.jobs[k].files = std::make_unique<ChainFiles>(paths, chain_comments, run.tests_acceptance, names,
+    run.jobs[k].files = std::make_unique<ChainFiles>(paths, chain_comments, run.tests_acceptance, names, run.written,
                                                      std::move(run.recorders[k]), quantity_names);
   }
   for (std::uint64_t k = 0; resume && k < run.schedule.chains; ++k) {
@@ -326,7 +390,7 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
                    {"seed", run.schedule.seed},
                    {"warnings", run.warnings},
                    {"model", {{"name", run.model_name},
-                              {"plugin", run.plugin->path().string()},
+                              {"plugin", run.built->plugin.path().string()},
                               {"dimension", run.model->dimension()},
                               {"items", run.model->num_items()}}}};
   const bool checkpoints = run.schedule.chain.checkpoint_every > 0;
@@ -349,7 +413,12 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
   manifest["status"] = any_diverged ? "diverged" : "complete";
   manifest["chains"] = manifest_chains(run);
   manifest["threads"] = threads;
-  manifest["timings"] = {{"model_seconds", run.model_seconds}, {"total_seconds", run.elapsed()}};
+  manifest["timings"] = {{"model_seconds", run.model_seconds},
+                         {"model_shared", run.model_shared},
+                         {"total_seconds", run.elapsed()},
+                         {"started", seconds_since_epoch(run.started_at)},
+                         {"finished", seconds_since_epoch(std::chrono::system_clock::now())},
+                         {"host", host_name()}};
   write_atomically(out / run_folder::manifest, manifest.dump(2) + "\n");
   for (std::size_t k = 0; checkpoints && k < run.jobs.size(); ++k) fs::remove(checkpoint_path(out, k));
   return any_diverged ? RunOutcome::diverged : RunOutcome::complete;

@@ -6,7 +6,9 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,11 +27,40 @@ struct ModelNotLoadable : sgmcmc::Error {
   using sgmcmc::Error::Error;
 };
 
-/// Loads the model and builds every chain's estimator, integrator, corrector and recorder.
-/// Throws sgmcmc::Error when a part refuses the configuration (mh after sghmc, say), and
-/// ModelNotLoadable when the model's plugin cannot be loaded.
+/// A model built from one [model] section and data seed, with the plugin it came from.
+struct BuiltModel {
+  sgmcmc::LoadedPlugin plugin;
+  std::shared_ptr<const sgmcmc::Model> model;
+  sgmcmc::Settings section;  // the [model] section as the model read it (which keys it knows)
+};
+
+/// The models of a sweep's cells, one per distinct [model] section, data seed and plugin folder:
+/// runs only read their model, so cells that differ in their sampler share one, and a cell's run
+/// reuses the model its validation built. The cache does not own them: a model lives as long as a
+/// run or a cell holds it.
+class ModelCache {
+public:
+  /// The model of `config` with `data_seed`, built now or, setting `shared`, one already built.
+  std::shared_ptr<const BuiltModel> get(const sgmcmc::RunConfig& config, std::uint64_t data_seed, const std::string& source,
+                                        const std::optional<std::filesystem::path>& plugin_dir, bool& shared);
+
+private:
+  struct Slot {
+    std::mutex building;  // one thread builds a model; the others wanting it wait for it
+    std::weak_ptr<const BuiltModel> model;
+  };
+  std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<Slot>> slots_;
+};
+
+/// Loads the model (or takes it from `models`) and builds every chain's estimator, integrator,
+/// corrector and recorder. Throws sgmcmc::Error when a part refuses the configuration (mh after
+/// sghmc, say), and ModelNotLoadable when the model's plugin cannot be loaded.
 PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
-                           const std::optional<std::filesystem::path>& plugin_dir);
+                           const std::optional<std::filesystem::path>& plugin_dir, ModelCache* models = nullptr);
+
+/// The model the run uses, for a sweep's cell to keep between its validation and its run.
+std::shared_ptr<const BuiltModel> model_of(const PreparedRun& run);
 
 /// Throws for a key no part read; returns warnings for keys of unchosen components.
 std::vector<std::string> check_keys(PreparedRun& run);

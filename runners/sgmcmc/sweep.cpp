@@ -32,7 +32,7 @@ namespace {
 int finish(const Cluster& cluster, const Plan& plan, const SweepOptions& options) {
   int code = 0;
   if (cluster.root()) {
-    write_tables(plan.sweep, plan.cells, plan.out);
+    const std::size_t concurrent = write_tables(plan.sweep, plan.cells, plan.out);
     std::map<std::string, int> counts;
     for (const auto& cell : plan.cells) ++counts[cell.status];
     std::vector<std::string> parts;
@@ -40,6 +40,10 @@ int finish(const Cluster& cluster, const Plan& plan, const SweepOptions& options
     if (!options.quiet)
       fmt::print("{} cells{}: {} -> {}\n", plan.cells.size(), cluster.size() > 1 ? fmt::format(" on {} ranks", cluster.size()) : "",
                  fmt::join(parts, ", "), plan.out.string());
+    if (!options.quiet && concurrent > 1)
+      fmt::print("up to {} cells ran at once on one machine, sharing its cores: compare cells by cpu_seconds, not seconds "
+                 "(summary.csv's concurrent_cells; `sgmcmc plot` draws against CPU seconds)\n",
+                 concurrent);
     for (const auto& cell : plan.cells)
       if (cell.status == "failed") fmt::print(stderr, "sgmcmc: cell {} failed: {}\n", cell.name, cell.reason);
     code = counts["failed"] || counts["diverged"] ? exit_diverged : 0;

@@ -28,12 +28,13 @@ struct Verdict {
 };
 
 /// Builds the cell as its run would, without running it. A part refusing the combination
-/// (mh after sghmc) skips the cell; a key nothing reads is an error of the sweep file.
-Verdict validate_cell(const Sweep& sweep, const Cell& cell, const std::optional<fs::path>& plugin_dir) {
+/// (mh after sghmc) skips the cell; a key nothing reads is an error of the sweep file. A valid
+/// cell keeps its model for its run.
+Verdict validate_cell(const Sweep& sweep, Cell& cell, const std::optional<fs::path>& plugin_dir, ModelCache& models) {
   Verdict verdict;
   PreparedRunPtr run;
   try {
-    run = prepare_run(cell_config(sweep, cell), cell_source(sweep, cell), plugin_dir);
+    run = prepare_run(cell_config(sweep, cell), cell_source(sweep, cell), plugin_dir, &models);
   } catch (const ModelNotLoadable& error) {  // a misspelt model.name: the sweep file is wrong
     verdict.key_error = error.what();
     return verdict;
@@ -49,6 +50,7 @@ Verdict validate_cell(const Sweep& sweep, const Cell& cell, const std::optional<
   }
   try {
     check_run(*run);
+    cell.model = model_of(*run);
   } catch (const sgmcmc::Error& error) {
     verdict.skip = error.what();
   }
@@ -57,9 +59,11 @@ Verdict validate_cell(const Sweep& sweep, const Cell& cell, const std::optional<
 
 /// One cell: the run's outputs in `folder`. A partial folder a killed sweep left continues from
 /// its chains' checkpoints when the cell's run takes them (run.checkpoint_every), else is replaced.
-void run_cell(const Sweep& sweep, Cell& cell, const fs::path& folder, const std::optional<fs::path>& plugin_dir) {
+void run_cell(const Sweep& sweep, Cell& cell, const fs::path& folder, const std::optional<fs::path>& plugin_dir,
+              ModelCache& models) {
   try {
-    auto run = prepare_run(cell_config(sweep, cell), cell_source(sweep, cell), plugin_dir);
+    auto run = prepare_run(cell_config(sweep, cell), cell_source(sweep, cell), plugin_dir, &models);
+    cell.model.reset();  // the run holds it now; the last run using it frees it
     check_keys(*run);
     check_run(*run);
     const bool resumable = resume_refusal(folder).empty();
@@ -77,10 +81,11 @@ void run_cell(const Sweep& sweep, Cell& cell, const fs::path& folder, const std:
 
 }  // namespace
 
-void validate_cells(const Sweep& sweep, std::vector<Cell>& cells, const SweepOptions& options, unsigned jobs) {
+void validate_cells(const Sweep& sweep, std::vector<Cell>& cells, const SweepOptions& options, unsigned jobs,
+                    ModelCache& models) {
   std::vector<Verdict> verdicts(cells.size());
   on_pool(cells.size(), jobs, [&](std::size_t c) {
-    if (cells[c].status == "pending") verdicts[c] = validate_cell(sweep, cells[c], options.plugin_dir);
+    if (cells[c].status == "pending") verdicts[c] = validate_cell(sweep, cells[c], options.plugin_dir, models);
   });
   std::set<std::string> warnings;
   for (std::size_t c = 0; c < cells.size(); ++c) {
@@ -97,14 +102,17 @@ void validate_cells(const Sweep& sweep, std::vector<Cell>& cells, const SweepOpt
 }
 
 LocalCells::LocalCells(const Sweep& sweep, std::vector<Cell>& cells, std::vector<std::size_t> mine, fs::path folder,
-                       const SweepOptions& options, unsigned jobs)
+                       const SweepOptions& options, unsigned jobs, ModelCache& models)
     : remaining_(mine.size()) {
-  pool_ = std::jthread([&sweep, &cells, mine = std::move(mine), folder = std::move(folder), &options, jobs, this] {
+  // Cells other ranks run let go of the models validation built for them.
+  for (std::size_t c = 0; c < cells.size(); ++c)
+    if (std::find(mine.begin(), mine.end(), c) == mine.end()) cells[c].model.reset();
+  pool_ = std::jthread([&sweep, &cells, mine = std::move(mine), folder = std::move(folder), &options, jobs, &models, this] {
     try {
       on_pool(mine.size(), jobs, [&](std::size_t i) {
         if (stopping_) return;
         const auto started = std::chrono::steady_clock::now();
-        run_cell(sweep, cells[mine[i]], folder / cells[mine[i]].name, options.plugin_dir);
+        run_cell(sweep, cells[mine[i]], folder / cells[mine[i]].name, options.plugin_dir, models);
         push({mine[i], std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
       });
     } catch (...) {

@@ -14,11 +14,14 @@
 #include <vector>
 
 #include "commands.hpp"
+#include "run.hpp"
 #include "sweep_file.hpp"
 #include "sweep_grid.hpp"
 
-/// Validates every cell still to run, on the pool; throws the first key error, in grid order.
-void validate_cells(const Sweep& sweep, std::vector<Cell>& cells, const SweepOptions& options, unsigned jobs);
+/// Validates every cell still to run, on the pool; throws the first key error, in grid order. A
+/// valid cell keeps the model its validation built (from `models`) for its run.
+void validate_cells(const Sweep& sweep, std::vector<Cell>& cells, const SweepOptions& options, unsigned jobs,
+                    ModelCache& models);
 
 /// A finished cell: its index in the grid and its wall time.
 struct Finished {
@@ -31,7 +34,7 @@ struct Finished {
 class LocalCells {
 public:
   LocalCells(const Sweep& sweep, std::vector<Cell>& cells, std::vector<std::size_t> mine, std::filesystem::path folder,
-             const SweepOptions& options, unsigned jobs);
+             const SweepOptions& options, unsigned jobs, ModelCache& models);
 
   /// Cells not yet started are left out: the main thread failed, and the job is about to end.
   ~LocalCells() { stopping_ = true; }

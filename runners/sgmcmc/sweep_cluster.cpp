@@ -121,7 +121,7 @@ Shared share_plan(const Cluster& cluster, const SweepOptions& options, unsigned 
 
 void run_on_root(const Cluster& cluster, Plan& plan, const SweepOptions& options, unsigned jobs) {
   const auto total = static_cast<std::size_t>(std::count_if(plan.cells.begin(), plan.cells.end(), [](const Cell& cell) { return cell.status == "pending"; }));
-  LocalCells local(plan.sweep, plan.cells, dealt_cells(plan.cells, cluster), plan.out, options, jobs);
+  LocalCells local(plan.sweep, plan.cells, dealt_cells(plan.cells, cluster), plan.out, options, jobs, *plan.models);
   int ranks_running = cluster.size() - 1;
   std::size_t done = 0;
   while (!local.finished() || ranks_running > 0) {
@@ -140,7 +140,7 @@ void run_on_root(const Cluster& cluster, Plan& plan, const SweepOptions& options
 void run_on_worker(const Cluster& cluster, Plan& plan, const SweepOptions& options, unsigned jobs) {
   const fs::path scratch = fs::temp_directory_path() / fmt::format("sgmcmc-sweep-{}-rank-{}", getpid(), cluster.rank());
   {
-    LocalCells local(plan.sweep, plan.cells, dealt_cells(plan.cells, cluster), scratch, options, jobs);
+    LocalCells local(plan.sweep, plan.cells, dealt_cells(plan.cells, cluster), scratch, options, jobs, *plan.models);
     while (!local.finished()) {
       if (const auto finished = local.next(std::chrono::milliseconds(100))) {
         const fs::path folder = scratch / plan.cells[finished->cell].name;

@@ -2,6 +2,7 @@
 // check of the grid's size.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -10,11 +11,14 @@
 
 import sgmcmc;
 
+struct BuiltModel;  // run.hpp
+
 struct Cell {
   std::vector<std::size_t> choice;  // per axis, the index of its value
   std::string name;                 // its folder
   std::string status;               // "pending", then "complete", "diverged", "failed", "skipped" or "done" (resumed)
   std::string reason;               // why skipped or failed
+  std::shared_ptr<const BuiltModel> model;  // built by validation, until the cell's run takes it
 };
 
 /// The grid in a fixed order (last group fastest), without excluded cells. Names made the same by

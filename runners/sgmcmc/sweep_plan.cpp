@@ -44,7 +44,7 @@ Plan make_plan(const SweepOptions& options, unsigned jobs) {
   if (options.resume)
     for (auto& cell : plan.cells)
       if (fs::exists(plan.out / cell.name / run_folder::manifest)) cell.status = "done";
-  validate_cells(plan.sweep, plan.cells, options, jobs);
+  validate_cells(plan.sweep, plan.cells, options, jobs, *plan.models);
   prepare_sweep_folder(plan.sweep, plan.out, options.resume);
   if (!options.quiet)
     for (const auto& cell : plan.cells)

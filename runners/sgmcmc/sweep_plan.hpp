@@ -3,9 +3,11 @@
 // message however many ranks there are.
 #pragma once
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include "commands.hpp"
+#include "run.hpp"
 #include "sweep_file.hpp"
 #include "sweep_grid.hpp"
 
@@ -13,6 +15,8 @@ struct Plan {
   Sweep sweep;
   std::vector<Cell> cells;
   std::filesystem::path out;
+  /// The models validation built, which the cells' runs take up (one build per distinct model).
+  std::shared_ptr<ModelCache> models = std::make_shared<ModelCache>();
 };
 
 /// The plan, printing the cells it skips unless --quiet.

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 #include <fmt/format.h>
@@ -81,7 +82,7 @@ json read_manifest(const fs::path& path) {
   }
 }
 
-constexpr std::array<const char*, 4> run_columns = {"chain", "iteration", "seconds", "item_gradients"};
+constexpr std::array<const char*, 5> run_columns = {"chain", "iteration", "seconds", "cpu_seconds", "item_gradients"};
 
 /// The cell column and the axis values that start every row of both tables.
 std::string cell_prefix(const Sweep& sweep, const Cell& cell) {
@@ -145,28 +146,63 @@ std::vector<std::string> final_metrics(const MetricsTable& table, const std::vec
   return values;
 }
 
+/// Per cell, the most cells (itself included) that were running at one moment of its run on its
+/// machine (from the manifests' start and end times and host): cells that shared cores and memory
+/// bandwidth have wall seconds that cannot be compared, while their CPU seconds can. 0 for a cell
+/// without a manifest.
+std::vector<std::size_t> concurrent_cells(const std::vector<json>& manifests) {
+  struct Span {
+    std::string host;
+    double start, end;
+  };
+  std::vector<std::optional<Span>> spans(manifests.size());
+  for (std::size_t c = 0; c < manifests.size(); ++c)
+    if (!manifests[c].is_null()) {
+      const auto& timings = manifests[c]["timings"];
+      spans[c] = Span{timings.value("host", ""), timings.value("started", 0.0), timings.value("finished", 0.0)};
+    }
+  const auto running_at = [&](const std::string& host, double t) {
+    std::size_t count = 0;
+    for (const auto& span : spans) count += span && span->host == host && span->start <= t && t < span->end;
+    return count;
+  };
+  std::vector<std::size_t> most(manifests.size(), 0);
+  for (std::size_t c = 0; c < spans.size(); ++c) {
+    if (!spans[c]) continue;
+    most[c] = 1;
+    // The count only rises when a run starts, so the starts within the cell's span are enough.
+    for (const auto& other : spans)
+      if (other && other->host == spans[c]->host && spans[c]->start <= other->start && other->start < spans[c]->end)
+        most[c] = std::max(most[c], running_at(spans[c]->host, other->start));
+  }
+  return most;
+}
+
 std::string summary_csv(const Sweep& sweep, const std::vector<Cell>& cells, const std::vector<MetricsTable>& tables,
-                        const std::vector<json>& manifests, const std::vector<std::string>& metrics) {
-  std::string text = axes_header(sweep) + ",status,chains,item_gradients,mean_accept_stat,seconds";
+                        const std::vector<json>& manifests, const std::vector<std::string>& metrics,
+                        const std::vector<std::size_t>& concurrent) {
+  std::string text = axes_header(sweep) + ",status,chains,item_gradients,mean_accept_stat,seconds,cpu_seconds,concurrent_cells";
   for (const auto& metric : metrics) text += "," + csv_field("final_" + metric);
   text += ",reason\n";
   for (std::size_t c = 0; c < cells.size(); ++c) {
     text += cell_prefix(sweep, cells[c]);
     const json& manifest = manifests[c];
     if (manifest.is_null()) {
-      text += fmt::format(",{},,,,", cells[c].status);
+      text += fmt::format(",{},,,,,,", cells[c].status);
       for (std::size_t m = 0; m < metrics.size(); ++m) text += ",";
     } else {
       std::uint64_t gradients = 0;
-      double accept = 0.0;
+      double accept = 0.0, cpu_seconds = 0.0;
       for (const auto& chain : manifest["chains"]) {
         gradients += chain["item_gradients"].get<std::uint64_t>();
         accept += chain["mean_accept_stat"].get<double>();
+        cpu_seconds += chain["cpu_seconds"].get<double>();
       }
       const auto chains = manifest["chains"].size();
-      text += fmt::format(",{},{},{},{},{}", manifest["status"].get<std::string>(), chains, gradients,
+      text += fmt::format(",{},{},{},{},{},{},{}", manifest["status"].get<std::string>(), chains, gradients,
                           number_text(accept / static_cast<double>(std::max<std::size_t>(1, chains))),
-                          number_text(manifest["timings"]["total_seconds"].get<double>()));
+                          number_text(manifest["timings"]["total_seconds"].get<double>()), number_text(cpu_seconds),
+                          concurrent[c]);
       for (const auto& value : final_metrics(tables[c], metrics)) text += "," + value;
     }
     text += "," + csv_field(cells[c].reason) + "\n";
@@ -176,7 +212,7 @@ std::string summary_csv(const Sweep& sweep, const std::vector<Cell>& cells, cons
 
 }  // namespace
 
-void write_tables(const Sweep& sweep, const std::vector<Cell>& cells, const fs::path& out) {
+std::size_t write_tables(const Sweep& sweep, const std::vector<Cell>& cells, const fs::path& out) {
   std::vector<MetricsTable> tables(cells.size());
   std::vector<json> manifests(cells.size());
   for (std::size_t c = 0; c < cells.size(); ++c) {
@@ -187,5 +223,7 @@ void write_tables(const Sweep& sweep, const std::vector<Cell>& cells, const fs::
   }
   const auto metrics = metric_union(tables);
   write_atomically(out / "results.csv", results_csv(sweep, cells, tables, metrics));
-  write_atomically(out / "summary.csv", summary_csv(sweep, cells, tables, manifests, metrics));
+  const auto concurrent = concurrent_cells(manifests);
+  write_atomically(out / "summary.csv", summary_csv(sweep, cells, tables, manifests, metrics, concurrent));
+  return concurrent.empty() ? 0 : *std::max_element(concurrent.begin(), concurrent.end());
 }

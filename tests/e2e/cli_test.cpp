@@ -58,7 +58,7 @@ TEST_CASE("sgmcmc run --preset demo writes manifest, Stan CSV chains and metrics
   }
 
   const auto metrics = lines_of(test::read_text(out / "metrics.csv"));
-  CHECK(metrics[0] == "chain,iteration,seconds,item_gradients,log_predictive_density");
+  CHECK(metrics[0] == "chain,iteration,seconds,cpu_seconds,item_gradients,log_predictive_density");
   CHECK(metrics.size() == 1 + static_cast<std::size_t>(chains * (warmup + 400) / eval_every));  // metrics cover the warmup
   // The held-out log predictive density of a well-specified Gaussian model with σ = 1 is close to
   // the entropy bound -½log(2πe) ≈ -1.419; anything far off means a broken metric.
@@ -105,6 +105,20 @@ TEST_CASE("same seed, same files, bit for bit, on 1 thread or 4") {
   // ... and another seed gives other draws.
   REQUIRE(test::run_cli(common + "--seed 78 --out '" + (dir.path() / "other").string() + "'").exit_code == 0);
   CHECK(test::read_text(dir.path() / "one" / "chain-1.csv") != test::read_text(dir.path() / "other" / "chain-1.csv"));
+}
+
+TEST_CASE("sgmcmc run refuses saga tables of all chains beyond estimator.memory_limit_mb, before writing") {
+  // The demo's gaussian model has the GLM form: 8,000 training items, 64,000 bytes of table a
+  // chain. 0.1 MB (104,857.6 bytes) holds one chain's table, not two.
+  test::TempDir dir;
+  const std::string run = "run --preset demo --quiet --set run.iterations=50 --set estimator.name=saga "
+                          "--set estimator.memory_limit_mb=0.1 --out '" + (dir.path() / "saga").string() + "' --chains ";
+  const auto two = test::run_cli(run + "2");
+  INFO(two.output);
+  CHECK(two.exit_code == 2);
+  CHECK_THAT(two.output, Contains("per chain, 0.12 MB for 2 chains, more than the limit of 0.1 MB for all chains together"));
+  CHECK(!fs::exists(dir.path() / "saga" / "chain-1.csv"));
+  CHECK(test::run_cli(run + "1").exit_code == 0);
 }
 
 TEST_CASE("a diverging chain stops with a message and keeps what it wrote") {

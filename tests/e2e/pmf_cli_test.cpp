@@ -15,6 +15,7 @@
 import sgmcmc;
 
 using Catch::Matchers::Contains;
+using test::without_seconds;
 
 namespace pmf_cli_test {
 
@@ -38,17 +39,6 @@ std::vector<double> last_draw(const std::filesystem::path& file) {
   for (int column = 0; std::getline(fields, field, ','); ++column)
     if (column >= 3) values.push_back(std::stod(field));
   return values;
-}
-
-std::string without_seconds(const std::string& metrics) {
-  // chain,iteration,seconds,...: drop the third column of every line (wall-clock time).
-  std::istringstream in(metrics);
-  std::string line, out;
-  while (std::getline(in, line)) {
-    const auto first = line.find(','), second = line.find(',', first + 1), third = line.find(',', second + 1);
-    out += line.substr(0, second) + line.substr(third) + "\n";
-  }
-  return out;
 }
 
 }  // namespace pmf_cli_test

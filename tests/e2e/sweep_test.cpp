@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <vector>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "support.hpp"
@@ -51,34 +52,7 @@ std::string small_sweep(int iterations = 200, int eval_every = 50, int checkpoin
 
 using test::lines_of;
 
-/// Comma-separated fields, a trailing empty one included (summary.csv's empty `reason`).
-std::vector<std::string> fields_of(const std::string& line) {
-  std::vector<std::string> fields;
-  std::size_t start = 0;
-  for (std::size_t comma; (comma = line.find(',', start)) != std::string::npos; start = comma + 1)
-    fields.push_back(line.substr(start, comma - start));
-  fields.push_back(line.substr(start));
-  return fields;
-}
-
-/// A CSV table without its `seconds` column: what must be identical between runs.
-std::string without_seconds(const std::string& table) {
-  const auto lines = lines_of(table);
-  REQUIRE(!lines.empty());
-  const auto header = fields_of(lines.front());
-  const auto seconds = std::find(header.begin(), header.end(), "seconds");
-  REQUIRE(seconds != header.end());
-  const auto column = static_cast<std::size_t>(seconds - header.begin());
-  std::string out;
-  for (const auto& line : lines) {
-    auto fields = fields_of(line);
-    REQUIRE(fields.size() == header.size());
-    fields.erase(fields.begin() + static_cast<std::ptrdiff_t>(column));
-    for (std::size_t f = 0; f < fields.size(); ++f) out += (f ? "," : "") + fields[f];
-    out += "\n";
-  }
-  return out;
-}
+using test::without_seconds;
 
 test::CliResult sweep(const fs::path& file, const fs::path& out, const std::string& extra = "") {
   return test::run_cli("sweep '" + file.string() + "' --out '" + out.string() + "' --quiet " + extra);
@@ -127,13 +101,14 @@ TEST_CASE("sgmcmc sweep gives the same results.csv for --jobs 1 and --jobs 2") {
   CHECK(finished_cells(dir.path() / "one") == 8);
 
   const auto lines = lines_of(results);
-  CHECK(lines.front() == "cell,estimator.name,integrator.step_size,run.seed,chain,iteration,seconds,item_gradients,log_predictive_density");
+  CHECK(lines.front() ==
+        "cell,estimator.name,integrator.step_size,run.seed,chain,iteration,seconds,cpu_seconds,item_gradients,log_predictive_density");
   std::set<std::string> cells, seed_one_rows, seed_two_rows;
   for (std::size_t i = 1; i < lines.size(); ++i) {
-    const auto fields = fields_of(lines[i]);
+    const auto fields = test::csv_fields(lines[i]);
     cells.insert(fields[0]);
     // Rows of the two seeds with the same other settings must differ: the axis reached the run.
-    const std::string key = fields[1] + fields[2] + fields[4] + fields[5] + "," + fields[8];
+    const std::string key = fields[1] + fields[2] + fields[4] + fields[5] + "," + fields[9];
     (fields[3] == "1" ? seed_one_rows : seed_two_rows).insert(key);
   }
   CHECK(cells.size() == 8);
@@ -146,14 +121,13 @@ TEST_CASE("sgmcmc sweep gives the same results.csv for --jobs 1 and --jobs 2") {
   CHECK(fs::exists(cell / "chain-1.csv"));
   CHECK(fs::exists(cell / "chain-2.csv"));
   const auto cell_rows = lines_of(test::read_text(cell / "metrics.csv"));
-  const auto last = fields_of(cell_rows.back());
-  CHECK_THAT(results, Contains(fmt::format("{},exact,1e-05,2,{},{},{},{},{}\n", cell.filename().string(), last[0], last[1],
-                                           last[2], last[3], last[4])));
+  const auto last = test::csv_fields(cell_rows.back());
+  CHECK_THAT(results, Contains(fmt::format("{},exact,1e-05,2,{}\n", cell.filename().string(), fmt::join(last, ","))));
 
   const auto summary = lines_of(test::read_text(dir.path() / "one" / "summary.csv"));
   CHECK(summary.front() ==
         "cell,estimator.name,integrator.step_size,run.seed,status,chains,item_gradients,mean_accept_stat,seconds,"
-        "final_log_predictive_density,reason");
+        "cpu_seconds,concurrent_cells,final_log_predictive_density,reason");
   REQUIRE(summary.size() == 9);
   for (std::size_t i = 1; i < summary.size(); ++i) CHECK_THAT(summary[i], Contains(",complete,2,"));
   CHECK(!fs::exists(dir.path() / "one" / "results.csv.partial"));
@@ -245,7 +219,7 @@ TEST_CASE("sgmcmc sweep zips axes and excludes combinations") {
   REQUIRE(result.exit_code == 0);
   const auto summary = lines_of(test::read_text(dir.path() / "out" / "summary.csv"));
   std::vector<std::string> cells;
-  for (std::size_t i = 1; i < summary.size(); ++i) cells.push_back(fields_of(summary[i])[0]);
+  for (std::size_t i = 1; i < summary.size(); ++i) cells.push_back(test::csv_fields(summary[i])[0]);
   CHECK(cells == std::vector<std::string>{"model.n=1000+integrator.step_size=2e-05+run.seed=1+integrator.temperature=1.0",
                                           "model.n=1000+integrator.step_size=2e-05+run.seed=2+integrator.temperature=1.0",
                                           "model.n=2000+integrator.step_size=1e-05+run.seed=1+integrator.temperature=1.0"});
@@ -533,3 +507,40 @@ TEST_CASE("mpirun sgmcmc sweep (skipped: built without MPI)") {
   WARN("skipped: sgmcmc was built without MPI (SGMCMC_WITH_MPI=OFF or no MPI found); third_party/setup.sh installs OpenMPI");
 }
 #endif
+
+TEST_CASE("a sweep builds each model once and says when cells ran at once, so that CPU seconds are compared") {
+  // Four cells of one model (the seed, and so the data seed, is fixed): each run takes the model
+  // its validation built (model_shared), where it used to build it again. With --jobs 1 no two
+  // cells overlap in time; with --jobs 2 the first two start together and run for a second, so
+  // they overlap, and the sweep says so and `sgmcmc plot` draws against CPU seconds.
+  test::TempDir dir;
+  const auto file = dir.write("one-model.toml", "preset = \"demo\"\n[base.run]\nwarmup = 0\niterations = 2000\nchains = 1\n"
+                                                "eval_every = 500\nthin = 5\n[axes]\n"
+                                                "\"estimator.name\" = [\"minibatch\", \"cv\"]\n"
+                                                "\"integrator.step_size\" = [2e-5, 1e-5]\n");
+  for (const int jobs : {1, 2}) {
+    const auto out = dir.path() / fmt::format("jobs-{}", jobs);
+    const auto result = test::run_cli(fmt::format("sweep '{}' --out '{}' --jobs {}", file.string(), out.string(), jobs));
+    INFO("--jobs " << jobs << "\n" << result.output);
+    REQUIRE(result.exit_code == 0);
+    const auto summary = test::lines_of(test::read_text(out / "summary.csv"));
+    const auto header = test::csv_fields(summary.front());
+    const auto concurrent_column = static_cast<std::size_t>(std::find(header.begin(), header.end(), "concurrent_cells") - header.begin());
+    REQUIRE(concurrent_column < header.size());
+    std::size_t most = 0;
+    for (std::size_t i = 1; i < summary.size(); ++i) {
+      const auto cell = test::csv_fields(summary[i])[0];
+      const auto manifest = nlohmann::json::parse(test::read_text(out / cell / "manifest.json"));
+      CHECK(manifest["timings"]["model_shared"] == true);
+      most = std::max<std::size_t>(most, std::stoul(test::csv_fields(summary[i])[concurrent_column]));
+    }
+    CHECK(most == static_cast<std::size_t>(jobs));
+    CHECK((result.output.find("cells ran at once on one machine") != std::string::npos) == (jobs > 1));
+    const auto plotted = test::run_cli("plot '" + out.string() + "'");
+    INFO(plotted.output);
+    REQUIRE(plotted.exit_code == 0);
+    const auto sidecar = nlohmann::json::parse(test::read_text(out / (out.filename().string() + "-plot.json")));
+    CHECK(sidecar["time"] == (jobs > 1 ? "cpu" : "wall"));
+    CHECK_THAT(plotted.output, Contains(jobs > 1 ? "uses CPU seconds" : "uses wall seconds"));
+  }
+}

@@ -31,16 +31,6 @@ std::vector<std::string> data_lines(const fs::path& path) {
   return lines;
 }
 
-/// metrics.csv without its wall-clock column (the third).
-std::vector<std::string> metrics_without_seconds(const fs::path& path) {
-  std::vector<std::string> out;
-  for (const auto& line : lines_of(test::read_text(path))) {
-    const auto second = line.find(',', line.find(',') + 1), third = line.find(',', second + 1);
-    out.push_back(line.substr(0, second) + line.substr(third));
-  }
-  return out;
-}
-
 /// The whitespace-separated fields of the first output line that starts with `name` and a space.
 std::vector<std::string> row_of(const std::string& output, const std::string& name) {
   for (const auto& line : lines_of(output))
@@ -92,7 +82,8 @@ TEST_CASE("recording gradients and quantities leaves every draw and metric bit f
       CHECK(test::read_text(out("cv") / gradients) == test::read_text(out("cv-again") / gradients));
       CHECK_FALSE(fs::exists(out("plain") / gradients));
     }
-    CHECK(metrics_without_seconds(out("cv") / "metrics.csv") == metrics_without_seconds(out("plain") / "metrics.csv"));
+    CHECK(test::without_seconds(test::read_text(out("cv") / "metrics.csv")) ==
+          test::without_seconds(test::read_text(out("plain") / "metrics.csv")));
     const auto plain_manifest = nlohmann::json::parse(test::read_text(out("plain") / "manifest.json"));
     const auto cv_manifest = nlohmann::json::parse(test::read_text(out("cv") / "manifest.json"));
     CHECK(cv_manifest["chains"][0]["item_gradients"] == plain_manifest["chains"][0]["item_gradients"]);

@@ -90,7 +90,7 @@ class RunCase(unittest.TestCase):
             self.assert_same_as_text(table, run.path / f"chain-{k}.csv")
         # metrics: one row per chain every eval_every iterations, the manifest's metric columns
         self.assert_same_as_text(run.metrics, run.path / "metrics.csv")
-        self.assertEqual(list(run.metrics.columns[:4]), ["chain", "iteration", "seconds", "item_gradients"])
+        self.assertEqual(list(run.metrics.columns[:5]), ["chain", "iteration", "seconds", "cpu_seconds", "item_gradients"])
         self.assertEqual(sorted(run.metrics["chain"].unique().tolist()), run.chain_ids)
         for k in run.chain_ids:
             rows = run.metrics[run.metrics["chain"] == k]

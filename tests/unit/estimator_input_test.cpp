@@ -116,6 +116,21 @@ TEST_CASE("saga refuses a table above memory_limit_mb, stating the bytes; GLM mo
                  "chain, more than the limit of 1024 MB");
 }
 
+TEST_CASE("saga's memory_limit_mb counts the tables of all of a run's chains together") {
+  // 10⁶ items × d 10 without the GLM form: a full table of 80,000,000 bytes (76.29 MB) per chain.
+  // A limit of 200 MB holds two chains' tables (152.6 MB) and not three (228.9 MB).
+  auto config = sgmcmc::parse_config("[estimator]\nname = \"saga\"\nmemory_limit_mb = 200\n", "saga.toml");
+  const SizesOnly model(1'000'000, 10);
+  CHECK(sgmcmc::estimator_memory_refusal(config["estimator"], model, 2).empty());
+  CHECK_THAT(sgmcmc::estimator_memory_refusal(config["estimator"], model, 3),
+             Contains("saga.toml:3: estimator.memory_limit_mb: estimator 'saga' needs a gradient table of 80000000 bytes "
+                      "(76.29 MB = N 1000000 items × d 10 × 8 bytes) per chain, 228.88 MB for 3 chains, more than the limit "
+                      "of 200 MB for all chains together"));
+  // Estimators without a table are never refused for it.
+  auto minibatch = sgmcmc::parse_config("[estimator]\nname = \"minibatch\"\n", "minibatch.toml");
+  CHECK(sgmcmc::estimator_memory_refusal(minibatch["estimator"], model, 1000).empty());
+}
+
 TEST_CASE("a diverging cv centring stops with a message naming the phase and suggesting a smaller step") {
   test::GaussianFixture fixture(50, 3);
   const auto& model = *fixture.model;

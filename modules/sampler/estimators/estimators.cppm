@@ -4,10 +4,12 @@
 // minibatch drawing), weighted_batches (p_i ∝ L_i), control_variates (cv, svrg) and saga, each
 // built from its plain parameters (the partition `parameters`).
 module;
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
+#include <fmt/format.h>
 export module sgmcmc.estimators;
 export import sgmcmc.sampler;
 export import :minibatch;
@@ -25,6 +27,10 @@ inline constexpr const char* default_estimator = "minibatch";
 
 /// The estimator named in `section` (default "minibatch"), built for `model`.
 std::unique_ptr<Estimator> make_estimator(const Settings& section, const Model& model);
+
+/// Why `chains` chains, each with the estimator `section` chooses, would hold more memory than its
+/// memory_limit_mb allows (saga's tables), or "": a run checks this before building any chain.
+std::string estimator_memory_refusal(const Settings& section, const Model& model, std::uint64_t chains);
 
 /// Each estimator from its plain parameters (see :parameters for what these check), for `model`.
 std::unique_ptr<Estimator> make_estimator(const ExactParameters& parameters, const Model& model);
@@ -74,7 +80,7 @@ const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
       {"saga",
        "SAGA-LD: table of the last gradient of every item (Dubey et al. 2016), N scalars for GLM models, N × s for "
        "sparse item gradients; "
-       "keys batch_size, replacement, sampling, memory_limit_mb (1024 per chain)",
+       "keys batch_size, replacement, sampling, memory_limit_mb (1024, all chains together)",
        {"batch_size", "replacement", "sampling", "memory_limit_mb"}, factory<SagaParameters>(),
        "saga's estimate depends on the chain's history (its table holds gradients at earlier states and changes at "
        "every kick), so the reverse of a block cannot reproduce its kicks and the MH test is not exact; the test of "
@@ -86,6 +92,12 @@ const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
 
 std::unique_ptr<Estimator> make_estimator(const Settings& section, const Model& model) {
   return choose(estimator_catalogue(), section, default_estimator).make(section, model);
+}
+
+std::string estimator_memory_refusal(const Settings& section, const Model& model, std::uint64_t chains) {
+  if (choose(estimator_catalogue(), section, default_estimator).name != "saga") return "";
+  const auto refusal = SagaEstimator::table_refusal(model, SagaParameters::from_settings(section, model).memory_limit_mb, chains);
+  return refusal.empty() ? "" : fmt::format("{}: {}", section.describe("memory_limit_mb"), refusal);
 }
 
 std::unique_ptr<Estimator> make_estimator(const ExactParameters&, const Model& model) {

@@ -63,7 +63,7 @@ struct SvrgParameters {
 /// saga: SAGA-LD, a table of the last gradient of every item.
 struct SagaParameters {
   ItemSamplingParameters batches = {};
-  double memory_limit_mb = 1024.0;  // per chain; a larger table is refused before it is allocated
+  double memory_limit_mb = 1024.0;  // all chains' tables together; more is refused before allocation
   static SagaParameters from_settings(const Settings& section, const Model& model);
 };
 

@@ -281,8 +281,8 @@ private:
 /// SAGA-LD (Dubey et al. 2016; modules/README.md "SAGA"): ĝ(θ) = ∇f_0(θ) + G + Σ_k w_k [∇f_{i_k}(θ) - g_{i_k}]
 /// with w_k = 1/(n p_{i_k}) (N/n when uniform), then g_i ← ∇f_i(θ) for the batch. The table is
 /// filled by one full pass at the first θ, whose estimate is then exact. Keys: memory_limit_mb
-/// (per chain, default 1024): the table's size is checked when the estimator is built, before
-/// anything is allocated.
+/// (default 1024, for the tables of all of a run's chains together): the table's size is checked
+/// when the estimator is built, and a run's chains together before any is built.
 class SagaEstimator final : public Estimator {
 public:
   SagaEstimator(const SagaParameters& parameters, const Model& model) : sampler_(parameters.batches, model) {
@@ -297,21 +297,23 @@ public:
       table_ = std::make_unique<FullTable>(model);
   }
 
-  /// Why the table of `model` does not fit in `limit_mb`, or "" when it does: checked before
-  /// anything is allocated.
-  static std::string table_refusal(const Model& model, double limit_mb) {
+  /// Why `chains` tables of `model` (one per chain) do not fit in `limit_mb`, or "" when they
+  /// do: checked before anything is allocated.
+  static std::string table_refusal(const Model& model, double limit_mb, std::uint64_t chains = 1) {
     const Capabilities capabilities = model.capabilities();
     const bool compact = capabilities.glm_gradients, sparse = !compact && capabilities.sparse_item_gradients;
     const std::size_t per_item = compact ? 1 : sparse ? model.item_gradient_support_size() : model.dimension();
     const double bytes = static_cast<double>(model.num_items()) * static_cast<double>(per_item) * sizeof(double);
-    if (bytes <= limit_mb * 1024.0 * 1024.0) return "";
+    const double total = bytes * static_cast<double>(chains);
+    if (total <= limit_mb * 1024.0 * 1024.0) return "";
     return fmt::format("estimator 'saga' needs a gradient table of {:.0f} bytes ({:.2f} MB = N {} items × {} × 8 bytes) "
-                       "per chain, more than the limit of {} MB; raise the limit, or use estimator 'svrg' or 'cv', "
-                       "which keep no table",
+                       "per chain{}, more than the limit of {} MB for all chains together; raise the limit, or use "
+                       "estimator 'svrg' or 'cv', which keep no table",
                        bytes, bytes / (1024.0 * 1024.0), model.num_items(),
                        compact  ? std::string("1 scalar (GLM form)")
                        : sparse ? fmt::format("s {} (sparse item gradients)", per_item)
                                 : fmt::format("d {}", per_item),
+                       chains > 1 ? fmt::format(", {:.2f} MB for {} chains", total / (1024.0 * 1024.0), chains) : "",
                        limit_mb);
   }
 

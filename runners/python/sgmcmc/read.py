@@ -6,7 +6,7 @@ The folder holds (runners/README.md, "A run's folder"):
   ``lp__,accept_stat__,stepsize__,<parameters>[,<quantities>]`` and one row per draw;
 - ``gradients-<k>.csv``: only when ``output.gradients`` was set; the same comment lines, the
   header ``grad_lp.<parameter>,...`` and one row per row of ``chain-<k>.csv``;
-- ``metrics.csv``: ``chain,iteration,seconds,item_gradients,<model metrics>``;
+- ``metrics.csv``: ``chain,iteration,seconds,cpu_seconds,item_gradients,<model metrics>``;
 - ``manifest.json``: the resolved configuration, seed, versions, per-chain status and cost. It is
   written last: a folder without it is an interrupted run.
 
@@ -27,7 +27,7 @@ import pandas as pd
 #: The sampler columns that precede the parameters in every ``chain-<k>.csv``.
 STAT_COLUMNS = ("lp__", "accept_stat__", "stepsize__")
 #: The columns that precede the model's metrics in ``metrics.csv``.
-METRIC_KEY_COLUMNS = ("chain", "iteration", "seconds", "item_gradients")
+METRIC_KEY_COLUMNS = ("chain", "iteration", "seconds", "cpu_seconds", "item_gradients")
 GRADIENT_PREFIX = "grad_lp."
 
 _CHAIN_FILE = re.compile(r"^chain-([0-9]+)\.csv$")
@@ -107,7 +107,7 @@ class Run:
         One table per chain of ``gradients-<k>.csv`` (columns ``grad_lp.<parameter>``), or None
         when the run recorded no gradients.
     metrics : pandas.DataFrame
-        ``metrics.csv``: ``chain``, ``iteration`` (integers), ``seconds``, ``item_gradients`` and
+        ``metrics.csv``: ``chain``, ``iteration`` (integers), ``seconds``, ``cpu_seconds``, ``item_gradients`` and
         the model's metrics.
     comments : list[list[str]]
         The ``#`` comment lines of each chain file (the resolved configuration, the version).
