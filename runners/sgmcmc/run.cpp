@@ -273,7 +273,8 @@ json manifest_chains(const PreparedRun& run) {
 fs::path checkpoint_path(const fs::path& out, std::size_t k) { return out / run_folder::chain_checkpoint(k + 1); }
 
 /// Builds every chain's files; with `resume`, first restores every chain that has a checkpoint
-/// (all are read before any file is touched, so a bad checkpoint changes nothing).
+/// and checks every file it continues (all before any file is touched, so a bad checkpoint or a
+/// changed file changes nothing).
 void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifest, bool resume) {
   auto comments = config_comment_lines(manifest["config"]);
   comments.insert(comments.begin(), fmt::format("sgmcmc {} ({})", SGMCMC_VERSION, run.source));
@@ -300,6 +301,7 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
     state.finish();
     run.jobs[k].resumed_at = run.jobs[k].chain->state().iteration;
   }
+  for (const auto& job : run.jobs) job.files->check_files();
   for (auto& job : run.jobs) job.files->open();
 }
 

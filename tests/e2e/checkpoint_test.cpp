@@ -3,13 +3,15 @@
 // never stopped: chain-<k>.csv, gradients-<k>.csv and metrics.csv apart from its seconds column.
 // That holds for every estimator × integrator × corrector the gaussian model takes, for pmf
 // (Gibbs-updated hyperparameters in its workspace) and logistic (running predictive averages).
-// Bad input: a corrupt or truncated checkpoint, another configuration, a finished run.
+// Bad input: a corrupt or truncated checkpoint, another configuration, a finished run, an output
+// file cut or changed before its checkpoint (refused before any file is touched).
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -314,3 +316,68 @@ TEST_CASE("sgmcmc run --resume refuses another configuration, a finished run and
     CHECK_THAT(bad.output, Contains("multiple of run.checkpoint_every = 10"));
   }
 }
+
+namespace {
+
+/// Every file of a folder with its bytes, by name: what a refused resume must leave as it was.
+std::vector<std::pair<std::string, std::string>> folder_bytes(const fs::path& folder) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& entry : fs::directory_iterator(folder))
+    files.emplace_back(entry.path().filename().string(), test::read_text(entry.path()));
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+/// Where a digit of the first row after the header is, in a CSV file with `#` comment lines.
+std::size_t digit_in_first_row(const std::string& text) {
+  std::size_t line = 0;
+  while (text.compare(line, 1, "#") == 0) line = text.find('\n', line) + 1;  // comments
+  return text.find_first_of("0123456789", text.find('\n', line) + 1);  // past the header
+}
+
+}  // namespace
+
+TEST_CASE("sgmcmc run --resume checks every chain's files before changing any, and refuses bytes changed before the checkpoint") {
+  test::TempDir dir;
+  const auto out = dir.path() / "run";
+  const auto first = test::run_cli(fmt::format("run --preset demo --set model.n=300 --set run.warmup=0 --set run.iterations=40 "
+                                               "--set run.thin=1 --set output.gradients=estimator --chains 2 --threads 2 --checkpoint-every 10 "
+                                               "--stop-after 20 --out '{}' --quiet",
+                                               out.string()));
+  INFO(first.output);
+  REQUIRE(first.exit_code == 0);
+  // As a killed run leaves it: chain 1 with a row beyond its checkpoint, which a resume cuts off.
+  const std::string beyond = test::read_text(out / "chain-1.csv") + "0,1,2,3,4,5,6,7\n";
+  dir.write("run/chain-1.csv", beyond);
+  const auto refused = [&](const std::string& file, const std::string& complaint) {
+    const auto before = folder_bytes(out);
+    const auto resumed = test::run_cli(fmt::format("run --resume '{}' --quiet", out.string()));
+    INFO(resumed.output);
+    CHECK(resumed.exit_code == 2);
+    CHECK_THAT(resumed.output, Contains((out / file).string()) && Contains(complaint));
+    CHECK(folder_bytes(out) == before);
+  };
+
+  SECTION("chain 2's draws cut before its checkpoint: chain 1's are not cut back either") {
+    const std::string draws = test::read_text(out / "chain-2.csv");
+    dir.write("run/chain-2.csv", draws.substr(0, draws.size() - 10));
+    refused("chain-2.csv", "fewer than the");
+  }
+  for (const std::string file : {"chain-1.csv", "gradients-2.csv"}) {
+    SECTION("a byte before the checkpoint changed in " + file) {
+      std::string text = test::read_text(out / file);
+      const auto digit = digit_in_first_row(text);
+      REQUIRE(digit < text.size() / 2);
+      text[digit] = text[digit] == '7' ? '8' : '7';
+      dir.write("run/" + file, text);
+      refused(file, "were changed since");
+    }
+  }
+  SECTION("unchanged files resume") {
+    const auto resumed = test::run_cli(fmt::format("run --resume '{}' --quiet", out.string()));
+    INFO(resumed.output);
+    CHECK(resumed.exit_code == 0);
+    CHECK(test::read_text(out / "chain-1.csv") != beyond);
+  }
+}
+
