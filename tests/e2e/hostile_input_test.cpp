@@ -1,11 +1,13 @@
 // Hostile input and interruptions through the real CLI (issue #21): non-finite data, values and
 // settings accepted without a word, misleading messages, a data file that can be read only once,
-// and the exit code of each outcome the README lists.
+// truncated plugin files, and the exit code of each outcome the README lists.
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
 #include <string>
+#include <csignal>
+#include <sys/wait.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -135,6 +137,15 @@ TEST_CASE("each exit code the README lists, through the real CLI") {
   const auto config = dir.write("bug.toml", "[model]\nname = \"" + faulty.string() + "\"\n[estimator]\nname = \"exact\"\n[run]\niterations = 10\n");
   expect_exit(3, "run --quiet --config " + quoted(config) + std::string(out("bug")),
               {"internal error", "fixture: a bug in the gradient"});
+  // 130: stopped by Ctrl-C (SIGINT), resumable (checkpoint_test.cpp checks the resume).
+  const auto interrupted = dir.path() / "interrupted";
+  const pid_t child = test::spawn_cli({"run", "--preset", "demo", "--set", "run.iterations=10000000", "--quiet", "--out",
+                                       interrupted.string()});
+  const auto status = test::signal_when(child, SIGINT, [&] { return fs::exists(interrupted / "chain-1.csv"); });
+  REQUIRE(status);
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 130);
+  CHECK(nlohmann::json::parse(test::read_text(interrupted / "manifest.json"))["status"] == "interrupted");
 }
 
 namespace {
