@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <initializer_list>
+#include <optional>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -118,42 +119,52 @@ inline CliResult shell(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
 }
 
-/// Starts a program (arguments[0], a path) in a child process, output discarded.
-inline pid_t spawn(std::vector<std::string> arguments) {
+/// Starts a program (arguments[0], a path) in a child process; its standard output and error go
+/// to the file `output` (discarded by default).
+inline pid_t spawn(std::vector<std::string> arguments, const std::string& output = "/dev/null") {
   std::vector<char*> argv;
   for (auto& argument : arguments) argv.push_back(argument.data());
   argv.push_back(nullptr);
   const pid_t pid = fork();
   if (pid == 0) {  // only async-signal-safe calls between fork and exec
-    const int null = open("/dev/null", O_WRONLY);
-    dup2(null, 1);
-    dup2(null, 2);
+    const int file = open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(file, 1);
+    dup2(file, 2);
     execv(argv[0], argv.data());
     _exit(127);
   }
   return pid;
 }
 
-/// Starts the real `sgmcmc` binary with `arguments` in a child process, output discarded.
-inline pid_t spawn_cli(std::vector<std::string> arguments) {
+/// Starts the real `sgmcmc` binary with `arguments` in a child process, output to `output`.
+inline pid_t spawn_cli(std::vector<std::string> arguments, const std::string& output = "/dev/null") {
   arguments.insert(arguments.begin(), SGMCMC_CLI);
-  return spawn(std::move(arguments));
+  return spawn(std::move(arguments), output);
+}
+
+/// Waits until `ready()` holds, then sends `signal` to `child` and waits for it to end; returns
+/// its wait status, or nothing when it ended first or nothing was ready within two minutes.
+template <class Ready>
+std::optional<int> signal_when(pid_t child, int signal, Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  int status = 0;
+  while (!ready()) {
+    if (waitpid(child, &status, WNOHANG) == child) return std::nullopt;
+    if (std::chrono::steady_clock::now() > deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  kill(child, signal);
+  waitpid(child, &status, 0);
+  if (!ready()) return std::nullopt;
+  return status;
 }
 
 /// Waits until `ready()` holds, then kills `child` with SIGKILL (a power cut, as far as its files
 /// know). False when the child ended first or nothing was ready within two minutes.
 template <class Ready>
 bool kill_when(pid_t child, Ready ready) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-  int status = 0;
-  while (!ready()) {
-    if (waitpid(child, &status, WNOHANG) == child) return false;
-    if (std::chrono::steady_clock::now() > deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  kill(child, SIGKILL);
-  waitpid(child, &status, 0);
-  return WIFSIGNALED(status) && ready();
+  const auto status = signal_when(child, SIGKILL, ready);
+  return status && WIFSIGNALED(*status);
 }
 
 /// What a figure script of runners/figures/ leaves when it worked: exit code 0, its settling

@@ -30,8 +30,10 @@ export namespace sgmcmc {
 
 /// 2: the chain and the draw recorder keep counts of the target changes (recorded gradients follow
 /// the chain's Gibbs-updated hyperparameters). 3: the chain keeps its warmup's seconds (Stan CSV's
-/// "Elapsed Time" lines). 4: the chain and its metric rows keep CPU seconds beside wall seconds.
-inline constexpr std::uint32_t state_format_version = 4;
+/// "Elapsed Time" lines). 4: a run's checkpoint records the CRC-32 of each output file's bytes up
+/// to the checkpoint beside their length. 5: the chain and its metric rows keep CPU seconds beside
+/// wall seconds.
+inline constexpr std::uint32_t state_format_version = 5;
 
 class StateWriter {
 public:

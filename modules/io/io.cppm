@@ -88,26 +88,41 @@ std::string number_field_problem(NumberField kind, std::string_view field);
 /// line of data is an error, not a header to drop).
 bool is_header(std::span<const std::string_view> fields);
 
+/// Where a file written through OutputFile stood: its length and the CRC-32 (zlib's) of those
+/// bytes. A checkpoint records it, so that a resumed run continues only a file whose bytes up to
+/// the checkpoint are still the ones written.
+struct FileMark {
+  std::uint64_t length = 0;
+  std::uint32_t crc = 0;
+};
+
+/// Throws, naming the file, unless `path` has at least `mark.length` bytes and those have the
+/// CRC-32 `mark.crc` (it reads them). Changes nothing, so every file of a run can be checked
+/// before any is continued.
+void check_file_prefix(const std::filesystem::path& path, FileMark mark);
+
 /// A file written through a buffered stdio stream; errors name the file.
 class OutputFile {
 public:
   explicit OutputFile(const std::filesystem::path& path);
-  /// Continues an existing file after its first `keep` bytes (where a checkpoint left it); what
-  /// follows them, written after the checkpoint by an interrupted run, is cut off.
-  OutputFile(const std::filesystem::path& path, std::uint64_t keep);
+  /// Continues an existing file after its first `keep.length` bytes (where a checkpoint left it;
+  /// check_file_prefix checks them first); what follows them, written after the checkpoint by an
+  /// interrupted run, is cut off.
+  OutputFile(const std::filesystem::path& path, FileMark keep);
   ~OutputFile();
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
   void write(std::string_view text);
   /// Flushes and closes; throws if anything could not be written (a full disk).
   void close();
-  /// Flushes to the operating system; returns the file's length in bytes.
-  std::uint64_t flush();
+  /// Flushes to the operating system; returns the file's length and CRC-32.
+  FileMark flush();
   const std::filesystem::path& path() const { return path_; }
 
 private:
   std::filesystem::path path_;
   std::FILE* file_ = nullptr;
+  std::uint32_t crc_ = 0;  // of every byte in the file, kept as they are written
 };
 
 /// Draws in Stan's CSV format (CmdStan guide, "Stan CSV file format"): `#` comment lines, a
@@ -118,11 +133,11 @@ public:
   StanCsvWriter(const std::filesystem::path& path, std::span<const std::string> comment_lines,
                 std::span<const std::string> sampler_columns, std::span<const std::string> parameter_names);
   void write_draw(std::span<const double> sampler_values, std::span<const double> theta);
-  /// Continues a file this writer wrote, after its first `keep` bytes (see OutputFile).
-  StanCsvWriter(const std::filesystem::path& path, std::uint64_t keep) : file_(path, keep) {}
+  /// Continues a file this writer wrote, after its first `keep.length` bytes (see OutputFile).
+  StanCsvWriter(const std::filesystem::path& path, FileMark keep) : file_(path, keep) {}
   void write_comment(std::string_view line);
   void close() { file_.close(); }
-  std::uint64_t flush() { return file_.flush(); }
+  FileMark flush() { return file_.flush(); }
 
 private:
   OutputFile file_;
@@ -141,6 +156,12 @@ StanCsv read_stan_csv(const std::filesystem::path& path);
 /// Shortest text that reads back as the same double ("nan", "inf" for the non-finite).
 void append_number(std::string& out, double value);
 
+}  // namespace sgmcmc
+
+namespace sgmcmc {
+/// zlib's CRC-32 of `bytes`, continuing `crc` (in text_lines.cpp, which keeps zlib's header out
+/// of this interface).
+std::uint32_t crc32_update(std::uint32_t crc, std::string_view bytes);
 }  // namespace sgmcmc
 
 module :private;
@@ -271,26 +292,26 @@ OutputFile::OutputFile(const std::filesystem::path& path) : path_(path) {
   if (!file_) throw Error(fmt::format("{}: cannot write ({})", path.string(), std::strerror(errno)));
 }
 
-OutputFile::OutputFile(const std::filesystem::path& path, std::uint64_t keep) : path_(path) {
+OutputFile::OutputFile(const std::filesystem::path& path, FileMark keep) : path_(path), crc_(keep.crc) {
   std::error_code error;
   const std::uint64_t length = std::filesystem::file_size(path, error);
   if (error) throw Error(fmt::format("{}: cannot continue it ({})", path.string(), error.message()));
-  if (length < keep)
+  if (length < keep.length)
     throw Error(fmt::format("{}: {} bytes, fewer than the {} its checkpoint recorded; the file was changed after the "
                             "checkpoint",
-                            path.string(), length, keep));
-  std::filesystem::resize_file(path, keep, error);
-  if (error) throw Error(fmt::format("{}: cannot cut it to {} bytes ({})", path.string(), keep, error.message()));
+                            path.string(), length, keep.length));
+  std::filesystem::resize_file(path, keep.length, error);
+  if (error) throw Error(fmt::format("{}: cannot cut it to {} bytes ({})", path.string(), keep.length, error.message()));
   file_ = std::fopen(path.c_str(), "ab");
   if (!file_ || std::fseek(file_, 0, SEEK_END) != 0)  // so that ftell (flush) tells the length
     throw Error(fmt::format("{}: cannot write ({})", path.string(), std::strerror(errno)));
 }
 
-std::uint64_t OutputFile::flush() {
+FileMark OutputFile::flush() {
   if (std::fflush(file_) != 0) throw Error(fmt::format("{}: write failed ({})", path_.string(), std::strerror(errno)));
   const long position = std::ftell(file_);
   if (position < 0) throw Error(fmt::format("{}: cannot tell its length ({})", path_.string(), std::strerror(errno)));
-  return static_cast<std::uint64_t>(position);
+  return {static_cast<std::uint64_t>(position), crc_};
 }
 
 OutputFile::~OutputFile() {
@@ -300,6 +321,7 @@ OutputFile::~OutputFile() {
 void OutputFile::write(std::string_view text) {
   if (std::fwrite(text.data(), 1, text.size(), file_) != text.size())
     throw Error(fmt::format("{}: write failed ({})", path_.string(), std::strerror(errno)));
+  crc_ = crc32_update(crc_, text);
 }
 
 void OutputFile::close() {

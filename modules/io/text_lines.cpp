@@ -1,9 +1,14 @@
-// TextLines, in an implementation unit of sgmcmc.io of its own so that zlib's header stays out of
-// the module interface that SDK users compile.
+// TextLines and the CRC-32 of output files, in an implementation unit of sgmcmc.io of its own so
+// that zlib's header stays out of the module interface that SDK users compile.
 module;
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <string_view>
+#include <vector>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -82,6 +87,33 @@ bool TextLines::next(std::string& line) {
   if (line_number_ == 1 && line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);  // a UTF-8 byte-order mark
   if (!line.empty() && line.back() == '\r') line.pop_back();
   return true;
+}
+
+std::uint32_t crc32_update(std::uint32_t crc, std::string_view bytes) {
+  return static_cast<std::uint32_t>(crc32_z(crc, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
+}
+
+void check_file_prefix(const std::filesystem::path& path, FileMark mark) {
+  std::error_code error;
+  const std::uint64_t length = std::filesystem::file_size(path, error);
+  if (error) throw Error(fmt::format("{}: cannot continue it ({})", path.string(), error.message()));
+  if (length < mark.length)
+    throw Error(fmt::format("{}: {} bytes, fewer than the {} its checkpoint recorded: the file was cut after the "
+                            "checkpoint",
+                            path.string(), length, mark.length));
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> buffer(1 << 20);
+  std::uint32_t crc = 0;
+  for (std::uint64_t left = mark.length; left > 0;) {
+    const auto chunk = static_cast<std::streamsize>(std::min<std::uint64_t>(left, buffer.size()));
+    if (!in.read(buffer.data(), chunk)) throw Error(fmt::format("{}: cannot read it ({})", path.string(), std::strerror(errno)));
+    crc = crc32_update(crc, {buffer.data(), static_cast<std::size_t>(chunk)});
+    left -= static_cast<std::uint64_t>(chunk);
+  }
+  if (crc != mark.crc)
+    throw Error(fmt::format("{}: its first {} bytes, written before the checkpoint, were changed since (CRC-32 {:08x}, "
+                            "the checkpoint recorded {:08x})",
+                            path.string(), mark.length, crc, mark.crc));
 }
 
 }  // namespace sgmcmc

@@ -8,11 +8,15 @@ module;
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <new>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+#include <elf.h>
+#include <link.h>
 #include <fmt/format.h>
 #include <boost/dll/shared_library.hpp>
 #include <sgmcmc/plugin.hpp>
@@ -79,10 +83,67 @@ std::string quoted(const std::filesystem::path& path) { return "'" + path.string
 const char* rebuild_hint =
     "rebuild the plugin against this sgmcmc (CMake: find_package(sgmcmc) and sgmcmc_add_model_plugin)";
 
+// The ELF class and machine of this build (ElfW from <link.h> gives its headers' types).
+constexpr unsigned char native_class = sizeof(void*) == 8 ? ELFCLASS64 : ELFCLASS32;
+#if defined(__x86_64__)
+constexpr unsigned native_machine = EM_X86_64;
+#elif defined(__aarch64__)
+constexpr unsigned native_machine = EM_AARCH64;
+#else
+constexpr unsigned native_machine = EM_NONE;  // not checked
+#endif
+
+/// What the bytes `offset` + `count` × `size` would need of a file of `length` bytes, or "".
+std::string beyond_end(const char* what, std::uint64_t offset, std::uint64_t count, std::uint64_t size,
+                       std::uint64_t length) {
+  if (count == 0 || (offset <= length && count <= (length - offset) / size)) return "";
+  return fmt::format("{} (from byte {}, {} × {} bytes) extend beyond its {} bytes: the file is truncated (copy or "
+                     "build it again)",
+                     what, offset, count, size, length);
+}
+
+/// Why `path` cannot be handed to dlopen, or "". dlopen maps the file's segments as its headers
+/// say; a truncated file then faults (SIGBUS) on the first access beyond its end, killing the
+/// process without a word. So the headers are checked against the file's length first.
+std::string elf_problem(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::error_code error;
+  const std::uint64_t length = std::filesystem::file_size(path, error);
+  if (!in || error) return fmt::format("cannot read it ({})", error ? error.message() : "cannot open");
+  ElfW(Ehdr) header{};
+  if (!in.read(reinterpret_cast<char*>(&header), sizeof header) ||
+      std::string_view(reinterpret_cast<const char*>(header.e_ident), SELFMAG) != ELFMAG)
+    return "not an ELF file (a shared library starts with the bytes 0x7f 'E' 'L' 'F')";
+  if (header.e_ident[EI_CLASS] != native_class)
+    return fmt::format("a {}-bit ELF file, this sgmcmc is {}-bit", header.e_ident[EI_CLASS] == ELFCLASS32 ? 32 : 64,
+                       native_class == ELFCLASS32 ? 32 : 64);
+  if (header.e_type != ET_DYN) return fmt::format("an ELF file of type {}, not a shared library (type {})", header.e_type, ET_DYN);
+  if (native_machine != EM_NONE && header.e_machine != native_machine)
+    return fmt::format("built for machine {} (ELF e_machine), this sgmcmc for machine {}", header.e_machine, native_machine);
+  if (header.e_phentsize != sizeof(ElfW(Phdr)) || (header.e_shnum && header.e_shentsize != sizeof(ElfW(Shdr))))
+    return "an ELF file whose header sizes are not this machine's: damaged";
+  if (auto problem = beyond_end("its section headers", header.e_shoff, header.e_shnum, sizeof(ElfW(Shdr)), length); !problem.empty())
+    return problem;
+  if (auto problem = beyond_end("its program headers", header.e_phoff, header.e_phnum, sizeof(ElfW(Phdr)), length); !problem.empty())
+    return problem;
+  in.seekg(static_cast<std::streamoff>(header.e_phoff));
+  for (unsigned k = 0; k < header.e_phnum; ++k) {
+    ElfW(Phdr) segment{};
+    if (!in.read(reinterpret_cast<char*>(&segment), sizeof segment)) return "its program headers cannot be read: damaged";
+    if (segment.p_type != PT_LOAD) continue;
+    if (auto problem = beyond_end(fmt::format("segment {}'s bytes", k).c_str(), segment.p_offset, segment.p_filesz, 1, length);
+        !problem.empty())
+      return problem;
+  }
+  return "";
+}
+
 }  // namespace
 
 LoadedPlugin load_plugin_file(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path)) throw Error(fmt::format("plugin {}: no such file", quoted(path)));
+  if (const auto problem = elf_problem(path); !problem.empty())
+    throw Error(fmt::format("plugin {}: not a loadable shared library: {}", quoted(path), problem));
   LoadedPlugin loaded;
   loaded.path_ = path;
   try {

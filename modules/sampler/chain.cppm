@@ -46,6 +46,9 @@ struct ChainSchedule {
   std::uint64_t checkpoint_every = 0;  // hand the observer a checkpoint every this many iterations
                                        // and at the last one (0: never)
   std::uint64_t stop_after = 0;        // stop after this iteration's checkpoint (0: run to the end)
+  /// Polled after every iteration that ends a block: once it is set, the chain takes a checkpoint
+  /// there (checkpoint_every or not) and stops, ChainResult::interrupted (Ctrl-C in `sgmcmc run`).
+  const std::atomic<bool>* stop_requested = nullptr;
 };
 
 struct Draw {
@@ -82,7 +85,8 @@ public:
 
 struct ChainResult {
   bool diverged = false;
-  bool stopped = false;            // at ChainSchedule::stop_after, with a checkpoint there
+  bool stopped = false;            // at ChainSchedule::stop_after or stop_requested, with a checkpoint there
+  bool interrupted = false;        // at stop_requested
   std::string message;             // why the chain stopped early
   std::uint64_t iterations = 0;    // completed
   Cost cost;
@@ -358,15 +362,19 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
       bookkeeping += since(bookkeeping_start);
     }
     if (progress) progress->fetch_add(1, std::memory_order_relaxed);
-    if (schedule.checkpoint_every && (iteration % schedule.checkpoint_every == 0 || iteration == last)) {
+    // A checkpoint can only be taken where a block ends (an MH block is decided as a whole).
+    const bool interrupted = ends_block && iteration != last && schedule.stop_requested &&
+                             schedule.stop_requested->load(std::memory_order_relaxed);
+    if (interrupted || (schedule.checkpoint_every && (iteration % schedule.checkpoint_every == 0 || iteration == last))) {
       const Seconds checkpoint_start = clock_now();
       tally_.seconds = seconds();
       StateWriter state;
       save_state(state);
       observer.on_checkpoint(iteration, state);
       bookkeeping += since(checkpoint_start);
-      if (iteration == schedule.stop_after) {
+      if (interrupted || iteration == schedule.stop_after) {
         result.stopped = true;
+        result.interrupted = interrupted;
         break;
       }
     }

@@ -54,7 +54,12 @@ ChainFiles::ChainFiles(ChainPaths paths, std::vector<std::string> comments, bool
 
 void ChainFiles::restore_state(sgmcmc::StateReader& in) {
   in.section("chain files");
-  continue_at_ = Lengths{in.count(), in.count()};
+  const auto mark = [&in] {
+    const std::uint64_t length = in.count();
+    return sgmcmc::FileMark{length, static_cast<std::uint32_t>(in.count())};
+  };
+  const auto draws = mark();
+  continue_at_ = Lengths{draws, mark()};
   rows_.resize(in.count());
   for (auto& row : rows_) {
     row.iteration = in.count();
@@ -65,6 +70,18 @@ void ChainFiles::restore_state(sgmcmc::StateReader& in) {
     row.values = in.numbers();
   }
   if (recorder_) recorder_->restore_state(in);
+}
+
+void ChainFiles::check_files() const {
+  if (!continue_at_) return;
+  try {
+    sgmcmc::check_file_prefix(paths_.draws, continue_at_->draws);
+    if (records_gradients()) sgmcmc::check_file_prefix(paths_.gradients, continue_at_->gradients);
+  } catch (const sgmcmc::Error& error) {
+    throw sgmcmc::Error(fmt::format("{}; this chain cannot continue from {} (delete it to run the chain again; nothing "
+                                    "was changed)",
+                                    error.what(), paths_.checkpoint.filename().string()));
+  }
 }
 
 void ChainFiles::open() {
@@ -119,8 +136,10 @@ void ChainFiles::on_metrics(const sgmcmc::MetricsRow& row) {
 
 void ChainFiles::on_checkpoint(std::uint64_t, sgmcmc::StateWriter& state) {
   state.section("chain files");
-  state.count(draws_->flush());
-  state.count(gradients_ ? gradients_->flush() : 0);
+  for (const auto mark : {draws_->flush(), gradients_ ? gradients_->flush() : sgmcmc::FileMark{}}) {
+    state.count(mark.length);
+    state.count(mark.crc);
+  }
   state.count(rows_.size());
   for (const auto& row : rows_) {
     state.count(row.iteration);

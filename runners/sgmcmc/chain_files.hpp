@@ -17,9 +17,9 @@ class GradientFile {
 public:
   GradientFile(const std::filesystem::path& path, const std::vector<std::string>& comments,
                const std::vector<std::string>& names);
-  /// Continues the file after its first `keep` bytes.
-  GradientFile(const std::filesystem::path& path, std::uint64_t keep) : file_(path, keep) {}
-  std::uint64_t flush() { return file_.flush(); }
+  /// Continues the file after its first `keep.length` bytes.
+  GradientFile(const std::filesystem::path& path, sgmcmc::FileMark keep) : file_(path, keep) {}
+  sgmcmc::FileMark flush() { return file_.flush(); }
   void write(std::span<const double> score);
   void close() { file_.close(); }
 
@@ -46,6 +46,10 @@ public:
              std::unique_ptr<sgmcmc::DrawRecorder> recorder, const std::vector<std::string>& quantity_names);
   /// Reads what on_checkpoint added to a chain's state; open() then continues the files there.
   void restore_state(sgmcmc::StateReader& in);
+  /// After restore_state: throws, naming the file, unless each file is still as long as the
+  /// checkpoint recorded and its bytes up to there are unchanged (their CRC-32). Changes nothing,
+  /// so that a refused resume leaves every chain's files as they were.
+  void check_files() const;
   /// New files with comments and headers, or, after restore_state, the files cut to where the
   /// checkpoint left them (an interrupted run may have written beyond it) and continued.
   void open();
@@ -76,7 +80,7 @@ private:
   std::span<double> gather(std::span<const double> values, std::size_t quantities);
 
   struct Lengths {
-    std::uint64_t draws, gradients;  // bytes of chain-<k>.csv and gradients-<k>.csv at the checkpoint
+    sgmcmc::FileMark draws, gradients;  // chain-<k>.csv and gradients-<k>.csv at the checkpoint
   };
   ChainPaths paths_;
   std::vector<std::string> comments_;

@@ -32,10 +32,12 @@ Command add_zv_command(CLI::App& app);
 Command add_topics_command(CLI::App& app);
 Command add_new_model_command(CLI::App& app);
 
-/// Exit codes: 0 done, 1 a chain diverged (its draws up to then are kept), 2 bad input.
+/// Exit codes: 0 done, 1 a chain diverged (its draws up to then are kept), 2 bad input, 3 a bug,
+/// 130 (128 + SIGINT, as shells report Ctrl-C) a run stopped by SIGINT or SIGTERM, resumable.
 inline constexpr int exit_diverged = 1;
 inline constexpr int exit_bad_input = 2;
 inline constexpr int exit_internal_error = 3;
+inline constexpr int exit_interrupted = 130;
 
 /// Prints `error` to stderr as every command reports a failure: "sgmcmc: error: …" for an
 /// sgmcmc::Error (input the user can fix), "sgmcmc: internal error: …" for anything else;

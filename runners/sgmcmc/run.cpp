@@ -2,6 +2,7 @@
 // (run_folder.hpp), which chain_files.hpp and run_record.hpp write.
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <ctime>
 #include <exception>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -22,6 +24,7 @@
 #include "chain_files.hpp"
 #include "commands.hpp"
 #include "files.hpp"
+#include "interruption.hpp"
 #include "presets.hpp"
 #include "progress.hpp"
 #include "run.hpp"
@@ -158,13 +161,20 @@ struct ChainJob {
 };
 
 /// Runs every job on `threads` threads. Chains are independent (own stream, workspace and
-/// parts), so which thread runs which chain changes nothing in their output.
+/// parts), so which thread runs which chain changes nothing in their output. A chain not yet
+/// started when a stop is requested does not start: it stays where its checkpoint (if any) is.
 void run_jobs(std::vector<ChainJob>& jobs, const sgmcmc::ChainSchedule& schedule, unsigned threads,
               std::atomic<std::uint64_t>* progress) {
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t k; (k = next.fetch_add(1)) < jobs.size();) {
       try {
+        if (schedule.stop_requested && schedule.stop_requested->load()) {
+          jobs[k].result.stopped = jobs[k].result.interrupted = true;
+          jobs[k].result.iterations = jobs[k].chain->state().iteration;
+          jobs[k].files->close(jobs[k].result);
+          continue;
+        }
         jobs[k].files->prepare();
         jobs[k].result = jobs[k].chain->run(schedule, *jobs[k].files, progress);
         jobs[k].files->close(jobs[k].result);
@@ -321,7 +331,8 @@ json manifest_chains(const PreparedRun& run) {
   json chains = json::array();
   for (std::size_t k = 0; k < run.jobs.size(); ++k) {
     const auto& r = run.jobs[k].result;
-    chains.push_back({{"chain", k + 1}, {"status", r.diverged ? "diverged" : "complete"}, {"message", r.message},
+    const char* status = r.diverged ? "diverged" : r.stopped ? "interrupted" : "complete";
+    chains.push_back({{"chain", k + 1}, {"status", status}, {"message", r.message},
                       {"iterations", r.iterations}, {"seconds", r.seconds}, {"cpu_seconds", r.cpu_seconds},
                       {"item_gradients", r.cost.item_gradients},
                       {"full_passes", r.cost.full_passes}, {"blocks", r.blocks}, {"accepted_blocks", r.accepted_blocks},
@@ -337,7 +348,9 @@ json manifest_chains(const PreparedRun& run) {
 fs::path checkpoint_path(const fs::path& out, std::size_t k) { return out / run_folder::chain_checkpoint(k + 1); }
 
 /// Builds every chain's files; with `resume`, first restores every chain that has a checkpoint
-/// (all are read before any file is touched, so a bad checkpoint changes nothing).
+/// and checks every file it continues (all before any file is touched, so a bad checkpoint or a
+/// changed file changes nothing), then removes what an interrupted run wrote last (its manifest
+/// and metrics, which the resumed run writes again).
 void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifest, bool resume) {
   auto comments = config_comment_lines(manifest["config"]);
   comments.insert(comments.begin(), fmt::format("sgmcmc {} ({})", SGMCMC_VERSION, run.source));
@@ -364,6 +377,9 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
     state.finish();
     run.jobs[k].resumed_at = run.jobs[k].chain->state().iteration;
   }
+  for (const auto& job : run.jobs) job.files->check_files();
+  if (resume)
+    for (const char* stale : {run_folder::manifest, run_folder::metrics}) fs::remove(out / stale);
   for (auto& job : run.jobs) job.files->open();
 }
 
@@ -371,7 +387,7 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
 
 std::string resume_refusal(const fs::path& out) {
   if (!fs::is_directory(out)) return fmt::format("'{}' is not a folder", out.string());
-  if (fs::exists(out / run_folder::manifest))
+  if (fs::exists(out / run_folder::manifest) && !interrupted_run(manifest_if_any(out)))
     return fmt::format("'{}' holds a complete run (its manifest.json is written); there is nothing to resume, and "
                        "nothing was changed",
                        out.string());
@@ -402,15 +418,20 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
   run_jobs(run.jobs, run.schedule.chain, threads, progress);
   for (auto& job : run.jobs)
     if (job.failure) std::rethrow_exception(job.failure);
-  for (const auto& job : run.jobs)
-    if (job.result.stopped) return RunOutcome::stopped;  // the checkpoints stay for --resume
+  const auto any = [&](bool sgmcmc::ChainResult::*flag) {
+    return std::any_of(run.jobs.begin(), run.jobs.end(), [&](const ChainJob& job) { return job.result.*flag; });
+  };
+  const bool interrupted = any(&sgmcmc::ChainResult::interrupted);
+  if (!interrupted && any(&sgmcmc::ChainResult::stopped)) return RunOutcome::stopped;  // the checkpoints stay for --resume
+  // Interrupted: what --resume needs (a run without checkpoints has no record yet) and, as for a
+  // complete run, the metrics so far and a manifest that says so.
+  if (interrupted && !checkpoints && !resume) record_run(out, run.source, run.config, manifest["config"]);
 
   std::vector<const ChainFiles*> files;
   for (const auto& job : run.jobs) files.push_back(job.files.get());
   write_metrics(out / run_folder::metrics, run.model->metric_names(), files);
-  bool any_diverged = false;
-  for (const auto& job : run.jobs) any_diverged |= job.result.diverged;
-  manifest["status"] = any_diverged ? "diverged" : "complete";
+  const bool any_diverged = any(&sgmcmc::ChainResult::diverged);
+  manifest["status"] = interrupted ? "interrupted" : any_diverged ? "diverged" : "complete";
   manifest["chains"] = manifest_chains(run);
   manifest["threads"] = threads;
   manifest["timings"] = {{"model_seconds", run.model_seconds},
@@ -420,9 +441,34 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
                          {"finished", seconds_since_epoch(std::chrono::system_clock::now())},
                          {"host", host_name()}};
   write_atomically(out / run_folder::manifest, manifest.dump(2) + "\n");
-  for (std::size_t k = 0; checkpoints && k < run.jobs.size(); ++k) fs::remove(checkpoint_path(out, k));
+  if (interrupted) return RunOutcome::interrupted;  // the checkpoints stay for --resume
+  // Complete: the checkpoints go, whether run.checkpoint_every or an interruption wrote them.
+  std::error_code absent;
+  for (std::size_t k = 0; k < run.jobs.size(); ++k) fs::remove(checkpoint_path(out, k), absent);
   return any_diverged ? RunOutcome::diverged : RunOutcome::complete;
 }
+
+namespace {
+
+/// `text` as one word for a POSIX shell: as it is when that is safe, else in single quotes.
+std::string shell_word(const std::string& text) {
+  const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("_-+=.,:/@%").find(c) != std::string_view::npos;
+  });
+  if (plain) return text;
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+/// The command that continues the run in `out`, with the plugin folder it was given.
+std::string resume_command(const RunOptions& options, const fs::path& out) {
+  std::string command = "sgmcmc run --resume " + shell_word(out.string());
+  if (options.plugin_dir) command += " --plugin-dir " + shell_word(options.plugin_dir->string());
+  return command;
+}
+
+}  // namespace
 
 int run_command(const RunOptions& options) {
   if (options.resume)
@@ -445,12 +491,27 @@ int run_command(const RunOptions& options) {
   RunOutcome outcome;
   {
     ProgressBar bar(schedule.chains * (schedule.chain.warmup + schedule.chain.iterations), progress, !options.quiet);
+    // From here on Ctrl-C stops the chains with a checkpoint; before, there is nothing to keep.
+    catch_interruptions();
+    run->schedule.chain.stop_requested = &stop_requested();
     outcome = execute_run(*run, out, threads, &progress, options.resume.has_value());
+    stop_catching_interruptions();
   }
   if (outcome == RunOutcome::stopped) {
-    fmt::print(stderr, "sgmcmc: stopped after iteration {} (--stop-after); continue with: sgmcmc run --resume {}\n",
-               options.stop_after, out.string());
+    fmt::print(stderr, "sgmcmc: stopped after iteration {} (--stop-after); continue with: {}\n", options.stop_after,
+               resume_command(options, out));
     return 0;
+  }
+  if (outcome == RunOutcome::interrupted) {
+    std::vector<std::string> chains;
+    for (std::size_t k = 0; k < jobs.size(); ++k)
+      chains.push_back(fmt::format("chain {} {} {}", k + 1, jobs[k].result.stopped ? "at iteration" : "complete,",
+                                   jobs[k].result.iterations));
+    fmt::print(stderr,
+               "sgmcmc: interrupted ({}): {}; the checkpoints, metrics.csv and manifest.json (status \"interrupted\") "
+               "are in {}; continue with: {}\n",
+               interruption_name(), fmt::join(chains, ", "), out.string(), resume_command(options, out));
+    return exit_interrupted;
   }
   const bool any_diverged = outcome == RunOutcome::diverged;
   for (std::size_t k = 0; k < jobs.size(); ++k) {

@@ -68,7 +68,7 @@ std::vector<std::string> check_keys(PreparedRun& run);
 /// Checks that need the whole run (lp on a model without exact likelihood, thin vs mh blocks).
 void check_run(const PreparedRun& run);
 
-enum class RunOutcome { complete, diverged, stopped };
+enum class RunOutcome { complete, diverged, stopped, interrupted };
 
 /// Writes chain-<k>.csv, gradients-<k>.csv, metrics.csv and, last, manifest.json into `out`
 /// (which exists and is empty), running the chains on `threads` threads. `progress`, if given,
@@ -77,6 +77,8 @@ enum class RunOutcome { complete, diverged, stopped };
 /// complete). With `resume`, `out` is such a folder: its checkpoint.json must record this run's
 /// configuration, and each chain continues from its checkpoint, or starts afresh without one.
 /// `stopped`: every chain stopped at run.schedule's stop_after; the folder can be resumed.
+/// `interrupted`: the schedule's stop_requested stopped the chains with checkpoints; metrics.csv
+/// and manifest.json (status "interrupted") are written, and the folder can be resumed.
 RunOutcome execute_run(PreparedRun& run, const std::filesystem::path& out, unsigned threads,
                        std::atomic<std::uint64_t>* progress, bool resume = false);
 

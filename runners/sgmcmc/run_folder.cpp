@@ -29,6 +29,10 @@ nlohmann::json manifest_if_any(const fs::path& folder) {
   return manifest;
 }
 
+bool interrupted_run(const nlohmann::json& manifest) {
+  return manifest.is_object() && manifest.value("status", "") == "interrupted";
+}
+
 std::map<int, fs::path> numbered_files(const fs::path& folder, const std::string& prefix, const std::string& command) {
   std::map<int, fs::path> paths;
   std::error_code error;

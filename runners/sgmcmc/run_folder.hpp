@@ -5,7 +5,8 @@
 //   gradients-<k>.csv  ∇log π at each draw of chain k, when [output] gradients is not "none"
 //   metrics.csv        chain, iteration, seconds, item_gradients, then the model's metrics
 //   manifest.json      resolved configuration, seed, versions, timings, cost; written last, through
-//                      a temporary name, so a folder without it is an interrupted run.
+//                      a temporary name, so a folder without it is an interrupted run; one with
+//                      status "interrupted" was stopped by SIGINT/SIGTERM and can be resumed.
 // With run.checkpoint_every (for `sgmcmc run --resume DIR`):
 //   config.toml        the keys set, which --resume rebuilds the run from
 //   checkpoint.json    the source and resolved configuration, which a resumed run must match
@@ -50,6 +51,10 @@ struct Chains {
 /// The folder's manifest.json, or a value that is not an object when there is none or it does not
 /// parse: an interrupted run has none, and its chains can still be read.
 nlohmann::json manifest_if_any(const std::filesystem::path& folder);
+
+/// A manifest written when Ctrl-C (SIGINT) or SIGTERM stopped the run (status "interrupted"): the
+/// run can be resumed, so it is not a finished one.
+bool interrupted_run(const nlohmann::json& manifest);
 
 /// Files `<prefix><k>.csv` in `folder`, by k.
 std::map<int, std::filesystem::path> numbered_files(const std::filesystem::path& folder, const std::string& prefix,

@@ -43,7 +43,8 @@ Plan make_plan(const SweepOptions& options, unsigned jobs) {
   plan.out = options.out ? *options.out : fs::path("runs") / fmt::format("sweep-{}", options.file.stem().string());
   if (options.resume)
     for (auto& cell : plan.cells)
-      if (fs::exists(plan.out / cell.name / run_folder::manifest)) cell.status = "done";
+      if (fs::exists(plan.out / cell.name / run_folder::manifest) && !interrupted_run(manifest_if_any(plan.out / cell.name)))
+        cell.status = "done";
   validate_cells(plan.sweep, plan.cells, options, jobs, *plan.models);
   prepare_sweep_folder(plan.sweep, plan.out, options.resume);
   if (!options.quiet)

@@ -3,14 +3,19 @@
 // never stopped: chain-<k>.csv, gradients-<k>.csv and metrics.csv apart from its seconds column.
 // That holds for every estimator × integrator × corrector the gaussian model takes, for pmf
 // (Gibbs-updated hyperparameters in its workspace) and logistic (running predictive averages).
-// Bad input: a corrupt or truncated checkpoint, another configuration, a finished run.
+// So does a run stopped by Ctrl-C (SIGINT) or SIGTERM, with or without checkpoints of its own.
+// Bad input: a corrupt or truncated checkpoint, another configuration, a finished run, an output
+// file cut or changed before its checkpoint (refused before any file is touched).
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
+#include <sys/wait.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -313,4 +318,141 @@ TEST_CASE("sgmcmc run --resume refuses another configuration, a finished run and
     CHECK(bad.exit_code == 2);
     CHECK_THAT(bad.output, Contains("multiple of run.checkpoint_every = 10"));
   }
+}
+
+namespace {
+
+/// Every file of a folder with its bytes, by name: what a refused resume must leave as it was.
+std::vector<std::pair<std::string, std::string>> folder_bytes(const fs::path& folder) {
+  std::vector<std::pair<std::string, std::string>> files;
+  for (const auto& entry : fs::directory_iterator(folder))
+    files.emplace_back(entry.path().filename().string(), test::read_text(entry.path()));
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+/// Where a digit of the first row after the header is, in a CSV file with `#` comment lines.
+std::size_t digit_in_first_row(const std::string& text) {
+  std::size_t line = 0;
+  while (text.compare(line, 1, "#") == 0) line = text.find('\n', line) + 1;  // comments
+  return text.find_first_of("0123456789", text.find('\n', line) + 1);  // past the header
+}
+
+}  // namespace
+
+TEST_CASE("sgmcmc run --resume checks every chain's files before changing any, and refuses bytes changed before the checkpoint") {
+  test::TempDir dir;
+  const auto out = dir.path() / "run";
+  const auto first = test::run_cli(fmt::format("run --preset demo --set model.n=300 --set run.warmup=0 --set run.iterations=40 "
+                                               "--set run.thin=1 --set output.gradients=estimator --chains 2 --threads 2 --checkpoint-every 10 "
+                                               "--stop-after 20 --out '{}' --quiet",
+                                               out.string()));
+  INFO(first.output);
+  REQUIRE(first.exit_code == 0);
+  // As a killed run leaves it: chain 1 with a row beyond its checkpoint, which a resume cuts off.
+  const std::string beyond = test::read_text(out / "chain-1.csv") + "0,1,2,3,4,5,6,7\n";
+  dir.write("run/chain-1.csv", beyond);
+  const auto refused = [&](const std::string& file, const std::string& complaint) {
+    const auto before = folder_bytes(out);
+    const auto resumed = test::run_cli(fmt::format("run --resume '{}' --quiet", out.string()));
+    INFO(resumed.output);
+    CHECK(resumed.exit_code == 2);
+    CHECK_THAT(resumed.output, Contains((out / file).string()) && Contains(complaint));
+    CHECK(folder_bytes(out) == before);
+  };
+
+  SECTION("chain 2's draws cut before its checkpoint: chain 1's are not cut back either") {
+    const std::string draws = test::read_text(out / "chain-2.csv");
+    dir.write("run/chain-2.csv", draws.substr(0, draws.size() - 10));
+    refused("chain-2.csv", "fewer than the");
+  }
+  for (const std::string file : {"chain-1.csv", "gradients-2.csv"}) {
+    SECTION("a byte before the checkpoint changed in " + file) {
+      std::string text = test::read_text(out / file);
+      const auto digit = digit_in_first_row(text);
+      REQUIRE(digit < text.size() / 2);
+      text[digit] = text[digit] == '7' ? '8' : '7';
+      dir.write("run/" + file, text);
+      refused(file, "were changed since");
+    }
+  }
+  SECTION("unchanged files resume") {
+    const auto resumed = test::run_cli(fmt::format("run --resume '{}' --quiet", out.string()));
+    INFO(resumed.output);
+    CHECK(resumed.exit_code == 0);
+    CHECK(test::read_text(out / "chain-1.csv") != beyond);
+  }
+}
+
+namespace {
+
+/// Runs `arguments` into `dir`/whole; runs them again into `dir`/interrupted and sends `signal`
+/// once every chain has written draws (its file has passed a stdio buffer's 4 kB, far from its
+/// end; the handler is installed before the files are created); checks what the interrupted run leaves (exit code 130, complete lines, metrics, a
+/// manifest saying "interrupted", the command that resumes it), resumes it, and checks that the
+/// outputs equal the whole run's byte for byte.
+void check_interrupt_and_resume(const fs::path& dir, std::vector<std::string> arguments, int chains, bool gradients,
+                                int signal) {
+  std::string joined;
+  for (const auto& argument : arguments) joined += argument + " ";
+  const auto whole = test::run_cli(joined + "--out '" + (dir / "whole").string() + "'");
+  INFO(whole.output);
+  REQUIRE(whole.exit_code == 0);
+
+  const auto out = dir / "interrupted", log = dir / "interrupted.log";
+  arguments.insert(arguments.end(), {"--out", out.string()});
+  const pid_t child = test::spawn_cli(arguments, log.string());
+  REQUIRE(child > 0);
+  const auto status = test::signal_when(child, signal, [&] {
+    for (int k = 1; k <= chains; ++k) {
+      std::error_code absent;
+      if (fs::file_size(out / fmt::format("chain-{}.csv", k), absent) <= 4096 || absent) return false;
+    }
+    return true;
+  });
+  const auto said = test::read_text(log);
+  INFO(said);
+  REQUIRE(status);
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 130);
+  CHECK_THAT(said, Contains("continue with: sgmcmc run --resume " + out.string()));
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  CHECK(manifest["status"] == "interrupted");
+  for (int k = 1; k <= chains; ++k) {
+    CHECK(manifest["chains"][k - 1]["status"] == "interrupted");
+    CHECK(fs::exists(out / fmt::format("checkpoint-{}.bin", k)));
+    const auto draws = test::read_text(out / fmt::format("chain-{}.csv", k));
+    CHECK(draws.ends_with("\n"));  // no half-written last line
+  }
+  CHECK(test::lines_of(test::read_text(out / "metrics.csv")).size() > 1);
+
+  const auto resumed = test::run_cli("run --resume '" + out.string() + "' --quiet");
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(outputs(out, chains, gradients) == outputs(dir / "whole", chains, gradients));
+  CHECK(nlohmann::json::parse(test::read_text(out / "manifest.json"))["status"] == "complete");
+  CHECK(!fs::exists(out / "checkpoint-1.bin"));
+}
+
+}  // namespace
+
+TEST_CASE("Ctrl-C (SIGINT) on sgmcmc run without checkpoints: a checkpoint, metrics and manifest, exit 130, a bit-identical resume") {
+  test::TempDir dir;
+  // As the SIGKILL test: svrg with obabo and `cv` recorded gradients, 2 chains on 2 threads, no run.checkpoint_every.
+  check_interrupt_and_resume(dir.path(),
+                             {"run", "--preset", "demo", "--set", "model.n=2000", "--set", "estimator.name=svrg", "--set",
+                              "integrator.name=obabo", "--set", "integrator.step_size=1e-3", "--set", "run.iterations=30000",
+                              "--set", "run.thin=10", "--set", "output.gradients=cv", "--chains", "2", "--threads", "2",
+                              "--quiet"},
+                             2, true, SIGINT);
+}
+
+TEST_CASE("SIGTERM on sgmcmc run with checkpoints and MH blocks of 3: the chains stop at a block's end, resume bit for bit") {
+  test::TempDir dir;
+  check_interrupt_and_resume(dir.path(),
+                             {"run", "--preset", "demo", "--set", "model.n=2000", "--set", "integrator.name=obabo", "--set",
+                              "integrator.step_size=1e-3", "--set", "corrector.name=mh", "--set", "corrector.every=3", "--set",
+                              "run.warmup=600", "--set", "run.iterations=30000", "--set", "run.thin=3", "--set", "run.eval_every=300", "--chains", "2",
+                              "--threads", "2", "--checkpoint-every", "600", "--quiet"},
+                             2, false, SIGTERM);
 }

@@ -1,10 +1,13 @@
 // Hostile input and interruptions through the real CLI (issue #21): non-finite data, values and
 // settings accepted without a word, misleading messages, a data file that can be read only once,
-// and the exit code of each outcome the README lists.
+// truncated plugin files, and the exit code of each outcome the README lists.
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <fstream>
 #include <initializer_list>
 #include <string>
+#include <csignal>
+#include <sys/wait.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -134,4 +137,50 @@ TEST_CASE("each exit code the README lists, through the real CLI") {
   const auto config = dir.write("bug.toml", "[model]\nname = \"" + faulty.string() + "\"\n[estimator]\nname = \"exact\"\n[run]\niterations = 10\n");
   expect_exit(3, "run --quiet --config " + quoted(config) + std::string(out("bug")),
               {"internal error", "fixture: a bug in the gradient"});
+  // 130: stopped by Ctrl-C (SIGINT), resumable (checkpoint_test.cpp checks the resume).
+  const auto interrupted = dir.path() / "interrupted";
+  const pid_t child = test::spawn_cli({"run", "--preset", "demo", "--set", "run.iterations=10000000", "--quiet", "--out",
+                                       interrupted.string()});
+  const auto status = test::signal_when(child, SIGINT, [&] { return fs::exists(interrupted / "chain-1.csv"); });
+  REQUIRE(status);
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 130);
+  CHECK(nlohmann::json::parse(test::read_text(interrupted / "manifest.json"))["status"] == "interrupted");
+}
+
+namespace {
+
+/// A copy of the gaussian plugin cut to half its length, as a copy interrupted mid-way leaves it.
+fs::path truncated_plugin(const fs::path& folder, const std::string& name) {
+  const auto path = folder / ("sgmcmc-model-" + name + ".so");
+  fs::copy_file(test::gaussian_plugin_path, path);
+  fs::resize_file(path, fs::file_size(path) / 2);
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("a truncated plugin file is an error naming it, in run, check-model and list, not a crash") {
+  test::TempDir dir;
+  const auto plugins = dir.path() / "plugins";
+  fs::create_directories(plugins);
+  const auto broken = truncated_plugin(plugins, "broken");
+  fs::copy_file(test::gaussian_plugin_path, plugins / "sgmcmc-model-intact.so");
+  const std::string plugin_dir = " --plugin-dir " + quoted(plugins);
+  const std::string truncated = "truncated";
+  const std::string run = "run --preset demo --quiet --set run.iterations=20 --out " + quoted(dir.path() / "out") + plugin_dir;
+  expect_exit(2, run + " --set model.name=broken", {broken.string(), truncated});
+  expect_exit(2, "check-model " + quoted(broken), {broken.string(), truncated});
+  // The did-you-mean lookup loads every plugin of the folders; the broken one must not stop it.
+  expect_exit(2, run + " --set model.name=intactt", {"did you mean 'intact'?"});
+  // One bad file in a folder: `list` names it and goes on listing the others.
+  const auto listed = expect_exit(0, "list" + plugin_dir, {"broken", "NOT LOADABLE", broken.string(), truncated});
+  CHECK_THAT(listed.output, Contains((plugins / "sgmcmc-model-intact.so").string()));
+  // Not an ELF file at all, and an ELF file of another machine (e_machine, bytes 18-19, set to 0xffff).
+  const auto text = dir.write("plugins/sgmcmc-model-text.so", "not a shared library\n");
+  expect_exit(2, "check-model " + quoted(text), {text.string(), "not an ELF file"});
+  const auto foreign = plugins / "sgmcmc-model-foreign.so";
+  fs::copy_file(test::gaussian_plugin_path, foreign);
+  std::fstream(foreign, std::ios::in | std::ios::out | std::ios::binary).seekp(18).write("\xff\xff", 2);
+  expect_exit(2, "check-model " + quoted(foreign), {foreign.string(), "machine 65535"});
 }

@@ -8,7 +8,8 @@ The folder holds (runners/README.md, "A run's folder"):
   header ``grad_lp.<parameter>,...`` and one row per row of ``chain-<k>.csv``;
 - ``metrics.csv``: ``chain,iteration,seconds,cpu_seconds,item_gradients,<model metrics>``;
 - ``manifest.json``: the resolved configuration, seed, versions, per-chain status and cost. It is
-  written last: a folder without it is an interrupted run.
+  written last: a folder without it is an interrupted run (one whose status is ``interrupted``
+  was stopped by Ctrl-C or SIGTERM and can be resumed).
 
 Numbers are parsed with Python's own ``float`` semantics (pandas' ``round_trip`` converter), so
 every value is the double the CLI wrote, exactly.
@@ -162,7 +163,8 @@ class Run:
 
     @property
     def status(self) -> str:
-        """``complete`` or ``diverged``, as the manifest says."""
+        """``complete``, ``diverged`` or ``interrupted`` (stopped by Ctrl-C or SIGTERM, resumable), as the
+        manifest says."""
         return self.manifest.get("status", "unknown")
 
     # --- arrays ----------------------------------------------------------------------------

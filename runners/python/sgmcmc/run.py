@@ -18,7 +18,8 @@ CLI_VARIABLE = "SGMCMC_CLI"
 
 class CliError(RuntimeError):
     """The CLI exited with a non-zero code. ``returncode`` is its exit code (1: a chain diverged,
-    its draws up to then are kept in ``out``; 2: bad input), ``stderr`` its message,
+    its draws up to then are kept in ``out``; 2: bad input; 3: an internal error; 130: stopped by
+    Ctrl-C or SIGTERM, resumable with ``sgmcmc run --resume out``), ``stderr`` its message,
     ``command`` the command line, ``out`` the output folder."""
 
     def __init__(self, command: list[str], returncode: int, stdout: str, stderr: str, out: Path | None):
