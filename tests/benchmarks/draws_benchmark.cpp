@@ -69,9 +69,9 @@ Figures csv(const std::vector<double>& theta) {
   const auto path = scratch("csv");
   auto figures = measure([&](std::uint64_t draws) {
     sgmcmc::StanCsvWriter writer(path, {}, sampler, names);
-    const auto header = writer.flush();
+    const auto header = writer.flush().length;
     for (std::uint64_t i = 0; i < draws; ++i) writer.write_draw(sampler_values, theta);
-    const auto bytes = writer.flush() - header;
+    const auto bytes = writer.flush().length - header;
     writer.close();
     return bytes;
   });
@@ -86,7 +86,7 @@ Figures binary(const std::vector<double>& theta) {
   auto figures = measure([&](std::uint64_t draws) {
     sgmcmc::OutputFile file(path);
     for (std::uint64_t i = 0; i < draws; ++i) file.write(row);
-    const auto bytes = file.flush();
+    const auto bytes = file.flush().length;
     file.close();
     return bytes;
   });
