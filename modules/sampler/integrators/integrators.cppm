@@ -506,9 +506,7 @@ public:
     const double h = advance(state), decay = friction_.per_step(h);
     const double noise = std::sqrt(2.0 * decay * temperature_);
     estimator.estimate(state.theta, state.gradient, context);
-    for (std::size_t j = 0; j < state.momentum.size(); ++j)
-      state.momentum[j] = (1.0 - decay) * state.momentum[j] - h * state.gradient[j] +
-                          noise * mass_.sqrt[j] * context.rng.normal();
+    euler_momentum(state.momentum, state.gradient, decay, h, noise, mass_.sqrt, context.rng);
     move(state, h);
     state.gradient_valid = false;
   }

@@ -27,6 +27,12 @@ void ornstein_uhlenbeck(std::span<double> momentum, double retention, double tem
                         std::span<const double> sqrt_mass, Rng& rng);
 /// ½ mᵀ M⁻¹ m.
 double kinetic_energy(std::span<const double> momentum, std::span<const double> inverse_mass);
+/// The Euler–Maruyama momentum step of SGHMC and SGNHT, a linear friction with the kick and the
+/// noise of one step h: m ← (1 - decay) m - h g + noise M^{1/2} ξ. SGHMC passes decay = γh and
+/// noise = sqrt(2γhT) (Chen, Fox & Guestrin 2014); SGNHT decay = ξh with its thermostat ξ and
+/// noise = sqrt(2AhT) (Ding et al. 2014, Alg. 2).
+void euler_momentum(std::span<double> momentum, std::span<const double> gradient, double decay, double h, double noise,
+                    std::span<const double> sqrt_mass, Rng& rng);
 
 }  // namespace sgmcmc
 
@@ -58,6 +64,12 @@ double kinetic_energy(std::span<const double> momentum, std::span<const double> 
   double sum = 0.0;
   for (std::size_t j = 0; j < momentum.size(); ++j) sum += momentum[j] * momentum[j] * inverse_mass[j];
   return 0.5 * sum;
+}
+
+void euler_momentum(std::span<double> momentum, std::span<const double> gradient, double decay, double h, double noise,
+                    std::span<const double> sqrt_mass, Rng& rng) {
+  for (std::size_t j = 0; j < momentum.size(); ++j)
+    momentum[j] = (1.0 - decay) * momentum[j] - h * gradient[j] + noise * sqrt_mass[j] * rng.normal();
 }
 
 }  // namespace sgmcmc
