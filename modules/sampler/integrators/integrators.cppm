@@ -106,11 +106,36 @@ struct SghmcParameters {
 };
 
 std::unique_ptr<Integrator> make_integrator(const SgldParameters& parameters);
+/// psgld (Li, Chen, Carlson & Carin 2016, Alg. 1 without Γ): sgld preconditioned by RMSprop's
+/// G = diag(1/(λ + sqrt(V))), V the moving average of the squared mean data gradient;
+/// step_size = their ε. Its preconditioner is its own, so it reads no `mass`.
+struct PsgldParameters {
+  ScheduleParameters schedule = {};
+  double temperature = 1.0;
+  double alpha = 0.99;              // 0 <= α < 1: V ← αV + (1 - α) ḡ⊙ḡ
+  double lambda = 1e-5;             // λ > 0: bounds G where the gradient history vanishes
+  bool freeze_after_warmup = true;  // stop updating V after the warmup: a fixed kernel when sampling
+  static PsgldParameters from_settings(const Settings& section);
+};
+
+/// sgnht (Ding et al. 2014, Alg. 2): step_size = h; friction is the thermostat ξ.
+struct SgnhtParameters {
+  ScheduleParameters schedule = {};
+  double temperature = 1.0;
+  Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
+  bool adapt_mass = false;
+  double diffusion = 1.0;                                 // A > 0, the injected noise sqrt(2AhT)
+  std::optional<double> thermostat_start = std::nullopt;  // ξ₀; unset: A
+  static SgnhtParameters from_settings(const Settings& section);
+};
+
 std::unique_ptr<Integrator> make_integrator(const MalaParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const ObaboParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const BaoabParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const HmcParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const SghmcParameters& parameters);
+std::unique_ptr<Integrator> make_integrator(const PsgldParameters& parameters);
+std::unique_ptr<Integrator> make_integrator(const SgnhtParameters& parameters);
 
 /// Refuses an `integrator.mass` array whose length is not the model's dimension d, naming the
 /// key, where it was set, the length given and d (a chain would refuse it too, without the place).
@@ -284,8 +309,11 @@ class ScheduledIntegrator : public Integrator {
 public:
   template <class Parameters>
   explicit ScheduledIntegrator(const Parameters& parameters)
-      : schedule_(parameters.schedule), temperature_(parameters.temperature), mass_(parameters.mass),
-        adapt_mass_(parameters.adapt_mass) {
+      : ScheduledIntegrator(parameters.schedule, parameters.temperature, parameters.mass, parameters.adapt_mass) {}
+  /// Without `mass` and `adapt_mass` (psgld, whose preconditioner is its own): M = 1, not adapted.
+  ScheduledIntegrator(const ScheduleParameters& schedule, double temperature, const Mass& mass = {},
+                      bool adapt_mass = false)
+      : schedule_(schedule), temperature_(temperature), mass_(mass), adapt_mass_(adapt_mass) {
     require_parameter(temperature_ > 0.0, "integrator", "temperature > 0", temperature_);
   }
   void initialise(ChainState& state, std::size_t dimension, Rng& rng) override {
@@ -356,6 +384,88 @@ public:
 
 private:
   std::vector<double> xi_;  // scratch: this step's ξ
+};
+
+/// pSGLD (Li, Chen, Carlson & Carin 2016, Algorithm 1, with their Γ term dropped): SGLD
+/// preconditioned by RMSprop's diagonal G = diag(1/(λ + sqrt(V))), where V is a moving average of
+/// the squared mean data gradient ḡ = (ĝ(θ) - ∇f_0(θ))/N (their ḡ, the minibatch mean of
+/// ∇f_i; from any estimator, its estimate of the data term divided by N):
+///   V ← αV + (1 - α) ḡ⊙ḡ (V starts at 0),   θ' = θ - (ε/2) G ĝ(θ) + sqrt(εT) G^{1/2} ξ.
+/// The paper's ε, λ and α mean the same here (their scaling: G ≈ N/|∇U|, so ε is about N times
+/// smaller than an sgld step with the same effect). Γ_i = ∂G_ii/∂θ_i would need the diagonal of
+/// the Hessian of the data term (V depends on θ through ḡ(θ)), which no estimator gives; the
+/// paper drops it too (its §"Preconditioned SGLD": negligible for α near 1). Without it a changing
+/// G makes the chain's law differ from the posterior (a position-dependent preconditioner without
+/// its divergence term), which is why MH refuses psgld. With `freeze_after_warmup` V stops
+/// changing at the end of the warmup (never without a warmup): the sampling phase is then sgld
+/// with the constant mass M = λ + sqrt(V), reported as adapted_mass(), whose only bias is sgld's.
+class Psgld final : public ScheduledIntegrator {
+public:
+  explicit Psgld(const PsgldParameters& parameters)
+      : ScheduledIntegrator(parameters.schedule, parameters.temperature), alpha_(parameters.alpha),
+        lambda_(parameters.lambda), freeze_(parameters.freeze_after_warmup) {
+    require_parameter(alpha_ >= 0.0 && alpha_ < 1.0, "integrator psgld", "0 <= alpha < 1", alpha_);
+    require_parameter(lambda_ > 0.0, "integrator psgld", "lambda > 0", lambda_);
+  }
+  void initialise(ChainState& state, std::size_t dimension, Rng& rng) override {
+    ScheduledIntegrator::initialise(state, dimension, rng);
+    second_moment_.assign(dimension, 0.0);
+  }
+
+  void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
+    const double epsilon = advance(state), noise = std::sqrt(epsilon * temperature_);
+    estimator.estimate(state.theta, state.gradient, context);
+    if (!frozen_) update_second_moment(state, context);
+    xi_.resize(state.theta.size());
+    context.rng.fill_normal(xi_);
+    for (std::size_t j = 0; j < state.theta.size(); ++j) {
+      const double g = 1.0 / (lambda_ + std::sqrt(second_moment_[j]));  // G_jj
+      state.theta[j] += -0.5 * epsilon * g * state.gradient[j] + noise * std::sqrt(g) * xi_[j];
+    }
+    if (state.reflect_at_zero) mirror_positive(state.theta);
+    state.gradient_valid = false;
+  }
+  /// The block that ends the warmup freezes V (the chain calls this after every block).
+  void after_block(ChainState& state, std::uint64_t warmup) override {
+    if (freeze_ && warmup > 0 && state.iteration >= warmup) frozen_ = true;
+  }
+  /// Once frozen, the sampling phase is sgld with this mass: M = 1/G = λ + sqrt(V).
+  std::vector<double> adapted_mass() const override {
+    if (!frozen_) return {};
+    std::vector<double> mass(second_moment_.size());
+    for (std::size_t j = 0; j < mass.size(); ++j) mass[j] = lambda_ + std::sqrt(second_moment_[j]);
+    return mass;
+  }
+  void save_state(StateWriter& out) const override {
+    ScheduledIntegrator::save_state(out);
+    out.section("psgld");
+    out.numbers(second_moment_);
+    out.flag(frozen_);
+  }
+  void restore_state(StateReader& in) override {
+    ScheduledIntegrator::restore_state(in);
+    in.section("psgld");
+    in.numbers(second_moment_, second_moment_.size());
+    frozen_ = in.flag();
+  }
+
+private:
+  /// V ← αV + (1 - α) ḡ⊙ḡ with ḡ = (ĝ - ∇f_0(θ))/N (Li et al. 2016, Alg. 1).
+  void update_second_moment(const ChainState& state, ChainContext& context) {
+    prior_.assign(state.theta.size(), 0.0);
+    context.model.add_prior_gradient(state.theta, prior_);
+    const double items = static_cast<double>(std::max<std::size_t>(context.model.num_items(), 1));
+    for (std::size_t j = 0; j < second_moment_.size(); ++j) {
+      const double mean = (state.gradient[j] - prior_[j]) / items;
+      second_moment_[j] = alpha_ * second_moment_[j] + (1.0 - alpha_) * mean * mean;
+    }
+  }
+
+  double alpha_, lambda_;
+  bool freeze_;
+  bool frozen_ = false;
+  std::vector<double> second_moment_;  // V
+  std::vector<double> prior_, xi_;     // scratch: ∇f_0(θ) and this step's ξ
 };
 
 /// The friction γ of the Langevin SDE (`friction`, in units of 1/time). By default γ = 0.1/h₀ for
@@ -515,6 +625,47 @@ private:
   Friction friction_;
 };
 
+/// SGNHT (Ding, Fang, Babbush, Chen, Skeel & Neven 2014, Algorithm 2), with a mass M and a
+/// temperature T: a scalar thermostat ξ replaces sghmc's fixed friction and adapts it until the
+/// kinetic temperature pᵀM⁻¹p/d is T, absorbing the unknown minibatch noise:
+///   p' = (1 - ξh) p - h ĝ(θ) + sqrt(2AhT) M^{1/2} η,  θ' = θ + h M⁻¹p',  ξ' = ξ + h (p'ᵀM⁻¹p'/d - T),
+/// η ~ N(0, I), ξ₀ = A by default (Ding et al.: M = I, T = 1). Its continuous dynamics leave
+/// exp(-U/T) × N(p; 0, TM) × a Gaussian in ξ invariant (their §3); this Euler step is biased
+/// by O(h), as sghmc's.
+class Sgnht final : public MomentumIntegrator {
+public:
+  explicit Sgnht(const SgnhtParameters& parameters)
+      : MomentumIntegrator(parameters), diffusion_(parameters.diffusion),
+        thermostat_(parameters.thermostat_start.value_or(parameters.diffusion)) {
+    require_parameter(diffusion_ > 0.0, "integrator sgnht", "diffusion > 0", diffusion_);
+  }
+
+  void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
+    const double h = advance(state), noise = std::sqrt(2.0 * diffusion_ * h * temperature_);
+    estimator.estimate(state.theta, state.gradient, context);
+    euler_momentum(state.momentum, state.gradient, thermostat_ * h, h, noise, mass_.sqrt, context.rng);
+    move(state, h);
+    state.gradient_valid = false;
+    // pᵀM⁻¹p = 2 × kinetic energy; a reflection at 0 negates p_j and leaves it alone.
+    const double d = static_cast<double>(state.momentum.size());
+    thermostat_ += h * (2.0 * kinetic_energy(state.momentum, mass_.inverse) / d - temperature_);
+  }
+  void save_state(StateWriter& out) const override {
+    MomentumIntegrator::save_state(out);
+    out.section("sgnht");
+    out.number(thermostat_);
+  }
+  void restore_state(StateReader& in) override {
+    MomentumIntegrator::restore_state(in);
+    in.section("sgnht");
+    thermostat_ = in.number();
+  }
+
+private:
+  double diffusion_;
+  double thermostat_;  // ξ
+};
+
 const std::vector<std::string> schedule_keys = {"step_size", "schedule", "decay_b", "decay_c", "cycle_length", "temperature"};
 
 std::vector<std::string> with_schedule_keys(std::vector<std::string> keys) {
@@ -575,6 +726,20 @@ const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
        "sghmc's Euler-Maruyama step has no realisable backward move (its momentum update is not an OU flow composed "
        "with reversible kicks), so every MH acceptance probability is exactly 0 (Garriga-Alonso & Fortuin 2021, "
        "Thm. 1); use 'obabo', which keeps a non-zero acceptance"},
+      {"psgld",
+       "pSGLD: sgld preconditioned by RMSprop, G = 1/(λ + sqrt(V)), V ← αV + (1-α)ḡ² (Li et al. 2016, Alg. 1, "
+       "without Γ: biased while G changes; step_size = their ε); keys alpha (0.99), lambda (1e-5), "
+       "freeze_after_warmup (true: V fixed after the warmup, then sgld with mass λ + sqrt(V))",
+       with_schedule_keys({"alpha", "lambda", "freeze_after_warmup"}), factory<PsgldParameters>(),
+       "psgld computes no gradient at its proposal, and its preconditioner changes with the gradient history (its "
+       "chain is biased without the Γ term, which needs second derivatives), so no MH test can correct it; use "
+       "'mala' with a mass, or adapt_mass for one learnt during the warmup"},
+      {"sgnht",
+       "SGNHT: sghmc's Euler step with a thermostat ξ for friction, ξ' = ξ + h(pᵀM⁻¹p/d - T) (Ding et al. 2014, "
+       "Alg. 2; step_size = h); keys diffusion A (1), thermostat_start ξ₀ (A), mass (1)",
+       with_schedule_keys({"mass", "adapt_mass", "diffusion", "thermostat_start"}), factory<SgnhtParameters>(),
+       "sgnht's Euler-Maruyama momentum step has no realisable backward move, as sghmc's (Garriga-Alonso & Fortuin "
+       "2021, Thm. 1), and its thermostat ξ changes with every step's momentum; use 'obabo'"},
   };
   return catalogue;
 }
@@ -624,6 +789,28 @@ SghmcParameters SghmcParameters::from_settings(const Settings& section) {
   return parameters;
 }
 
+PsgldParameters PsgldParameters::from_settings(const Settings& section) {
+  PsgldParameters parameters;
+  parameters.schedule = ScheduleParameters::from_settings(section);
+  parameters.temperature = section.positive_number("temperature", 1.0);
+  parameters.alpha = section.number("alpha", parameters.alpha);
+  if (!(parameters.alpha >= 0.0 && parameters.alpha < 1.0))
+    throw Error(fmt::format("{}: expected 0 <= alpha < 1 (the weight of the past in V's moving average), found {}",
+                            section.describe("alpha"), parameters.alpha));
+  parameters.lambda = section.positive_number("lambda", parameters.lambda);
+  parameters.freeze_after_warmup = section.flag("freeze_after_warmup", parameters.freeze_after_warmup);
+  return parameters;
+}
+
+SgnhtParameters SgnhtParameters::from_settings(const Settings& section) {
+  auto parameters = read_scheduled<SgnhtParameters>(section);
+  // A = 0 leaves only the minibatch noise: with exact gradients, deterministic Nosé–Hoover dynamics,
+  // which are not ergodic.
+  parameters.diffusion = section.positive_number("diffusion", parameters.diffusion);
+  parameters.thermostat_start = section.number("thermostat_start", parameters.diffusion);
+  return parameters;
+}
+
 std::unique_ptr<Integrator> make_integrator(const SgldParameters& parameters) {
   return std::make_unique<Sgld>(parameters);
 }
@@ -639,6 +826,12 @@ std::unique_ptr<Integrator> make_integrator(const BaoabParameters& parameters) {
 std::unique_ptr<Integrator> make_integrator(const HmcParameters& parameters) { return std::make_unique<Hmc>(parameters); }
 std::unique_ptr<Integrator> make_integrator(const SghmcParameters& parameters) {
   return std::make_unique<Sghmc>(parameters);
+}
+std::unique_ptr<Integrator> make_integrator(const PsgldParameters& parameters) {
+  return std::make_unique<Psgld>(parameters);
+}
+std::unique_ptr<Integrator> make_integrator(const SgnhtParameters& parameters) {
+  return std::make_unique<Sgnht>(parameters);
 }
 
 }  // namespace sgmcmc
