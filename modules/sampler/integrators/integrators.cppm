@@ -11,6 +11,7 @@ module;
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -129,6 +130,12 @@ struct SgnhtParameters {
   static SgnhtParameters from_settings(const Settings& section);
 };
 
+/// badodab (Leimkuhler & Shang 2016): sgnht's dynamics integrated by the splitting
+/// B A D O D A B; the same keys.
+struct BadodabParameters : SgnhtParameters {
+  static BadodabParameters from_settings(const Settings& section);
+};
+
 std::unique_ptr<Integrator> make_integrator(const MalaParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const ObaboParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const BaoabParameters& parameters);
@@ -136,6 +143,7 @@ std::unique_ptr<Integrator> make_integrator(const HmcParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const SghmcParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const PsgldParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const SgnhtParameters& parameters);
+std::unique_ptr<Integrator> make_integrator(const BadodabParameters& parameters);
 
 /// Refuses an `integrator.mass` array whose length is not the model's dimension d, naming the
 /// key, where it was set, the length given and d (a chain would refuse it too, without the place).
@@ -625,20 +633,51 @@ private:
   Friction friction_;
 };
 
-/// SGNHT (Ding, Fang, Babbush, Chen, Skeel & Neven 2014, Algorithm 2), with a mass M and a
-/// temperature T: a scalar thermostat ξ replaces sghmc's fixed friction and adapts it until the
-/// kinetic temperature pᵀM⁻¹p/d is T, absorbing the unknown minibatch noise:
-///   p' = (1 - ξh) p - h ĝ(θ) + sqrt(2AhT) M^{1/2} η,  θ' = θ + h M⁻¹p',  ξ' = ξ + h (p'ᵀM⁻¹p'/d - T),
-/// η ~ N(0, I), ξ₀ = A by default (Ding et al.: M = I, T = 1). Its continuous dynamics leave
-/// exp(-U/T) × N(p; 0, TM) × a Gaussian in ξ invariant (their §3); this Euler step is biased
-/// by O(h), as sghmc's.
-class Sgnht final : public MomentumIntegrator {
+/// What sgnht and badodab share: the adaptive Langevin (stochastic gradient Nosé–Hoover)
+/// thermostat of Ding et al. (2014) and Leimkuhler & Shang (2016), with a mass M and temperature T,
+///   dθ = M⁻¹p dt,  dp = -∇U dt - ξ p dt + sqrt(2AT) M^{1/2} dW,  dξ = (pᵀM⁻¹p/d - T) dt,
+/// a scalar ξ in place of a fixed friction, rising while the kinetic temperature pᵀM⁻¹p/d is
+/// above T, so the unknown minibatch noise is dissipated without being estimated (the thermostat's
+/// mass μ = d, as in Ding et al.'s Alg. 2). Its continuous dynamics leave
+/// exp(-U/T) × N(p; 0, TM) × a Gaussian in ξ invariant (Ding et al. 2014, §3). ξ starts at
+/// `thermostat_start` (default A) and is chain state, carried by checkpoints.
+class ThermostatIntegrator : public MomentumIntegrator {
 public:
-  explicit Sgnht(const SgnhtParameters& parameters)
+  template <class Parameters>
+  ThermostatIntegrator(const Parameters& parameters, std::string_view name)
       : MomentumIntegrator(parameters), diffusion_(parameters.diffusion),
         thermostat_(parameters.thermostat_start.value_or(parameters.diffusion)) {
-    require_parameter(diffusion_ > 0.0, "integrator sgnht", "diffusion > 0", diffusion_);
+    require_parameter(diffusion_ > 0.0, fmt::format("integrator {}", name), "diffusion > 0", diffusion_);
   }
+  void save_state(StateWriter& out) const override {
+    MomentumIntegrator::save_state(out);
+    out.section("thermostat");
+    out.number(thermostat_);
+  }
+  void restore_state(StateReader& in) override {
+    MomentumIntegrator::restore_state(in);
+    in.section("thermostat");
+    thermostat_ = in.number();
+  }
+
+protected:
+  /// D over t: ξ ← ξ + t (pᵀM⁻¹p/d - T), pᵀM⁻¹p being twice the kinetic energy (a reflection at 0
+  /// negates p_j and leaves it alone).
+  void adjust_thermostat(const ChainState& state, double t) {
+    const double d = static_cast<double>(state.momentum.size());
+    thermostat_ += t * (2.0 * kinetic_energy(state.momentum, mass_.inverse) / d - temperature_);
+  }
+  double diffusion_;   // A
+  double thermostat_;  // ξ
+};
+
+/// SGNHT (Ding, Fang, Babbush, Chen, Skeel & Neven 2014, Algorithm 2; there M = I, T = 1), the
+/// Euler step of the thermostat's dynamics:
+///   p' = (1 - ξh) p - h ĝ(θ) + sqrt(2AhT) M^{1/2} η,  θ' = θ + h M⁻¹p',  ξ' = ξ + h (p'ᵀM⁻¹p'/d - T),
+/// η ~ N(0, I). Biased by O(h), as sghmc's Euler step.
+class Sgnht final : public ThermostatIntegrator {
+public:
+  explicit Sgnht(const SgnhtParameters& parameters) : ThermostatIntegrator(parameters, "sgnht") {}
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double h = advance(state), noise = std::sqrt(2.0 * diffusion_ * h * temperature_);
@@ -646,24 +685,32 @@ public:
     euler_momentum(state.momentum, state.gradient, thermostat_ * h, h, noise, mass_.sqrt, context.rng);
     move(state, h);
     state.gradient_valid = false;
-    // pᵀM⁻¹p = 2 × kinetic energy; a reflection at 0 negates p_j and leaves it alone.
-    const double d = static_cast<double>(state.momentum.size());
-    thermostat_ += h * (2.0 * kinetic_energy(state.momentum, mass_.inverse) / d - temperature_);
+    adjust_thermostat(state, h);
   }
-  void save_state(StateWriter& out) const override {
-    MomentumIntegrator::save_state(out);
-    out.section("sgnht");
-    out.number(thermostat_);
-  }
-  void restore_state(StateReader& in) override {
-    MomentumIntegrator::restore_state(in);
-    in.section("sgnht");
-    thermostat_ = in.number();
-  }
+};
 
-private:
-  double diffusion_;
-  double thermostat_;  // ξ
+/// BADODAB (Leimkuhler & Shang 2016, "Adaptive thermostats for noisy gradient systems", SIAM J.
+/// Sci. Comput. 38(2)): the same dynamics as sgnht, split as B(h/2) A(h/2) D(h/2) O(h) D(h/2)
+/// A(h/2) B(h/2), with D the thermostat's update over h/2 and O the exact flow of
+/// dp = -ξp dt + sqrt(2AT) M^{1/2} dW over h at the current ξ. One gradient per step: the last
+/// kick's, at the new θ, is kept for the next step's first (as BAOAB's). Second order, with the
+/// superconvergence of BAOAB's configurational averages that Leimkuhler & Shang report.
+class Badodab final : public ThermostatIntegrator {
+public:
+  explicit Badodab(const BadodabParameters& parameters) : ThermostatIntegrator(parameters, "badodab") {}
+
+  void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
+    const double h = advance(state);
+    ensure_gradient(state, estimator, context);
+    kick(state.momentum, state.gradient, h / 2);
+    move(state, h / 2);
+    adjust_thermostat(state, h / 2);
+    thermostatted_ornstein_uhlenbeck(state.momentum, thermostat_, diffusion_, temperature_, h, mass_.sqrt, context.rng);
+    adjust_thermostat(state, h / 2);
+    move(state, h / 2);
+    new_gradient(state, estimator, context);
+    kick(state.momentum, state.gradient, h / 2);
+  }
 };
 
 const std::vector<std::string> schedule_keys = {"step_size", "schedule", "decay_b", "decay_c", "cycle_length", "temperature"};
@@ -740,6 +787,13 @@ const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
        with_schedule_keys({"mass", "adapt_mass", "diffusion", "thermostat_start"}), factory<SgnhtParameters>(),
        "sgnht's Euler-Maruyama momentum step has no realisable backward move, as sghmc's (Garriga-Alonso & Fortuin "
        "2021, Thm. 1), and its thermostat ξ changes with every step's momentum; use 'obabo'"},
+      {"badodab",
+       "BADODAB: sgnht's thermostat, split B A D O D A B with D the thermostat's half step and O exact at the current ξ "
+       "(Leimkuhler & Shang 2016; step_size = h); keys diffusion A (1), thermostat_start ξ₀ (A), mass (1)",
+       with_schedule_keys({"mass", "adapt_mass", "diffusion", "thermostat_start"}), factory<BadodabParameters>(),
+       "badodab's O step has the friction ξ but the noise sqrt(2AT), so it keeps N(0, TM) invariant only when ξ = A; "
+       "the MH energy error drops every O step as reversible with respect to N(0, TM), which then fails (and ξ, which "
+       "its D steps change with the momentum, is state the test does not carry); use 'baoab'"},
   };
   return catalogue;
 }
@@ -802,13 +856,20 @@ PsgldParameters PsgldParameters::from_settings(const Settings& section) {
   return parameters;
 }
 
-SgnhtParameters SgnhtParameters::from_settings(const Settings& section) {
-  auto parameters = read_scheduled<SgnhtParameters>(section);
+/// sgnht's and badodab's keys: the schedule, temperature and mass, then `diffusion` and `thermostat_start`.
+template <class Parameters>
+Parameters read_thermostat(const Settings& section) {
+  auto parameters = read_scheduled<Parameters>(section);
   // A = 0 leaves only the minibatch noise: with exact gradients, deterministic Nosé–Hoover dynamics,
   // which are not ergodic.
   parameters.diffusion = section.positive_number("diffusion", parameters.diffusion);
   parameters.thermostat_start = section.number("thermostat_start", parameters.diffusion);
   return parameters;
+}
+
+SgnhtParameters SgnhtParameters::from_settings(const Settings& section) { return read_thermostat<SgnhtParameters>(section); }
+BadodabParameters BadodabParameters::from_settings(const Settings& section) {
+  return read_thermostat<BadodabParameters>(section);
 }
 
 std::unique_ptr<Integrator> make_integrator(const SgldParameters& parameters) {
@@ -832,6 +893,9 @@ std::unique_ptr<Integrator> make_integrator(const PsgldParameters& parameters) {
 }
 std::unique_ptr<Integrator> make_integrator(const SgnhtParameters& parameters) {
   return std::make_unique<Sgnht>(parameters);
+}
+std::unique_ptr<Integrator> make_integrator(const BadodabParameters& parameters) {
+  return std::make_unique<Badodab>(parameters);
 }
 
 }  // namespace sgmcmc
