@@ -11,6 +11,7 @@ module;
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -106,11 +107,43 @@ struct SghmcParameters {
 };
 
 std::unique_ptr<Integrator> make_integrator(const SgldParameters& parameters);
+/// psgld (Li, Chen, Carlson & Carin 2016, Alg. 1 without Γ): sgld preconditioned by RMSprop's
+/// G = diag(1/(λ + sqrt(V))), V the moving average of the squared mean data gradient;
+/// step_size = their ε. Its preconditioner is its own, so it reads no `mass`.
+struct PsgldParameters {
+  ScheduleParameters schedule = {};
+  double temperature = 1.0;
+  double alpha = 0.99;              // 0 <= α < 1: V ← αV + (1 - α) ḡ⊙ḡ
+  double lambda = 1e-5;             // λ > 0: bounds G where the gradient history vanishes
+  bool freeze_after_warmup = true;  // stop updating V after the warmup: a fixed kernel when sampling
+  static PsgldParameters from_settings(const Settings& section);
+};
+
+/// sgnht (Ding et al. 2014, Alg. 2): step_size = h; friction is the thermostat ξ.
+struct SgnhtParameters {
+  ScheduleParameters schedule = {};
+  double temperature = 1.0;
+  Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
+  bool adapt_mass = false;
+  double diffusion = 1.0;                                 // A > 0, the injected noise sqrt(2AhT)
+  std::optional<double> thermostat_start = std::nullopt;  // ξ₀; unset: A
+  static SgnhtParameters from_settings(const Settings& section);
+};
+
+/// badodab (Leimkuhler & Shang 2016): sgnht's dynamics integrated by the splitting
+/// B A D O D A B; the same keys.
+struct BadodabParameters : SgnhtParameters {
+  static BadodabParameters from_settings(const Settings& section);
+};
+
 std::unique_ptr<Integrator> make_integrator(const MalaParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const ObaboParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const BaoabParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const HmcParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const SghmcParameters& parameters);
+std::unique_ptr<Integrator> make_integrator(const PsgldParameters& parameters);
+std::unique_ptr<Integrator> make_integrator(const SgnhtParameters& parameters);
+std::unique_ptr<Integrator> make_integrator(const BadodabParameters& parameters);
 
 /// Refuses an `integrator.mass` array whose length is not the model's dimension d, naming the
 /// key, where it was set, the length given and d (a chain would refuse it too, without the place).
@@ -284,8 +317,11 @@ class ScheduledIntegrator : public Integrator {
 public:
   template <class Parameters>
   explicit ScheduledIntegrator(const Parameters& parameters)
-      : schedule_(parameters.schedule), temperature_(parameters.temperature), mass_(parameters.mass),
-        adapt_mass_(parameters.adapt_mass) {
+      : ScheduledIntegrator(parameters.schedule, parameters.temperature, parameters.mass, parameters.adapt_mass) {}
+  /// Without `mass` and `adapt_mass` (psgld, whose preconditioner is its own): M = 1, not adapted.
+  ScheduledIntegrator(const ScheduleParameters& schedule, double temperature, const Mass& mass = {},
+                      bool adapt_mass = false)
+      : schedule_(schedule), temperature_(temperature), mass_(mass), adapt_mass_(adapt_mass) {
     require_parameter(temperature_ > 0.0, "integrator", "temperature > 0", temperature_);
   }
   void initialise(ChainState& state, std::size_t dimension, Rng& rng) override {
@@ -356,6 +392,88 @@ public:
 
 private:
   std::vector<double> xi_;  // scratch: this step's ξ
+};
+
+/// pSGLD (Li, Chen, Carlson & Carin 2016, Algorithm 1, with their Γ term dropped): SGLD
+/// preconditioned by RMSprop's diagonal G = diag(1/(λ + sqrt(V))), where V is a moving average of
+/// the squared mean data gradient ḡ = (ĝ(θ) - ∇f_0(θ))/N (their ḡ, the minibatch mean of
+/// ∇f_i; from any estimator, its estimate of the data term divided by N):
+///   V ← αV + (1 - α) ḡ⊙ḡ (V starts at 0),   θ' = θ - (ε/2) G ĝ(θ) + sqrt(εT) G^{1/2} ξ.
+/// The paper's ε, λ and α mean the same here (their scaling: G ≈ N/|∇U|, so ε is about N times
+/// smaller than an sgld step with the same effect). Γ_i = ∂G_ii/∂θ_i would need the diagonal of
+/// the Hessian of the data term (V depends on θ through ḡ(θ)), which no estimator gives; the
+/// paper drops it too (its §"Preconditioned SGLD": negligible for α near 1). Without it a changing
+/// G makes the chain's law differ from the posterior (a position-dependent preconditioner without
+/// its divergence term), which is why MH refuses psgld. With `freeze_after_warmup` V stops
+/// changing at the end of the warmup (never without a warmup): the sampling phase is then sgld
+/// with the constant mass M = λ + sqrt(V), reported as adapted_mass(), whose only bias is sgld's.
+class Psgld final : public ScheduledIntegrator {
+public:
+  explicit Psgld(const PsgldParameters& parameters)
+      : ScheduledIntegrator(parameters.schedule, parameters.temperature), alpha_(parameters.alpha),
+        lambda_(parameters.lambda), freeze_(parameters.freeze_after_warmup) {
+    require_parameter(alpha_ >= 0.0 && alpha_ < 1.0, "integrator psgld", "0 <= alpha < 1", alpha_);
+    require_parameter(lambda_ > 0.0, "integrator psgld", "lambda > 0", lambda_);
+  }
+  void initialise(ChainState& state, std::size_t dimension, Rng& rng) override {
+    ScheduledIntegrator::initialise(state, dimension, rng);
+    second_moment_.assign(dimension, 0.0);
+  }
+
+  void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
+    const double epsilon = advance(state), noise = std::sqrt(epsilon * temperature_);
+    estimator.estimate(state.theta, state.gradient, context);
+    if (!frozen_) update_second_moment(state, context);
+    xi_.resize(state.theta.size());
+    context.rng.fill_normal(xi_);
+    for (std::size_t j = 0; j < state.theta.size(); ++j) {
+      const double g = 1.0 / (lambda_ + std::sqrt(second_moment_[j]));  // G_jj
+      state.theta[j] += -0.5 * epsilon * g * state.gradient[j] + noise * std::sqrt(g) * xi_[j];
+    }
+    if (state.reflect_at_zero) mirror_positive(state.theta);
+    state.gradient_valid = false;
+  }
+  /// The block that ends the warmup freezes V (the chain calls this after every block).
+  void after_block(ChainState& state, std::uint64_t warmup) override {
+    if (freeze_ && warmup > 0 && state.iteration >= warmup) frozen_ = true;
+  }
+  /// Once frozen, the sampling phase is sgld with this mass: M = 1/G = λ + sqrt(V).
+  std::vector<double> adapted_mass() const override {
+    if (!frozen_) return {};
+    std::vector<double> mass(second_moment_.size());
+    for (std::size_t j = 0; j < mass.size(); ++j) mass[j] = lambda_ + std::sqrt(second_moment_[j]);
+    return mass;
+  }
+  void save_state(StateWriter& out) const override {
+    ScheduledIntegrator::save_state(out);
+    out.section("psgld");
+    out.numbers(second_moment_);
+    out.flag(frozen_);
+  }
+  void restore_state(StateReader& in) override {
+    ScheduledIntegrator::restore_state(in);
+    in.section("psgld");
+    in.numbers(second_moment_, second_moment_.size());
+    frozen_ = in.flag();
+  }
+
+private:
+  /// V ← αV + (1 - α) ḡ⊙ḡ with ḡ = (ĝ - ∇f_0(θ))/N (Li et al. 2016, Alg. 1).
+  void update_second_moment(const ChainState& state, ChainContext& context) {
+    prior_.assign(state.theta.size(), 0.0);
+    context.model.add_prior_gradient(state.theta, prior_);
+    const double items = static_cast<double>(std::max<std::size_t>(context.model.num_items(), 1));
+    for (std::size_t j = 0; j < second_moment_.size(); ++j) {
+      const double mean = (state.gradient[j] - prior_[j]) / items;
+      second_moment_[j] = alpha_ * second_moment_[j] + (1.0 - alpha_) * mean * mean;
+    }
+  }
+
+  double alpha_, lambda_;
+  bool freeze_;
+  bool frozen_ = false;
+  std::vector<double> second_moment_;  // V
+  std::vector<double> prior_, xi_;     // scratch: ∇f_0(θ) and this step's ξ
 };
 
 /// The friction γ of the Langevin SDE (`friction`, in units of 1/time). By default γ = 0.1/h₀ for
@@ -506,15 +624,93 @@ public:
     const double h = advance(state), decay = friction_.per_step(h);
     const double noise = std::sqrt(2.0 * decay * temperature_);
     estimator.estimate(state.theta, state.gradient, context);
-    for (std::size_t j = 0; j < state.momentum.size(); ++j)
-      state.momentum[j] = (1.0 - decay) * state.momentum[j] - h * state.gradient[j] +
-                          noise * mass_.sqrt[j] * context.rng.normal();
+    euler_momentum(state.momentum, state.gradient, decay, h, noise, mass_.sqrt, context.rng);
     move(state, h);
     state.gradient_valid = false;
   }
 
 private:
   Friction friction_;
+};
+
+/// What sgnht and badodab share: the adaptive Langevin (stochastic gradient Nosé–Hoover)
+/// thermostat of Ding et al. (2014) and Leimkuhler & Shang (2016), with a mass M and temperature T,
+///   dθ = M⁻¹p dt,  dp = -∇U dt - ξ p dt + sqrt(2AT) M^{1/2} dW,  dξ = (pᵀM⁻¹p/d - T) dt,
+/// a scalar ξ in place of a fixed friction, rising while the kinetic temperature pᵀM⁻¹p/d is
+/// above T, so the unknown minibatch noise is dissipated without being estimated (the thermostat's
+/// mass μ = d, as in Ding et al.'s Alg. 2). Its continuous dynamics leave
+/// exp(-U/T) × N(p; 0, TM) × a Gaussian in ξ invariant (Ding et al. 2014, §3). ξ starts at
+/// `thermostat_start` (default A) and is chain state, carried by checkpoints.
+class ThermostatIntegrator : public MomentumIntegrator {
+public:
+  template <class Parameters>
+  ThermostatIntegrator(const Parameters& parameters, std::string_view name)
+      : MomentumIntegrator(parameters), diffusion_(parameters.diffusion),
+        thermostat_(parameters.thermostat_start.value_or(parameters.diffusion)) {
+    require_parameter(diffusion_ > 0.0, fmt::format("integrator {}", name), "diffusion > 0", diffusion_);
+  }
+  void save_state(StateWriter& out) const override {
+    MomentumIntegrator::save_state(out);
+    out.section("thermostat");
+    out.number(thermostat_);
+  }
+  void restore_state(StateReader& in) override {
+    MomentumIntegrator::restore_state(in);
+    in.section("thermostat");
+    thermostat_ = in.number();
+  }
+
+protected:
+  /// D over t: ξ ← ξ + t (pᵀM⁻¹p/d - T), pᵀM⁻¹p being twice the kinetic energy (a reflection at 0
+  /// negates p_j and leaves it alone).
+  void adjust_thermostat(const ChainState& state, double t) {
+    const double d = static_cast<double>(state.momentum.size());
+    thermostat_ += t * (2.0 * kinetic_energy(state.momentum, mass_.inverse) / d - temperature_);
+  }
+  double diffusion_;   // A
+  double thermostat_;  // ξ
+};
+
+/// SGNHT (Ding, Fang, Babbush, Chen, Skeel & Neven 2014, Algorithm 2; there M = I, T = 1), the
+/// Euler step of the thermostat's dynamics:
+///   p' = (1 - ξh) p - h ĝ(θ) + sqrt(2AhT) M^{1/2} η,  θ' = θ + h M⁻¹p',  ξ' = ξ + h (p'ᵀM⁻¹p'/d - T),
+/// η ~ N(0, I). Biased by O(h), as sghmc's Euler step.
+class Sgnht final : public ThermostatIntegrator {
+public:
+  explicit Sgnht(const SgnhtParameters& parameters) : ThermostatIntegrator(parameters, "sgnht") {}
+
+  void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
+    const double h = advance(state), noise = std::sqrt(2.0 * diffusion_ * h * temperature_);
+    estimator.estimate(state.theta, state.gradient, context);
+    euler_momentum(state.momentum, state.gradient, thermostat_ * h, h, noise, mass_.sqrt, context.rng);
+    move(state, h);
+    state.gradient_valid = false;
+    adjust_thermostat(state, h);
+  }
+};
+
+/// BADODAB (Leimkuhler & Shang 2016, "Adaptive thermostats for noisy gradient systems", SIAM J.
+/// Sci. Comput. 38(2)): the same dynamics as sgnht, split as B(h/2) A(h/2) D(h/2) O(h) D(h/2)
+/// A(h/2) B(h/2), with D the thermostat's update over h/2 and O the exact flow of
+/// dp = -ξp dt + sqrt(2AT) M^{1/2} dW over h at the current ξ. One gradient per step: the last
+/// kick's, at the new θ, is kept for the next step's first (as BAOAB's). Second order, with the
+/// superconvergence of BAOAB's configurational averages that Leimkuhler & Shang report.
+class Badodab final : public ThermostatIntegrator {
+public:
+  explicit Badodab(const BadodabParameters& parameters) : ThermostatIntegrator(parameters, "badodab") {}
+
+  void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
+    const double h = advance(state);
+    ensure_gradient(state, estimator, context);
+    kick(state.momentum, state.gradient, h / 2);
+    move(state, h / 2);
+    adjust_thermostat(state, h / 2);
+    thermostatted_ornstein_uhlenbeck(state.momentum, thermostat_, diffusion_, temperature_, h, mass_.sqrt, context.rng);
+    adjust_thermostat(state, h / 2);
+    move(state, h / 2);
+    new_gradient(state, estimator, context);
+    kick(state.momentum, state.gradient, h / 2);
+  }
 };
 
 const std::vector<std::string> schedule_keys = {"step_size", "schedule", "decay_b", "decay_c", "cycle_length", "temperature"};
@@ -577,6 +773,27 @@ const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
        "sghmc's Euler-Maruyama step has no realisable backward move (its momentum update is not an OU flow composed "
        "with reversible kicks), so every MH acceptance probability is exactly 0 (Garriga-Alonso & Fortuin 2021, "
        "Thm. 1); use 'obabo', which keeps a non-zero acceptance"},
+      {"psgld",
+       "pSGLD: sgld preconditioned by RMSprop, G = 1/(λ + sqrt(V)), V ← αV + (1-α)ḡ² (Li et al. 2016, Alg. 1, "
+       "without Γ: biased while G changes; step_size = their ε); keys alpha (0.99), lambda (1e-5), "
+       "freeze_after_warmup (true: V fixed after the warmup, then sgld with mass λ + sqrt(V))",
+       with_schedule_keys({"alpha", "lambda", "freeze_after_warmup"}), factory<PsgldParameters>(),
+       "psgld computes no gradient at its proposal, and its preconditioner changes with the gradient history (its "
+       "chain is biased without the Γ term, which needs second derivatives), so no MH test can correct it; use "
+       "'mala' with a mass, or adapt_mass for one learnt during the warmup"},
+      {"sgnht",
+       "SGNHT: sghmc's Euler step with a thermostat ξ for friction, ξ' = ξ + h(pᵀM⁻¹p/d - T) (Ding et al. 2014, "
+       "Alg. 2; step_size = h); keys diffusion A (1), thermostat_start ξ₀ (A), mass (1)",
+       with_schedule_keys({"mass", "adapt_mass", "diffusion", "thermostat_start"}), factory<SgnhtParameters>(),
+       "sgnht's Euler-Maruyama momentum step has no realisable backward move, as sghmc's (Garriga-Alonso & Fortuin "
+       "2021, Thm. 1), and its thermostat ξ changes with every step's momentum; use 'obabo'"},
+      {"badodab",
+       "BADODAB: sgnht's thermostat, split B A D O D A B with D the thermostat's half step and O exact at the current ξ "
+       "(Leimkuhler & Shang 2016; step_size = h); keys diffusion A (1), thermostat_start ξ₀ (A), mass (1)",
+       with_schedule_keys({"mass", "adapt_mass", "diffusion", "thermostat_start"}), factory<BadodabParameters>(),
+       "badodab's O step has the friction ξ but the noise sqrt(2AT), so it keeps N(0, TM) invariant only when ξ = A; "
+       "the MH energy error drops every O step as reversible with respect to N(0, TM), which then fails (and ξ, which "
+       "its D steps change with the momentum, is state the test does not carry); use 'baoab'"},
   };
   return catalogue;
 }
@@ -626,6 +843,35 @@ SghmcParameters SghmcParameters::from_settings(const Settings& section) {
   return parameters;
 }
 
+PsgldParameters PsgldParameters::from_settings(const Settings& section) {
+  PsgldParameters parameters;
+  parameters.schedule = ScheduleParameters::from_settings(section);
+  parameters.temperature = section.positive_number("temperature", 1.0);
+  parameters.alpha = section.number("alpha", parameters.alpha);
+  if (!(parameters.alpha >= 0.0 && parameters.alpha < 1.0))
+    throw Error(fmt::format("{}: expected 0 <= alpha < 1 (the weight of the past in V's moving average), found {}",
+                            section.describe("alpha"), parameters.alpha));
+  parameters.lambda = section.positive_number("lambda", parameters.lambda);
+  parameters.freeze_after_warmup = section.flag("freeze_after_warmup", parameters.freeze_after_warmup);
+  return parameters;
+}
+
+/// sgnht's and badodab's keys: the schedule, temperature and mass, then `diffusion` and `thermostat_start`.
+template <class Parameters>
+Parameters read_thermostat(const Settings& section) {
+  auto parameters = read_scheduled<Parameters>(section);
+  // A = 0 leaves only the minibatch noise: with exact gradients, deterministic Nosé–Hoover dynamics,
+  // which are not ergodic.
+  parameters.diffusion = section.positive_number("diffusion", parameters.diffusion);
+  parameters.thermostat_start = section.number("thermostat_start", parameters.diffusion);
+  return parameters;
+}
+
+SgnhtParameters SgnhtParameters::from_settings(const Settings& section) { return read_thermostat<SgnhtParameters>(section); }
+BadodabParameters BadodabParameters::from_settings(const Settings& section) {
+  return read_thermostat<BadodabParameters>(section);
+}
+
 std::unique_ptr<Integrator> make_integrator(const SgldParameters& parameters) {
   return std::make_unique<Sgld>(parameters);
 }
@@ -641,6 +887,15 @@ std::unique_ptr<Integrator> make_integrator(const BaoabParameters& parameters) {
 std::unique_ptr<Integrator> make_integrator(const HmcParameters& parameters) { return std::make_unique<Hmc>(parameters); }
 std::unique_ptr<Integrator> make_integrator(const SghmcParameters& parameters) {
   return std::make_unique<Sghmc>(parameters);
+}
+std::unique_ptr<Integrator> make_integrator(const PsgldParameters& parameters) {
+  return std::make_unique<Psgld>(parameters);
+}
+std::unique_ptr<Integrator> make_integrator(const SgnhtParameters& parameters) {
+  return std::make_unique<Sgnht>(parameters);
+}
+std::unique_ptr<Integrator> make_integrator(const BadodabParameters& parameters) {
+  return std::make_unique<Badodab>(parameters);
 }
 
 }  // namespace sgmcmc

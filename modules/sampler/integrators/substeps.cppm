@@ -25,8 +25,20 @@ void kick(std::span<double> momentum, std::span<const double> gradient, double h
 /// Ornstein–Uhlenbeck part dm = -γ m dt + sqrt(2γT) M^{1/2} dW over a time t. Callers pass c.
 void ornstein_uhlenbeck(std::span<double> momentum, double retention, double temperature,
                         std::span<const double> sqrt_mass, Rng& rng);
+/// O of the adaptive Langevin thermostat (Leimkuhler & Shang 2016): the exact flow over a time t
+/// of dm = -ξ m dt + sqrt(2AT) M^{1/2} dW with the friction ξ held fixed,
+/// m ← e^{-ξt} m + sqrt(AT (1 - e^{-2ξt})/ξ) M^{1/2} η, for ξ of either sign (variance 2ATt at ξ = 0).
+/// With ξ = A it is ornstein_uhlenbeck with c = e^{-At}.
+void thermostatted_ornstein_uhlenbeck(std::span<double> momentum, double friction, double diffusion, double temperature,
+                                      double t, std::span<const double> sqrt_mass, Rng& rng);
 /// ½ mᵀ M⁻¹ m.
 double kinetic_energy(std::span<const double> momentum, std::span<const double> inverse_mass);
+/// The Euler–Maruyama momentum step of SGHMC and SGNHT, a linear friction with the kick and the
+/// noise of one step h: m ← (1 - decay) m - h g + noise M^{1/2} ξ. SGHMC passes decay = γh and
+/// noise = sqrt(2γhT) (Chen, Fox & Guestrin 2014); SGNHT decay = ξh with its thermostat ξ and
+/// noise = sqrt(2AhT) (Ding et al. 2014, Alg. 2).
+void euler_momentum(std::span<double> momentum, std::span<const double> gradient, double decay, double h, double noise,
+                    std::span<const double> sqrt_mass, Rng& rng);
 
 }  // namespace sgmcmc
 
@@ -47,17 +59,39 @@ void kick(std::span<double> momentum, std::span<const double> gradient, double h
   for (std::size_t j = 0; j < momentum.size(); ++j) momentum[j] -= h * gradient[j];
 }
 
-void ornstein_uhlenbeck(std::span<double> momentum, double retention, double temperature,
-                        std::span<const double> sqrt_mass, Rng& rng) {
-  const double noise = std::sqrt((1.0 - retention * retention) * temperature);
+namespace substep_parts {
+/// m ← c m + noise M^{1/2} η: every O step's arithmetic.
+void decay_with_noise(std::span<double> momentum, double retention, double noise, std::span<const double> sqrt_mass,
+                      Rng& rng) {
   for (std::size_t j = 0; j < momentum.size(); ++j)
     momentum[j] = retention * momentum[j] + noise * sqrt_mass[j] * rng.normal();
+}
+}  // namespace substep_parts
+
+void ornstein_uhlenbeck(std::span<double> momentum, double retention, double temperature,
+                        std::span<const double> sqrt_mass, Rng& rng) {
+  substep_parts::decay_with_noise(momentum, retention, std::sqrt((1.0 - retention * retention) * temperature), sqrt_mass,
+                                  rng);
+}
+
+void thermostatted_ornstein_uhlenbeck(std::span<double> momentum, double friction, double diffusion, double temperature,
+                                      double t, std::span<const double> sqrt_mass, Rng& rng) {
+  // (1 - e^{-2ξt})/ξ by expm1: accurate when ξt is small, of either sign; its limit at ξ = 0 is 2t.
+  const double spread = friction == 0.0 ? 2.0 * t : -std::expm1(-2.0 * friction * t) / friction;
+  substep_parts::decay_with_noise(momentum, std::exp(-friction * t), std::sqrt(diffusion * temperature * spread),
+                                  sqrt_mass, rng);
 }
 
 double kinetic_energy(std::span<const double> momentum, std::span<const double> inverse_mass) {
   double sum = 0.0;
   for (std::size_t j = 0; j < momentum.size(); ++j) sum += momentum[j] * momentum[j] * inverse_mass[j];
   return 0.5 * sum;
+}
+
+void euler_momentum(std::span<double> momentum, std::span<const double> gradient, double decay, double h, double noise,
+                    std::span<const double> sqrt_mass, Rng& rng) {
+  for (std::size_t j = 0; j < momentum.size(); ++j)
+    momentum[j] = (1.0 - decay) * momentum[j] - h * gradient[j] + noise * sqrt_mass[j] * rng.normal();
 }
 
 }  // namespace sgmcmc
