@@ -225,8 +225,9 @@ def main():
     else:
         note = f"no box plots: the sweep has no {args.seed_axis} axis"
         print(f"sgmcmc plot: {note}")
-    sidecar = {"sweep": name, "metric": args.metric, "time": time, "time_reason": why, "panel_axis": args.panel, "seed_axis": args.seed_axis,
-               "method_axes": method_axes, "tied_axes": tied_axes, "figures": figures, "note": note}
+    sidecar = {"sweep": name, "metric": args.metric, "time": time, "time_reason": why, "panel_axis": args.panel,
+               "seed_axis": args.seed_axis, "method_axes": method_axes, "tied_axes": tied_axes, "figures": figures,
+               "note": note}
     (out / f"{name}-plot.json").write_text(json.dumps(sidecar, indent=1) + "\n")
     for figure in figures:
         print(out / figure["file"])

@@ -1,6 +1,7 @@
 // A sweep's two tables (see sweep_tables.hpp).
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -196,7 +197,7 @@ std::string summary_csv(const Sweep& sweep, const std::vector<Cell>& cells, cons
       for (const auto& chain : manifest["chains"]) {
         gradients += chain["item_gradients"].get<std::uint64_t>();
         accept += chain["mean_accept_stat"].get<double>();
-        cpu_seconds += chain["cpu_seconds"].get<double>();
+        cpu_seconds += chain.value("cpu_seconds", std::nan(""));  // nan: a cell of a version before CPU seconds
       }
       const auto chains = manifest["chains"].size();
       text += fmt::format(",{},{},{},{},{},{},{}", manifest["status"].get<std::string>(), chains, gradients,

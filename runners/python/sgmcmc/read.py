@@ -108,8 +108,8 @@ class Run:
         One table per chain of ``gradients-<k>.csv`` (columns ``grad_lp.<parameter>``), or None
         when the run recorded no gradients.
     metrics : pandas.DataFrame
-        ``metrics.csv``: ``chain``, ``iteration`` (integers), ``seconds``, ``cpu_seconds``, ``item_gradients`` and
-        the model's metrics.
+        ``metrics.csv``: ``chain``, ``iteration`` (integers), ``seconds``, ``cpu_seconds``,
+        ``item_gradients`` and the model's metrics.
     comments : list[list[str]]
         The ``#`` comment lines of each chain file (the resolved configuration, the version).
     """
