@@ -198,9 +198,8 @@ struct PreparedRun {
   RunSchedule schedule;
   std::string model_name;
   std::shared_ptr<const BuiltModel> built;
-  std::shared_ptr<const sgmcmc::Model> model;  // built->model
-  double model_seconds = 0.0;                  // this run spent getting its model (0 when shared)
-  bool model_shared = false;                   // taken from a sweep's ModelCache
+  double model_seconds = 0.0;  // this run spent getting its model (0 when shared)
+  bool model_shared = false;   // taken from a sweep's ModelCache
   bool tests_acceptance = false;
   std::vector<ChainJob> jobs;
   std::vector<std::unique_ptr<sgmcmc::DrawRecorder>> recorders;
@@ -208,6 +207,7 @@ struct PreparedRun {
   bool print_zv = false;              // [output] zv = true
   std::vector<std::size_t> written;  // the parameters the draws files hold ([output] parameters)
 
+  const std::shared_ptr<const sgmcmc::Model>& model() const { return built->model; }
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); }
 };
 
@@ -274,20 +274,19 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
                       : build_model(cfg, schedule.data_seed, source, plugin_dir);
   cfg["model"].adopt_reads(run->built->section);  // the keys the model read, when another run's build read them
   run->model_name = cfg["model"].text("name", "");
-  run->model = run->built->model;
   run->model_seconds = run->elapsed();
-  const auto output = sgmcmc::read_output_options(cfg["output"], *run->model);
+  const auto output = sgmcmc::read_output_options(cfg["output"], *run->model());
   run->print_zv = output.zv;
   run->written = output.written;
 
   // saga's tables of all the chains together are checked before any is allocated.
-  if (const auto refusal = sgmcmc::estimator_memory_refusal(cfg["estimator"], *run->model, schedule.chains); !refusal.empty())
+  if (const auto refusal = sgmcmc::estimator_memory_refusal(cfg["estimator"], *run->model(), schedule.chains); !refusal.empty())
     throw sgmcmc::Error(refusal);
   // Every chain gets its own parts, all built here, before any thread starts.
   run->jobs.resize(schedule.chains);
   for (std::uint64_t k = 0; k < schedule.chains; ++k) {
     try {
-      run->jobs[k].chain = sgmcmc::make_chain(cfg, run->model, sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
+      run->jobs[k].chain = sgmcmc::make_chain(cfg, run->model(), sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
     } catch (const sgmcmc::Error& error) {  // a refusal for want of a capability names the plugin
       throw sgmcmc::Error(fmt::format("{} (model '{}')", error.what(), run->model_name));
     }
@@ -297,7 +296,7 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   run->recorders.resize(schedule.chains);
   if (output.gradients != sgmcmc::GradientSource::none || output.quantities)
     for (std::uint64_t k = 0; k < schedule.chains; ++k)
-      run->recorders[k] = std::make_unique<sgmcmc::DrawRecorder>(run->model, output, cfg["estimator"],
+      run->recorders[k] = std::make_unique<sgmcmc::DrawRecorder>(run->model(), output, cfg["estimator"],
                                                                  sgmcmc::Rng(schedule.seed, sgmcmc::recording_stream(k)));
   return run;
 }
@@ -320,7 +319,7 @@ std::vector<std::string> check_keys(PreparedRun& run) {
 }
 
 void check_run(const PreparedRun& run) {
-  if (run.schedule.chain.compute_lp && !run.model->capabilities().exact_log_likelihood)
+  if (run.schedule.chain.compute_lp && !run.model()->capabilities().exact_log_likelihood)
     throw sgmcmc::Error(fmt::format("{}: model '{}' has no exact log-likelihood", run.config["run"].describe("lp"), run.model_name));
   run.jobs.front().chain->check(run.schedule.chain);
 }
@@ -356,8 +355,8 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
   comments.insert(comments.begin(), fmt::format("sgmcmc {} ({})", SGMCMC_VERSION, run.source));
   comments.push_back(run.schedule.chain.compute_lp ? "lp__ = -U(theta), up to a constant"
                                                    : "lp__ = nan: not computed (set run.lp = true for -U(theta), one data pass per draw)");
-  const auto names = run.model->parameter_names();
-  const auto quantity_names = run.model->quantity_names();
+  const auto names = run.model()->parameter_names();
+  const auto quantity_names = run.model()->quantity_names();
   const bool adapts = manifest["config"]["integrator"].value("adapt_mass", false);
   for (std::uint64_t k = 0; k < run.schedule.chains; ++k) {
     auto chain_comments = comments;
@@ -407,8 +406,8 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
                    {"warnings", run.warnings},
                    {"model", {{"name", run.model_name},
                               {"plugin", run.built->plugin.path().string()},
-                              {"dimension", run.model->dimension()},
-                              {"items", run.model->num_items()}}}};
+                              {"dimension", run.model()->dimension()},
+                              {"items", run.model()->num_items()}}}};
   const bool checkpoints = run.schedule.chain.checkpoint_every > 0;
   if (resume)
     check_recorded_run(out, manifest["config"]);
@@ -429,7 +428,7 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
 
   std::vector<const ChainFiles*> files;
   for (const auto& job : run.jobs) files.push_back(job.files.get());
-  write_metrics(out / run_folder::metrics, run.model->metric_names(), files);
+  write_metrics(out / run_folder::metrics, run.model()->metric_names(), files);
   const bool any_diverged = any(&sgmcmc::ChainResult::diverged);
   manifest["status"] = interrupted ? "interrupted" : any_diverged ? "diverged" : "complete";
   manifest["chains"] = manifest_chains(run);
@@ -524,8 +523,8 @@ int run_command(const RunOptions& options) {
   }
   if (!options.quiet) {
     fmt::print("{} chain(s) of {} + {} iterations (warmup + recorded), model '{}' (d = {}, N = {}), in {:.2f} s -> {}\n", schedule.chains,
-               schedule.chain.warmup, schedule.chain.iterations, run->model_name, run->model->dimension(), run->model->num_items(), run->elapsed(), out.string());
-    const auto metric_names = run->model->metric_names();
+               schedule.chain.warmup, schedule.chain.iterations, run->model_name, run->model()->dimension(), run->model()->num_items(), run->elapsed(), out.string());
+    const auto metric_names = run->model()->metric_names();
     for (std::size_t k = 0; k < jobs.size(); ++k) {
       std::string last;
       if (!jobs[k].files->rows().empty())
