@@ -56,7 +56,7 @@ std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& 
 }
 
 std::unique_ptr<Chain> make_chain(const RunConfig& config, std::shared_ptr<const Model> model, Rng rng) {
-  auto integrator = make_integrator(config["integrator"]);
+  auto integrator = make_integrator(config["integrator"], model->num_items());
   check_mass_length(config["integrator"], model->dimension());
   auto corrector = make_corrector(config, *model, *integrator);
   auto estimator = make_estimator(config["estimator"], *model);

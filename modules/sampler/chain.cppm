@@ -131,6 +131,7 @@ public:
   const ChainState& state() const { return state_; }
   /// The block length and whether draws carry an MH decision are the corrector's.
   const Corrector& corrector() const { return *corrector_; }
+  const Integrator& integrator() const { return *integrator_; }
 
 private:
   double log_density(ChainContext& context);

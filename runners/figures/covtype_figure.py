@@ -2,8 +2,8 @@
 """Baker et al. (2019)'s Figure 1: SGLD, SGLD-CV and SAGA on Bayesian logistic regression at three data sizes.
 
 Runs the real `sgmcmc` CLI with the presets covtype-sgld, covtype-sgldcv and covtype-saga at
-model.subsample = each fraction of the training rows (step size scaled as 1/N from the presets'
-full-size value, as they explain), then writes one PNG (held-out log predictive density against
+model.subsample = each fraction of the training rows (the presets scale their step as 1/N,
+integrator.scale_step_with_n), then writes one PNG (held-out log predictive density against
 seconds and against item gradients, one panel per size; SGLD-CV's curve starts after its SGD
 centring, whose cost it includes) and prints the table of iterations, item gradients and seconds
 each method needs to come within 0.01 (and 0.001) nats of its final value.
@@ -14,7 +14,6 @@ each method needs to come within 0.01 (and 0.001) nats of its final value.
 Needs Debian's python3-matplotlib. Runs one after another, so that seconds are comparable.
 """
 import argparse
-import shutil
 from pathlib import Path
 
 from figure_runs import plot_panels, print_tables, run_preset
@@ -22,9 +21,8 @@ from figure_runs import plot_panels, print_tables, run_preset
 METHODS = [("SGLD", "covtype-sgld"), ("SGLD-CV", "covtype-sgldcv"), ("SAGA", "covtype-saga")]
 
 
-def run(args, preset, fraction, step_size, out):
-    settings = {"model.subsample": repr(fraction), "integrator.step_size": repr(step_size),
-                "run.iterations": args.iterations, "run.seed": args.seed, "run.chains": 1}
+def run(args, preset, fraction, out):
+    settings = {"model.subsample": repr(fraction), "run.iterations": args.iterations, "run.seed": args.seed, "run.chains": 1}
     if args.data:
         settings["model.data"] = f'"{args.data}"'
     else:
@@ -41,22 +39,15 @@ def main():
     parser.add_argument("--fractions", default="0.01,0.1,1")
     parser.add_argument("--iterations", type=int, default=5000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--full-size-step", type=float, default=8e-6, help="the presets' step size ...")
-    parser.add_argument("--full-size-items", type=int, default=522911, help="... and the N it was tuned at")
     args = parser.parse_args()
     fractions = [float(f) for f in args.fractions.split(",")]
     args.out.mkdir(parents=True, exist_ok=True)
     results = {}  # (fraction, method) -> (N, rows)
     for fraction in fractions:
-        # N at this fraction, from a 10-iteration run, sets the step size (scaled as 1/N).
-        probe, _ = run(argparse.Namespace(**{**vars(args), "iterations": 10}), METHODS[0][1], fraction,
-                       args.full_size_step, args.out / "probe")
-        step = args.full_size_step * args.full_size_items / probe
-        shutil.rmtree(args.out / "probe")
         for label, preset in METHODS:
-            items, rows = run(args, preset, fraction, step, args.out / f"{fraction:g}-{preset}")
+            items, rows = run(args, preset, fraction, args.out / f"{fraction:g}-{preset}")
             results[(fraction, label)] = (items, rows)
-            print(f"  ran {label:8s} on {fraction * 100:g}% of the training rows: N = {items:,}, step {step:.3g}", flush=True)
+            print(f"  ran {label:8s} on {fraction * 100:g}% of the training rows: N = {items:,}", flush=True)
 
     labels = [label for label, _ in METHODS]
     png = args.out / "covtype_figure1.png"

@@ -9,7 +9,7 @@ model's quantity `held_out_log_density` (one draw's mean held-out log-likelihood
 Writes zv_figure2.png and prints the estimates and their spread across seeds.
 
   runners/figures/zv_figure.py --sgmcmc build/release/bin/sgmcmc --out runs/figure2
-  [--rows 581012 | --data FILE --step-size H] [--seeds 5] [--iterations 5000]
+  [--rows 581012 | --data FILE] [--step-size H] [--seeds 5] [--iterations 5000]
 
 Needs Debian's python3-matplotlib.
 """
@@ -51,7 +51,7 @@ def main():
     parser.add_argument("--out", type=Path, default=Path("runs/figure2"))
     parser.add_argument("--rows", type=int, default=581012, help="rows to simulate (without --data)")
     parser.add_argument("--data", help="a LIBSVM or CSV file instead of simulated rows")
-    parser.add_argument("--step-size", type=float, help="instead of the preset's (scale it as 1/N)")
+    parser.add_argument("--step-size", type=float, help="the step for one item, instead of the preset's (the chain gets H / N)")
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--gradients", default="cv", help="recorded gradient: cv (Baker et al. 2019's choice) or exact")
     parser.add_argument("--iterations", type=int, default=50000)

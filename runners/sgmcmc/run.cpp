@@ -333,6 +333,7 @@ json manifest_chains(const PreparedRun& run) {
     const char* status = r.diverged ? "diverged" : r.stopped ? "interrupted" : "complete";
     chains.push_back({{"chain", k + 1}, {"status", status}, {"message", r.message},
                       {"iterations", r.iterations}, {"seconds", r.seconds}, {"cpu_seconds", r.cpu_seconds},
+                      {"step_size", run.jobs[k].chain->integrator().step_size()},
                       {"item_gradients", r.cost.item_gradients},
                       {"full_passes", r.cost.full_passes}, {"blocks", r.blocks}, {"accepted_blocks", r.accepted_blocks},
                       {"non_finite_proposals", r.non_finite_proposals}, {"mean_accept_stat", r.mean_accept_stat},

@@ -37,7 +37,7 @@ TEST_CASE("each covtype preset learns on simulated data: held-out log predictive
   for (const char* preset : {"covtype-sgld", "covtype-sgldcv", "covtype-saga"}) {
     INFO(preset);
     const auto out = dir.path() / preset;
-    const auto result = test::run_cli(fmt::format("run --preset {} --set model.n=20000 --set integrator.step_size=2e-4 "
+    const auto result = test::run_cli(fmt::format("run --preset {} --set model.n=20000 "
                                                   "--set run.iterations=1000 --set run.eval_every=100 --out '{}' --quiet",
                                                   preset, out.string()));
     REQUIRE(result.exit_code == 0);
@@ -50,12 +50,12 @@ TEST_CASE("the real cover type sample runs through covtype-sgldcv from its gzip 
     WARN("skipped: " << covtype_sample.string() << " is absent (the shared data sets are not on this machine)");
     return;
   }
-  // 20,000 rows, 10% held out: N = 18,000; the preset's step scaled as 1/N (8e-6 × 522,911 / 18,000).
+  // 20,000 rows, 10% held out: N = 18,000; the preset scales its step as 1/N (8e-6 × 522,911 / 18,000).
   // A logistic regression on the 54 scaled features predicts cover type 1 vs 2 with held-out
   // accuracy near 75%: the log predictive density sits near -0.5, well above log(1/2) = -0.693.
   test::TempDir dir;
   const auto result = test::run_cli(fmt::format("run --preset covtype-sgldcv --set model.data='\"{}\"' "
-                                                "--set integrator.step_size=2.3e-4 --set run.iterations=2000 "
+                                                "--set run.iterations=2000 "
                                                 "--set run.eval_every=100 --out '{}' --quiet",
                                                 covtype_sample.string(), (dir.path() / "run").string()));
   REQUIRE(result.exit_code == 0);

@@ -208,8 +208,8 @@ class TestGaussian(RunCase):
 
 class TestLogistic(RunCase):
     def test_covtype_sgld(self):
-        run = sgmcmc.run(preset="covtype-sgld", set={"model.n": 2000, "run.iterations": 100, "run.eval_every": 50,
-                                                      "integrator.step_size": 2e-4}, chains=2, out=self.tmp / "covtype")
+        run = sgmcmc.run(preset="covtype-sgld", set={"model.n": 2000, "run.iterations": 100, "run.eval_every": 50},
+                         chains=2, out=self.tmp / "covtype")
         self.assertEqual(run.manifest["model"]["name"], "logistic")
         self.assert_folder_consistent(run, chains=2, iterations=100, thin=10, eval_every=50)
         posterior = self.assert_export_round_trip(run, "covtype")

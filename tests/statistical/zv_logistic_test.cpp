@@ -29,7 +29,7 @@ TEST_CASE("ZV on logistic regression: first-order controls fitted on one half re
   test::TempDir dir;
   const auto out = dir.path() / "run";
   const auto result = test::run_cli(fmt::format(
-      "run --preset covtype-sgldcv --set model.n=22222 --set integrator.step_size=2.1e-4 --set run.iterations=50000 "
+      "run --preset covtype-sgldcv --set model.n=22222 --set run.iterations=50000 "
       "--set run.chains=1 --set output.gradients='\"exact\"' --out '{}' --quiet",
       out.string()));
   REQUIRE(result.exit_code == 0);

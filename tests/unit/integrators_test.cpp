@@ -12,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 #include <fmt/format.h>
 
@@ -402,4 +403,32 @@ TEST_CASE("step-size schedules: constant, polynomial decay, cyclical cosine") {
   auto bad = sgmcmc::parse_config("[integrator]\nschedule = \"polynomial\"\ndecay_c = 1.5\n", "b.toml");
   CHECK_THROWS_WITH(sgmcmc::ScheduleParameters::from_settings(bad["integrator"]),
                     Catch::Matchers::Contains("b.toml:3: integrator.decay_c"));
+}
+
+TEST_CASE("scale_step_with_n: refused where it has no meaning, naming the key; recorded as given") {
+  auto model = std::make_shared<test::NormalTarget>(0.0, 1.0);
+  const auto refusal = [&](const std::string& toml) {
+    auto config = sgmcmc::parse_config(toml, "s.toml");
+    try {
+      sgmcmc::make_chain(config, model, sgmcmc::Rng(1, 1));
+    } catch (const sgmcmc::Error& error) {
+      return std::string(error.what());
+    }
+    return std::string("accepted");
+  };
+  // psgld's RMSprop preconditioner already divides by the gradients' size.
+  CHECK_THAT(refusal("[integrator]\nname = \"psgld\"\nstep_size = 1.0\nscale_step_with_n = true\n"),
+             Catch::Matchers::Contains("s.toml:4: integrator.scale_step_with_n") && Catch::Matchers::Contains("psgld"));
+  // Without step_size, the default 1e-4 would silently be read as a step for one item.
+  CHECK_THAT(refusal("[integrator]\nname = \"sgld\"\nscale_step_with_n = true\n"),
+             Catch::Matchers::Contains("integrator.scale_step_with_n") && Catch::Matchers::Contains("give integrator.step_size"));
+  // Without the model, no N to divide by.
+  auto config = sgmcmc::parse_config("[integrator]\nstep_size = 1.0\nscale_step_with_n = true\n", "s.toml");
+  CHECK_THROWS_WITH(sgmcmc::make_integrator(config["integrator"]), Catch::Matchers::Contains("number of items"));
+  // The configuration keeps the step as given; the integrator gets it divided by N^p (N = 1 here).
+  auto scaled = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\nstep_size = 0.5\nscale_step_with_n = true\n", "s.toml");
+  const auto chain = sgmcmc::make_chain(scaled, model, sgmcmc::Rng(1, 1));
+  CHECK(std::get<double>(scaled["integrator"].resolved().at("step_size")) == 0.5);
+  CHECK(std::get<bool>(scaled["integrator"].resolved().at("scale_step_with_n")));
+  CHECK(scaled["integrator"].reject_unknown_keys().empty());
 }

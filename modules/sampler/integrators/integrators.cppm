@@ -29,8 +29,20 @@ const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue();
 
 inline constexpr const char* default_integrator = "sgld";
 
-/// The integrator named in `section` (default "sgld").
+/// The integrator named in `section` (default "sgld"). It refuses `scale_step_with_n = true`,
+/// which needs the model's number of items: use the overload below (make_chain does).
 std::unique_ptr<Integrator> make_integrator(const Settings& section);
+
+/// The same for a model of N = `items` data items. With `scale_step_with_n = true`, step_size is
+/// the step for one item, and the integrator gets step_size / N^p (step_exponent), so that a
+/// preset's step keeps its meaning when the data size changes (modules/README.md, "Step sizes
+/// across data sizes"). Any other key (friction included) is read as given.
+std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t items);
+
+/// p of the step N^(-p) for the integrator `name`: 1 for a Langevin step ε (sgld, mala), 1/2 for a
+/// Hamiltonian step h (the others); 0 for psgld, whose RMSprop preconditioner already rescales its
+/// step by the gradients' size, so it refuses scale_step_with_n.
+double step_exponent(const std::string& name);
 
 // Plain parameters, one struct per catalogue entry, with the defaults of the Settings path. Each
 // `from_settings` reads its entry's keys (schedule, temperature, mass, then its own; the first bad
@@ -713,7 +725,8 @@ public:
   }
 };
 
-const std::vector<std::string> schedule_keys = {"step_size", "schedule", "decay_b", "decay_c", "cycle_length", "temperature"};
+const std::vector<std::string> schedule_keys = {"step_size",    "scale_step_with_n", "schedule",   "decay_b",
+                                                 "decay_c",      "cycle_length",      "temperature"};
 
 std::vector<std::string> with_schedule_keys(std::vector<std::string> keys) {
   keys.insert(keys.begin(), schedule_keys.begin(), schedule_keys.end());
@@ -799,7 +812,46 @@ const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
 }
 
 std::unique_ptr<Integrator> make_integrator(const Settings& section) {
-  return choose(integrator_catalogue(), section, default_integrator).make(section);
+  const auto& entry = choose(integrator_catalogue(), section, default_integrator);
+  if (section.flag("scale_step_with_n", false))
+    throw Error(fmt::format("{}: a step for one data item needs the model's number of items; build the integrator "
+                            "with the model (make_chain)",
+                            section.describe("scale_step_with_n")));
+  return entry.make(section);
+}
+
+double step_exponent(const std::string& name) {
+  // A Gaussian posterior of curvature λ (which grows like N): SGLD's stationary variance is
+  // 1/(λ(1 - ελ/4)), a function of ελ alone, and OBABO's (any friction) 1/(λ(1 - h²λ/4)), of h²λ
+  // (modules/README.md, "Step sizes across data sizes"). mala's step_size is ε = h².
+  const std::pair<const char*, double> langevin_or_none[] = {{"sgld", 1.0}, {"mala", 1.0}, {"psgld", 0.0}};
+  for (const auto& [integrator, exponent] : langevin_or_none)
+    if (name == integrator) return exponent;
+  return 0.5;
+}
+
+std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t items) {
+  if (!section.flag("scale_step_with_n", false)) return make_integrator(section);
+  const auto& entry = choose(integrator_catalogue(), section, default_integrator);
+  const double exponent = step_exponent(entry.name);
+  if (exponent == 0.0)
+    throw Error(fmt::format("{}: {}'s preconditioner already rescales its step by the size of the gradients; give "
+                            "its step_size as is",
+                            section.describe("scale_step_with_n"), entry.name));
+  if (!section.contains("step_size"))
+    throw Error(fmt::format("{}: give integrator.step_size, the step for one data item, which is then divided by "
+                            "N^{}",
+                            section.describe("scale_step_with_n"), exponent));
+  if (items == 0)
+    throw Error(fmt::format("{}: the model has no data items to scale the step by", section.describe("scale_step_with_n")));
+  const double per_item = section.positive_number("step_size", 1.0);
+  Settings scaled = section;
+  scaled.set("step_size", {per_item * std::pow(static_cast<double>(items), -exponent),
+                           fmt::format("{} (÷ N^{} with N = {})", section.entries().at("step_size").origin, exponent, items)});
+  scaled.set("scale_step_with_n", {false, section.entries().at("scale_step_with_n").origin});
+  auto integrator = entry.make(scaled);
+  section.adopt_reads(scaled);  // every key it read counts as read; step_size stays recorded as given
+  return integrator;
 }
 
 void check_mass_length(const Settings& section, std::size_t dimension) {
