@@ -38,9 +38,11 @@ private:
 struct Draws final : sgmcmc::ChainObserver {
   std::vector<std::vector<double>> rows;
   std::vector<sgmcmc::Decision> decisions;
+  std::vector<double> step_sizes;  // the integrator's step at each draw (Stan CSV's stepsize__)
   void on_draw(const sgmcmc::Draw& draw) override {
     rows.emplace_back(draw.theta.begin(), draw.theta.end());
     decisions.push_back(draw.decision);
+    step_sizes.push_back(draw.step_size);
   }
   void on_metrics(const sgmcmc::MetricsRow&) override {}
   std::vector<double> coordinate(std::size_t j, std::size_t burn_in = 0) const {

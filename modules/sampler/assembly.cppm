@@ -18,7 +18,7 @@ export namespace sgmcmc {
 /// The corrector of `config`'s [corrector] section (default "none") for this model and integrator.
 /// A combination that cannot be exact is refused with the reason: MH after an estimator or
 /// integrator that declares an `mh_refusal` in its catalogue entry, after a changing step size, or
-/// on a model without an exact log-likelihood.
+/// on a model without an exact log-likelihood; and a step-size adaptation without an MH test.
 std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& model, const Integrator& integrator);
 
 /// The chain `config` describes, for `model`, drawing from `rng` (the chain's own stream,
@@ -36,7 +36,15 @@ std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& 
   // The estimator an MH test uses at the ends of a block (corrector.exact_endpoints).
   const CorrectorTarget target{model, integrator, [&model] { return make_estimator(ExactParameters{}, model); }};
   auto corrector = choose(corrector_catalogue(), section, default_corrector).make(section, target);
-  if (!corrector->tests_acceptance()) return corrector;
+  if (!corrector->tests_acceptance()) {
+    if (integrator.adapts_step_size())
+      throw Error(fmt::format("{}: adapt_step_size = true needs corrector.name = \"mh\": the step size is adapted to a "
+                              "target MH acceptance rate, and without an MH test there is no acceptance signal (an "
+                              "uncorrected chain would need a tuning by kernel Stein discrepancy, which is not built "
+                              "yet)",
+                              config["integrator"].describe("adapt_step_size")));
+    return corrector;
+  }
   const std::string where = section.describe("name");
   const auto& estimator_entry = choose(estimator_catalogue(), config["estimator"], default_estimator);
   const auto& integrator_entry = choose(integrator_catalogue(), config["integrator"], default_integrator);

@@ -7,6 +7,7 @@ module;
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -99,6 +100,7 @@ struct ChainResult {
   double mean_accept_stat = 0.0;
   std::vector<std::pair<std::string, double>> estimator_choices;  // Estimator::choices()
   std::vector<double> adapted_mass;  // integrator.adapt_mass: the mass the warmup left, else empty
+  std::optional<double> adapted_step_size;  // integrator.adapt_step_size: the step frozen after the warmup
 };
 
 class Chain {
@@ -188,6 +190,10 @@ void Chain::check(const ChainSchedule& schedule) const {
       throw Error(fmt::format("run.{} = {} must be a multiple of corrector.every = {}: draws and metrics are the "
                               "corrected states at the ends of blocks",
                               key, every, block_length));
+  if (integrator_->adapts_step_size() && schedule.warmup == 0)
+    throw Error("integrator.adapt_step_size = true needs a warmup (run.warmup > 0): the step size is adapted during "
+                "the warmup and frozen at its end, and without one the whole run would be an adaptive, not a fixed, "
+                "kernel");
   if (schedule.checkpoint_every % block_length != 0)
     throw Error(fmt::format("run.checkpoint_every = {} must be a multiple of corrector.every = {}: a checkpoint is "
                             "taken at the end of a block",
@@ -341,7 +347,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
                                      iteration);
         break;
       }
-      integrator_->after_block(state_, schedule.warmup);
+      integrator_->after_block(state_, schedule.warmup, decision);
     }
     result.iterations = iteration;
     if (iteration == schedule.warmup) tally_.warmup_seconds = seconds().wall;
@@ -391,6 +397,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
   result.mean_accept_stat = tally_.blocks ? tally_.accept_sum / static_cast<double>(tally_.blocks) : 0.0;
   result.estimator_choices = estimator_->choices();
   result.adapted_mass = integrator_->adapted_mass();
+  result.adapted_step_size = integrator_->adapted_step_size();
   return result;
 }
 

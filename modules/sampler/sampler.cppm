@@ -7,6 +7,7 @@ module;
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -85,6 +86,13 @@ public:
   virtual std::vector<std::pair<std::string, double>> choices() const { return {}; }
 };
 
+struct Decision {
+  double accept_stat = 1.0;   // acceptance probability of the block (Stan CSV's accept_stat__)
+  bool accepted = true;
+  double delta_energy = 0.0;  // ΔH̃ of the block
+  bool non_finite = false;    // the proposal's potential or ΔH̃ was NaN/Inf: rejected
+};
+
 class Integrator {
 public:
   virtual ~Integrator() = default;
@@ -106,18 +114,18 @@ public:
   virtual void save_state(StateWriter& /*out*/) const {}
   virtual void restore_state(StateReader& /*in*/) {}
   /// Called at the end of every corrector block (after its decision) with the run's warmup
-  /// length: an integrator that adapts its mass during the warmup learns from the block's end
-  /// state here, and may rescale the momentum to a new mass; after the warmup it is frozen.
-  virtual void after_block(ChainState& /*state*/, std::uint64_t /*warmup*/) {}
+  /// length and the block's decision: an integrator that adapts its mass during the warmup learns
+  /// from the block's end state here, and may rescale the momentum to a new mass; one that adapts
+  /// its step size learns from the decision's accept_stat; after the warmup both are frozen.
+  virtual void after_block(ChainState& /*state*/, std::uint64_t /*warmup*/, const Decision& /*decision*/) {}
   /// The mass adapted during the warmup (d numbers), or empty when the mass is not adapted.
   virtual std::vector<double> adapted_mass() const { return {}; }
-};
-
-struct Decision {
-  double accept_stat = 1.0;   // acceptance probability of the block (Stan CSV's accept_stat__)
-  bool accepted = true;
-  double delta_energy = 0.0;  // ΔH̃ of the block
-  bool non_finite = false;    // the proposal's potential or ΔH̃ was NaN/Inf: rejected
+  /// Whether the step size is adapted during the warmup (integrator.adapt_step_size), which needs
+  /// an acceptance signal (an MH corrector) and a warmup.
+  virtual bool adapts_step_size() const { return false; }
+  /// The step size frozen at the end of the warmup, in the units of integrator.step_size; none
+  /// when the step is not adapted or the warmup has not ended.
+  virtual std::optional<double> adapted_step_size() const { return std::nullopt; }
 };
 
 class Corrector {

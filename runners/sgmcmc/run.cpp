@@ -341,6 +341,10 @@ json manifest_chains(const PreparedRun& run) {
                       {"resumed_at_iteration", run.jobs[k].resumed_at}});
     for (const auto& [name, value] : r.estimator_choices) chains.back()["estimator"][name] = value;  // e.g. cv's h_0, λ̂
     if (!r.adapted_mass.empty()) chains.back()["adapted_mass"] = r.adapted_mass;  // integrator.adapt_mass
+    if (r.adapted_step_size) {  // integrator.adapt_step_size: the step frozen at the end of the warmup
+      chains.back()["adapted_step_size"] = *r.adapted_step_size;
+      chains.back()["step_size_frozen_after_warmup"] = true;
+    }
   }
   return chains;
 }
@@ -358,7 +362,8 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
                                                    : "lp__ = nan: not computed (set run.lp = true for -U(theta), one data pass per draw)");
   const auto names = run.model()->parameter_names();
   const auto quantity_names = run.model()->quantity_names();
-  const bool adapts = manifest["config"]["integrator"].value("adapt_mass", false);
+  const bool adapts = manifest["config"]["integrator"].value("adapt_mass", false) ||
+                     manifest["config"]["integrator"].value("adapt_step_size", false);
   for (std::uint64_t k = 0; k < run.schedule.chains; ++k) {
     auto chain_comments = comments;
     chain_comments.push_back(fmt::format("chain = {}", k + 1));

@@ -12,6 +12,7 @@
 #include <csignal>
 #include <filesystem>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -139,6 +140,50 @@ TEST_CASE("runs that adapt their mass, stopped mid-window and resumed, continue 
       ++checked;
     }
   CHECK(checked >= 12);
+}
+
+TEST_CASE("runs that adapt their step size, stopped mid-warmup and resumed, continue bit for bit") {
+  // integrator.adapt_step_size with mh (blocks of 2): dual averaging at every block of the
+  // warmup of 200, stopped at 90, so the checkpoint carries H̄, x̄, μ, the count and the current
+  // step; once with the mass adapted too (the dual averaging restarts at each window's end, at
+  // 100 and 150). The resumed run must match the uninterrupted one byte for byte, its manifest
+  // report each chain's frozen step, and every draw's stepsize__ be that step.
+  int checked = 0;
+  for (const auto& integrator : sgmcmc::integrator_catalogue()) {
+    if (std::find(integrator.keys.begin(), integrator.keys.end(), "adapt_step_size") == integrator.keys.end()) continue;
+    for (const bool adapt_mass : {false, true}) {
+      INFO(integrator.name << (adapt_mass ? " with adapt_mass" : ""));
+      test::TempDir dir;
+      check_stop_and_resume(dir.path(),
+                            gaussian_arguments("minibatch", integrator.name, "mh") +
+                                " --set run.warmup=200 --set integrator.adapt_step_size=true" +
+                                (adapt_mass ? " --set integrator.adapt_mass=true" : ""),
+                            90, 2, true);
+      const auto manifest = nlohmann::json::parse(test::read_text(dir.path() / "stopped" / "manifest.json"));
+      for (int k = 0; k < 2; ++k) {
+        const auto& chain = manifest["chains"][k];
+        REQUIRE(chain.contains("adapted_step_size"));
+        CHECK(chain["step_size_frozen_after_warmup"] == true);
+        const double step = chain["adapted_step_size"];
+        CHECK(step > 0.0);
+        CHECK(step != 2e-3);  // moved from integrator.step_size
+        // stepsize__ (third column) of every draw: the frozen step, written as the shortest text
+        // that reads back as the same double, as the manifest's JSON writes it.
+        std::istringstream lines(test::read_text(dir.path() / "stopped" / fmt::format("chain-{}.csv", k + 1)));
+        int draws = 0, at_step = 0;
+        for (std::string line; std::getline(lines, line);) {
+          if (line.empty() || line[0] == '#' || line.starts_with("lp__")) continue;
+          ++draws;
+          const auto first = line.find(','), second = line.find(',', first + 1), third = line.find(',', second + 1);
+          at_step += line.substr(second + 1, third - second - 1) == fmt::format("{}", step) ? 1 : 0;
+        }
+        CHECK(draws == 30);  // 60 iterations, thin 2
+        CHECK(at_step == draws);
+      }
+      ++checked;
+    }
+  }
+  CHECK(checked == 10);  // mala, obabo, baoab, hmc, leapfrog; with and without adapt_mass
 }
 
 TEST_CASE("checkpoints do not change a chain: the draws equal those of a run without checkpoints") {

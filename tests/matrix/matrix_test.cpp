@@ -781,3 +781,119 @@ TEST_CASE("sgnht's thermostat absorbs minibatch noise: the variance is within it
 TEST_CASE("badodab's thermostat absorbs minibatch noise: the variance is within sgnht's bound where baoab's is heated") {
   check_thermostat_absorbs_noise("badodab", "baoab");
 }
+
+// ---- An adapted step size (issue 17, item 5) -------------------------------------------------------
+//
+// integrator.adapt_step_size: dual averaging of the step (Hoffman & Gelman 2014, Alg. 5) to the
+// target acceptance δ during the warmup, then the step frozen at x̄. Each MH integrator of the mass
+// plans above (hmc stands for leapfrog too: the same catalogue parameters and class), on the
+// anisotropic target with the matching mass 1/σ² (every coordinate then has frequency 1), exact
+// gradients, started from 3× the plan's step (so the adaptation has to move it).
+//
+// (1) The exact law. After the warmup the kernel is the fixed MH kernel at the frozen step, so the
+// sampling phase must sample the posterior: mean and variance of every coordinate within 5 SE, as
+// judge_exact above (4 integrators × 3 coordinates × 2 moments = 24 checks, ≈ 1.4e-5 false alarms).
+// Every draw must carry the frozen step (the draws' step_size equals the reported adapted step):
+// a step that kept adapting would not be a fixed kernel.
+//
+// (2) The acceptance rate. C = 16 chains of independent streams, W blocks of warmup, then n = 10,000
+// blocks whose mean acceptance probability ā_k (ChainResult::mean_accept_stat) each chain reports.
+// The ā_k are independent, so their mean ā has the standard error SE = sd(ā_k)/sqrt(C) (the spread
+// of whole chains: the sampling phase's Monte Carlo error and the adaptation's, both); (ā - E ā)/SE
+// is t-distributed with 15 degrees of freedom, |t| > 5 with probability 1.6e-4.
+// E ā is δ only as W → ∞. Dual averaging is a stochastic approximation of the root of
+// α(x) = δ (x = log h) with gain 1/(γ sqrt(m)) at the m-th test; its iterates scatter around the root
+// with a variance of order σ_α²/(β γ sqrt(W)) (σ_α² the variance of one test's α, β = |dα/dx|), so
+// the frozen x̄ misses the root by a bias of the same order, W^{-1/2}: through α's curvature
+// (δ = E α(x_m) ≈ α(x*) + α''(x*) var(x_m)/2) and through the correlation of the chain's state with
+// the step it is moving. Its constant depends on the integrator and target (measured here: about
+// 0.01 at W = 20,000, either sign), so the check is the rate, as the uncorrected matrix cells check
+// a discretisation bias: with b(W) = ā(W) - δ,
+//   |b(4W)| <= 0.75 |b(W)| + 5 (SE(4W) + 0.75 SE(W)),   W = 5,000 blocks,
+// where b(4W) ≈ b(W)/2 for a correct adaptation, 0.75 leaving room for the next order; a step that
+// is not driven to α = δ (wrong sign, a wrong target, freezing another value) leaves a bias that
+// does not halve. The noise term is exceeded with probability < 2 × 1.6e-4 per integrator.
+
+namespace {
+
+struct AdaptPlan {
+  std::string_view integrator;
+};
+constexpr AdaptPlan adapt_plans[] = {{"mala"}, {"obabo"}, {"baoab"}, {"hmc"}};
+
+/// The anisotropic target's [estimator]/[integrator]/[corrector] for `integrator` with the matching
+/// mass, its plan's step × 3 and adapt_step_size.
+std::string adapt_toml(std::shared_ptr<const matrix::AnisotropicGaussian> model, std::string_view integrator) {
+  MassPlan plan = *std::find_if(std::begin(mass_plans), std::end(mass_plans),
+                                [&](const MassPlan& p) { return p.integrator == integrator; });
+  plan.step_size *= 3;
+  std::vector<double> mass;
+  for (std::size_t j = 0; j < model->dimension(); ++j) mass.push_back(1.0 / model->posterior_variance(j));
+  return mass_toml(plan, mass, "adapt_step_size = true\n");
+}
+
+}  // namespace
+
+TEST_CASE("adapted step: mala, obabo, baoab and hmc with mh sample the exact law with the step frozen after the warmup") {
+  const auto model = matrix::anisotropic_target();
+  for (const AdaptPlan& adapt : adapt_plans) {
+    auto built = build_chain(model, adapt_toml(model, adapt.integrator), 2024);
+    const std::uint64_t k = built.block_length, warmup = 20'000 * k;
+    const std::uint64_t iterations = (adapt.integrator == "hmc" ? 100'000 : 400'000) / k * k;
+    test::Draws draws;
+    const auto result = built.chain->run({.warmup = warmup, .iterations = iterations, .thin = k, .eval_every = iterations}, draws);
+    REQUIRE_FALSE(result.diverged);
+    REQUIRE(result.adapted_step_size.has_value());
+    const double step = *result.adapted_step_size;
+    const bool frozen = std::all_of(draws.step_sizes.begin(), draws.step_sizes.end(), [&](double s) { return s == step; });
+    std::vector<Moments> run;
+    for (std::size_t j = 0; j < model->dimension(); ++j) run.push_back(moments(draws.coordinate(j)));
+    Target target{"anisotropic", model, {}, {}};
+    for (std::size_t j = 0; j < model->dimension(); ++j) {
+      target.mean.push_back(model->posterior_mean(j));
+      target.variance.push_back(model->posterior_variance(j));
+    }
+    const Verdict verdict = judge_exact(target, run);
+    const std::string line = fmt::format("adapted step {} mh: step {:.4g}, acceptance {:.3f}, every draw at it: {} → {}",
+                                         adapt.integrator, step, result.mean_accept_stat, frozen, verdict.text);
+    INFO(line);
+    CHECK(frozen);
+    CHECK(verdict.passed);
+    fmt::print("{}\n", line);
+  }
+}
+
+TEST_CASE("adapted step: the sampling phase's acceptance rate goes to the target acceptance as W^{-1/2}, over 16 chains") {
+  const auto model = matrix::anisotropic_target();
+  constexpr double delta = 0.8;  // the default target_acceptance
+  constexpr int chains = 16;
+  constexpr std::uint64_t short_warmup = 5'000, blocks = 10'000;  // in blocks
+  for (const AdaptPlan& adapt : adapt_plans) {
+    double bias[2], se[2];
+    for (const int longer : {0, 1}) {
+      const std::uint64_t warmup_blocks = short_warmup * (longer ? 4 : 1);
+      std::vector<double> acceptance;
+      for (int c = 0; c < chains; ++c) {
+        auto config = sgmcmc::parse_config(adapt_toml(model, adapt.integrator), "matrix.toml");
+        auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(2024, sgmcmc::chain_stream(static_cast<std::uint64_t>(c))));
+        const std::uint64_t k = chain->corrector().block_length();
+        test::Draws draws;
+        const auto result = chain->run(
+            {.warmup = warmup_blocks * k, .iterations = blocks * k, .thin = blocks * k, .eval_every = blocks * k}, draws);
+        REQUIRE_FALSE(result.diverged);
+        REQUIRE(result.blocks == blocks);
+        acceptance.push_back(result.mean_accept_stat);
+      }
+      bias[longer] = test::mean(acceptance) - delta;
+      se[longer] = std::sqrt(test::variance(acceptance) / chains);
+    }
+    const bool shrinks = std::abs(bias[1]) <= 0.75 * std::abs(bias[0]) + 5 * (se[1] + 0.75 * se[0]);
+    const std::string line = fmt::format("adapted step {} mh: acceptance - δ over {} chains {:+.4f} (SE {:.4f}) after W = {} "
+                                         "blocks of warmup, {:+.4f} (SE {:.4f}) after 4W{}",
+                                         adapt.integrator, chains, bias[0], se[0], short_warmup, bias[1], se[1],
+                                         shrinks ? "" : ": NOT shrinking");
+    INFO(line);
+    CHECK(shrinks);
+    fmt::print("{}\n", line);
+  }
+}

@@ -432,3 +432,102 @@ TEST_CASE("scale_step_with_n: refused where it has no meaning, naming the key; r
   CHECK(std::get<bool>(scaled["integrator"].resolved().at("scale_step_with_n")));
   CHECK(scaled["integrator"].reject_unknown_keys().empty());
 }
+
+// ---- Step-size adaptation by dual averaging (issue 17, item 5) -----------------------------------
+
+namespace {
+
+/// Hoffman & Gelman (2014, Algorithm 5) written out again from the paper, for the known values
+/// below: H̄_m = (1 - 1/(m + t₀)) H̄_{m-1} + (δ - α_m)/(m + t₀), x_m = μ - sqrt(m)/γ H̄_m,
+/// x̄_m = m^{-κ} x_m + (1 - m^{-κ}) x̄_{m-1}, μ = log(10 h₀), γ = 0.05, t₀ = 10, κ = 0.75.
+struct HandDualAveraging {
+  double mu, h_bar = 0.0, x = 0.0, x_bar = 0.0;
+  int m = 0;
+  explicit HandDualAveraging(double h0) : mu(std::log(10.0 * h0)) {}
+  void learn(double alpha, double delta) {
+    ++m;
+    h_bar = (1.0 - 1.0 / (m + 10.0)) * h_bar + (delta - alpha) / (m + 10.0);
+    x = mu - std::sqrt(double(m)) / 0.05 * h_bar;
+    x_bar = std::pow(m, -0.75) * x + (1.0 - std::pow(m, -0.75)) * x_bar;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("dual averaging of the step: each MH test's acceptance moves the next step as Hoffman & Gelman's Alg. 5, and the warmup's end freezes it at x̄") {
+  // mala reads step_size as ε: ε is the adapted quantity. Three blocks of warmup with acceptance
+  // probabilities 0.3, 0.95, 0.6 against δ = 0.7; each block's step is the previous update's
+  // exp(x_m) (known values, 1e-12 relative: the same operations in the same order up to a few
+  // ulps); after the third (the warmup's end) the step is exp(x̄_3) and stays there.
+  constexpr double epsilon0 = 0.04, delta = 0.7;
+  OneStep one(sgmcmc::MalaParameters{.schedule = {.step_size = epsilon0},
+                                     .step_adaptation = {.adapt = true, .target_acceptance = delta}});
+  HandDualAveraging hand(epsilon0);
+  CHECK(one.integrator->adapts_step_size());
+  one.step();
+  CHECK(one.integrator->step_size() == epsilon0);
+  const double alphas[] = {0.3, 0.95, 0.6};
+  for (int m = 1; m <= 3; ++m) {
+    one.state.iteration = static_cast<std::uint64_t>(m);
+    sgmcmc::Decision decision;
+    decision.accept_stat = alphas[m - 1];
+    one.integrator->after_block(one.state, 3, decision);
+    hand.learn(alphas[m - 1], delta);
+    one.state.iteration = static_cast<std::uint64_t>(m + 1);
+    one.step();
+    const double expected = m < 3 ? std::exp(hand.x) : std::exp(hand.x_bar);
+    INFO("block " << m);
+    CHECK_THAT(one.integrator->step_size(), Catch::Matchers::WithinRel(expected, 1e-12));
+    CHECK(one.integrator->adapted_step_size().has_value() == (m == 3));
+  }
+  // Low acceptance (0.3 < δ) first: the step must have shrunk below ε₀·10 = exp(μ) at once.
+  CHECK(std::exp(hand.mu - std::sqrt(1.0) / 0.05 * (delta - 0.3) / 11.0) < 10 * epsilon0);
+  // After the warmup: frozen, whatever the acceptance.
+  sgmcmc::Decision reject;
+  reject.accept_stat = 0.0;
+  one.state.iteration = 4;
+  one.integrator->after_block(one.state, 3, reject);
+  one.state.iteration = 5;
+  one.step();
+  CHECK_THAT(one.integrator->step_size(), Catch::Matchers::WithinRel(std::exp(hand.x_bar), 1e-12));
+  CHECK_THAT(*one.integrator->adapted_step_size(), Catch::Matchers::WithinRel(std::exp(hand.x_bar), 1e-12));
+}
+
+TEST_CASE("step-size adaptation is refused, naming the key and the reason, where it cannot be meaningful") {
+  const auto model = std::make_shared<test::NormalTarget>(0.0, 1.0);
+  const auto chain = [&](const std::string& integrator, const std::string& corrector) {
+    auto config = sgmcmc::parse_config(
+        fmt::format("[integrator]\n{}\n[corrector]\nname = \"{}\"\n", integrator, corrector), "a.toml");
+    return sgmcmc::make_chain(config, model, sgmcmc::Rng(1, 2));
+  };
+  using Catch::Matchers::Contains;
+  for (const char* name : {"mala", "obabo", "baoab", "hmc", "leapfrog"}) {
+    INFO(name);
+    const std::string adapt = fmt::format("name = \"{}\"\nstep_size = 0.1\nadapt_step_size = true", name);
+    // No MH test: no acceptance signal.
+    CHECK_THROWS_WITH(chain(adapt, "none"), Contains("a.toml:4: integrator.adapt_step_size") &&
+                                                Contains("corrector.name = \"mh\"") && Contains("Stein"));
+    // A schedule that is not constant.
+    CHECK_THROWS_WITH(chain(adapt + "\nschedule = \"polynomial\"", "mh"),
+                      Contains("a.toml:4: integrator.adapt_step_size") && Contains("schedule = \"constant\""));
+    // A target acceptance outside (0, 1).
+    for (const char* target : {"0", "1", "1.5", "-0.2"})
+      CHECK_THROWS_WITH(chain(adapt + "\ntarget_acceptance = " + target, "mh"),
+                        Contains("a.toml:5: integrator.target_acceptance") && Contains("0 < target_acceptance < 1"));
+    // No warmup: refused when the run's schedule is checked, before anything runs.
+    const auto built = chain(adapt, "mh");
+    CHECK_THROWS_WITH(built->check({.warmup = 0, .iterations = 10}),
+                      Contains("integrator.adapt_step_size") && Contains("run.warmup > 0"));
+    CHECK_NOTHROW(built->check({.warmup = 10, .iterations = 10}));
+    // Without adapt_step_size the same settings are not refused.
+    CHECK_NOTHROW(chain(fmt::format("name = \"{}\"\nstep_size = 0.1", name), "none")->check({.warmup = 0, .iterations = 10}));
+  }
+  // From the parameter struct (no TOML): the same conditions.
+  CHECK_THROWS_WITH(sgmcmc::make_integrator(sgmcmc::ObaboParameters{
+                        .schedule = {.step_size = 0.1}, .step_adaptation = {.adapt = true, .target_acceptance = 1.0}}),
+                    Contains("target_acceptance"));
+  CHECK_THROWS_WITH(sgmcmc::make_integrator(sgmcmc::HmcParameters{
+                        .schedule = {.step_size = 0.1, .schedule = sgmcmc::ScheduleKind::cyclical},
+                        .step_adaptation = {.adapt = true}}),
+                    Contains("constant schedule"));
+}

@@ -60,6 +60,15 @@ struct Mass {
   std::vector<double> values;
 };
 
+/// Step-size adaptation by dual averaging (Hoffman & Gelman 2014, Alg. 5, after Nesterov 2009) to
+/// a target acceptance of the MH test, during the warmup; the step is then frozen at the averaged
+/// iterate. Only for the integrators an MH test can follow (mala, obabo, baoab, hmc, leapfrog);
+/// the assembly refuses it without an MH corrector, the chain without a warmup.
+struct StepAdaptation {
+  bool adapt = false;              // integrator.adapt_step_size
+  double target_acceptance = 0.8;  // δ, 0 < δ < 1: integrator.target_acceptance
+};
+
 /// sgld: θ' = θ - (ε/2) M⁻¹ ĝ(θ) + sqrt(εT) M^{-1/2} ξ, the mass acting as the preconditioner M⁻¹.
 struct SgldParameters {
   ScheduleParameters schedule = {};  // ε_k
@@ -75,6 +84,7 @@ struct MalaParameters {
   double temperature = 1.0;
   Mass mass = {};  // M > 0, one number or one per coordinate; as sgld's, M⁻¹ preconditions the step
   bool adapt_mass = false;  // adapt M during the warmup (Stan's windows), then keep it
+  StepAdaptation step_adaptation = {};  // adapt_step_size, target_acceptance (mh only)
   static MalaParameters from_settings(const Settings& section);
 };
 
@@ -85,6 +95,7 @@ struct ObaboParameters {
   Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
   bool adapt_mass = false;
   std::optional<double> friction = std::nullopt;  // γ > 0; unset: 0.1/h₀ for the first step h₀ (γh₀ = 0.1)
+  StepAdaptation step_adaptation = {};  // adapt_step_size, target_acceptance (mh only)
   static ObaboParameters from_settings(const Settings& section);
 };
 
@@ -95,6 +106,7 @@ struct BaoabParameters {
   Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
   bool adapt_mass = false;
   std::optional<double> friction = std::nullopt;
+  StepAdaptation step_adaptation = {};  // adapt_step_size, target_acceptance (mh only)
   static BaoabParameters from_settings(const Settings& section);
 };
 
@@ -105,6 +117,7 @@ struct HmcParameters {
   Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
   bool adapt_mass = false;
   std::size_t steps = 10;  // L >= 1
+  StepAdaptation step_adaptation = {};  // adapt_step_size, target_acceptance (mh only)
   static HmcParameters from_settings(const Settings& section);
 };
 
@@ -323,18 +336,81 @@ private:
   std::vector<double> mean_, squares_;
 };
 
+/// Nesterov's dual averaging (Nesterov 2009) of the log step size, as Hoffman & Gelman (2014, §3.2.1,
+/// Algorithm 5) adapt NUTS's step and the Stan Reference Manual's step-size adaptation states it
+/// (the recursion read from both, no code taken). With α_m the acceptance probability of the m-th
+/// MH test of the warmup, m = 1, 2, ...:
+///   H̄_m = (1 - 1/(m + t₀)) H̄_{m-1} + (δ - α_m)/(m + t₀),    log h_m = μ - (sqrt(m)/γ) H̄_m,
+///   log h̄_m = m^{-κ} log h_m + (1 - m^{-κ}) log h̄_{m-1},
+/// with H̄_0 = 0, μ = log(10 h₀) (h₀ the step it starts from), γ = 0.05, t₀ = 10, κ = 0.75 (their
+/// and Stan's defaults). h_m is the step of the next block; at the end of the warmup the step is
+/// frozen at h̄. `restart` starts again from the current step (Stan does so after each update of the
+/// metric). h is whatever integrator.step_size means (mala's ε = h², the others' h).
+class DualAveraging {
+public:
+  static constexpr double gamma = 0.05, t0 = 10.0, kappa = 0.75;
+  void restart(double step) {
+    mu_ = std::log(10.0 * step);
+    count_ = 0;
+    h_bar_ = 0.0;
+    log_averaged_ = 0.0;
+  }
+  /// One MH test's acceptance probability α (clipped to [0, 1]); returns the next step h_m.
+  double learn(double accept_stat, double target) {
+    const double alpha = std::isfinite(accept_stat) ? std::clamp(accept_stat, 0.0, 1.0) : 0.0;
+    ++count_;
+    const double m = static_cast<double>(count_);
+    const double eta = 1.0 / (m + t0);
+    h_bar_ = (1.0 - eta) * h_bar_ + eta * (target - alpha);
+    const double log_step = mu_ - std::sqrt(m) / gamma * h_bar_;
+    const double weight = std::pow(m, -kappa);
+    log_averaged_ = weight * log_step + (1.0 - weight) * log_averaged_;
+    return std::exp(log_step);
+  }
+  /// h̄ after at least one test; `current` before any (just restarted).
+  double averaged(double current) const { return count_ ? std::exp(log_averaged_) : current; }
+  void save(StateWriter& out) const {
+    out.section("step size adaptation");
+    out.count(count_);
+    for (double value : {mu_, h_bar_, log_averaged_}) out.number(value);
+  }
+  void restore(StateReader& in) {
+    in.section("step size adaptation");
+    count_ = in.count();
+    for (double* value : {&mu_, &h_bar_, &log_averaged_}) *value = in.number();
+  }
+
+private:
+  double mu_ = 0.0, h_bar_ = 0.0, log_averaged_ = 0.0;  // μ, H̄_m, log h̄_m
+  std::uint64_t count_ = 0;                            // m
+};
+
 /// What every integrator reads: the schedule, the temperature and the diagonal mass M, which
 /// `adapt_mass` adapts during the warmup (MassAdaptation) and then keeps.
 class ScheduledIntegrator : public Integrator {
 public:
   template <class Parameters>
   explicit ScheduledIntegrator(const Parameters& parameters)
-      : ScheduledIntegrator(parameters.schedule, parameters.temperature, parameters.mass, parameters.adapt_mass) {}
+      : ScheduledIntegrator(parameters.schedule, parameters.temperature, parameters.mass, parameters.adapt_mass,
+                            step_adaptation_of(parameters)) {}
   /// Without `mass` and `adapt_mass` (psgld, whose preconditioner is its own): M = 1, not adapted.
   ScheduledIntegrator(const ScheduleParameters& schedule, double temperature, const Mass& mass = {},
-                      bool adapt_mass = false)
-      : schedule_(schedule), temperature_(temperature), mass_(mass), adapt_mass_(adapt_mass) {
+                      bool adapt_mass = false, StepAdaptation step_adaptation = {})
+      : schedule_(schedule), temperature_(temperature), mass_(mass), adapt_mass_(adapt_mass),
+        step_adaptation_(step_adaptation), adapted_step_(schedule_.at(1)) {
     require_parameter(temperature_ > 0.0, "integrator", "temperature > 0", temperature_);
+    if (step_adaptation_.adapt) {
+      require_parameter(schedule_.constant(), "integrator", "a constant schedule with adapt_step_size",
+                        "another schedule");
+      const double target = step_adaptation_.target_acceptance;
+      require_parameter(target > 0.0 && target < 1.0, "integrator", "0 < target_acceptance < 1", target);
+      dual_averaging_.restart(adapted_step_);
+    }
+  }
+  template <class Parameters>
+  static StepAdaptation step_adaptation_of(const Parameters& parameters) {
+    if constexpr (requires { parameters.step_adaptation; }) return parameters.step_adaptation;
+    else return {};
   }
   void initialise(ChainState& state, std::size_t dimension, Rng& rng) override {
     Integrator::initialise(state, dimension, rng);
@@ -342,41 +418,79 @@ public:
   }
   /// During the warmup, with adapt_mass: a new mass at the end of each slow window, the momentum
   /// rescaled with it (m ~ N(0, T M_old) becomes m ~ N(0, T M_new): m_j × sqrt(M_new,j / M_old,j)).
-  void after_block(ChainState& state, std::uint64_t warmup) override {
-    if (!adapt_mass_ || state.iteration > warmup) return;
-    auto mass = adaptation_.observe(state.iteration, warmup, state.theta);
-    if (!mass) return;
-    const std::vector<double> old_sqrt = mass_.sqrt;
-    mass_.set(std::move(*mass));
-    for (std::size_t j = 0; j < state.momentum.size(); ++j) state.momentum[j] *= mass_.sqrt[j] / old_sqrt[j];
+  /// With adapt_step_size, during the warmup: first one dual-averaging update from the block's
+  /// acceptance probability (the block's MH test), then the mass's (when a window closes, the dual
+  /// averaging restarts from the current step, as Stan's does after a metric update); the block
+  /// that ends the warmup freezes the step at the averaged h̄, so the sampling phase is a fixed kernel.
+  void after_block(ChainState& state, std::uint64_t warmup, const Decision& decision) override {
+    if (state.iteration > warmup) return;
+    const bool adapting_step = step_adaptation_.adapt && !step_frozen_;
+    if (adapting_step) adapted_step_ = dual_averaging_.learn(decision.accept_stat, step_adaptation_.target_acceptance);
+    if (adapt_mass_) {
+      if (auto mass = adaptation_.observe(state.iteration, warmup, state.theta)) {
+        const std::vector<double> old_sqrt = mass_.sqrt;
+        mass_.set(std::move(*mass));
+        for (std::size_t j = 0; j < state.momentum.size(); ++j) state.momentum[j] *= mass_.sqrt[j] / old_sqrt[j];
+        if (adapting_step) dual_averaging_.restart(adapted_step_);
+      }
+    }
+    if (adapting_step && state.iteration == warmup) {
+      adapted_step_ = dual_averaging_.averaged(adapted_step_);
+      step_frozen_ = true;
+    }
   }
   std::vector<double> adapted_mass() const override { return adapt_mass_ ? mass_.expanded() : std::vector<double>{}; }
+  bool adapts_step_size() const override { return step_adaptation_.adapt; }
+  std::optional<double> adapted_step_size() const override {
+    return step_frozen_ ? std::optional<double>(adapted_step_) : std::nullopt;
+  }
   double step_size() const override { return current_; }
   double temperature() const override { return temperature_; }
   bool constant_step_size() const override { return schedule_.constant(); }
+  /// A fixed mass or step is configuration, not state: only what adapts is saved (so a checkpoint
+  /// without adaptation reads as before there was any).
   void save_state(StateWriter& out) const override {
     out.section("integrator");
     out.number(current_);
-    if (!adapt_mass_) return;  // a fixed mass is configuration, not state
-    adaptation_.save(out);
-    out.numbers(mass_.expanded());
+    if (adapt_mass_) {
+      adaptation_.save(out);
+      out.numbers(mass_.expanded());
+    }
+    if (step_adaptation_.adapt) {
+      dual_averaging_.save(out);
+      out.number(adapted_step_);
+      out.flag(step_frozen_);
+    }
   }
   void restore_state(StateReader& in) override {
     in.section("integrator");
     current_ = in.number();
-    if (!adapt_mass_) return;
-    adaptation_.restore(in);
-    mass_.set(in.numbers());
+    if (adapt_mass_) {
+      adaptation_.restore(in);
+      mass_.set(in.numbers());
+    }
+    if (step_adaptation_.adapt) {
+      dual_averaging_.restore(in);
+      adapted_step_ = in.number();
+      step_frozen_ = in.flag();
+    }
   }
 
 protected:
-  double advance(const ChainState& state) { return current_ = schedule_.at(state.iteration); }
+  /// The step of this iteration: the schedule's, or the adapted one (whose schedule is constant).
+  double advance(const ChainState& state) {
+    return current_ = step_adaptation_.adapt ? adapted_step_ : schedule_.at(state.iteration);
+  }
   StepSchedule schedule_;
   double temperature_;
   double current_ = 0.0;
   DiagonalMass mass_;  // M: sgld's and mala's preconditioner M⁻¹, the others' kinetic energy ½mᵀM⁻¹m
   bool adapt_mass_;
   MassAdaptation adaptation_;
+  StepAdaptation step_adaptation_;
+  double adapted_step_;  // with adapt_step_size: the step in use (h_m during the warmup, h̄ after it)
+  bool step_frozen_ = false;
+  DualAveraging dual_averaging_;
 };
 
 /// SGLD as Baker et al. (2019, §2) write it, preconditioned by a constant diagonal M⁻¹:
@@ -446,7 +560,7 @@ public:
     state.gradient_valid = false;
   }
   /// The block that ends the warmup freezes V (the chain calls this after every block).
-  void after_block(ChainState& state, std::uint64_t warmup) override {
+  void after_block(ChainState& state, std::uint64_t warmup, const Decision&) override {
     if (freeze_ && warmup > 0 && state.iteration >= warmup) frozen_ = true;
   }
   /// Once frozen, the sampling phase is sgld with this mass: M = 1/G = λ + sqrt(V).
@@ -766,21 +880,31 @@ using namespace integrator_parts;
 
 const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
   static const std::string friction = "friction γ (default 0.1/step_size: γh = 0.1), mass (1)";
+  static const std::string adapt_step =
+      "with corrector mh: adapt_step_size (false: dual averaging of step_size to target_acceptance (0.8) during the "
+      "warmup, then frozen; Hoffman & Gelman 2014, Alg. 5)";
   static const std::vector<CatalogueEntry<IntegratorFactory>> catalogue = {
       {"sgld", "overdamped Langevin, θ' = θ - (ε/2)M⁻¹ĝ + sqrt(εT)M^{-1/2}ξ (step_size = ε); mass M (1)",
        with_schedule_keys({"mass", "adapt_mass"}),
        factory<SgldParameters>(),
        "sgld computes no gradient at its proposal, which the MH energy error needs; use integrator 'mala' (the same "
        "update, step_size = ε, written as OBABO with c = 0)"},
-      {"mala", "OBABO with c = 0: SGLD's update with a gradient at the proposal, for MH (step_size = ε = h²)",
-       with_schedule_keys({"mass", "adapt_mass"}), factory<MalaParameters>()},
-      {"obabo", "GGMC / OBABO splitting, each O keeps exp(-γh/2) (step_size = h); keys " + friction,
-       with_schedule_keys({"mass", "adapt_mass", "friction"}), factory<ObaboParameters>()},
-      {"baoab", "BAOAB splitting, its O keeps exp(-γh) (step_size = h); keys " + friction,
-       with_schedule_keys({"mass", "adapt_mass", "friction"}), factory<BaoabParameters>()},
-      {"hmc", "one leapfrog trajectory of `steps` (10) steps per iteration from fresh momentum (step_size = h)",
-       with_schedule_keys({"mass", "adapt_mass", "steps"}), factory<HmcParameters>()},
-      {"leapfrog", "the same as hmc", with_schedule_keys({"mass", "adapt_mass", "steps"}), factory<HmcParameters>()},
+      {"mala", "OBABO with c = 0: SGLD's update with a gradient at the proposal, for MH (step_size = ε = h²); " +
+                   adapt_step,
+       with_schedule_keys({"mass", "adapt_mass", "adapt_step_size", "target_acceptance"}), factory<MalaParameters>()},
+      {"obabo", "GGMC / OBABO splitting, each O keeps exp(-γh/2) (step_size = h); keys " + friction + "; " + adapt_step,
+       with_schedule_keys({"mass", "adapt_mass", "friction", "adapt_step_size", "target_acceptance"}),
+       factory<ObaboParameters>()},
+      {"baoab", "BAOAB splitting, its O keeps exp(-γh) (step_size = h); keys " + friction + "; " + adapt_step,
+       with_schedule_keys({"mass", "adapt_mass", "friction", "adapt_step_size", "target_acceptance"}),
+       factory<BaoabParameters>()},
+      {"hmc",
+       "one leapfrog trajectory of `steps` (10) steps per iteration from fresh momentum (step_size = h); " + adapt_step,
+       with_schedule_keys({"mass", "adapt_mass", "steps", "adapt_step_size", "target_acceptance"}),
+       factory<HmcParameters>()},
+      {"leapfrog", "the same as hmc",
+       with_schedule_keys({"mass", "adapt_mass", "steps", "adapt_step_size", "target_acceptance"}),
+       factory<HmcParameters>()},
       {"sghmc", "SGHMC, symplectic Euler-Maruyama, momentum decay 1 - γh (step_size = h); keys " + friction,
        with_schedule_keys({"mass", "adapt_mass", "friction"}), factory<SghmcParameters>(),
        "sghmc's Euler-Maruyama step has no realisable backward move (its momentum update is not an OU flow composed "
@@ -863,24 +987,49 @@ void check_mass_length(const Settings& section, std::size_t dimension) {
                             section.describe("mass"), dimension, array->size()));
 }
 
+/// `adapt_step_size` and `target_acceptance` of the integrators an MH test can follow. The
+/// refusals that need more than this section (no MH corrector, no warmup) are the assembly's and
+/// the chain's.
+StepAdaptation read_step_adaptation(const Settings& section, const ScheduleParameters& schedule) {
+  StepAdaptation adaptation;
+  adaptation.adapt = section.flag("adapt_step_size", false);
+  adaptation.target_acceptance = section.number("target_acceptance", adaptation.target_acceptance);
+  if (!(adaptation.target_acceptance > 0.0 && adaptation.target_acceptance < 1.0))
+    throw Error(fmt::format("{}: expected 0 < target_acceptance < 1 (the mean MH acceptance probability the step "
+                            "size is adapted to), found {}",
+                            section.describe("target_acceptance"), adaptation.target_acceptance));
+  if (adaptation.adapt && schedule.schedule != ScheduleKind::constant)
+    throw Error(fmt::format("{}: adapt_step_size = true needs integrator.schedule = \"constant\": the adaptation "
+                            "chooses the one step the run then keeps, and a schedule would change it again",
+                            section.describe("adapt_step_size")));
+  return adaptation;
+}
+
 SgldParameters SgldParameters::from_settings(const Settings& section) { return read_scheduled<SgldParameters>(section); }
-MalaParameters MalaParameters::from_settings(const Settings& section) { return read_scheduled<MalaParameters>(section); }
+MalaParameters MalaParameters::from_settings(const Settings& section) {
+  auto parameters = read_scheduled<MalaParameters>(section);
+  parameters.step_adaptation = read_step_adaptation(section, parameters.schedule);
+  return parameters;
+}
 
 ObaboParameters ObaboParameters::from_settings(const Settings& section) {
   auto parameters = read_scheduled<ObaboParameters>(section);
   parameters.friction = read_friction(section, parameters.schedule);
+  parameters.step_adaptation = read_step_adaptation(section, parameters.schedule);
   return parameters;
 }
 
 BaoabParameters BaoabParameters::from_settings(const Settings& section) {
   auto parameters = read_scheduled<BaoabParameters>(section);
   parameters.friction = read_friction(section, parameters.schedule);
+  parameters.step_adaptation = read_step_adaptation(section, parameters.schedule);
   return parameters;
 }
 
 HmcParameters HmcParameters::from_settings(const Settings& section) {
   auto parameters = read_scheduled<HmcParameters>(section);
   parameters.steps = static_cast<std::size_t>(section.integer_at_least("steps", 10, 1));
+  parameters.step_adaptation = read_step_adaptation(section, parameters.schedule);
   return parameters;
 }
 
