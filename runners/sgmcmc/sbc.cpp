@@ -254,6 +254,7 @@ int sbc_command(const SbcOptions& options) {
   check_model(config, options);
   const fs::path out = options.out.value_or(fs::path("runs") / ("sbc-" + label));
   const bool root = launcher_rank() == 0;
+  const bool created = !fs::exists(out);
   if (root) {
     require_folder_or_absent(out);
     if (!options.resume && fs::exists(out) && !fs::is_empty(out))
@@ -276,6 +277,10 @@ int sbc_command(const SbcOptions& options) {
                      .yes = true};
   const int code = sweep_command(sweep);
   if (!root) return code;
+  if (!fs::exists(out / replications_folder)) {  // the sweep refused every replication: nothing ran
+    if (created) fs::remove_all(out);
+    return code;
+  }
   return std::max(code, analyse(out, options));
 }
 

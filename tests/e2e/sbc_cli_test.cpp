@@ -1,6 +1,7 @@
 // `sgmcmc sbc` through the real CLI and plugins: refusals with the plugin's reason, the output
 // files, θ* in each replication's manifest, the same ranks for any --jobs, and --resume.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -8,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "support.hpp"
+
+import sgmcmc;
 
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
@@ -67,6 +70,15 @@ TEST_CASE("sbc on gaussian: ranks, tests and θ* recorded; the same for --jobs 1
   CHECK(first["config"]["model"]["simulate_from_prior"] == true);
   CHECK(test::csv_fields(lines[1])[3] == fmt::format("{:.17g}", first["model"]["simulated_parameters"]["beta.1"].get<double>()));
   CHECK(test::lines_of(test::read_text(dir.path() / "one" / "tests.csv")).size() == 3);
+  // The rank by hand from the chain's draws: of L = 19 draws evenly spaced over the S = 300 (draw
+  // ⌊(l + 1/2)·300/19⌋ for l = 0..18), those below θ*.
+  const auto chain = sgmcmc::read_stan_csv(dir.path() / "one" / "replications" / "run.seed=1+run.data_seed=1" / "chain-1.csv");
+  const auto column = static_cast<std::size_t>(std::find(chain.columns.begin(), chain.columns.end(), "beta.1") - chain.columns.begin());
+  REQUIRE(chain.rows.size() == 300);
+  const double star = first["model"]["simulated_parameters"]["beta.1"].get<double>();
+  int below = 0;
+  for (int l = 0; l < 19; ++l) below += chain.rows[static_cast<std::size_t>((l + 0.5) * 300 / 19)][column] < star;
+  CHECK(test::csv_fields(lines[1])[4] == std::to_string(below));
 
   // A replication lost (no manifest: killed in flight) is run again by --resume, to the same ranks.
   fs::remove(dir.path() / "two" / "replications" / "run.seed=3+run.data_seed=3" / "manifest.json");
