@@ -15,7 +15,9 @@
 //    probability of order 1% or less per test (and both tests must miss for the verdict to say
 //    calibrated).
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <string>
+#include <utility>
 #include <fmt/format.h>
 
 #include "support.hpp"
@@ -52,4 +54,48 @@ TEST_CASE("sbc: exact MALA + MH on gaussian is calibrated; SGLD at a too-large s
     if (fields[0] == "beta.1" && fields[1] == "0.10000000000000001") below = std::stod(fields[2]) < 0;
   }
   CHECK(below);
+}
+
+namespace {
+
+/// The configurational temperature and its MCSE from `sgmcmc summary`'s line.
+std::pair<double, double> configurational_temperature(const std::string& output) {
+  const std::string key = "configurational temperature <θ·∇U>/d = ";
+  const auto at = output.find(key);
+  if (at == std::string::npos) return {std::nan(""), std::nan("")};
+  const auto rest = output.substr(at + key.size());
+  const double value = std::stod(rest);
+  const auto mcse_at = rest.find("(mcse ");
+  return {value, std::stod(rest.substr(mcse_at + 6))};
+}
+
+}  // namespace
+
+TEST_CASE("summary: the configurational temperature is 1 for an exact chain on gaussian and not for SGLD at a large step",
+          "[sbc][temperature]") {
+  // E[θ_j ∂_j U(θ)] = 1 under π ∝ exp(-U) for every j (integration by parts; the boundary terms
+  // vanish for a Gaussian), so ⟨θ·∇U⟩/d estimates 1 for exact draws with Monte Carlo error its
+  // MCSE (from the ESS of the per-draw values, as `posterior` computes it): |T - 1| < 4 MCSE fails
+  // by chance with probability 6e-5. The MCSE must itself be small (< 0.05) for the test to have
+  // teeth. SGLD at ε = 0.012 draws θ - μ with k ≈ 1.9-3.6 times the posterior covariance, so
+  // ⟨(θ-μ)ᵀA(θ-μ)⟩/d ≈ k: T > 1 + 4 MCSE.
+  test::TempDir dir;
+  const auto run = [&](const std::string& config, const std::string& out) {
+    return test::run_cli(fmt::format("run --config '{}/runners/presets/sbc/{}.toml' --set model.simulate_from_prior=true "
+                                     "--set run.iterations=20000 --set run.chains=2 --set output.gradients=exact --out '{}'",
+                                     SGMCMC_SOURCE_DIR, config, (dir.path() / out).string()));
+  };
+  const auto exact = run("gaussian-mala-mh", "exact");
+  INFO(exact.output);
+  REQUIRE(exact.exit_code == 0);
+  const auto [t, mcse] = configurational_temperature(exact.output);
+  CHECK(mcse < 0.05);
+  CHECK(std::abs(t - 1) < 4 * mcse);
+  CHECK_THAT(exact.output, Contains("kernel Stein discrepancy"));
+
+  const auto biased = run("gaussian-sgld-large-step", "sgld");
+  INFO(biased.output);
+  REQUIRE(biased.exit_code == 0);
+  const auto [t_sgld, mcse_sgld] = configurational_temperature(biased.output);
+  CHECK(t_sgld > 1 + 4 * mcse_sgld);
 }
