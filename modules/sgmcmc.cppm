@@ -21,3 +21,4 @@ export import sgmcmc.diagnostics;
 export import sgmcmc.data;
 export import sgmcmc.zero_variance;
 export import sgmcmc.recording;
+export import sgmcmc.calibration;

@@ -24,11 +24,12 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 6;  // 2: lipschitz_bounds, 3: quantities,
+inline constexpr std::uint32_t model_interface_version = 7;  // 2: lipschitz_bounds, 3: quantities,
                                                              // 4: prior terms given the workspace,
                                                              // 5: Workspace save_state/restore_state
                                                              // 6: sparse item gradients, after_step
                                                              //    returns the TargetChange
+                                                             // 7: prior_simulation, simulated_parameters
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.
@@ -41,6 +42,8 @@ struct Capabilities {
   bool latent_gibbs_step = false;     // the gradient Gibbs-samples latent variables (LDA)
   bool positive_parameters = false;   // the integrators reflect θ at 0 (momentum negated with it)
   bool simulation = false;            // simulates its own data when none is given
+  bool prior_simulation = false;      // model.simulate_from_prior: data simulated from a prior draw θ*
+                                      // (simulated_parameters()), for simulation-based calibration
 };
 
 /// "exact-log-likelihood, per-item-gradients, ...": the names `sgmcmc list` shows.
@@ -156,6 +159,11 @@ public:
   virtual std::vector<std::string> quantity_names() const { return {}; }
   virtual void evaluate_quantities(std::span<const double> theta, Workspace& workspace,
                                    std::span<double> out) const;
+
+  /// θ*, the parameters the data were simulated from when they were drawn from the prior
+  /// (`prior_simulation`, model.simulate_from_prior = true; one value per coordinate, in
+  /// parameter_names() order): what `sgmcmc sbc` ranks among the draws. Empty otherwise.
+  virtual std::vector<double> simulated_parameters() const { return {}; }
 };
 
 /// 0, 1, ..., count-1: every row of a data set, in order.
@@ -175,6 +183,9 @@ struct PluginInfo {
   std::string description;
   std::string parameters;  // what θ is, in words: "beta[1..dim]: regression coefficients"
   Capabilities capabilities;
+  /// Without `prior_simulation`: why the model cannot simulate data from a prior draw (the
+  /// reason `sgmcmc sbc` gives when it refuses the model).
+  std::string no_prior_simulation = {};
 };
 
 /// What a plugin's factory gets: its [model] settings and the run's seed (for simulated data and
@@ -206,7 +217,7 @@ std::vector<std::string> capability_names(const Capabilities& c) {
       {c.sparse_item_gradients, "sparse-item-gradients"},
       {c.glm_gradients, "glm-gradients"},               {c.lipschitz_bounds, "lipschitz-bounds"},
       {c.latent_gibbs_step, "latent-gibbs-step"},       {c.positive_parameters, "positive-parameters"},
-      {c.simulation, "simulation"}};
+      {c.simulation, "simulation"},                     {c.prior_simulation, "prior-simulation"}};
   std::vector<std::string> names;
   for (const auto& [present, name] : table)
     if (present) names.emplace_back(name);

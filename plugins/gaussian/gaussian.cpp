@@ -36,10 +36,13 @@ struct Dataset {
   xt::xtensor<double, 2> x;
 };
 
-Dataset simulate(std::size_t rows, std::size_t dim, double noise_sd, Rng& rng) {
-  // β* ~ N(0, I) and x ~ N(0, I), both from the run's seed: documented in plugins/gaussian/README.md.
-  std::vector<double> beta_star(dim);
+/// β* ~ N(0, beta_sd² I) (beta_sd = 1, or prior_sd with model.simulate_from_prior) and
+/// x ~ N(0, I), both from the run's data seed: documented in plugins/gaussian/README.md.
+Dataset simulate(std::size_t rows, std::size_t dim, double noise_sd, double beta_sd, Rng& rng,
+                 std::vector<double>& beta_star) {
+  beta_star.assign(dim, 0.0);
   rng.fill_normal(beta_star);
+  for (double& b : beta_star) b *= beta_sd;
   Dataset data{xt::xtensor<double, 1>::from_shape({rows}), xt::xtensor<double, 2>::from_shape({rows, dim})};
   for (std::size_t i = 0; i < rows; ++i) {
     double mean = 0.0;
@@ -86,7 +89,11 @@ public:
     prior_sd_ = settings.positive_number("prior_sd", 10.0);
     Rng rng(context.seed, sgmcmc::data_stream);
     Dataset data;
+    const bool from_prior = settings.flag("simulate_from_prior", false);
     if (auto path = settings.optional_text("data")) {
+      if (from_prior)
+        throw sgmcmc::Error(fmt::format("{}: simulates data from a prior draw; with model.data the rows come from the file",
+                                        settings.describe("simulate_from_prior")));
       if (settings.contains("n"))
         throw sgmcmc::Error(fmt::format("{}: sets the size of simulated data; with model.data the rows come from the file",
                                         settings.describe("n")));
@@ -94,7 +101,10 @@ public:
     } else {
       const auto rows = settings.integer_at_least("n", 1000, 2);
       const auto dim = settings.integer_at_least("dim", 5, 1);
-      data = simulate(static_cast<std::size_t>(rows), static_cast<std::size_t>(dim), noise_sd_, rng);
+      std::vector<double> beta_star;
+      data = simulate(static_cast<std::size_t>(rows), static_cast<std::size_t>(dim), noise_sd_,
+                      from_prior ? prior_sd_ : 1.0, rng, beta_star);
+      if (from_prior) beta_star_ = std::move(beta_star);
     }
     const std::size_t rows = data.y.size();
     split(data, sgmcmc::split_rows(rows, sgmcmc::row_count(settings, "test_size", 0.2, rows, 0, rows - 1), rng));
@@ -113,8 +123,11 @@ public:
             .per_item_gradients = true,
             .glm_gradients = true,
             .lipschitz_bounds = true,
-            .simulation = true};
+            .simulation = true,
+            .prior_simulation = true};
   }
+
+  std::vector<double> simulated_parameters() const override { return beta_star_; }
 
   std::unique_ptr<sgmcmc::Workspace> make_workspace() const override {
     return std::make_unique<GaussianWorkspace>(test_y_.size());
@@ -236,6 +249,7 @@ private:
 
   double noise_sd_ = 1.0;
   double prior_sd_ = 10.0;
+  std::vector<double> beta_star_;  // θ* when model.simulate_from_prior
   xt::xtensor<double, 1> y_, test_y_;
   xt::xtensor<double, 2> x_, test_x_;
 };
@@ -244,7 +258,8 @@ sgmcmc::PluginInfo gaussian_info() {
   return {.name = "gaussian",
           .description = "Bayesian linear regression y = xᵀβ + e, e ~ N(0, noise_sd²), β ~ N(0, prior_sd² I); "
                          "closed-form posterior. Keys: n (1000), dim (5), noise_sd (1), prior_sd (10), "
-                         "test_size (0.2: a float fraction or an integer count), data (CSV: response, covariates). Quantity: held_out_log_density",
+                         "test_size (0.2: a float fraction or an integer count), data (CSV: response, covariates), "
+                         "simulate_from_prior (false: β* ~ N(0, I); true: β* ~ the prior, for `sgmcmc sbc`). Quantity: held_out_log_density",
           .parameters = "beta.1 .. beta.dim: regression coefficients",
           .capabilities = GaussianModel::capabilities_of_gaussian()};
 }

@@ -311,7 +311,11 @@ sgmcmc::PluginInfo lda_info() {
               "gibbs_sweeps (10), gibbs_burnin (5); simulated corpus (no data): docs (1000), words (500), true_topics "
               "(= topics), doc_length (100), true_alpha (0.1), true_beta (0.05)",
           .parameters = "theta.<k>.<w>: topic k's weight of word w (word ids as in the file), k = 1..topics",
-          .capabilities = LdaModel::capabilities_of_lda()};
+          .capabilities = LdaModel::capabilities_of_lda(),
+          .no_prior_simulation =
+              "its topics are exchangeable (label switching): the posterior is invariant under the K! permutations of "
+              "the topics and a chain stays in one labelling, so the rank of a coordinate of θ* among its draws is not "
+              "uniform even for an exact sampler; its gradient is also a Gibbs estimate, not an exact one"};
 }
 
 std::unique_ptr<sgmcmc::Model> make_lda(const sgmcmc::ModelContext& context) {

@@ -34,21 +34,29 @@ using sgmcmc::Settings;
 // Cover type (binary, scaled) has 54 features: 10 continuous ones scaled to [0, 1], then 4
 // wilderness-area and 40 soil-type indicators, one of each group set per row. The simulation draws
 // the continuous ones uniform on [0, 1], one wilderness area and one soil type uniformly, and the
-// label from the model with the fixed β*_j = 2 sin(1 + j), j = 0 (intercept) .. 54.
+// label from the model with the fixed β*_j = 2 sin(1 + j), j = 0 (intercept) .. 54, or, with
+// model.simulate_from_prior, with β* drawn from the Laplace prior first (for `sgmcmc sbc`).
 constexpr std::size_t covtype_rows = 581'012, continuous_features = 10, wilderness_areas = 4, soil_types = 40;
 constexpr std::size_t covtype_features = continuous_features + wilderness_areas + soil_types;
 
 double true_coefficient(std::size_t j) { return 2.0 * std::sin(1.0 + static_cast<double>(j)); }
 
-LabelledRows simulate_covtype_shape(std::size_t rows, Rng& rng) {
+/// β*_j ~ Laplace(0, b), independently: b·(E₁ - E₂) with E₁, E₂ ~ Exp(1) has that law.
+std::vector<double> laplace_draw(std::size_t count, double scale, Rng& rng) {
+  std::vector<double> draw(count);
+  for (double& b : draw) b = scale * (-std::log1p(-rng.uniform()) + std::log1p(-rng.uniform()));
+  return draw;
+}
+
+LabelledRows simulate_covtype_shape(std::size_t rows, std::span<const double> beta_star, Rng& rng) {
   LabelledRows data{std::vector<double>(rows), std::vector<double>(rows * covtype_features, 0.0), covtype_features};
   for (std::size_t i = 0; i < rows; ++i) {
     double* x = &data.x[i * covtype_features];
     for (std::size_t j = 0; j < continuous_features; ++j) x[j] = rng.uniform();
     x[continuous_features + rng.index(wilderness_areas)] = 1.0;
     x[continuous_features + wilderness_areas + rng.index(soil_types)] = 1.0;
-    double z = true_coefficient(0);
-    for (std::size_t j = 0; j < covtype_features; ++j) z += true_coefficient(j + 1) * x[j];
+    double z = beta_star[0];
+    for (std::size_t j = 0; j < covtype_features; ++j) z += beta_star[j + 1] * x[j];
     data.y[i] = rng.uniform() < 1.0 / (1.0 + std::exp(-z)) ? 1.0 : -1.0;
   }
   return data;
@@ -81,6 +89,7 @@ struct Prepared {
   std::vector<std::size_t> train, test;  // rows of `data`, and of `test_file` or `data`
   bool test_from_file = false;
   StorageOptions storage;
+  std::vector<double> beta_star;  // θ* when the data were simulated from a prior draw
 };
 
 /// model.subsample of the training rows (the paper's N ≈ 1%, 10%, 100% runs), in file order.
@@ -94,8 +103,9 @@ std::vector<std::size_t> subsample(const Settings& settings, const std::vector<s
   return chosen;
 }
 
-Prepared prepare(const sgmcmc::ModelContext& context) {
+Prepared prepare(const sgmcmc::ModelContext& context, double prior_scale) {
   const Settings& settings = context.settings;
+  const bool from_prior = settings.flag("simulate_from_prior", false);
   const auto format = parse_file_format(settings.text("format", "auto"), settings.describe("format"));
   const auto coding = parse_label_coding(settings.text("labels", "auto"), settings.describe("labels"));
   const auto declared = static_cast<std::size_t>(settings.integer_at_least("features", 0, 0));
@@ -109,10 +119,16 @@ Prepared prepare(const sgmcmc::ModelContext& context) {
     if (settings.contains("n"))
       throw sgmcmc::Error(fmt::format("{}: sets the size of simulated data; with model.data the rows come from the file",
                                       settings.describe("n")));
+    if (from_prior)
+      throw sgmcmc::Error(fmt::format("{}: simulates data from a prior draw; with model.data the rows come from the file",
+                                      settings.describe("simulate_from_prior")));
     data = read_labelled_rows(*path, format, coding, declared);
   } else {
     const auto rows = settings.integer_at_least("n", static_cast<std::int64_t>(covtype_rows), 2);
-    data = simulate_covtype_shape(static_cast<std::size_t>(rows), rng);
+    std::vector<double> beta(covtype_features + 1);
+    for (std::size_t j = 0; j < beta.size(); ++j) beta[j] = true_coefficient(j);
+    if (from_prior) beta = prepared.beta_star = laplace_draw(beta.size(), prior_scale, rng);
+    data = simulate_covtype_shape(static_cast<std::size_t>(rows), beta, rng);
   }
 
   std::vector<std::size_t> train_rows;
@@ -144,6 +160,7 @@ class LogisticModel final : public sgmcmc::Model {
 public:
   LogisticModel(const Prepared& prepared, double prior_scale)
       : prior_scale_(prior_scale),
+        beta_star_(prepared.beta_star),
         train_(design_matrix<Real>(prepared.data, prepared.train, prepared.storage)),
         test_(design_matrix<Real>(prepared.test_from_file ? prepared.test_file : prepared.data, prepared.test,
                                   prepared.storage)) {}
@@ -161,8 +178,11 @@ public:
             .per_item_gradients = true,
             .glm_gradients = true,
             .lipschitz_bounds = true,
-            .simulation = true};
+            .simulation = true,
+            .prior_simulation = true};
   }
+
+  std::vector<double> simulated_parameters() const override { return beta_star_; }
 
   std::unique_ptr<sgmcmc::Workspace> make_workspace() const override {
     return std::make_unique<LogisticWorkspace>(test_.rows());
@@ -242,6 +262,7 @@ public:
 
 private:
   double prior_scale_ = 1.0;
+  std::vector<double> beta_star_;  // θ* when model.simulate_from_prior
   DesignMatrix<Real> train_, test_;
   const Kernels<Real>& kernels_ = kernels<Real>();
 };
@@ -252,7 +273,8 @@ sgmcmc::PluginInfo logistic_info() {
                          "prior of scale prior_scale (Baker et al. 2019, §5.1). Keys: data (LIBSVM or CSV, .gz or plain), "
                          "test_data, test_size (0.1: fraction, or an integer count), subsample (1.0: fraction, or an "
                          "integer count), format (auto|libsvm|csv), labels (auto|0/1|1/2|-1/+1), features (LIBSVM "
-                         "dimension), prior_scale (1), n (581012: rows simulated with cover type's shape); speed: "
+                         "dimension), prior_scale (1), n (581012: rows simulated with cover type's shape), simulate_from_prior "
+                         "(false: fixed β*; true: β* ~ the prior, for `sgmcmc sbc`); speed: "
                          "storage (double|float), prefetch (8 rows), huge_pages (true)",
           .parameters = "intercept, beta.1 .. beta.features: regression coefficients",
           .capabilities = LogisticModel<double>::capabilities_of_logistic()};
@@ -264,7 +286,7 @@ std::unique_ptr<sgmcmc::Model> make_logistic(const sgmcmc::ModelContext& context
   const std::string storage = settings.text("storage", "double");
   if (storage != "double" && storage != "float")
     throw sgmcmc::Error(fmt::format("{}: '{}' is not a storage type; expected double or float", settings.describe("storage"), storage));
-  const Prepared prepared = prepare(context);
+  const Prepared prepared = prepare(context, prior_scale);
   if (storage == "float") return std::make_unique<LogisticModel<float>>(prepared, prior_scale);
   return std::make_unique<LogisticModel<double>>(prepared, prior_scale);
 }

@@ -590,7 +590,12 @@ sgmcmc::PluginInfo pmf_info() {
               "(5), true_offset (3.5), true_noise_sd (0.5), round (true)",
           .parameters = "U.<user>.<k>, V.<item>.<k>: user and item factors, k = 1..rank; b.<user>, c.<item>: biases "
                         "(model.biases = true)",
-          .capabilities = PmfModel::capabilities_of_pmf()};
+          .capabilities = PmfModel::capabilities_of_pmf(),
+          .no_prior_simulation =
+              "its factors are not identified: the likelihood of U Vᵀ is unchanged by U R, V R for any orthogonal R "
+              "(sign flips and permutations of the rank's columns among them), so a chain sits in one of many "
+              "equivalent modes and the rank of a coordinate of θ* among its draws is not uniform even for an exact "
+              "sampler; SBC would need rotation-invariant quantities (U Vᵀ) that the draws do not hold"};
 }
 
 std::unique_ptr<sgmcmc::Model> make_pmf(const sgmcmc::ModelContext& context) {

@@ -31,6 +31,7 @@ Command add_summary_command(CLI::App& app);
 Command add_zv_command(CLI::App& app);
 Command add_topics_command(CLI::App& app);
 Command add_new_model_command(CLI::App& app);
+Command add_sbc_command(CLI::App& app);
 
 /// Exit codes: 0 done, 1 a chain diverged (its draws up to then are kept), 2 bad input, 3 a bug,
 /// 130 (128 + SIGINT, as shells report Ctrl-C) a run stopped by SIGINT or SIGTERM, resumable.
@@ -85,6 +86,27 @@ struct PlotOptions {
   std::string name;              // empty: the sweep folder's name
 };
 
+struct SbcOptions {
+  std::optional<std::string> preset;
+  std::optional<std::filesystem::path> config_file;
+  std::vector<std::string> overrides;  // --set section.key=value
+  std::size_t replications = 100;      // R
+  std::size_t draws = 99;              // L: ranks 0..L
+  std::size_t bins = 20;               // of the χ² test
+  double alpha = 0.05;                 // level of each test
+  std::size_t simulations = 10000;     // uniform rank sets for the ECDF band
+  std::int64_t seed = 1;               // replication r: run.seed = run.data_seed = r + R·(seed - 1)
+  unsigned jobs = 0;
+  std::optional<std::filesystem::path> out;
+  bool resume = false;
+  bool quiet = false;
+  bool no_plot = false;
+  std::optional<std::filesystem::path> plugin_dir;
+};
+
+/// `sgmcmc sbc`: simulation-based calibration through a sweep of replications; 1 when one failed.
+int sbc_command(const SbcOptions& options);
+
 /// `sgmcmc plot DIR`: runs runners/figures/sweep_plot.py; its exit code.
 int plot_command(const PlotOptions& options);
 int list_command(const std::optional<std::filesystem::path>& plugin_dir);
@@ -107,6 +129,10 @@ struct ZvOptions {
 
 /// `sgmcmc zv DIR`: zero-variance estimates from recorded gradients, and the KSD of the draws.
 int zv_command(const std::filesystem::path& folder, const ZvOptions& options);
+
+/// For `sgmcmc summary`: when the run recorded gradients, prints the configurational temperature
+/// <θ·∇U>/d and the KSD of the draws; false when there are no gradients-<k>.csv files.
+bool gradient_diagnostics(const std::filesystem::path& folder);
 
 /// `sgmcmc topics DIR [--top N] [--vocab FILE]`: the top words of each topic of an `lda` run.
 int topics_command(const std::filesystem::path& folder, std::size_t top,

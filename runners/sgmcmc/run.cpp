@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -414,6 +415,16 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
                               {"plugin", run.built->plugin.path().string()},
                               {"dimension", run.model()->dimension()},
                               {"items", run.model()->num_items()}}}};
+  // θ* of data simulated from a prior draw (model.simulate_from_prior): what `sgmcmc sbc` ranks.
+  if (const auto truth = run.model()->simulated_parameters(); !truth.empty()) {
+    const auto names = run.model()->parameter_names();
+    if (truth.size() != names.size())
+      throw std::logic_error(fmt::format("model {}: simulated_parameters() has {} values for {} parameters",
+                                         run.model_name, truth.size(), names.size()));
+    json values = json::object();
+    for (std::size_t j = 0; j < names.size(); ++j) values[names[j]] = truth[j];
+    manifest["model"]["simulated_parameters"] = values;
+  }
   const bool checkpoints = run.schedule.chain.checkpoint_every > 0;
   if (resume)
     check_recorded_run(out, manifest["config"]);

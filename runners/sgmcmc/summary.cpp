@@ -135,6 +135,7 @@ int summary_command(const fs::path& folder, const std::vector<std::string>& want
                status);
     if (status == "diverged") diverged.push_back(k + 1);
   }
+  gradient_diagnostics(folder);
   print_warnings(kinds, total);
   for (std::size_t k : diverged) fmt::print("warning: chain {} diverged (see manifest.json)\n", k);
   return 0;

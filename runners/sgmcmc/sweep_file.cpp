@@ -228,7 +228,7 @@ Sweep parse_sweep(std::string text, std::string source) {
   }
   const toml::node* zip = nullptr;
   const toml::node* exclude = nullptr;
-  const std::vector<std::string> known = {"preset", "base", "axes", "zip", "exclude"};
+  const std::vector<std::string> known = {"preset", "config", "base", "axes", "zip", "exclude"};
   for (const auto& [key, node] : document) {
     const std::string name(key.str());
     const std::string where = origin_of(sweep, node);
@@ -239,6 +239,15 @@ Sweep parse_sweep(std::string text, std::string source) {
       } catch (const sgmcmc::Error& error) {
         throw sgmcmc::Error(fmt::format("{}: {}", where, error.what()));
       }
+    } else if (name == "config") {
+      if (!node.is_string()) throw sgmcmc::Error(fmt::format("{}: config must be a run configuration's TOML text (a string)", where));
+      auto inline_config = std::make_shared<InlineConfig>();
+      inline_config->name = "(config)";
+      inline_config->source = fmt::format("{} (its config)", where);
+      inline_config->text = *node.value<std::string>();
+      inline_config->preset = {inline_config->name.c_str(), inline_config->source.c_str(), inline_config->text.c_str()};
+      sweep.inline_config = inline_config;
+      sweep.preset = &inline_config->preset;
     } else if (name == "base") {
       read_base(sweep, node);
     } else if (name == "axes") {
@@ -255,6 +264,8 @@ Sweep parse_sweep(std::string text, std::string source) {
     }
   }
   if (!sweep.preset) throw sgmcmc::Error(fmt::format("{}: missing preset = \"NAME\" (the base configuration; see `sgmcmc presets`)", sweep.source));
+  if (document.contains("preset") && document.contains("config"))
+    throw sgmcmc::Error(fmt::format("{}: both preset and config give the base configuration; keep one", sweep.source));
   if (sweep.axes.empty()) throw sgmcmc::Error(fmt::format("{}: missing the [axes] table", sweep.source));
   if (zip) {
     read_zip(sweep, *zip);

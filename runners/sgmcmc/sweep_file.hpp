@@ -1,17 +1,26 @@
 // A sweep file, read and checked: `preset = "NAME"`, optional `[base.<section>]` tables overriding
 // the preset, and an `[axes]` table of `"section.key" = [values...]` (cartesian product), with
 // optional `zip = [["a.b", "c.d"], ...]` (axes that vary together) and
-// `exclude = [{ "a.b" = v }, ...]`. Errors name the file and line of the value at fault.
+// `exclude = [{ "a.b" = v }, ...]`. Errors name the file and line of the value at fault. Instead of
+// a preset, `config = '''TOML'''` gives the base configuration itself (what `sgmcmc sbc` writes, so
+// that a run configuration file becomes a sweep's base whatever machine the cells run on).
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 import sgmcmc;
 
-struct EmbeddedPreset;
+#include "presets.hpp"
+
+/// A base configuration given as text in the sweep file (`config = '''...'''`), dressed as a preset.
+struct InlineConfig {
+  std::string name, source, text;
+  EmbeddedPreset preset;
+};
 
 struct AxisValue {
   sgmcmc::Value value;
@@ -29,7 +38,8 @@ struct Axis {
 struct Sweep {
   std::string source;  // the sweep file's path, as errors name it
   std::string text;
-  const EmbeddedPreset* preset = nullptr;
+  const EmbeddedPreset* preset = nullptr;      // the preset, or inline_config's
+  std::shared_ptr<const InlineConfig> inline_config;
   std::vector<std::pair<std::string, sgmcmc::Entry>> base;  // "section.key" and its entry
   std::vector<Axis> axes;
   std::vector<std::vector<std::size_t>> groups;  // axes varying together; the product is over groups

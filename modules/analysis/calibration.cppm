@@ -1,0 +1,242 @@
+// Uniformity tests of simulation-based calibration (SBC) ranks (Talts, Betancourt, Simpson,
+// Vehtari & Gelman 2018, "Validating Bayesian inference algorithms with simulation-based
+// calibration", Algorithm 2 and §4).
+//
+// Each of R replications gives a rank r ∈ {0, ..., L}: the number of L (near-independent)
+// posterior draws below the θ* the data were simulated from. For an exact sampler r is uniform on
+// {0, ..., L} (Talts et al. 2018, Theorem 1), and the replications are independent.
+//
+// Two tests of that uniformity:
+//  - Pearson's χ² on B bins of the rank values (bin b holds the values ⌊b(L+1)/B⌋ .. ⌊(b+1)(L+1)/B⌋ - 1,
+//    expected count R·(its size)/(L+1)); statistic Σ (O - E)²/E, referred to χ² with B - 1 degrees
+//    of freedom (Talts et al. 2018, §4.1, use the histogram's bins the same way).
+//  - The ECDF test with simultaneous bands (Säilynoja, Bürkner & Vehtari 2022, "Graphical test for
+//    discrete uniformity and its applications in goodness-of-fit evaluation and multiple sample
+//    comparison", §2.2, the simulation-based adjustment). At the K = L points z_k = k/(L+1) the
+//    count c_k = #{r_i < k} is exactly Binomial(R, z_k) under uniformity. A count's pointwise
+//    two-sided tail probability is p_k(c) = min(1, 2 min(P(C ≤ c), P(C ≥ c))), C ~ Bin(R, z_k);
+//    the statistic is γ̂ = min_k p_k(c_k). Its null law is found by simulating M sets of R uniform
+//    ranks; the adjusted pointwise level γ is the ⌊αM⌋-th smallest (0-based) of the M simulated
+//    minima, so that P(γ̂ < γ) ≤ α up to Monte Carlo error; the simultaneous 1 - α band at z_k is
+//    {c : p_k(c) ≥ γ} and the test rejects when the ECDF leaves it at any point (γ̂ < γ). The
+//    Monte Carlo p-value is (1 + #{m : γ_m ≤ γ̂})/(M + 1).
+module;
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+export module sgmcmc.calibration;
+import sgmcmc.random;
+
+export namespace sgmcmc {
+
+/// Q(a, x) = Γ(a, x)/Γ(a), the regularised upper incomplete gamma function (a > 0, x ≥ 0).
+double gamma_upper_regularised(double a, double x);
+
+/// P(X > x) for X ~ χ²(degrees_of_freedom).
+double chi_square_upper_tail(double x, double degrees_of_freedom);
+
+struct ChiSquareTest {
+  double statistic = 0.0;
+  std::size_t degrees_of_freedom = 0;
+  double p_value = 1.0;
+  std::vector<std::size_t> observed;  // counts per bin
+  std::vector<double> expected;
+};
+
+/// Pearson's χ² of ranks in {0, ..., max_rank} over `bins` bins (2 ≤ bins ≤ max_rank + 1).
+ChiSquareTest rank_chi_square(std::span<const std::size_t> ranks, std::size_t max_rank, std::size_t bins);
+
+/// P(C ≤ c) for c = 0..n, C ~ Binomial(n, p): n + 1 values.
+std::vector<double> binomial_cdf(std::size_t n, double p);
+
+struct EcdfBandTest {
+  double alpha = 0.05;
+  double gamma = 0.0;        // the adjusted pointwise level
+  double statistic = 1.0;    // γ̂, the smallest pointwise tail probability of the observed ECDF
+  double p_value = 1.0;      // Monte Carlo p-value of γ̂
+  bool rejected = false;     // γ̂ < γ: the ECDF leaves the simultaneous band
+  std::vector<double> z;     // evaluation points k/(L+1), k = 1..L
+  std::vector<std::size_t> count, lower, upper;  // c_k and the band's smallest and largest count
+};
+
+/// The ECDF test of ranks in {0, ..., max_rank} with a simultaneous 1 - alpha band from
+/// `simulations` uniform rank sets drawn from stream (seed, 0); deterministic for a given seed.
+EcdfBandTest rank_ecdf_test(std::span<const std::size_t> ranks, std::size_t max_rank, double alpha,
+                            std::size_t simulations, std::uint64_t seed);
+
+}  // namespace sgmcmc
+
+module :private;
+
+namespace sgmcmc {
+
+double gamma_upper_regularised(double a, double x) {
+  if (!(a > 0.0) || !(x >= 0.0)) throw std::invalid_argument("gamma_upper_regularised: needs a > 0 and x >= 0");
+  if (x == 0.0) return 1.0;
+  const double log_prefactor = -x + a * std::log(x) - std::lgamma(a);
+  if (x < a + 1.0) {
+    // P(a, x) by its series Σ_n x^n / (a (a+1) ... (a+n)) (Abramowitz & Stegun 1964, 6.5.29).
+    double term = 1.0 / a, sum = term;
+    for (int n = 1; n < 10000; ++n) {
+      term *= x / (a + n);
+      sum += term;
+      if (std::abs(term) < std::abs(sum) * 1e-16) break;
+    }
+    return std::max(0.0, 1.0 - sum * std::exp(log_prefactor));
+  }
+  // Q(a, x) by its continued fraction (A&S 6.5.31), evaluated by the modified Lentz method.
+  const double tiny = 1e-300;
+  double b = x + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, h = d;
+  for (int n = 1; n < 10000; ++n) {
+    const double an = -n * (n - a);
+    b += 2.0;
+    d = an * d + b;
+    if (std::abs(d) < tiny) d = tiny;
+    c = b + an / c;
+    if (std::abs(c) < tiny) c = tiny;
+    d = 1.0 / d;
+    const double delta = d * c;
+    h *= delta;
+    if (std::abs(delta - 1.0) < 1e-16) break;
+  }
+  return std::exp(log_prefactor) * h;
+}
+
+double chi_square_upper_tail(double x, double degrees_of_freedom) {
+  return gamma_upper_regularised(0.5 * degrees_of_freedom, 0.5 * std::max(0.0, x));
+}
+
+ChiSquareTest rank_chi_square(std::span<const std::size_t> ranks, std::size_t max_rank, std::size_t bins) {
+  const std::size_t values = max_rank + 1;
+  if (bins < 2 || bins > values) throw std::invalid_argument("rank_chi_square: needs 2 <= bins <= max_rank + 1");
+  ChiSquareTest test;
+  test.observed.assign(bins, 0);
+  test.expected.assign(bins, 0.0);
+  const auto bin_of_start = [&](std::size_t b) { return b * values / bins; };
+  const double total = static_cast<double>(ranks.size());
+  for (std::size_t b = 0; b < bins; ++b)
+    test.expected[b] = total * static_cast<double>(bin_of_start(b + 1) - bin_of_start(b)) / static_cast<double>(values);
+  for (std::size_t r : ranks) {
+    if (r > max_rank) throw std::invalid_argument("rank_chi_square: a rank above max_rank");
+    // The bin b with ⌊b·V/B⌋ ≤ r < ⌊(b+1)·V/B⌋.
+    std::size_t b = (r * bins) / values;
+    while (b + 1 < bins && bin_of_start(b + 1) <= r) ++b;
+    while (b > 0 && bin_of_start(b) > r) --b;
+    ++test.observed[b];
+  }
+  for (std::size_t b = 0; b < bins; ++b) {
+    const double difference = static_cast<double>(test.observed[b]) - test.expected[b];
+    test.statistic += difference * difference / test.expected[b];
+  }
+  test.degrees_of_freedom = bins - 1;
+  test.p_value = chi_square_upper_tail(test.statistic, static_cast<double>(test.degrees_of_freedom));
+  return test;
+}
+
+std::vector<double> binomial_cdf(std::size_t n, double p) {
+  std::vector<double> cdf(n + 1, 1.0);
+  if (p <= 0.0) return cdf;
+  if (p >= 1.0) {
+    std::fill(cdf.begin(), cdf.end() - 1, 0.0);
+    return cdf;
+  }
+  const double nn = static_cast<double>(n);
+  double sum = 0.0;
+  for (std::size_t c = 0; c <= n; ++c) {
+    const double k = static_cast<double>(c);
+    const double log_pmf = std::lgamma(nn + 1) - std::lgamma(k + 1) - std::lgamma(nn - k + 1) + k * std::log(p) +
+                           (nn - k) * std::log1p(-p);
+    sum += std::exp(log_pmf);
+    cdf[c] = std::min(1.0, sum);
+  }
+  return cdf;
+}
+
+namespace {
+
+/// p_k(c) for every c = 0..R at one evaluation point, from its CDF.
+std::vector<double> two_sided_tails(const std::vector<double>& cdf) {
+  std::vector<double> tails(cdf.size());
+  for (std::size_t c = 0; c < cdf.size(); ++c) {
+    const double below = cdf[c];                         // P(C ≤ c)
+    const double above = c == 0 ? 1.0 : 1.0 - cdf[c - 1];  // P(C ≥ c)
+    tails[c] = std::min(1.0, 2.0 * std::min(below, above));
+  }
+  return tails;
+}
+
+/// c_k = #{r_i < k} for k = 1..L, from ranks in {0..L}.
+std::vector<std::size_t> ecdf_counts(std::span<const std::size_t> ranks, std::size_t max_rank) {
+  std::vector<std::size_t> histogram(max_rank + 1, 0);
+  for (std::size_t r : ranks) {
+    if (r > max_rank) throw std::invalid_argument("rank_ecdf_test: a rank above max_rank");
+    ++histogram[r];
+  }
+  std::vector<std::size_t> counts(max_rank);
+  std::size_t below = 0;
+  for (std::size_t k = 1; k <= max_rank; ++k) {
+    below += histogram[k - 1];
+    counts[k - 1] = below;
+  }
+  return counts;
+}
+
+double smallest_tail(const std::vector<std::vector<double>>& tails, const std::vector<std::size_t>& counts) {
+  double smallest = 1.0;
+  for (std::size_t k = 0; k < counts.size(); ++k) smallest = std::min(smallest, tails[k][counts[k]]);
+  return smallest;
+}
+
+}  // namespace
+
+EcdfBandTest rank_ecdf_test(std::span<const std::size_t> ranks, std::size_t max_rank, double alpha,
+                            std::size_t simulations, std::uint64_t seed) {
+  if (max_rank < 1) throw std::invalid_argument("rank_ecdf_test: needs max_rank >= 1");
+  if (ranks.empty()) throw std::invalid_argument("rank_ecdf_test: no ranks");
+  if (!(alpha > 0.0 && alpha < 1.0)) throw std::invalid_argument("rank_ecdf_test: needs 0 < alpha < 1");
+  if (simulations < 1) throw std::invalid_argument("rank_ecdf_test: needs simulations >= 1");
+  const std::size_t n = ranks.size();
+  EcdfBandTest test;
+  test.alpha = alpha;
+  std::vector<std::vector<double>> tails(max_rank);
+  for (std::size_t k = 1; k <= max_rank; ++k) {
+    const double z = static_cast<double>(k) / static_cast<double>(max_rank + 1);
+    test.z.push_back(z);
+    tails[k - 1] = two_sided_tails(binomial_cdf(n, z));
+  }
+  test.count = ecdf_counts(ranks, max_rank);
+  test.statistic = smallest_tail(tails, test.count);
+
+  // The null law of γ̂: M sets of R ranks uniform on {0..L}.
+  Rng rng(seed, 0);
+  std::vector<double> minima(simulations);
+  std::vector<std::size_t> simulated(n);
+  for (auto& minimum : minima) {
+    for (auto& r : simulated) r = static_cast<std::size_t>(rng.index(max_rank + 1));
+    minimum = smallest_tail(tails, ecdf_counts(simulated, max_rank));
+  }
+  std::sort(minima.begin(), minima.end());
+  test.gamma = minima[static_cast<std::size_t>(std::floor(alpha * static_cast<double>(simulations)))];
+  // Tail probabilities equal in exact arithmetic (P(C ≤ c) and P(C ≥ R - c) at z = 1/2) may differ
+  // in their last bits: compare with a relative tolerance far below any gap between attainable values.
+  constexpr double ties = 1e-9;
+  test.rejected = test.statistic < test.gamma * (1 - ties);
+  const auto at_most = std::upper_bound(minima.begin(), minima.end(), test.statistic * (1 + ties)) - minima.begin();
+  test.p_value = (1.0 + static_cast<double>(at_most)) / (static_cast<double>(simulations) + 1.0);
+  for (const auto& tail : tails) {
+    std::size_t lower = 0, upper = n;
+    while (lower < n && tail[lower] < test.gamma * (1 - ties)) ++lower;
+    while (upper > 0 && tail[upper] < test.gamma * (1 - ties)) --upper;
+    test.lower.push_back(lower);
+    test.upper.push_back(upper);
+  }
+  return test;
+}
+
+}  // namespace sgmcmc

@@ -1,0 +1,311 @@
+// `sgmcmc sbc`: simulation-based calibration (Talts, Betancourt, Simpson, Vehtari & Gelman 2018,
+// Algorithm 2). Each replication r = 1..R is one cell of a sweep (so threads, MPI and --resume come
+// from the sweep machinery): the model draws θ* from its prior and simulates a data set from it
+// (model.simulate_from_prior = true, from the data stream of run.data_seed), the configured sampler
+// runs on that data, and the rank of θ*_j among L draws of θ_j (evenly spaced over all chains'
+// draws, so near-independent when the ESS is at least L) is recorded. Uniform ranks are tested by
+// χ² and by the ECDF test with simultaneous bands (sgmcmc.calibration says how).
+//
+// Output folder:
+//   sbc-sweep.toml   the generated sweep (the configuration as `config = '''...'''`, R seeds zipped)
+//   replications/    the sweep's folder: one run per replication, results.csv, summary.csv
+//   ranks.csv        replication, run_seed, parameter, truth, rank, draws, ess_bulk
+//   tests.csv        per parameter: both tests' statistics, p-values and the verdict
+//   ecdf.csv         per parameter and point z_k: ECDF - z and the band's limits (for the plot)
+//   sbc_ecdf.png     the ECDF-difference plots (runners/figures/sbc_plot.py)
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "cluster.hpp"
+#include "commands.hpp"
+#include "files.hpp"
+#include "presets.hpp"
+#include "run_folder.hpp"
+
+import sgmcmc;
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* sweep_file_name = "sbc-sweep.toml";
+constexpr const char* replications_folder = "replications";
+
+struct Replication {
+  std::int64_t seed = 0;
+  fs::path folder;
+};
+
+/// The configuration with --set applied and model.simulate_from_prior set; its label names the
+/// default output folder.
+std::pair<sgmcmc::RunConfig, std::string> load_config(const SbcOptions& options) {
+  sgmcmc::RunConfig config;
+  std::string label;
+  if (options.preset) {
+    const auto& preset = find_preset(*options.preset);
+    config = sgmcmc::parse_config(preset.text, preset.source);
+    label = preset.name;
+  } else {
+    config = sgmcmc::parse_config(read_file(*options.config_file, "the configuration file"), options.config_file->string());
+    label = options.config_file->stem().string();
+  }
+  for (const auto& assignment : options.overrides) sgmcmc::apply_override(config, assignment);
+  config["model"].set("simulate_from_prior", {true, "sgmcmc sbc"});
+  return {config, label};
+}
+
+/// Refuses, with the plugin's reason, a model that cannot simulate data from a prior draw.
+void check_model(const sgmcmc::RunConfig& config, const SbcOptions& options) {
+  const auto& entries = config["model"].entries();
+  const auto name = entries.find("name");
+  if (name == entries.end() || !std::holds_alternative<std::string>(name->second.value))
+    throw sgmcmc::Error("sbc: the configuration has no model.name");
+  const auto plugin = sgmcmc::load_plugin(std::get<std::string>(name->second.value), plugin_folders(options.plugin_dir));
+  const auto& info = plugin.info();
+  if (!info.capabilities.prior_simulation)
+    throw sgmcmc::Error(fmt::format("sbc: model {} cannot be calibrated by simulation: {}", info.name,
+                                    info.no_prior_simulation.empty() ? "it cannot simulate data from a prior draw "
+                                                                       "(no prior-simulation capability)"
+                                                                     : info.no_prior_simulation));
+}
+
+std::string sweep_text(const sgmcmc::RunConfig& config, const SbcOptions& options) {
+  const std::string base = sgmcmc::format_config(config);
+  if (base.find("'''") != std::string::npos)
+    throw sgmcmc::Error("sbc: the configuration holds ''' , which the generated sweep file cannot quote");
+  std::vector<std::int64_t> seeds;
+  for (std::int64_t r = 1; r <= static_cast<std::int64_t>(options.replications); ++r)
+    seeds.push_back(r + static_cast<std::int64_t>(options.replications) * (options.seed - 1));
+  return fmt::format("# Written by `sgmcmc sbc`: {} replications, each data simulated from a prior draw and sampled.\n"
+                     "config = '''\n{}'''\n"
+                     "zip = [[\"run.seed\", \"run.data_seed\"]]\n\n"
+                     "[axes]\n\"run.seed\" = [{}]\n\"run.data_seed\" = [{}]\n",
+                     options.replications, base, fmt::join(seeds, ", "), fmt::join(seeds, ", "));
+}
+
+/// The finished replications of the sweep folder, by seed.
+std::vector<Replication> finished_replications(const fs::path& folder, std::size_t& unfinished) {
+  std::vector<Replication> found;
+  unfinished = 0;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    if (!entry.is_directory()) continue;
+    const auto manifest = manifest_if_any(entry.path());
+    if (!manifest.is_object() || manifest.value("status", "") != "complete") {
+      ++unfinished;
+      continue;
+    }
+    found.push_back({manifest["config"]["run"]["seed"].get<std::int64_t>(), entry.path()});
+  }
+  std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) { return a.seed < b.seed; });
+  return found;
+}
+
+std::string csv_number(double x) { return fmt::format("{:.17g}", x); }
+
+/// Runs runners/figures/sbc_plot.py on the folder; false (with a warning printed) when it fails.
+bool draw_plot(const fs::path& out) {
+  const auto executable = fs::read_symlink("/proc/self/exe");
+  const std::vector<fs::path> candidates = {executable.parent_path().parent_path() / SGMCMC_INSTALL_FIGURES_DIR / "sbc_plot.py",
+                                            fs::path(SGMCMC_SOURCE_FIGURES_DIR) / "sbc_plot.py"};
+  const auto script = std::find_if(candidates.begin(), candidates.end(), [](const fs::path& p) { return fs::is_regular_file(p); });
+  if (script == candidates.end()) {
+    fmt::print(stderr, "sgmcmc sbc: warning: cannot find sbc_plot.py; no PNG\n");
+    return false;
+  }
+  std::string python = "python3";
+  if (const char* chosen = std::getenv("SGMCMC_PYTHON"); chosen && *chosen) python = chosen;
+  else if (fs::exists("/usr/bin/python3")) python = "/usr/bin/python3";
+  std::vector<std::string> arguments = {python, script->string(), out.string()};
+  std::vector<char*> argv;
+  for (auto& argument : arguments) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+  pid_t child = 0;
+  if (const int error = posix_spawnp(&child, python.c_str(), nullptr, nullptr, argv.data(), environ); error != 0) {
+    fmt::print(stderr, "sgmcmc sbc: warning: cannot run {} ({}); no PNG\n", python, std::strerror(error));
+    return false;
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fmt::print(stderr, "sgmcmc sbc: warning: sbc_plot.py failed; no PNG\n");
+    return false;
+  }
+  return true;
+}
+
+/// Ranks, tests, verdicts, tables and the figure, from the finished replications.
+int analyse(const fs::path& out, const SbcOptions& options) {
+  std::size_t unfinished = 0;
+  const auto replications = finished_replications(out / replications_folder, unfinished);
+  if (replications.size() < 2)
+    throw sgmcmc::Error(fmt::format("sbc: {} replication(s) finished in {}; the tests need at least 2",
+                                    replications.size(), (out / replications_folder).string()));
+  const std::size_t L = options.draws;
+  std::map<std::string, std::vector<std::size_t>> ranks;  // by parameter
+  std::vector<std::string> order;
+  std::map<std::string, std::size_t> low_ess;
+  std::string rows = "replication,run_seed,parameter,truth,rank,draws,ess_bulk\n";
+  std::size_t index = 0;
+  for (const auto& replication : replications) {
+    ++index;
+    const auto manifest = manifest_if_any(replication.folder);
+    if (!manifest["model"].contains("simulated_parameters"))
+      throw sgmcmc::Error(fmt::format("sbc: {} records no simulated_parameters (θ*) in its manifest.json",
+                                      replication.folder.string()));
+    const auto& truth = manifest["model"]["simulated_parameters"];
+    const Chains chains = read_chains(replication.folder, "sbc");
+    for (std::size_t c = 0; c < chains.columns.size(); ++c) {
+      const auto& name = chains.columns[c];
+      if (!truth.contains(name)) continue;  // sampler columns, quantities
+      if (index == 1) order.push_back(name);
+      const auto draws = column(chains, c);
+      std::vector<double> all;
+      for (const auto& chain : draws) all.insert(all.end(), chain.begin(), chain.end());
+      if (all.size() < L)
+        throw sgmcmc::Error(fmt::format("sbc: {} holds {} draws of {}, fewer than --draws {}; raise run.iterations",
+                                        replication.folder.string(), all.size(), name, L));
+      const double star = truth[name].get<double>();
+      std::size_t rank = 0;
+      for (std::size_t l = 0; l < L; ++l) {
+        // Draw l of L evenly spaced over the S draws: floor((l + 1/2)·S/L).
+        const auto at = static_cast<std::size_t>((static_cast<double>(l) + 0.5) * static_cast<double>(all.size()) / static_cast<double>(L));
+        if (all[at] < star) ++rank;
+      }
+      const double ess = sgmcmc::ess_bulk(draws);
+      if (!(ess >= static_cast<double>(L))) ++low_ess[name];
+      ranks[name].push_back(rank);
+      rows += fmt::format("{},{},{},{},{},{},{}\n", index, replication.seed, name, csv_number(star), rank, L, csv_number(ess));
+    }
+  }
+  write_atomically(out / "ranks.csv", rows);
+
+  std::string tests = "parameter,replications,max_rank,bins,chi_square,degrees_of_freedom,chi_square_p,ecdf_gamma,"
+                      "ecdf_statistic,ecdf_p,ecdf_rejected,alpha,low_ess_replications,verdict\n";
+  std::string ecdf = "parameter,z,ecdf_difference,lower,upper\n";
+  const std::size_t bins = std::min(options.bins, L + 1);
+  fmt::print("SBC: {} replications, ranks among {} draws{}\n", replications.size(), L,
+                                 unfinished ? fmt::format(" ({} replication(s) not complete, left out)", unfinished) : "");
+  bool all_calibrated = true;
+  for (const auto& name : order) {
+    const auto& r = ranks[name];
+    if (r.size() != replications.size())
+      throw sgmcmc::Error(fmt::format("sbc: parameter {} is missing from some replications", name));
+    const auto chi = sgmcmc::rank_chi_square(r, L, bins);
+    const auto band = sgmcmc::rank_ecdf_test(r, L, options.alpha, options.simulations, 1);
+    const bool calibrated = !band.rejected && chi.p_value >= options.alpha;
+    all_calibrated = all_calibrated && calibrated;
+    const std::string verdict = calibrated ? "calibrated" : "miscalibrated";
+    tests += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, r.size(), L, bins, csv_number(chi.statistic),
+                         chi.degrees_of_freedom, csv_number(chi.p_value), csv_number(band.gamma), csv_number(band.statistic),
+                         csv_number(band.p_value), band.rejected, csv_number(options.alpha), low_ess[name], verdict);
+    const double n = static_cast<double>(r.size());
+    for (std::size_t k = 0; k < band.z.size(); ++k)
+      ecdf += fmt::format("{},{},{},{},{}\n", name, csv_number(band.z[k]), csv_number(static_cast<double>(band.count[k]) / n - band.z[k]),
+                          csv_number(static_cast<double>(band.lower[k]) / n - band.z[k]),
+                          csv_number(static_cast<double>(band.upper[k]) / n - band.z[k]));
+    fmt::print("{}: {} (ECDF {} the {:.0f}% simultaneous band, p = {:.3g}; χ² = {:.1f} on {} df, p = {:.3g}){}\n", name,
+                 verdict, band.rejected ? "leaves" : "stays inside", 100 * (1 - options.alpha), band.p_value, chi.statistic,
+                 chi.degrees_of_freedom, chi.p_value,
+                 low_ess[name] ? fmt::format("; {} replication(s) with bulk ESS < {}", low_ess[name], L) : "");
+  }
+  write_atomically(out / "tests.csv", tests);
+  write_atomically(out / "ecdf.csv", ecdf);
+  std::size_t low = 0;
+  for (const auto& [name, count] : low_ess) low = std::max(low, count);
+  if (low)
+    fmt::print("warning: in some replications the bulk ESS is below --draws {}: those draws are autocorrelated, which "
+               "alone bends the ranks; raise run.iterations (or lower --draws)\n",
+               L);
+  if (!options.no_plot && draw_plot(out) && !options.quiet) fmt::print("figure: {}\n", (out / "sbc_ecdf.png").string());
+  (void)all_calibrated;
+  return unfinished ? exit_diverged : 0;
+}
+
+}  // namespace
+
+int sbc_command(const SbcOptions& options) {
+  if (options.draws < 1) throw sgmcmc::Error("sbc: --draws must be at least 1");
+  if (options.bins < 2) throw sgmcmc::Error("sbc: --bins must be at least 2");
+  if (!(options.alpha > 0.0 && options.alpha < 1.0)) throw sgmcmc::Error("sbc: --alpha must be in (0, 1)");
+  if (options.replications < 2) throw sgmcmc::Error("sbc: --replications must be at least 2");
+  if (options.seed < 1) throw sgmcmc::Error("sbc: --seed must be at least 1");
+  const auto [config, label] = load_config(options);
+  check_model(config, options);
+  const fs::path out = options.out.value_or(fs::path("runs") / ("sbc-" + label));
+  const bool root = launcher_rank() == 0;
+  const bool created = !fs::exists(out);
+  if (root) {
+    require_folder_or_absent(out);
+    if (!options.resume && fs::exists(out) && !fs::is_empty(out))
+      throw sgmcmc::Error(fmt::format("sbc: '{}' is not empty; choose another --out, or --resume to finish it", out.string()));
+    fs::create_directories(out);
+    const std::string text = sweep_text(config, options);
+    if (options.resume && fs::exists(out / sweep_file_name) && read_file(out / sweep_file_name, "the SBC sweep") != text)
+      throw sgmcmc::Error(fmt::format("sbc: '{}' holds another SBC (its {} differs: other settings, --replications or "
+                                      "--seed); resume it with the same options",
+                                      out.string(), sweep_file_name));
+    write_atomically(out / sweep_file_name, text);
+  }
+  SweepOptions sweep{.file = out / sweep_file_name,
+                     .jobs = options.jobs,
+                     .out = out / replications_folder,
+                     .resume = options.resume && fs::exists(out / replications_folder),
+                     .quiet = options.quiet,
+                     .plugin_dir = options.plugin_dir,
+                     .max_cells = options.replications,
+                     .yes = true};
+  const int code = sweep_command(sweep);
+  if (!root) return code;
+  if (!fs::exists(out / replications_folder)) {  // the sweep refused every replication: nothing ran
+    if (created) fs::remove_all(out);
+    return code;
+  }
+  return std::max(code, analyse(out, options));
+}
+
+Command add_sbc_command(CLI::App& app) {
+  const auto sbc = std::make_shared<SbcOptions>();
+  auto* command = app.add_subcommand("sbc", "simulation-based calibration: ranks of prior draws among the sampler's draws");
+  command->footer("Example: sgmcmc sbc --preset demo --set model.n=200 --replications 100 --jobs 2");
+  auto* preset = command->add_option("--preset", sbc->preset, "a preset (see `sgmcmc presets`)");
+  auto* config = command->add_option("--config", sbc->config_file, "a TOML configuration file");
+  preset->excludes(config);
+  command->add_option("--set", sbc->overrides, "override a key: section.key=value (repeatable)");
+  command->add_option("--replications", sbc->replications, "R, the number of prior draws (100)");
+  command->add_option("--draws", sbc->draws, "L, the draws each θ* is ranked among (99: ranks 0..99)");
+  command->add_option("--bins", sbc->bins, "bins of the χ² test (20)");
+  command->add_option("--alpha", sbc->alpha, "level of each test (0.05)");
+  command->add_option("--simulations", sbc->simulations, "uniform rank sets simulated for the ECDF band (10000)");
+  command->add_option("--seed", sbc->seed, "replication r uses run.seed = run.data_seed = r + R·(seed - 1) (1)");
+  command->add_option("--jobs", sbc->jobs, "replications run at once (default: the number of cores)")->check(CLI::PositiveNumber);
+  command->add_option("--out", sbc->out, "output folder (default: runs/sbc-<preset>)");
+  command->add_flag("--resume", sbc->resume, "keep the replications this folder already finished, run the rest");
+  command->add_flag("--quiet", sbc->quiet, "no line per replication (the verdicts are printed)");
+  command->add_flag("--no-plot", sbc->no_plot, "no PNG");
+  command->add_option("--plugin-dir", sbc->plugin_dir, "search this folder for model plugins first");
+  return {command, [sbc] {
+            if (!sbc->preset && !sbc->config_file) throw sgmcmc::Error("sbc: give --preset NAME or --config FILE");
+            return sbc_command(*sbc);
+          }};
+}

@@ -1,0 +1,96 @@
+// `sgmcmc sbc` through the real CLI and plugins: refusals with the plugin's reason, the output
+// files, θ* in each replication's manifest, the same ranks for any --jobs, and --resume.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "support.hpp"
+
+import sgmcmc;
+
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string exact_config = std::string(SGMCMC_SOURCE_DIR) + "/runners/presets/sbc/gaussian-mala-mh.toml";
+
+/// A quick SBC: R replications of 300 MALA iterations.
+std::string quick(const fs::path& out, int replications, int jobs) {
+  return fmt::format("sbc --config '{}' --set run.iterations=300 --set run.warmup=100 --replications {} --draws 19 --bins 5 "
+                     "--jobs {} --no-plot --quiet --out '{}'",
+                     exact_config, replications, jobs, out.string());
+}
+
+}  // namespace
+
+TEST_CASE("sbc refuses models that cannot be calibrated by simulation, with the plugin's reason") {
+  test::TempDir dir;
+  const auto pmf = test::run_cli("sbc --preset pmf-sgld --out '" + (dir.path() / "p").string() + "'");
+  CHECK(pmf.exit_code == 2);
+  CHECK_THAT(pmf.output, Contains("model pmf cannot be calibrated by simulation") && Contains("orthogonal"));
+  const auto lda = test::run_cli("sbc --preset lda-sgld --out '" + (dir.path() / "l").string() + "'");
+  CHECK(lda.exit_code == 2);
+  CHECK_THAT(lda.output, Contains("model lda cannot be calibrated by simulation") && Contains("label switching"));
+  CHECK_FALSE(fs::exists(dir.path() / "p"));
+  const auto neither = test::run_cli("sbc --replications 5");
+  CHECK(neither.exit_code == 2);
+  CHECK_THAT(neither.output, Contains("--preset NAME or --config FILE"));
+  const auto data = test::run_cli("sbc --preset demo --set model.data=x.csv --out '" + (dir.path() / "d").string() + "'");
+  CHECK(data.exit_code == 2);
+  CHECK_THAT(data.output, Contains("simulate_from_prior"));
+}
+
+TEST_CASE("sbc on gaussian: ranks, tests and θ* recorded; the same for --jobs 1 and 2; --resume finishes a run") {
+  test::TempDir dir;
+  const auto one = test::run_cli(quick(dir.path() / "one", 6, 1));
+  INFO(one.output);
+  REQUIRE(one.exit_code == 0);
+  const auto two = test::run_cli(quick(dir.path() / "two", 6, 2));
+  REQUIRE(two.exit_code == 0);
+  for (const char* file : {"ranks.csv", "tests.csv", "ecdf.csv"})
+    CHECK(test::read_text(dir.path() / "one" / file) == test::read_text(dir.path() / "two" / file));
+
+  // ranks.csv: 6 replications × 2 coefficients, ranks in 0..19.
+  const auto lines = test::lines_of(test::read_text(dir.path() / "one" / "ranks.csv"));
+  REQUIRE(lines.size() == 1 + 12);
+  CHECK(lines[0] == "replication,run_seed,parameter,truth,rank,draws,ess_bulk");
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const auto fields = test::csv_fields(lines[i]);
+    CHECK(std::stoi(fields[4]) >= 0);
+    CHECK(std::stoi(fields[4]) <= 19);
+  }
+  // θ* is the prior draw the data came from, recorded by the run; data seeds differ per replication.
+  const auto first = nlohmann::json::parse(test::read_text(dir.path() / "one" / "replications" / "run.seed=1+run.data_seed=1" / "manifest.json"));
+  CHECK(first["model"]["simulated_parameters"].size() == 2);
+  CHECK(first["config"]["model"]["simulate_from_prior"] == true);
+  CHECK(test::csv_fields(lines[1])[3] == fmt::format("{:.17g}", first["model"]["simulated_parameters"]["beta.1"].get<double>()));
+  CHECK(test::lines_of(test::read_text(dir.path() / "one" / "tests.csv")).size() == 3);
+  // The rank by hand from the chain's draws: of L = 19 draws evenly spaced over the S = 300 (draw
+  // ⌊(l + 1/2)·300/19⌋ for l = 0..18), those below θ*.
+  const auto chain = sgmcmc::read_stan_csv(dir.path() / "one" / "replications" / "run.seed=1+run.data_seed=1" / "chain-1.csv");
+  const auto column = static_cast<std::size_t>(std::find(chain.columns.begin(), chain.columns.end(), "beta.1") - chain.columns.begin());
+  REQUIRE(chain.rows.size() == 300);
+  const double star = first["model"]["simulated_parameters"]["beta.1"].get<double>();
+  int below = 0;
+  for (int l = 0; l < 19; ++l) below += chain.rows[static_cast<std::size_t>((l + 0.5) * 300 / 19)][column] < star;
+  CHECK(test::csv_fields(lines[1])[4] == std::to_string(below));
+
+  // A replication lost (no manifest: killed in flight) is run again by --resume, to the same ranks.
+  fs::remove(dir.path() / "two" / "replications" / "run.seed=3+run.data_seed=3" / "manifest.json");
+  const auto resumed = test::run_cli(quick(dir.path() / "two", 6, 2) + " --resume");
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(test::read_text(dir.path() / "one" / "ranks.csv") == test::read_text(dir.path() / "two" / "ranks.csv"));
+  // Without --resume a used folder is refused; with other settings --resume is refused.
+  const auto again = test::run_cli(quick(dir.path() / "two", 6, 2));
+  CHECK(again.exit_code == 2);
+  CHECK_THAT(again.output, Contains("not empty"));
+  const auto other = test::run_cli(quick(dir.path() / "two", 7, 2) + " --resume");
+  CHECK(other.exit_code == 2);
+  CHECK_THAT(other.output, Contains("holds another SBC"));
+}

@@ -1,0 +1,101 @@
+// Simulation-based calibration (Talts et al. 2018) through the real CLI and the gaussian plugin:
+// the uniformity tests accept an exact sampler and reject a clearly biased one.
+//
+// Both use runners/presets/sbc/: 2 coefficients, 200 training rows, prior sd 1 (posterior
+// precision λ ≈ 200 per direction), R = 500 replications, ranks among L = 99 draws, each test at
+// alpha = 0.01.
+//  - Exact: MALA + MH with exact gradients leaves the posterior invariant, so the ranks are uniform
+//    whenever the L draws are near-independent (bulk ESS ≥ L in every replication; checked below).
+//    False alarm: 2 parameters × 2 tests, each of size ≤ 0.01 (the ECDF test by construction, χ²
+//    asymptotically with 25 expected per bin), so at most 0.04 by Bonferroni's bound.
+//  - Biased: SGLD at ε = 0.012 with exact gradients is, on a Gaussian, an AR(1) whose stationary
+//    variance is 1/(1 - ελ/4) times the posterior's (mean exact): 1.9-3.6 for ελ ≈ 1.9-2.9. At a
+//    factor k = 1.9, R = 500, alpha = 0.01 the power of each test is measured by
+//    tests/unit/calibration_test.cpp ("power"): 100 of 100 data sets rejected, so a miss here has
+//    probability of order 1% or less per test (and both tests must miss for the verdict to say
+//    calibrated).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <fmt/format.h>
+
+#include "support.hpp"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::string sbc(const std::string& config, const std::string& out) {
+  return fmt::format("sbc --config '{}/runners/presets/sbc/{}.toml' --replications 500 --alpha 0.01 --jobs 2 --quiet --no-plot "
+                     "--out '{}'",
+                     SGMCMC_SOURCE_DIR, config, out);
+}
+
+}  // namespace
+
+TEST_CASE("sbc: exact MALA + MH on gaussian is calibrated; SGLD at a too-large step is not", "[sbc]") {
+  test::TempDir dir;
+  const auto exact = test::run_cli(sbc("gaussian-mala-mh", (dir.path() / "exact").string()));
+  INFO(exact.output);
+  REQUIRE(exact.exit_code == 0);
+  CHECK_THAT(exact.output, Contains("beta.1: calibrated") && Contains("beta.2: calibrated"));
+  CHECK_THAT(exact.output, !Contains("bulk ESS <"));
+
+  const auto biased = test::run_cli(sbc("gaussian-sgld-large-step", (dir.path() / "sgld").string()));
+  INFO(biased.output);
+  REQUIRE(biased.exit_code == 0);
+  CHECK_THAT(biased.output, Contains("beta.1: miscalibrated") && Contains("beta.2: miscalibrated"));
+  // Too wide draws put θ* near their middle: a ∩-shaped rank histogram, the ECDF below z at small
+  // z (Talts et al. 2018, Figure 4). Read from ecdf.csv at z = 0.1 (k = 10 of 99).
+  bool below = false;
+  for (const auto& line : test::lines_of(test::read_text(dir.path() / "sgld" / "ecdf.csv"))) {
+    const auto fields = test::csv_fields(line);
+    if (fields[0] == "beta.1" && fields[1] == "0.10000000000000001") below = std::stod(fields[2]) < 0;
+  }
+  CHECK(below);
+}
+
+namespace {
+
+/// The configurational temperature and its MCSE from `sgmcmc summary`'s line.
+std::pair<double, double> configurational_temperature(const std::string& output) {
+  const std::string key = "configurational temperature <θ·∇U>/d = ";
+  const auto at = output.find(key);
+  if (at == std::string::npos) return {std::nan(""), std::nan("")};
+  const auto rest = output.substr(at + key.size());
+  const double value = std::stod(rest);
+  const auto mcse_at = rest.find("(mcse ");
+  return {value, std::stod(rest.substr(mcse_at + 6))};
+}
+
+}  // namespace
+
+TEST_CASE("summary: the configurational temperature is 1 for an exact chain on gaussian and not for SGLD at a large step",
+          "[sbc][temperature]") {
+  // E[θ_j ∂_j U(θ)] = 1 under π ∝ exp(-U) for every j (integration by parts; the boundary terms
+  // vanish for a Gaussian), so ⟨θ·∇U⟩/d estimates 1 for exact draws with Monte Carlo error its
+  // MCSE (from the ESS of the per-draw values, as `posterior` computes it): |T - 1| < 4 MCSE fails
+  // by chance with probability 6e-5. The MCSE must itself be small (< 0.05) for the test to have
+  // teeth. SGLD at ε = 0.012 draws θ - μ with k ≈ 1.9-3.6 times the posterior covariance, so
+  // ⟨(θ-μ)ᵀA(θ-μ)⟩/d ≈ k: T > 1 + 4 MCSE.
+  test::TempDir dir;
+  const auto run = [&](const std::string& config, const std::string& out) {
+    return test::run_cli(fmt::format("run --config '{}/runners/presets/sbc/{}.toml' --set model.simulate_from_prior=true "
+                                     "--set run.iterations=20000 --set run.chains=2 --set output.gradients=exact --out '{}'",
+                                     SGMCMC_SOURCE_DIR, config, (dir.path() / out).string()));
+  };
+  const auto exact = run("gaussian-mala-mh", "exact");
+  INFO(exact.output);
+  REQUIRE(exact.exit_code == 0);
+  const auto [t, mcse] = configurational_temperature(exact.output);
+  CHECK(mcse < 0.05);
+  CHECK(std::abs(t - 1) < 4 * mcse);
+  CHECK_THAT(exact.output, Contains("kernel Stein discrepancy"));
+
+  const auto biased = run("gaussian-sgld-large-step", "sgld");
+  INFO(biased.output);
+  REQUIRE(biased.exit_code == 0);
+  const auto [t_sgld, mcse_sgld] = configurational_temperature(biased.output);
+  CHECK(t_sgld > 1 + 4 * mcse_sgld);
+}
