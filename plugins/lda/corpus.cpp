@@ -65,6 +65,12 @@ Corpus read_bag_of_words(const std::string& path) {
   const std::size_t declared_entries = header_count(in, line, "NNZ, the number of `docID wordID count` lines");
   std::vector<std::map<std::uint32_t, std::uint32_t>> counts;
   sgmcmc::allocate(counts, documents, 1, fmt::format("{}:1: D = {} documents", path, documents));
+  // Every token is held as a word id in the training set, and a document's tokens are listed again
+  // with a topic each while the Gibbs step sweeps it: 12 bytes a token. A count no memory can hold
+  // is refused on its line, before anything of that size is allocated.
+  constexpr std::size_t bytes_per_token = 3 * sizeof(std::uint32_t);
+  const std::size_t token_budget = sgmcmc::physical_memory_bytes() / bytes_per_token;
+  std::size_t tokens = 0;
   std::size_t entries = 0;
   while (in.next(line)) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;  // a trailing blank line
@@ -78,6 +84,12 @@ Corpus read_bag_of_words(const std::string& path) {
     const auto word = body_field(fields[1], "word id", 1, static_cast<std::int64_t>(words), in);
     const auto count = body_field(fields[2], "count", 1, INT64_MAX, in);
     if (count > UINT32_MAX) throw sgmcmc::Error(fmt::format("{}: count {} is too large", in.where(), count));
+    tokens += static_cast<std::size_t>(count);
+    if (token_budget != 0 && tokens > token_budget)
+      throw sgmcmc::Error(fmt::format("{}: count {} brings the corpus to {} tokens, which need {:.3g} GB ({} bytes a "
+                                      "token), more than this machine's {:.3g} GB of memory",
+                                      in.where(), count, tokens, static_cast<double>(tokens) * bytes_per_token / 1e9,
+                                      bytes_per_token, static_cast<double>(sgmcmc::physical_memory_bytes()) / 1e9));
     counts[static_cast<std::size_t>(doc - 1)][static_cast<std::uint32_t>(word - 1)] += static_cast<std::uint32_t>(count);
   }
   if (entries != declared_entries)

@@ -112,9 +112,17 @@ TEST_CASE("misleading messages: a folder as data or configuration, a file as --o
   const auto docword = dir.write("docword.huge.txt", "1000000000000000\n5\n1\n1 1 1\n");
   expect_exit(2, "run --preset lda-sgld --quiet " + data_key("data", docword) + " --out " + quoted(out),
               {"docword.huge.txt", "1000000000000000 documents", "cannot allocate"});
-  const auto words = dir.write("docword.words.txt", "1\n100000000000000\n1\n1 1 1\n");
+  // W = 2·10⁹ (issue #21's case): θ of K·W = 4·10¹⁰ coordinates, 960 GB with its gradient and momentum.
+  const auto words = dir.write("docword.words.txt", "1\n2000000000\n1\n1 1 1\n");
   expect_exit(2, "run --preset lda-sgld --quiet " + data_key("data", words) + " --out " + quoted(out),
-              {"docword.words.txt: W = 100000000000000 words", "cannot allocate"});
+              {"docword.words.txt: W = 2000000000 words and K = 20 topics", "more than this machine's"});
+  // Ten counts of 4·10⁹ tokens: 4.8·10¹¹ bytes at 12 a token; refused on the line that crosses the
+  // machine's memory, before the tokens are listed.
+  std::string counts = "1\n10\n10\n";
+  for (int w = 1; w <= 10; ++w) counts += fmt::format("1 {} 4000000000\n", w);
+  const auto tokens = dir.write("docword.tokens.txt", counts);
+  expect_exit(2, "run --preset lda-sgld --quiet " + data_key("data", tokens) + " --out " + quoted(out),
+              {"docword.tokens.txt:", "count 4000000000 brings the corpus to", "more than this machine's"});
   const auto libsvm = dir.write("huge.libsvm", "+1 1:0.5\n-1 100000000000000:1\n");
   expect_exit(2, "run --preset covtype-sgld --quiet " + data_key("data", libsvm) + " --out " + quoted(out),
               {"huge.libsvm", "100000000000000 features", "cannot allocate"});
