@@ -523,6 +523,26 @@ TEST_CASE("mpirun sgmcmc sweep: a cell diverging on rank 1 is reported and the o
   CHECK(fs::exists(out / "integrator.step_size=10.0" / "chain-1.csv"));
 }
 
+TEST_CASE("mpirun -n 2 sgmcmc sbc gives the single-process ranks and verdicts") {
+  // sbc runs its replications as sweep cells; under MPI rank 0 writes the sweep file and analyses
+  // the ranks, the others only run cells. The tables must not depend on where a cell ran.
+  test::TempDir dir;
+  const std::string config = std::string(SGMCMC_SOURCE_DIR) + "/runners/presets/sbc/gaussian-mala-mh.toml";
+  const auto arguments = [&](const fs::path& out) {
+    return fmt::format("sbc --config '{}' --set run.iterations=300 --set run.warmup=100 --replications 6 --draws 19 "
+                       "--bins 5 --jobs 1 --no-plot --quiet --out '{}'",
+                       config, out.string());
+  };
+  const auto single = test::run_cli(arguments(dir.path() / "single"));
+  INFO(single.output);
+  REQUIRE(single.exit_code == 0);
+  const auto result = mpi_cli(2, arguments(dir.path() / "ranks-2"));
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  for (const char* table : {"ranks.csv", "tests.csv", "ecdf.csv"})
+    CHECK(test::read_text(dir.path() / "ranks-2" / table) == test::read_text(dir.path() / "single" / table));
+}
+
 #else
 TEST_CASE("mpirun sgmcmc sweep (skipped: built without MPI)") {
   WARN("skipped: sgmcmc was built without MPI (SGMCMC_WITH_MPI=OFF or no MPI found); third_party/setup.sh installs OpenMPI");
