@@ -30,13 +30,12 @@ module;
 #include <stdexcept>
 #include <string>
 #include <vector>
+#include <boost/math/distributions/binomial.hpp>
+#include <boost/math/distributions/chi_squared.hpp>
 export module sgmcmc.calibration;
 import sgmcmc.random;
 
 export namespace sgmcmc {
-
-/// Q(a, x) = Γ(a, x)/Γ(a), the regularised upper incomplete gamma function (a > 0, x ≥ 0).
-double gamma_upper_regularised(double a, double x);
 
 /// P(X > x) for X ~ χ²(degrees_of_freedom).
 double chi_square_upper_tail(double x, double degrees_of_freedom);
@@ -51,9 +50,6 @@ struct ChiSquareTest {
 
 /// Pearson's χ² of ranks in {0, ..., max_rank} over `bins` bins (2 ≤ bins ≤ max_rank + 1).
 ChiSquareTest rank_chi_square(std::span<const std::size_t> ranks, std::size_t max_rank, std::size_t bins);
-
-/// P(C ≤ c) for c = 0..n, C ~ Binomial(n, p): n + 1 values.
-std::vector<double> binomial_cdf(std::size_t n, double p);
 
 struct EcdfBandTest {
   double alpha = 0.05;
@@ -76,40 +72,8 @@ module :private;
 
 namespace sgmcmc {
 
-double gamma_upper_regularised(double a, double x) {
-  if (!(a > 0.0) || !(x >= 0.0)) throw std::invalid_argument("gamma_upper_regularised: needs a > 0 and x >= 0");
-  if (x == 0.0) return 1.0;
-  const double log_prefactor = -x + a * std::log(x) - std::lgamma(a);
-  if (x < a + 1.0) {
-    // P(a, x) by its series Σ_n x^n / (a (a+1) ... (a+n)) (Abramowitz & Stegun 1964, 6.5.29).
-    double term = 1.0 / a, sum = term;
-    for (int n = 1; n < 10000; ++n) {
-      term *= x / (a + n);
-      sum += term;
-      if (std::abs(term) < std::abs(sum) * 1e-16) break;
-    }
-    return std::max(0.0, 1.0 - sum * std::exp(log_prefactor));
-  }
-  // Q(a, x) by its continued fraction (A&S 6.5.31), evaluated by the modified Lentz method.
-  const double tiny = 1e-300;
-  double b = x + 1.0 - a, c = 1.0 / tiny, d = 1.0 / b, h = d;
-  for (int n = 1; n < 10000; ++n) {
-    const double an = -n * (n - a);
-    b += 2.0;
-    d = an * d + b;
-    if (std::abs(d) < tiny) d = tiny;
-    c = b + an / c;
-    if (std::abs(c) < tiny) c = tiny;
-    d = 1.0 / d;
-    const double delta = d * c;
-    h *= delta;
-    if (std::abs(delta - 1.0) < 1e-16) break;
-  }
-  return std::exp(log_prefactor) * h;
-}
-
 double chi_square_upper_tail(double x, double degrees_of_freedom) {
-  return gamma_upper_regularised(0.5 * degrees_of_freedom, 0.5 * std::max(0.0, x));
+  return boost::math::cdf(boost::math::complement(boost::math::chi_squared(degrees_of_freedom), std::max(0.0, x)));
 }
 
 ChiSquareTest rank_chi_square(std::span<const std::size_t> ranks, std::size_t max_rank, std::size_t bins) {
@@ -139,33 +103,16 @@ ChiSquareTest rank_chi_square(std::span<const std::size_t> ranks, std::size_t ma
   return test;
 }
 
-std::vector<double> binomial_cdf(std::size_t n, double p) {
-  std::vector<double> cdf(n + 1, 1.0);
-  if (p <= 0.0) return cdf;
-  if (p >= 1.0) {
-    std::fill(cdf.begin(), cdf.end() - 1, 0.0);
-    return cdf;
-  }
-  const double nn = static_cast<double>(n);
-  double sum = 0.0;
-  for (std::size_t c = 0; c <= n; ++c) {
-    const double k = static_cast<double>(c);
-    const double log_pmf = std::lgamma(nn + 1) - std::lgamma(k + 1) - std::lgamma(nn - k + 1) + k * std::log(p) +
-                           (nn - k) * std::log1p(-p);
-    sum += std::exp(log_pmf);
-    cdf[c] = std::min(1.0, sum);
-  }
-  return cdf;
-}
-
 namespace {
 
-/// p_k(c) for every c = 0..R at one evaluation point, from its CDF.
-std::vector<double> two_sided_tails(const std::vector<double>& cdf) {
-  std::vector<double> tails(cdf.size());
-  for (std::size_t c = 0; c < cdf.size(); ++c) {
-    const double below = cdf[c];                         // P(C ≤ c)
-    const double above = c == 0 ? 1.0 : 1.0 - cdf[c - 1];  // P(C ≥ c)
+/// p_k(c) = min(1, 2 min(P(C ≤ c), P(C ≥ c))) for every c = 0..R, C ~ Binomial(R, z_k) (Boost.Math's
+/// binomial, whose complement keeps the upper tail's precision).
+std::vector<double> two_sided_tails(std::size_t replications, double z) {
+  const boost::math::binomial_distribution<double> counts(static_cast<double>(replications), z);
+  std::vector<double> tails(replications + 1);
+  for (std::size_t c = 0; c <= replications; ++c) {
+    const double below = boost::math::cdf(counts, static_cast<double>(c));
+    const double above = c == 0 ? 1.0 : boost::math::cdf(boost::math::complement(counts, static_cast<double>(c - 1)));
     tails[c] = std::min(1.0, 2.0 * std::min(below, above));
   }
   return tails;
@@ -208,7 +155,7 @@ EcdfBandTest rank_ecdf_test(std::span<const std::size_t> ranks, std::size_t max_
   for (std::size_t k = 1; k <= max_rank; ++k) {
     const double z = static_cast<double>(k) / static_cast<double>(max_rank + 1);
     test.z.push_back(z);
-    tails[k - 1] = two_sided_tails(binomial_cdf(n, z));
+    tails[k - 1] = two_sided_tails(n, z);
   }
   test.count = ecdf_counts(ranks, max_rank);
   test.statistic = smallest_tail(tails, test.count);
