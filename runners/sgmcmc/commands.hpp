@@ -109,6 +109,11 @@ int sbc_command(const SbcOptions& options);
 
 /// `sgmcmc plot DIR`: runs runners/figures/sweep_plot.py; its exit code.
 int plot_command(const PlotOptions& options);
+
+/// Runs the figure script `name` of runners/figures (found beside the installed binary or in the
+/// source tree) with python3 and `arguments`; its exit code. Throws sgmcmc::Error when the script
+/// or the interpreter cannot be found or run, or the script is killed.
+int run_figure_script(const std::string& name, const std::vector<std::string>& arguments);
 int list_command(const std::optional<std::filesystem::path>& plugin_dir);
 int presets_command();
 

@@ -21,18 +21,17 @@ extern char** environ;
 
 namespace fs = std::filesystem;
 
-namespace plot_detail {
+namespace {
 
-constexpr const char* script_name = "sweep_plot.py";
-
-fs::path find_script() {
+/// `name` beside the installed binary (<prefix>/share/sgmcmc/figures) or in the source tree.
+fs::path find_figure_script(const std::string& name) {
   const auto executable = fs::read_symlink("/proc/self/exe");
-  const std::vector<fs::path> candidates = {executable.parent_path().parent_path() / SGMCMC_INSTALL_FIGURES_DIR / script_name,
-                                            fs::path(SGMCMC_SOURCE_FIGURES_DIR) / script_name};
+  const std::vector<fs::path> candidates = {executable.parent_path().parent_path() / SGMCMC_INSTALL_FIGURES_DIR / name,
+                                            fs::path(SGMCMC_SOURCE_FIGURES_DIR) / name};
   for (const auto& candidate : candidates)
     if (fs::is_regular_file(candidate)) return candidate;
-  throw sgmcmc::Error(fmt::format("sgmcmc plot: cannot find {}; looked in {} and {}", script_name,
-                                  candidates[0].parent_path().string(), candidates[1].parent_path().string()));
+  throw sgmcmc::Error(fmt::format("cannot find {}; looked in {} and {}", name, candidates[0].parent_path().string(),
+                                  candidates[1].parent_path().string()));
 }
 
 /// SGMCMC_PYTHON if set (a virtual environment's python, say); else Debian's python3, which
@@ -43,11 +42,30 @@ std::string python_interpreter() {
   return "python3";
 }
 
-}  // namespace plot_detail
+}  // namespace
+
+int run_figure_script(const std::string& name, const std::vector<std::string>& script_arguments) {
+  const std::string python = python_interpreter();
+  std::vector<std::string> arguments = {python, find_figure_script(name).string()};
+  arguments.insert(arguments.end(), script_arguments.begin(), script_arguments.end());
+  std::vector<char*> argv;
+  for (auto& argument : arguments) argv.push_back(argument.data());
+  argv.push_back(nullptr);
+
+  pid_t child = 0;
+  if (const int error = posix_spawnp(&child, python.c_str(), nullptr, nullptr, argv.data(), environ); error != 0)
+    throw sgmcmc::Error(fmt::format("cannot run '{}' ({}); it needs python3 with matplotlib "
+                                    "(Debian: apt install python3-matplotlib), or SGMCMC_PYTHON naming such an interpreter",
+                                    python, std::strerror(error)));
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  throw sgmcmc::Error(fmt::format("{} {} was killed by signal {}", python, name, WTERMSIG(status)));
+}
 
 int plot_command(const PlotOptions& options) {
-  const std::string python = plot_detail::python_interpreter();
-  std::vector<std::string> arguments = {python, plot_detail::find_script().string(), options.folder.string()};
+  std::vector<std::string> arguments = {options.folder.string()};
   const auto add = [&](const char* flag, const std::string& value) {
     if (value.empty()) return;
     arguments.push_back(flag);
@@ -58,20 +76,11 @@ int plot_command(const PlotOptions& options) {
   add("--seed-axis", options.seed_axis);
   add("--out", options.out.string());
   add("--name", options.name);
-  std::vector<char*> argv;
-  for (auto& argument : arguments) argv.push_back(argument.data());
-  argv.push_back(nullptr);
-
-  pid_t child = 0;
-  if (const int error = posix_spawnp(&child, python.c_str(), nullptr, nullptr, argv.data(), environ); error != 0)
-    throw sgmcmc::Error(fmt::format("sgmcmc plot: cannot run '{}' ({}); it needs python3 with matplotlib "
-                                    "(Debian: apt install python3-matplotlib), or SGMCMC_PYTHON naming such an interpreter",
-                                    python, std::strerror(error)));
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  try {
+    return run_figure_script("sweep_plot.py", arguments);
+  } catch (const sgmcmc::Error& error) {
+    throw sgmcmc::Error(fmt::format("sgmcmc plot: {}", error.what()));
   }
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  throw sgmcmc::Error(fmt::format("sgmcmc plot: {} {} was killed by signal {}", python, plot_detail::script_name, WTERMSIG(status)));
 }
 
 Command add_plot_command(CLI::App& app) {

@@ -14,11 +14,8 @@
 //   ecdf.csv         per parameter and point z_k: ECDF - z and the band's limits (for the plot)
 //   sbc_ecdf.png     the ECDF-difference plots (runners/figures/sbc_plot.py)
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -27,8 +24,6 @@
 #include <string>
 #include <variant>
 #include <vector>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -41,8 +36,6 @@
 #include "run_folder.hpp"
 
 import sgmcmc;
-
-extern char** environ;
 
 namespace fs = std::filesystem;
 
@@ -122,36 +115,16 @@ std::vector<Replication> finished_replications(const fs::path& folder, std::size
 
 std::string csv_number(double x) { return fmt::format("{:.17g}", x); }
 
-/// Runs runners/figures/sbc_plot.py on the folder; false (with a warning printed) when it fails.
+/// Runs runners/figures/sbc_plot.py on the folder; false (with a warning printed) when it fails:
+/// the tables are the result, the figure a view of them.
 bool draw_plot(const fs::path& out) {
-  const auto executable = fs::read_symlink("/proc/self/exe");
-  const std::vector<fs::path> candidates = {executable.parent_path().parent_path() / SGMCMC_INSTALL_FIGURES_DIR / "sbc_plot.py",
-                                            fs::path(SGMCMC_SOURCE_FIGURES_DIR) / "sbc_plot.py"};
-  const auto script = std::find_if(candidates.begin(), candidates.end(), [](const fs::path& p) { return fs::is_regular_file(p); });
-  if (script == candidates.end()) {
-    fmt::print(stderr, "sgmcmc sbc: warning: cannot find sbc_plot.py; no PNG\n");
-    return false;
-  }
-  std::string python = "python3";
-  if (const char* chosen = std::getenv("SGMCMC_PYTHON"); chosen && *chosen) python = chosen;
-  else if (fs::exists("/usr/bin/python3")) python = "/usr/bin/python3";
-  std::vector<std::string> arguments = {python, script->string(), out.string()};
-  std::vector<char*> argv;
-  for (auto& argument : arguments) argv.push_back(argument.data());
-  argv.push_back(nullptr);
-  pid_t child = 0;
-  if (const int error = posix_spawnp(&child, python.c_str(), nullptr, nullptr, argv.data(), environ); error != 0) {
-    fmt::print(stderr, "sgmcmc sbc: warning: cannot run {} ({}); no PNG\n", python, std::strerror(error));
-    return false;
-  }
-  int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+  try {
+    if (run_figure_script("sbc_plot.py", {out.string()}) == 0) return true;
     fmt::print(stderr, "sgmcmc sbc: warning: sbc_plot.py failed; no PNG\n");
-    return false;
+  } catch (const sgmcmc::Error& error) {
+    fmt::print(stderr, "sgmcmc sbc: warning: {}; no PNG\n", error.what());
   }
-  return true;
+  return false;
 }
 
 /// Ranks, tests, verdicts, tables and the figure, from the finished replications.
