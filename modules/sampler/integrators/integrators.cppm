@@ -972,7 +972,6 @@ std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t
   Settings scaled = section;
   scaled.set("step_size", {per_item * std::pow(static_cast<double>(items), -exponent),
                            fmt::format("{} (÷ N^{} with N = {})", section.entries().at("step_size").origin, exponent, items)});
-  scaled.set("scale_step_with_n", {false, section.entries().at("scale_step_with_n").origin});
   auto integrator = entry.make(scaled);
   section.adopt_reads(scaled);  // every key it read counts as read; step_size stays recorded as given
   return integrator;
