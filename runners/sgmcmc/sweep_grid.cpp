@@ -52,27 +52,44 @@ bool excluded(const Sweep& sweep, const std::vector<std::size_t>& choice) {
   return false;
 }
 
-}  // namespace
-
-std::vector<Cell> enumerate_cells(const Sweep& sweep) {
-  std::vector<Cell> cells;
+/// Calls `visit(choice)` for each cell of the grid in its fixed order (last group fastest),
+/// excluded ones left out, until `visit` returns false.
+template <class Visit>
+void for_each_choice(const Sweep& sweep, Visit&& visit) {
   std::vector<std::size_t> position(sweep.groups.size(), 0);
-  std::map<std::string, int> seen;
   while (true) {
     std::vector<std::size_t> choice(sweep.axes.size());
     for (std::size_t g = 0; g < sweep.groups.size(); ++g)
       for (std::size_t a : sweep.groups[g]) choice[a] = position[g];
-    if (!excluded(sweep, choice)) {
-      std::string name = cell_name(sweep, choice);
-      if (const int n = ++seen[name]; n > 1) name += fmt::format("-{}", n);
-      cells.push_back({choice, name, "pending", ""});
-    }
+    if (!excluded(sweep, choice) && !visit(choice)) return;
     std::size_t g = sweep.groups.size();
     while (g > 0 && ++position[g - 1] == sweep.axes[sweep.groups[g - 1].front()].values.size()) position[--g] = 0;
-    if (g == 0) break;
+    if (g == 0) return;
   }
+}
+
+}  // namespace
+
+std::vector<Cell> enumerate_cells(const Sweep& sweep) {
+  std::vector<Cell> cells;
+  std::map<std::string, int> seen;
+  for_each_choice(sweep, [&](const std::vector<std::size_t>& choice) {
+    std::string name = cell_name(sweep, choice);
+    if (const int n = ++seen[name]; n > 1) name += fmt::format("-{}", n);
+    cells.push_back({choice, name, "pending", "", nullptr});
+    return true;
+  });
   if (cells.empty()) throw sgmcmc::Error(fmt::format("{}: exclude leaves no cell to run", sweep.source));
   return cells;
+}
+
+std::size_t grid_size(const Sweep& sweep) {
+  std::size_t size = 1;
+  for (const auto& group : sweep.groups) {
+    const std::size_t length = sweep.axes[group.front()].values.size();
+    size = length != 0 && size > SIZE_MAX / length ? SIZE_MAX : size * length;
+  }
+  return size;
 }
 
 sgmcmc::RunConfig cell_config(const Sweep& sweep, const Cell& cell) {
@@ -88,8 +105,11 @@ std::string cell_source(const Sweep& sweep, const Cell& cell) {
   return fmt::format("sweep {} (preset {}), cell {}", sweep.source, sweep.preset->name, cell.name);
 }
 
-void check_cell_count(const Sweep& sweep, std::size_t count, const SweepOptions& options) {
-  if (count <= options.max_cells || options.yes) return;
+void check_cell_count(const Sweep& sweep, const SweepOptions& options) {
+  if (options.yes || grid_size(sweep) <= options.max_cells) return;
+  std::size_t count = 0;  // the cells `exclude` leaves, counted only until there are too many
+  for_each_choice(sweep, [&](const std::vector<std::size_t>&) { return ++count <= options.max_cells; });
+  if (count <= options.max_cells) return;
   std::vector<std::string> sizes;
   for (const auto& group : sweep.groups) {
     std::vector<std::string> keys;
@@ -98,6 +118,7 @@ void check_cell_count(const Sweep& sweep, std::size_t count, const SweepOptions&
   }
   throw sgmcmc::Error(fmt::format("{}: {} cells ({}{}), more than --max-cells {}; nothing was run. "
                                   "Add --yes to run them all, or raise --max-cells",
-                                  sweep.source, count, fmt::join(sizes, " x "), sweep.excludes.empty() ? "" : ", less excluded",
+                                  sweep.source, sweep.excludes.empty() ? fmt::format("{}", grid_size(sweep)) : "more than " + std::to_string(options.max_cells),
+                                  fmt::join(sizes, " x "), sweep.excludes.empty() ? "" : ", less excluded",
                                   options.max_cells));
 }

@@ -31,6 +31,12 @@ sgmcmc::RunConfig cell_config(const Sweep& sweep, const Cell& cell);
 /// How a cell's run names its configuration in errors and its files.
 std::string cell_source(const Sweep& sweep, const Cell& cell);
 
-/// A grid grows as the product of its axes: one list too long can mean days of cores. Checked
-/// before validation, which builds every cell's model.
-void check_cell_count(const Sweep& sweep, std::size_t count, const SweepOptions& options);
+/// The number of cells before `exclude`: the product of the groups' lengths, saturating at the
+/// largest std::size_t.
+std::size_t grid_size(const Sweep& sweep);
+
+/// A grid grows as the product of its axes: one list too long can mean days of cores, and listing
+/// it alone can take the machine's memory. Checked before the cells are listed (counting the cells
+/// `exclude` leaves only as far as --max-cells) and so before validation, which builds every cell's
+/// model.
+void check_cell_count(const Sweep& sweep, const SweepOptions& options);

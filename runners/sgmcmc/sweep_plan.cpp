@@ -38,8 +38,8 @@ void prepare_sweep_folder(const Sweep& sweep, const fs::path& out, bool resume) 
 
 Plan make_plan(const SweepOptions& options, unsigned jobs) {
   Plan plan{parse_sweep(read_file(options.file, "the sweep file"), options.file.string()), {}, {}};
+  check_cell_count(plan.sweep, options);
   plan.cells = enumerate_cells(plan.sweep);
-  check_cell_count(plan.sweep, plan.cells.size(), options);
   plan.out = options.out ? *options.out : fs::path("runs") / fmt::format("sweep-{}", options.file.stem().string());
   if (options.resume)
     for (auto& cell : plan.cells)

@@ -332,6 +332,23 @@ TEST_CASE("sgmcmc sweep refuses a grid larger than --max-cells unless --yes, bef
   INFO(allowed.output);
   CHECK(allowed.exit_code == 0);
   CHECK(finished_cells(out) == 6);
+
+  // 2000³ = 8·10⁹ cells: listing them before the check took the machine's memory. Now the grid's
+  // size is checked first, and with an exclude its cells are counted only up to the cap.
+  std::string values;
+  for (int value = 1; value <= 2000; ++value) values += (value > 1 ? ", " : "") + std::to_string(value);
+  const std::string axes = "preset = \"demo\"\n[axes]\n\"run.seed\" = [" + values + "]\n\"run.data_seed\" = [" + values +
+                           "]\n\"estimator.batch_size\" = [" + values + "]\n";
+  const auto huge = sweep(dir.write("huge.toml", axes), out);
+  INFO(huge.output);
+  CHECK(huge.exit_code == 2);
+  CHECK_THAT(huge.output, Contains("huge.toml: 8000000000 cells (2000 (run.seed) x 2000 (run.data_seed) x 2000 "
+                                   "(estimator.batch_size)), more than --max-cells 200"));
+  const auto huge_excluding = sweep(dir.write("huge-excluding.toml", axes + "exclude = [{ \"run.seed\" = 1 }]\n"), out);
+  INFO(huge_excluding.output);
+  CHECK(huge_excluding.exit_code == 2);
+  CHECK_THAT(huge_excluding.output, Contains("huge-excluding.toml: more than 200 cells (2000 (run.seed) x"));
+  CHECK_THAT(huge_excluding.output, Contains("less excluded), more than --max-cells 200"));
 }
 
 #ifdef SGMCMC_MPIEXEC
