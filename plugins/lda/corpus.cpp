@@ -2,9 +2,10 @@
 
 #include <charconv>
 #include <cstdint>
-#include <map>
+#include <algorithm>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 #include <fmt/format.h>
 
@@ -63,18 +64,22 @@ Corpus read_bag_of_words(const std::string& path) {
   const std::size_t documents = header_count(in, line, "D, the number of documents");
   const std::size_t words = header_count(in, line, "W, the number of words");
   const std::size_t declared_entries = header_count(in, line, "NNZ, the number of `docID wordID count` lines");
-  std::vector<std::map<std::uint32_t, std::uint32_t>> counts;
-  sgmcmc::allocate(counts, documents, 1, fmt::format("{}:1: D = {} documents", path, documents));
   // Every token is held as a word id in the training set, and a document's tokens are listed again
   // with a topic each while the Gibbs step sweeps it: 12 bytes a token. A count no memory can hold
   // is refused on its line, before anything of that size is allocated.
   constexpr std::size_t bytes_per_token = 3 * sizeof(std::uint32_t);
   const std::size_t token_budget = sgmcmc::physical_memory_bytes() / bytes_per_token;
+  struct Entry {
+    std::size_t document;
+    std::uint32_t word;
+    std::uint32_t count;
+    std::size_t line;
+  };
+  std::vector<Entry> entries;  // as many as the file has lines, whatever the header declares
   std::size_t tokens = 0;
-  std::size_t entries = 0;
   while (in.next(line)) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;  // a trailing blank line
-    if (++entries > declared_entries)
+    if (entries.size() == declared_entries)
       throw sgmcmc::Error(fmt::format("{}: more `docID wordID count` lines than the {} declared on line 3 (NNZ)",
                                       in.where(), declared_entries));
     const auto fields = fields_of(line);
@@ -90,24 +95,43 @@ Corpus read_bag_of_words(const std::string& path) {
                                       "token), more than this machine's {:.3g} GB of memory",
                                       in.where(), count, tokens, static_cast<double>(tokens) * bytes_per_token / 1e9,
                                       bytes_per_token, static_cast<double>(sgmcmc::physical_memory_bytes()) / 1e9));
-    counts[static_cast<std::size_t>(doc - 1)][static_cast<std::uint32_t>(word - 1)] += static_cast<std::uint32_t>(count);
+    entries.push_back({static_cast<std::size_t>(doc), static_cast<std::uint32_t>(word - 1),
+                       static_cast<std::uint32_t>(count), in.line_number()});
   }
-  if (entries != declared_entries)
+  if (entries.size() != declared_entries)
     throw sgmcmc::Error(fmt::format("{}: {} `docID wordID count` line(s), but line 3 declares NNZ = {} (a truncated "
                                     "file?)",
-                                    in.where(), entries, declared_entries));
+                                    in.where(), entries.size(), declared_entries));
+
+  // Documents in id order, words in id order within each; a (doc, word) pair on two lines adds.
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.document, a.word, a.line) < std::tie(b.document, b.word, b.line);
+  });
   Corpus corpus;
   corpus.words = words;
-  for (std::size_t d = 0; d < documents; ++d) {
-    if (counts[d].empty()) {
-      corpus.skipped_empty.push_back(d + 1);
-      continue;
+  std::size_t previous_id = 0;  // ids between two listed documents are declared but empty
+  const auto note_empty = [&](std::size_t from, std::size_t to) {  // ids from..to-1
+    corpus.empty_documents += to - from;
+    for (std::size_t id = from; id < to && corpus.first_empty_ids.size() < 5; ++id) corpus.first_empty_ids.push_back(id);
+  };
+  for (const Entry& entry : entries) {
+    if (entry.document != previous_id) {
+      note_empty(previous_id + 1, entry.document);
+      corpus.documents.emplace_back();
+      corpus.ids.push_back(entry.document);
+      previous_id = entry.document;
     }
-    std::vector<WordCount> document;
-    for (const auto& [word, count] : counts[d]) document.push_back({word, count});
-    corpus.documents.push_back(std::move(document));
-    corpus.ids.push_back(d + 1);
+    auto& document = corpus.documents.back();
+    if (!document.empty() && document.back().word == entry.word) {
+      if (entry.count > UINT32_MAX - document.back().count)
+        throw sgmcmc::Error(fmt::format("{}:{}: word {} of document {} reaches more than {} tokens over its lines", path,
+                                        entry.line, entry.word + 1, entry.document, UINT32_MAX));
+      document.back().count += entry.count;
+    } else {
+      document.push_back({entry.word, entry.count});
+    }
   }
+  note_empty(previous_id + 1, documents + 1);
   if (corpus.documents.empty()) throw sgmcmc::Error(fmt::format("{}: no document has any word", path));
   return corpus;
 }

@@ -18,7 +18,8 @@ struct Corpus {
   std::size_t words = 0;                          // W, the vocabulary size
   std::vector<std::vector<WordCount>> documents;  // by document, in id order
   std::vector<std::size_t> ids;                   // each document's id (1-based, the file's)
-  std::vector<std::size_t> skipped_empty;         // ids of declared documents with no words
+  std::size_t empty_documents = 0;                // declared documents with no words, left out
+  std::vector<std::size_t> first_empty_ids;       // the first few of their ids, for the note
 };
 
 /// Reads UCI's bag-of-words format (`docword.<name>.txt`, plain or gzip; Newman 2008, UCI
@@ -27,7 +28,9 @@ struct Corpus {
 /// integer, a line without exactly three integers, an id outside 1..D or 1..W, a count < 1, more
 /// or fewer body lines than NNZ. A (doc, word) pair on two lines adds its counts. A declared
 /// document with no line is skipped (its likelihood is 1 whatever θ, so leaving it out changes
-/// nothing in the posterior) and listed in `skipped_empty`.
+/// nothing in the posterior) and counted in `empty_documents`. Memory grows with the file's
+/// lines, not with the header's D and W, so a header that declares far more than the file holds
+/// costs nothing.
 Corpus read_bag_of_words(const std::string& path);
 
 /// What a simulated corpus is drawn from (LDA's generative process, Blei, Ng & Jordan 2003 §3):

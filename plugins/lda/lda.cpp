@@ -106,11 +106,10 @@ Prepared prepare(const sgmcmc::ModelContext& context, const Options& options) {
   if (const auto path = settings.optional_text("data")) {
     refuse_simulation_keys(settings);
     corpus = read_bag_of_words(*path);
-    if (!corpus.skipped_empty.empty())
+    if (corpus.empty_documents != 0)
       fmt::print(stderr, "sgmcmc: note: {}: {} declared document(s) have no words and are left out (ids {}{})\n", *path,
-                 corpus.skipped_empty.size(),
-                 fmt::join(std::span(corpus.skipped_empty).first(std::min<std::size_t>(5, corpus.skipped_empty.size())), ", "),
-                 corpus.skipped_empty.size() > 5 ? ", ..." : "");
+                 corpus.empty_documents, fmt::join(corpus.first_empty_ids, ", "),
+                 corpus.empty_documents > corpus.first_empty_ids.size() ? ", ..." : "");
   } else {
     corpus = simulate_corpus(simulation_shape(settings, options.topics), rng).corpus;
   }

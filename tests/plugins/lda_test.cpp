@@ -305,6 +305,14 @@ TEST_CASE("lda plugin: malformed input is an error naming file:line") {
   // An empty document is left out (noted on stderr), not an error: its likelihood is 1 for any θ.
   const auto gap = dir.write("docword.gap.txt", "3\n4\n2\n1 1 1\n3 4 2\n");
   CHECK(build(fmt::format("data = {}\ntest_docs = 0\n", quoted(gap)))->num_items() == 2);
+  // A header's D far beyond the file's lines (D = 2·10⁹ as issue #21 found it, and 10¹⁵) costs
+  // nothing: the reader holds the file's lines, not one entry per declared document (at 48 bytes
+  // each it asked for 96 GB and was refused, or ended in std::bad_alloc; the fuzz target found
+  // 13 GB asked for by a 4-line file).
+  for (const char* documents : {"2000000000", "1000000000000000"}) {
+    const auto sparse = dir.write("docword.sparse.txt", fmt::format("{}\n4\n2\n1 1 1\n{} 4 2\n", documents, documents));
+    CHECK(build(fmt::format("data = {}\ntest_docs = 0\n", quoted(sparse)))->num_items() == 2);
+  }
 
   CHECK_THROWS_WITH(build("gibbs_sweeps = 5\ngibbs_burnin = 5\n"), Contains("model.gibbs_burnin"));
   CHECK_THROWS_WITH(build(fmt::format("data = {}\ndocs = 10\n", quoted(gap))), Contains("model.docs"));
