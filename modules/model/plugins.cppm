@@ -48,7 +48,13 @@ private:
   ModelFactoryFunction* factory_ = nullptr;
 };
 
-/// Loads and checks one plugin file; an Error says what is wrong and how to fix it.
+/// Why `path` cannot be handed to dlopen, or "". dlopen maps the file's segments as its headers
+/// say; a truncated file then faults (SIGBUS) on the first access beyond its end, killing the
+/// process without a word. So the headers are checked against the file's length first.
+std::string plugin_file_problem(const std::filesystem::path& path);
+
+/// Loads and checks one plugin file (plugin_file_problem, then the ABI record); an Error says
+/// what is wrong and how to fix it.
 LoadedPlugin load_plugin_file(const std::filesystem::path& path);
 
 /// The folders searched, in order: `plugin_dir` (--plugin-dir), SGMCMC_PLUGIN_PATH (colon
@@ -102,10 +108,9 @@ std::string beyond_end(const char* what, std::uint64_t offset, std::uint64_t cou
                      what, offset, count, size, length);
 }
 
-/// Why `path` cannot be handed to dlopen, or "". dlopen maps the file's segments as its headers
-/// say; a truncated file then faults (SIGBUS) on the first access beyond its end, killing the
-/// process without a word. So the headers are checked against the file's length first.
-std::string elf_problem(const std::filesystem::path& path) {
+}  // namespace
+
+std::string plugin_file_problem(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::error_code error;
   const std::uint64_t length = std::filesystem::file_size(path, error);
@@ -138,11 +143,9 @@ std::string elf_problem(const std::filesystem::path& path) {
   return "";
 }
 
-}  // namespace
-
 LoadedPlugin load_plugin_file(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path)) throw Error(fmt::format("plugin {}: no such file", quoted(path)));
-  if (const auto problem = elf_problem(path); !problem.empty())
+  if (const auto problem = plugin_file_problem(path); !problem.empty())
     throw Error(fmt::format("plugin {}: not a loadable shared library: {}", quoted(path), problem));
   LoadedPlugin loaded;
   loaded.path_ = path;
