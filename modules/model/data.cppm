@@ -3,11 +3,14 @@
 // running posterior-predictive average behind the held-out metrics of Baker et al. (2019, §5).
 module;
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <new>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -37,10 +40,16 @@ void note_rows_read(std::string_view path, std::size_t rows, bool header_skipped
 
 /// The Error for an allocation of `count` × `bytes_each` bytes for `what` that failed.
 Error allocation_error(std::string_view what, std::size_t count, std::size_t bytes_each);
-/// The machine's physical memory in bytes, 0 if unknown. A request beyond it cannot be met, and
-/// is refused before it is made: AddressSanitizer's allocator aborts on such a request rather
-/// than throwing std::bad_alloc, and an overcommitting kernel may grant it and fail later.
-std::size_t physical_memory_bytes();
+/// The memory sgmcmc plans with, in bytes (0 if unknown): the machine's physical memory, or less
+/// where the environment variable SGMCMC_MEMORY_LIMIT_MB says so (a shared machine, a batch job's
+/// share, the fuzz targets). A request beyond it cannot be met, and is refused before it is made:
+/// AddressSanitizer's allocator aborts on such a request rather than throwing std::bad_alloc, and
+/// an overcommitting kernel may grant it and fail later. An SGMCMC_MEMORY_LIMIT_MB that is not a
+/// positive whole number is an Error naming it.
+std::size_t memory_budget_bytes();
+/// The budget in words, for messages: "this machine's 25.3 GB of memory", or "the 1.05 GB that
+/// SGMCMC_MEMORY_LIMIT_MB = 1000 allows".
+std::string memory_budget_description();
 
 /// `values` ← `rows` × `columns` copies of `fill`. A size read from a data file can be absurd (a
 /// typo in a header, a corrupt index): when memory runs out, the Error says what was being
@@ -48,8 +57,10 @@ std::size_t physical_memory_bytes();
 template <class T>
 void allocate(std::vector<T>& values, std::size_t rows, std::size_t columns, std::string_view what, const T& fill = T{}) {
   if (columns != 0 && rows > values.max_size() / columns) throw allocation_error(what, values.max_size(), sizeof(T));
-  const std::size_t memory = physical_memory_bytes();
-  if (memory != 0 && rows * columns > memory / sizeof(T)) throw allocation_error(what, rows * columns, sizeof(T));
+  const std::size_t memory = memory_budget_bytes();
+  if (memory != 0 && rows * columns > memory / sizeof(T))
+    throw Error(fmt::format("{}, more than {}", allocation_error(what, rows * columns, sizeof(T)).what(),
+                            memory_budget_description()));
   try {
     values.assign(rows * columns, fill);
   } catch (const std::bad_alloc&) {
@@ -97,9 +108,43 @@ void note_rows_read(std::string_view path, std::size_t rows, bool header_skipped
              header_skipped ? " after a header line" : "");
 }
 
+namespace {
+
+constexpr const char* memory_limit_variable = "SGMCMC_MEMORY_LIMIT_MB";
+
 std::size_t physical_memory_bytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE);
   return pages > 0 && page_size > 0 ? static_cast<std::size_t>(pages) * static_cast<std::size_t>(page_size) : 0;
+}
+
+/// SGMCMC_MEMORY_LIMIT_MB in bytes, or nothing when it is not set.
+std::optional<std::size_t> memory_limit_bytes() {
+  const char* text = std::getenv(memory_limit_variable);
+  if (!text) return std::nullopt;
+  const std::string_view view(text);
+  std::size_t megabytes = 0;
+  const auto [end, error] = std::from_chars(view.data(), view.data() + view.size(), megabytes);
+  if (error != std::errc() || end != view.data() + view.size() || megabytes == 0 || megabytes > SIZE_MAX / 1'048'576)
+    throw Error(fmt::format("environment variable {} = '{}': expected a positive whole number of megabytes",
+                            memory_limit_variable, view));
+  return megabytes * 1'048'576;
+}
+
+}  // namespace
+
+std::size_t memory_budget_bytes() {
+  const std::size_t physical = physical_memory_bytes();
+  const auto limit = memory_limit_bytes();
+  if (!limit) return physical;
+  return physical == 0 ? *limit : std::min(physical, *limit);
+}
+
+std::string memory_budget_description() {
+  const std::size_t budget = memory_budget_bytes();
+  if (const auto limit = memory_limit_bytes(); limit && budget == *limit)
+    return fmt::format("the {:.3g} GB that {} = {} allows", static_cast<double>(budget) / 1e9, memory_limit_variable,
+                       *limit / 1'048'576);
+  return fmt::format("this machine's {:.3g} GB of memory", static_cast<double>(budget) / 1e9);
 }
 
 Error allocation_error(std::string_view what, std::size_t count, std::size_t bytes_each) {

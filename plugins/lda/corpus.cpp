@@ -68,7 +68,7 @@ Corpus read_bag_of_words(const std::string& path) {
   // with a topic each while the Gibbs step sweeps it: 12 bytes a token. A count no memory can hold
   // is refused on its line, before anything of that size is allocated.
   constexpr std::size_t bytes_per_token = 3 * sizeof(std::uint32_t);
-  const std::size_t token_budget = sgmcmc::physical_memory_bytes() / bytes_per_token;
+  const std::size_t token_budget = sgmcmc::memory_budget_bytes() / bytes_per_token;
   struct Entry {
     std::size_t document;
     std::uint32_t word;
@@ -92,9 +92,9 @@ Corpus read_bag_of_words(const std::string& path) {
     tokens += static_cast<std::size_t>(count);
     if (token_budget != 0 && tokens > token_budget)
       throw sgmcmc::Error(fmt::format("{}: count {} brings the corpus to {} tokens, which need {:.3g} GB ({} bytes a "
-                                      "token), more than this machine's {:.3g} GB of memory",
+                                      "token), more than {}",
                                       in.where(), count, tokens, static_cast<double>(tokens) * bytes_per_token / 1e9,
-                                      bytes_per_token, static_cast<double>(sgmcmc::physical_memory_bytes()) / 1e9));
+                                      bytes_per_token, sgmcmc::memory_budget_description()));
     entries.push_back({static_cast<std::size_t>(doc), static_cast<std::uint32_t>(word - 1),
                        static_cast<std::uint32_t>(count), in.line_number()});
   }

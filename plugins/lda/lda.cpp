@@ -122,14 +122,14 @@ Prepared prepare(const sgmcmc::ModelContext& context, const Options& options) {
 
   // θ has K × W coordinates, and every chain holds θ, its gradient and its momentum: refuse a
   // vocabulary no memory can hold before the first of them (or W's word counts) is allocated.
-  const std::size_t memory = sgmcmc::physical_memory_bytes(), per_coordinate = 3 * sizeof(double);
+  const std::size_t memory = sgmcmc::memory_budget_bytes(), per_coordinate = 3 * sizeof(double);
   if (memory != 0 && corpus.words > memory / per_coordinate / options.topics)
     throw sgmcmc::Error(fmt::format("{}: W = {} words and K = {} topics make θ of {:.3g} coordinates; θ, its gradient and "
-                                    "its momentum need {:.3g} GB, more than this machine's {:.3g} GB of memory",
+                                    "its momentum need {:.3g} GB, more than {}",
                                     settings.optional_text("data").value_or("the simulated corpus"), corpus.words,
                                     options.topics, static_cast<double>(corpus.words) * static_cast<double>(options.topics),
                                     static_cast<double>(corpus.words) * static_cast<double>(options.topics) * per_coordinate / 1e9,
-                                    static_cast<double>(memory) / 1e9));
+                                    sgmcmc::memory_budget_description()));
   Prepared prepared;
   prepared.words = corpus.words;
   sgmcmc::allocate(prepared.word_counts, corpus.words, 1,

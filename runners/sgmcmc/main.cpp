@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
     return app.exit(error) == 0 ? 0 : exit_bad_input;
   }
   try {
+    (void)sgmcmc::memory_budget_bytes();  // a malformed SGMCMC_MEMORY_LIMIT_MB is refused now, not at the first large allocation
     for (const auto& command : commands)
       if (command.subcommand->parsed()) return command.run();
   } catch (const std::exception& error) {

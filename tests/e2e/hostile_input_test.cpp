@@ -124,6 +124,21 @@ TEST_CASE("misleading messages: a folder as data or configuration, a file as --o
   const auto libsvm = dir.write("huge.libsvm", "+1 1:0.5\n-1 100000000000000:1\n");
   expect_exit(2, "run --preset covtype-sgld --quiet " + data_key("data", libsvm) + " --out " + quoted(out),
               {"huge.libsvm", "100000000000000 features", "cannot allocate"});
+  // Within the machine's memory but beyond the budget SGMCMC_MEMORY_LIMIT_MB sets (2 rows × 1.8·10⁸
+  // features × 8 bytes = 2.8 GB against 1 GB): refused before allocation, naming the limit. A malformed
+  // limit is refused at start-up, whatever the command.
+  const auto wide = dir.write("wide.libsvm", "+1 1:0.5\n-1 177777777:1\n");
+  const auto limited = test::shell("SGMCMC_MEMORY_LIMIT_MB=1024 '" + std::string(SGMCMC_CLI) + "' run --preset covtype-sgld --quiet " +
+                                   data_key("data", wide) + " --out " + quoted(out));
+  INFO(limited.output);
+  CHECK(limited.exit_code == 2);
+  CHECK_THAT(limited.output, Contains("wide.libsvm: 2 rows × 177777777 features") &&
+                                 Contains("more than the 1.07 GB that SGMCMC_MEMORY_LIMIT_MB = 1024 allows"));
+  const auto malformed = test::shell("SGMCMC_MEMORY_LIMIT_MB=lots '" + std::string(SGMCMC_CLI) + "' run --preset demo --quiet --out " +
+                                     quoted(out));
+  INFO(malformed.output);
+  CHECK(malformed.exit_code == 2);
+  CHECK_THAT(malformed.output, Contains("environment variable SGMCMC_MEMORY_LIMIT_MB = 'lots': expected a positive whole number"));
 }
 
 TEST_CASE("each exit code the README lists, through the real CLI") {

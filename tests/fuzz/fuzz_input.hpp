@@ -28,6 +28,11 @@ inline void require(bool holds, std::string_view what) {
   if (!holds) broken(what);
 }
 
+/// Readers plan their memory with SGMCMC_MEMORY_LIMIT_MB (sgmcmc::memory_budget_bytes): 1 GB
+/// here, below libFuzzer's 2 GB (-rss_limit_mb), so a size beyond the budget must be refused with
+/// an Error and one within it may be allocated.
+inline const bool memory_limit_set = (setenv("SGMCMC_MEMORY_LIMIT_MB", "1024", 0), true);
+
 /// The bytes as one scratch file of this process, rewritten for every input: the readers take
 /// paths, as users give them (plain or gzip; the gzip seeds of the corpora reach zlib's path).
 /// In /dev/shm when there is one, so tens of thousands of inputs a second touch no disk.

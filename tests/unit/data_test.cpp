@@ -2,9 +2,11 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <set>
 #include <string>
 #include <vector>
+#include <fmt/format.h>
 
 import sgmcmc;
 
@@ -54,4 +56,32 @@ TEST_CASE("PredictiveAverage: the log of the averaged probabilities, not the ave
   tiny.add(very_small);
   CHECK(tiny.add(zero) == Approx(-2000.0 - std::log(2.0)).epsilon(1e-14));
   CHECK(std::isnan(sgmcmc::PredictiveAverage(0).add({})));
+}
+
+TEST_CASE("allocate: refuses beyond SGMCMC_MEMORY_LIMIT_MB, naming what, how big and the limit; a bad limit names the variable") {
+  // The budget is min(physical memory, the limit): 1 MB here, so 2·10⁵ doubles (1.6 MB) are
+  // refused before allocation and 10⁵ (0.8 MB) are allocated.
+  struct Limit {
+    explicit Limit(const char* value) { setenv("SGMCMC_MEMORY_LIMIT_MB", value, 1); }
+    ~Limit() { unsetenv("SGMCMC_MEMORY_LIMIT_MB"); }
+  };
+  std::vector<double> values;
+  {
+    const Limit limit("1");
+    CHECK(sgmcmc::memory_budget_bytes() == 1'048'576);
+    CHECK_THROWS_WITH(sgmcmc::allocate(values, 200'000, 1, "data.csv: 200000 rows"),
+                      Contains("data.csv: 200000 rows: cannot allocate 200000 × 8 bytes") &&
+                          Contains("more than the 0.00105 GB that SGMCMC_MEMORY_LIMIT_MB = 1 allows"));
+    CHECK(values.empty());
+    sgmcmc::allocate(values, 100'000, 1, "data.csv: 100000 rows");
+    CHECK(values.size() == 100'000);
+  }
+  for (const char* bad : {"", "0", "1.5", "-3", "lots", "99999999999999999999999"}) {
+    const Limit limit(bad);
+    CHECK_THROWS_WITH(sgmcmc::memory_budget_bytes(),
+                      Contains(fmt::format("environment variable SGMCMC_MEMORY_LIMIT_MB = '{}': expected a positive whole "
+                                           "number of megabytes", bad)));
+  }
+  // Unset, the budget is the machine's memory (positive wherever sysconf knows it).
+  CHECK(sgmcmc::memory_budget_bytes() > 1'048'576);
 }
