@@ -113,6 +113,23 @@ TEST_CASE("a state file is whole and checked: damage, truncation, another format
   CHECK_THROWS_WITH(sgmcmc::read_state_file(dir.path() / "absent.bin"), Contains("absent.bin"));
 }
 
+TEST_CASE("a checkpoint whose adapted mass has another length is refused naming the checkpoint") {
+  // Found by tests/fuzz's checkpoint target: a payload whose adapted mass holds 131 numbers for a
+  // model of d = 3 was refused as "integrator: mass has 131 numbers ...", naming neither the
+  // checkpoint nor the part being read. Restored as that target restores it, into the chain of
+  // each of its configurations, the payload must be refused naming the checkpoint.
+  const std::filesystem::path fuzz = std::filesystem::path(SGMCMC_SOURCE_DIR) / "tests" / "fuzz";
+  const std::string file = test::read_text(fuzz / "corpus" / "checkpoint" / "mass-of-another-size.bin");
+  const auto plugin = sgmcmc::load_plugin_file(test::gaussian_plugin_path);
+  for (const auto& entry : std::filesystem::directory_iterator(fuzz / "checkpoint_configs")) {
+    INFO(entry.path().filename().string());
+    const auto config = sgmcmc::parse_config(test::read_text(entry.path()), entry.path().string());
+    auto chain = sgmcmc::make_chain(config, plugin.create({config["model"], 1}), sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
+    sgmcmc::StateReader in(file.substr(20, file.size() - 24), "runs/x/checkpoint-1.bin");  // the payload
+    CHECK_THROWS_WITH(chain->restore_state(in), Contains("runs/x/checkpoint-1.bin"));
+  }
+}
+
 TEST_CASE("a random stream restored from its state continues with the same numbers") {
   sgmcmc::Rng original(42, sgmcmc::chain_stream(3));
   for (int k = 0; k < 1001; ++k) original.normal();  // an odd position: no pairing hides in the state

@@ -272,7 +272,7 @@ public:
     done_ = in.flag();
     for (std::uint64_t* value : {&fast_end_, &slow_end_, &window_size_, &window_end_, &count_}) *value = in.count();
     mean_ = in.numbers();
-    squares_ = in.numbers();
+    in.numbers(squares_, mean_.size());  // add() indexes both by θ's coordinates
   }
 
 private:
@@ -467,7 +467,9 @@ public:
     current_ = in.number();
     if (adapt_mass_) {
       adaptation_.restore(in);
-      mass_.set(in.numbers());
+      std::vector<double> adapted;  // initialise() sized the mass to d; a checkpoint's must match
+      in.numbers(adapted, mass_.inverse.size());
+      mass_.set(std::move(adapted));
     }
     if (step_adaptation_.adapt) {
       dual_averaging_.restore(in);
