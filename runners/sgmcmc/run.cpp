@@ -82,6 +82,9 @@ RunSchedule read_schedule(const sgmcmc::Settings& run) {
                                     run.describe("thin"), schedule.chain.thin, schedule.chain.iterations));
   schedule.chain.eval_every = static_cast<std::uint64_t>(run.integer_at_least("eval_every", 10, 1));
   schedule.chain.compute_lp = run.flag("lp", false);
+  // Read only when set, as checkpoint_every: runs without it record no such key (their files,
+  // and the configuration a resumed run is checked against, are as before there was one).
+  if (run.contains("temperatures")) schedule.chain.temperatures = run.flag("temperatures", false);
   // Read only when set: runs without checkpoints record no such key (their files are unchanged).
   if (run.contains("checkpoint_every"))
     schedule.chain.checkpoint_every = static_cast<std::uint64_t>(run.integer_at_least("checkpoint_every", 0, 0));
@@ -445,7 +448,7 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
 
   std::vector<const ChainFiles*> files;
   for (const auto& job : run.jobs) files.push_back(job.files.get());
-  write_metrics(out / run_folder::metrics, run.model()->metric_names(), files);
+  write_metrics(out / run_folder::metrics, run.jobs.front().chain->metric_names(run.schedule.chain), files);
   const bool any_diverged = any(&sgmcmc::ChainResult::diverged);
   manifest["status"] = interrupted ? "interrupted" : any_diverged ? "diverged" : "complete";
   manifest["chains"] = manifest_chains(run);
