@@ -99,3 +99,50 @@ TEST_CASE("summary: the configurational temperature is 1 for an exact chain on g
   const auto [t_sgld, mcse_sgld] = configurational_temperature(biased.output);
   CHECK(t_sgld > 1 + 4 * mcse_sgld);
 }
+
+namespace {
+
+/// The mean and MCSE of metrics.csv's temperature `column` from `sgmcmc summary`'s line.
+std::pair<double, double> metric_temperature(const std::string& output, const std::string& column) {
+  const auto at = output.find(column + " <");
+  if (at == std::string::npos) return {std::nan(""), std::nan("")};
+  const auto rest = output.substr(output.find("= ", at) + 2);
+  const auto mcse_at = rest.find("(mcse ");
+  return {std::stod(rest), std::stod(rest.substr(mcse_at + 6))};
+}
+
+}  // namespace
+
+TEST_CASE("summary: run.temperatures of obabo + mh on gaussian are 1 within 4 MCSE; sgld at a large step has no kinetic "
+          "one and a configurational one above 1",
+          "[temperature]") {
+  // An exact sampler leaves π(θ) N(p; 0, M) invariant: E[pᵀM⁻¹p]/d = 1 and E[θ·∇U]/d = 1
+  // (modules/README.md, "Temperatures"). summary's MCSE comes from the ESS of the rows after the
+  // warmup (eval_every = 1: every iteration), as a parameter's; |T - 1| < 4 MCSE fails by chance
+  // with probability 6e-5, and the MCSE must be below 0.05 for the check to have teeth. OBABO at
+  // h = 0.06 on this posterior (λ ≈ 200, h²λ ≈ 0.7) with γh ≈ 1; SGLD's configurational
+  // temperature at ε = 0.012 is 1.9-3.6 (the case above).
+  test::TempDir dir;
+  const auto run = [&](const std::string& config, const std::string& settings, const std::string& out) {
+    return test::run_cli(fmt::format("run --config '{}/runners/presets/sbc/{}.toml' --set model.simulate_from_prior=true "
+                                     "--set run.iterations=20000 --set run.chains=2 --set run.eval_every=1 "
+                                     "--set run.temperatures=true {} --out '{}'",
+                                     SGMCMC_SOURCE_DIR, config, settings, (dir.path() / out).string()));
+  };
+  const auto exact = run("gaussian-mala-mh",
+                         "--set integrator.name=obabo --set integrator.step_size=0.06 --set integrator.friction=16", "exact");
+  INFO(exact.output);
+  REQUIRE(exact.exit_code == 0);
+  for (const char* column : {"kinetic_temperature", "configurational_temperature"}) {
+    INFO(column);
+    const auto [t, mcse] = metric_temperature(exact.output, column);
+    CHECK(mcse < 0.05);
+    CHECK(std::abs(t - 1) < 4 * mcse);
+  }
+  const auto biased = run("gaussian-sgld-large-step", "", "sgld");
+  INFO(biased.output);
+  REQUIRE(biased.exit_code == 0);
+  CHECK_THAT(biased.output, !Contains("kinetic_temperature"));
+  const auto [t_sgld, mcse_sgld] = metric_temperature(biased.output, "configurational_temperature");
+  CHECK(t_sgld > 1 + 4 * mcse_sgld);
+}
