@@ -427,6 +427,21 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
     json values = json::object();
     for (std::size_t j = 0; j < names.size(); ++j) values[names[j]] = truth[j];
     manifest["model"]["simulated_parameters"] = values;
+    // What `sgmcmc sbc --quantities` ranks beside θ*: the model's quantities at θ* (a fresh
+    // workspace: they keep no state across draws) and lp__ = -U(θ*) where U is exact (the same
+    // function, and constant, as the draws' lp__ with run.lp = true).
+    json at_truth = json::object();
+    if (const auto quantity_names = run.model()->quantity_names(); !quantity_names.empty()) {
+      const auto workspace = run.model()->make_workspace();
+      std::vector<double> quantities(quantity_names.size());
+      run.model()->evaluate_quantities(truth, *workspace, quantities);
+      for (std::size_t q = 0; q < quantity_names.size(); ++q) at_truth[quantity_names[q]] = quantities[q];
+    }
+    if (run.model()->capabilities().exact_log_likelihood) {
+      const auto workspace = run.model()->make_workspace();
+      at_truth["lp__"] = -sgmcmc::potential(*run.model(), truth, sgmcmc::every_item(*run.model()), *workspace);
+    }
+    manifest["model"]["simulated_quantities"] = at_truth;
   }
   const bool checkpoints = run.schedule.chain.checkpoint_every > 0;
   if (resume)
