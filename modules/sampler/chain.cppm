@@ -235,16 +235,17 @@ std::vector<std::string> Chain::metric_names(const ChainSchedule& schedule) cons
   return names;
 }
 
-/// Configurational temperature: for π ∝ exp(-U/T) with U growing at infinity (or a boundary at 0
-/// where π vanishes: positive parameters), integration by parts gives E_π[θ_j ∂_j U(θ)] = T for
-/// each j (the configurational form of equipartition; Leimkuhler & Matthews 2015, "Molecular
-/// Dynamics", §6.1), so θ·∇U/d has mean T. It is evaluated with the full-data gradient, exact for
-/// the row's θ: the estimator's gradient would be noisier, and unbiased for ∇U only for unbiased
-/// estimators (not for a cv estimator's stale centre or saga's table in general), and drawing its
+/// Configurational temperature: for π ∝ exp(-U/T) with U growing at infinity (at the boundary
+/// θ_j = 0 of positive parameters the boundary term θ_j π vanishes with θ_j), integration by parts
+/// gives E_π[θ_j ∂_j U(θ)] = T for each j (the configurational form of equipartition; Leimkuhler &
+/// Matthews 2015, "Molecular Dynamics", §6.1), so θ·∇U/d has mean T. It is evaluated with the
+/// full-data gradient, exact for the row's θ. The estimator's gradient ĝ would be noisier, θ·ĝ/d
+/// unbiased for θ·∇U/d only as far as ĝ is for ∇U (minibatch, cv, svrg and saga are, given the
+/// chain's past; a Gibbs-estimated gradient of latent variables need not be), and drawing its
 /// minibatch would move the chain's random stream, so the chain would depend on eval_every. The
-/// gradient needs no random numbers (check() refuses latent-gibbs-step models): `unused` is a copy.
-/// Kinetic temperature: E[pᵀM⁻¹p]/d = T for p ~ N(0, TM), the momentum's law under the joint
-/// invariant law π(θ) N(p; 0, TM) of an exact sampler.
+/// full gradient needs no random numbers (check() refuses latent-gibbs-step models): `unused` is a
+/// copy. Kinetic temperature: E[pᵀM⁻¹p]/d = T for p ~ N(0, TM), the momentum's law under the
+/// joint invariant law π(θ) N(p; 0, TM) of an exact sampler.
 void Chain::evaluate_temperatures(std::span<double> out) {
   std::size_t k = 0;
   if (const auto kinetic = integrator_->kinetic_temperature(state_)) out[k++] = *kinetic;
