@@ -44,6 +44,11 @@ struct ChainSchedule {
   std::uint64_t thin = 1;         // record every thin-th iteration
   std::uint64_t eval_every = 10;  // evaluate the model's metrics every eval_every-th iteration
   bool compute_lp = false;        // lp__ = -U(θ) with a full pass per recorded draw; else NaN
+  /// Adds the temperatures to every metric row (run.temperatures): kinetic_temperature pᵀM⁻¹p/d
+  /// for integrators with a momentum, and configurational_temperature θ·∇U(θ)/d with the
+  /// full-data gradient (one full pass per row, not counted in the cost or the seconds); both are
+  /// T in expectation for an exact sampler (modules/README.md, "Temperatures").
+  bool temperatures = false;
   std::uint64_t checkpoint_every = 0;  // hand the observer a checkpoint every this many iterations
                                        // and at the last one (0: never)
   std::uint64_t stop_after = 0;        // stop after this iteration's checkpoint (0: run to the end)
@@ -69,8 +74,11 @@ struct MetricsRow {
                        // metrics, lp__ and draw output excluded)
   double cpu_seconds;  // the same span in the chain thread's CPU time
   Cost cost;
-  std::span<const double> values;  // in the order of Model::metric_names()
+  std::span<const double> values;  // in the order of Chain::metric_names()
 };
+
+inline constexpr const char* kinetic_temperature_column = "kinetic_temperature";
+inline constexpr const char* configurational_temperature_column = "configurational_temperature";
 
 /// Where a chain's output goes (the runner writes files; tests keep vectors).
 class ChainObserver {
@@ -130,6 +138,11 @@ public:
   /// they create any output).
   void check(const ChainSchedule& schedule) const;
 
+  /// The columns of the metric rows under `schedule`: the model's metrics (Model::metric_names()),
+  /// then, with schedule.temperatures, kinetic_temperature (only for an integrator with a
+  /// momentum) and configurational_temperature.
+  std::vector<std::string> metric_names(const ChainSchedule& schedule) const;
+
   const ChainState& state() const { return state_; }
   /// The block length and whether draws carry an MH decision are the corrector's.
   const Corrector& corrector() const { return *corrector_; }
@@ -139,6 +152,8 @@ private:
   double log_density(ChainContext& context);
   void model_step(std::uint64_t iteration, ChainContext& context);
   void start(ChainContext& context);
+  /// The temperatures of metric_names() at the current state into `out`.
+  void evaluate_temperatures(std::span<double> out);
 
   /// What run() accumulates and a checkpoint must carry across a restart.
   struct Tally {
@@ -161,7 +176,8 @@ private:
   Cost cost_;
   ChainState state_;
   Capabilities capabilities_;
-  std::vector<std::size_t> all_items_;  // for lp__, when asked for
+  std::vector<std::size_t> all_items_;  // for lp__ and the configurational temperature, when asked for
+  std::vector<double> full_gradient_;   // scratch: ∇U(θ) for the configurational temperature
   Tally tally_;
   bool restored_ = false;  // restore_state ran: run() continues instead of starting
 };
@@ -194,6 +210,10 @@ void Chain::check(const ChainSchedule& schedule) const {
     throw Error("integrator.adapt_step_size = true needs a warmup (run.warmup > 0): the step size is adapted during "
                 "the warmup and frozen at its end, and without one the whole run would be an adaptive, not a fixed, "
                 "kernel");
+  if (schedule.temperatures && capabilities_.latent_gibbs_step)
+    throw Error("run.temperatures = true needs a model whose full-data gradient is a function of θ; this one "
+                "Gibbs-samples latent variables inside its gradient (latent-gibbs-step), so θ·∇U would draw from the "
+                "chain's random stream and be random itself");
   if (schedule.checkpoint_every % block_length != 0)
     throw Error(fmt::format("run.checkpoint_every = {} must be a multiple of corrector.every = {}: a checkpoint is "
                             "taken at the end of a block",
@@ -204,6 +224,39 @@ void Chain::check(const ChainSchedule& schedule) const {
     throw Error(fmt::format("stopping after iteration {} needs a checkpoint there before the last iteration {}: a "
                             "multiple of run.checkpoint_every = {} (0 is off)",
                             schedule.stop_after, schedule.warmup + schedule.iterations, schedule.checkpoint_every));
+}
+
+std::vector<std::string> Chain::metric_names(const ChainSchedule& schedule) const {
+  auto names = model_->metric_names();
+  if (!schedule.temperatures) return names;
+  // Whether there is a value, not the value, which before the chain starts is that of no momentum.
+  if (integrator_->kinetic_temperature(state_)) names.push_back(kinetic_temperature_column);
+  names.push_back(configurational_temperature_column);
+  return names;
+}
+
+/// Configurational temperature: for π ∝ exp(-U/T) with U growing at infinity (at the boundary
+/// θ_j = 0 of positive parameters the boundary term θ_j π vanishes with θ_j), integration by parts
+/// gives E_π[θ_j ∂_j U(θ)] = T for each j (the configurational form of equipartition; Leimkuhler &
+/// Matthews 2015, "Molecular Dynamics", §6.1), so θ·∇U/d has mean T. It is evaluated with the
+/// full-data gradient, exact for the row's θ. The estimator's gradient ĝ would be noisier, θ·ĝ/d
+/// unbiased for θ·∇U/d only as far as ĝ is for ∇U (minibatch, cv, svrg and saga are, given the
+/// chain's past; a Gibbs-estimated gradient of latent variables need not be), and drawing its
+/// minibatch would move the chain's random stream, so the chain would depend on eval_every. The
+/// full gradient needs no random numbers (check() refuses latent-gibbs-step models): `unused` is a
+/// copy. Kinetic temperature: E[pᵀM⁻¹p]/d = T for p ~ N(0, TM), the momentum's law under the
+/// joint invariant law π(θ) N(p; 0, TM) of an exact sampler.
+void Chain::evaluate_temperatures(std::span<double> out) {
+  std::size_t k = 0;
+  if (const auto kinetic = integrator_->kinetic_temperature(state_)) out[k++] = *kinetic;
+  if (all_items_.empty()) all_items_ = every_item(*model_);
+  full_gradient_.assign(state_.theta.size(), 0.0);
+  Rng unused = rng_;
+  model_->add_data_gradient(state_.theta, Batch{all_items_}, full_gradient_, *workspace_, unused);
+  model_->add_prior_gradient_given(state_.theta, full_gradient_, *workspace_);
+  double sum = 0.0;
+  for (std::size_t j = 0; j < state_.theta.size(); ++j) sum += state_.theta[j] * full_gradient_[j];
+  out[k] = sum / static_cast<double>(state_.theta.size());
 }
 
 void Chain::save_state(StateWriter& out) const {
@@ -315,7 +368,8 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
   const std::size_t block_length = corrector_->block_length();
   ChainContext context{*model_, *workspace_, rng_, cost_};
   ChainResult result;
-  std::vector<double> metric_values(model_->metric_names().size());
+  std::vector<double> metric_values(metric_names(schedule).size());
+  const std::size_t model_metrics = model_->metric_names().size();
   Decision decision;
 
   if (!restored_) start(context);
@@ -363,7 +417,8 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
       }
       if (evaluates) {
         const Seconds sampling = seconds() - since(bookkeeping_start);
-        model_->evaluate_metrics(state_.theta, *workspace_, metric_values);
+        model_->evaluate_metrics(state_.theta, *workspace_, std::span(metric_values).first(model_metrics));
+        if (schedule.temperatures) evaluate_temperatures(std::span(metric_values).subspan(model_metrics));
         observer.on_metrics({iteration, sampling.wall, sampling.cpu, cost_, metric_values});
       }
       bookkeeping += since(bookkeeping_start);

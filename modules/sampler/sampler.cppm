@@ -126,6 +126,12 @@ public:
   /// The step size frozen at the end of the warmup, in the units of integrator.step_size; none
   /// when the step is not adapted or the warmup has not ended.
   virtual std::optional<double> adapted_step_size() const { return std::nullopt; }
+  /// The kinetic temperature pᵀM⁻¹p/d of `state`'s momentum under the mass in use now (the
+  /// adapted one after adapt_mass), which is T for momentum ~ N(0, TM); none for an integrator
+  /// without a momentum of its own (sgld, psgld, and mala, hmc and leapfrog, whose momentum is
+  /// redrawn whole every step). Read at the ends of corrector blocks (run.temperatures; modules/README.md,
+  /// "Temperatures").
+  virtual std::optional<double> kinetic_temperature(const ChainState& /*state*/) const { return std::nullopt; }
 };
 
 class Corrector {

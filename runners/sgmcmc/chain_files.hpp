@@ -103,7 +103,8 @@ private:
 std::vector<std::string> stan_argument_lines(const sgmcmc::ChainSchedule& schedule, std::uint64_t k, std::uint64_t seed,
                                              bool adapts);
 
-/// metrics.csv: chain, iteration, seconds, cpu_seconds, item_gradients, then the metrics `names`;
+/// metrics.csv: chain, iteration, seconds, cpu_seconds, item_gradients, then the columns `names`
+/// (Chain::metric_names: the model's metrics, then the temperatures with run.temperatures);
 /// the rows of chain 1, then of chain 2, and so on.
 void write_metrics(const std::filesystem::path& path, const std::vector<std::string>& names,
                    const std::vector<const ChainFiles*>& chains);

@@ -96,6 +96,7 @@ struct SbcOptions {
   double alpha = 0.05;                 // level of each test
   std::size_t simulations = 10000;     // uniform rank sets for the ECDF band
   std::int64_t seed = 1;               // replication r: run.seed = run.data_seed = r + R·(seed - 1)
+  std::vector<std::string> quantities;  // --quantities: lp__ and model quantities ranked beside θ
   unsigned jobs = 0;
   std::optional<std::filesystem::path> out;
   bool resume = false;

@@ -82,6 +82,9 @@ RunSchedule read_schedule(const sgmcmc::Settings& run) {
                                     run.describe("thin"), schedule.chain.thin, schedule.chain.iterations));
   schedule.chain.eval_every = static_cast<std::uint64_t>(run.integer_at_least("eval_every", 10, 1));
   schedule.chain.compute_lp = run.flag("lp", false);
+  // Read only when set, as checkpoint_every: runs without it record no such key (their files,
+  // and the configuration a resumed run is checked against, are as before there was one).
+  if (run.contains("temperatures")) schedule.chain.temperatures = run.flag("temperatures", false);
   // Read only when set: runs without checkpoints record no such key (their files are unchanged).
   if (run.contains("checkpoint_every"))
     schedule.chain.checkpoint_every = static_cast<std::uint64_t>(run.integer_at_least("checkpoint_every", 0, 0));
@@ -424,6 +427,21 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
     json values = json::object();
     for (std::size_t j = 0; j < names.size(); ++j) values[names[j]] = truth[j];
     manifest["model"]["simulated_parameters"] = values;
+    // What `sgmcmc sbc --quantities` ranks beside θ*: the model's quantities at θ* (a fresh
+    // workspace: they keep no state across draws) and lp__ = -U(θ*) where U is exact (the same
+    // function, and constant, as the draws' lp__ with run.lp = true).
+    json at_truth = json::object();
+    if (const auto quantity_names = run.model()->quantity_names(); !quantity_names.empty()) {
+      const auto workspace = run.model()->make_workspace();
+      std::vector<double> quantities(quantity_names.size());
+      run.model()->evaluate_quantities(truth, *workspace, quantities);
+      for (std::size_t q = 0; q < quantity_names.size(); ++q) at_truth[quantity_names[q]] = quantities[q];
+    }
+    if (run.model()->capabilities().exact_log_likelihood) {
+      const auto workspace = run.model()->make_workspace();
+      at_truth["lp__"] = -sgmcmc::potential(*run.model(), truth, sgmcmc::every_item(*run.model()), *workspace);
+    }
+    manifest["model"]["simulated_quantities"] = at_truth;
   }
   const bool checkpoints = run.schedule.chain.checkpoint_every > 0;
   if (resume)
@@ -445,7 +463,7 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
 
   std::vector<const ChainFiles*> files;
   for (const auto& job : run.jobs) files.push_back(job.files.get());
-  write_metrics(out / run_folder::metrics, run.model()->metric_names(), files);
+  write_metrics(out / run_folder::metrics, run.jobs.front().chain->metric_names(run.schedule.chain), files);
   const bool any_diverged = any(&sgmcmc::ChainResult::diverged);
   manifest["status"] = interrupted ? "interrupted" : any_diverged ? "diverged" : "complete";
   manifest["chains"] = manifest_chains(run);

@@ -3,7 +3,8 @@
 //
 //   chain-<k>.csv      Stan CSV draws of chain k (written as the chain runs)
 //   gradients-<k>.csv  ∇log π at each draw of chain k, when [output] gradients is not "none"
-//   metrics.csv        chain, iteration, seconds, item_gradients, then the model's metrics
+//   metrics.csv        chain, iteration, seconds, cpu_seconds, item_gradients, then the model's metrics
+//                      and, with run.temperatures, the temperatures (Chain::metric_names)
 //   manifest.json      resolved configuration, seed, versions, timings, cost; written last, through
 //                      a temporary name, so a folder without it is an interrupted run; one with
 //                      status "interrupted" was stopped by SIGINT/SIGTERM and can be resumed.

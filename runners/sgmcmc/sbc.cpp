@@ -9,7 +9,8 @@
 // Output folder:
 //   sbc-sweep.toml   the generated sweep (the configuration as `config = '''...'''`, R seeds zipped)
 //   replications/    the sweep's folder: one run per replication, results.csv, summary.csv
-//   ranks.csv        replication, run_seed, parameter, truth, rank, draws, ess_bulk
+//   ranks.csv        replication, run_seed, parameter, truth, rank, draws, ess_bulk (parameter: also
+//                    a quantity of --quantities, lp__ or the model's, with truth its value at θ*)
 //   tests.csv        per parameter: both tests' statistics, p-values and the verdict
 //   ecdf.csv         per parameter and point z_k: ECDF - z and the band's limits (for the plot)
 //   sbc_ecdf.png     the ECDF-difference plots (runners/figures/sbc_plot.py)
@@ -64,6 +65,11 @@ std::pair<sgmcmc::RunConfig, std::string> load_config(const SbcOptions& options)
   }
   for (const auto& assignment : options.overrides) sgmcmc::apply_override(config, assignment);
   config["model"].set("simulate_from_prior", {true, "sgmcmc sbc"});
+  // --quantities: lp__ needs run.lp, a model quantity output.quantities, in every replication's draws.
+  for (const auto& name : options.quantities) {
+    if (name == "lp__") config["run"].set("lp", {true, "sgmcmc sbc --quantities"});
+    else config["output"].set("quantities", {true, "sgmcmc sbc --quantities"});
+  }
   return {config, label};
 }
 
@@ -146,11 +152,24 @@ int analyse(const fs::path& out, const SbcOptions& options) {
     if (!manifest["model"].contains("simulated_parameters"))
       throw sgmcmc::Error(fmt::format("sbc: {} records no simulated_parameters (θ*) in its manifest.json",
                                       replication.folder.string()));
-    const auto& truth = manifest["model"]["simulated_parameters"];
+    const auto& parameters = manifest["model"]["simulated_parameters"];
+    const auto quantities = manifest["model"].value("simulated_quantities", nlohmann::json::object());
     const Chains chains = read_chains(replication.folder, "sbc");
-    for (std::size_t c = 0; c < chains.columns.size(); ++c) {
+    std::vector<std::pair<std::size_t, double>> ranked;  // column and its value at θ*
+    for (std::size_t c = 0; c < chains.columns.size(); ++c)
+      if (parameters.contains(chains.columns[c])) ranked.emplace_back(c, parameters[chains.columns[c]].get<double>());
+    for (const auto& name : options.quantities) {
+      const auto found = std::find(chains.columns.begin(), chains.columns.end(), name);
+      if (found == chains.columns.end() || !quantities.contains(name) || !quantities[name].is_number())
+        throw sgmcmc::Error(fmt::format("sbc: --quantities {}: {} holds no such column with a value at θ* ({}); the model's "
+                                        "quantities are in `sgmcmc list`, and lp__ needs a model with an exact "
+                                        "log-likelihood",
+                                        name, replication.folder.string(),
+                                        found == chains.columns.end() ? "no column in the draws" : "none in manifest.json"));
+      ranked.emplace_back(static_cast<std::size_t>(found - chains.columns.begin()), quantities[name].get<double>());
+    }
+    for (const auto& [c, star] : ranked) {
       const auto& name = chains.columns[c];
-      if (!truth.contains(name)) continue;  // sampler columns, quantities
       if (index == 1) order.push_back(name);
       const auto draws = column(chains, c);
       std::vector<double> all;
@@ -158,7 +177,6 @@ int analyse(const fs::path& out, const SbcOptions& options) {
       if (all.size() < L)
         throw sgmcmc::Error(fmt::format("sbc: {} holds {} draws of {}, fewer than --draws {}; raise run.iterations",
                                         replication.folder.string(), all.size(), name, L));
-      const double star = truth[name].get<double>();
       std::size_t rank = 0;
       for (std::size_t l = 0; l < L; ++l) {
         // Draw l of L evenly spaced over the S draws: floor((l + 1/2)·S/L).
@@ -172,6 +190,12 @@ int analyse(const fs::path& out, const SbcOptions& options) {
     }
   }
   write_atomically(out / "ranks.csv", rows);
+  for (const auto& name : options.quantities)
+    if (name != "lp__")
+      fmt::print("note: {} is ranked as a function of θ and the data: its rank is uniform for an exact sampler only if it "
+                 "reads no data that were simulated from θ* but not conditioned on, such as held-out rows (the shipped models' "
+                 "held_out_log_density reads them)\n",
+                 name);
 
   std::string tests = "parameter,replications,max_rank,bins,chi_square,degrees_of_freedom,chi_square_p,ecdf_gamma,"
                       "ecdf_statistic,ecdf_p,ecdf_rejected,alpha,low_ess_replications,verdict\n";
@@ -270,6 +294,10 @@ Command add_sbc_command(CLI::App& app) {
   command->add_option("--bins", sbc->bins, "bins of the χ² test (20)");
   command->add_option("--alpha", sbc->alpha, "level of each test (0.05)");
   command->add_option("--simulations", sbc->simulations, "uniform rank sets simulated for the ECDF band (10000)");
+  command->add_option("--quantities", sbc->quantities,
+                      "also rank these at θ* among their draws: lp__ (sets run.lp) or the model's quantities (sets "
+                      "output.quantities)")
+      ->delimiter(',');
   command->add_option("--seed", sbc->seed, "replication r uses run.seed = run.data_seed = r + R·(seed - 1) (1)");
   command->add_option("--jobs", sbc->jobs, "replications run at once (default: the number of cores)")->check(CLI::PositiveNumber);
   command->add_option("--out", sbc->out, "output folder (default: runs/sbc-<preset>)");

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -77,6 +79,68 @@ void print_warnings(std::vector<WarningKind>& kinds, std::size_t parameter_count
   }
 }
 
+/// The temperature columns of metrics.csv (run.temperatures), if any: per column, chain by chain,
+/// the rows after the warmup (run.warmup of the manifest; every row without one). Fields are read
+/// with strtod, so a model metric written as nan in another column does not stop it.
+void metric_temperatures(const fs::path& folder, const nlohmann::json& manifest) {
+  std::ifstream in(folder / run_folder::metrics);
+  std::string line;
+  if (!in || !std::getline(in, line)) return;
+  const auto split = [](const std::string& text) {
+    std::vector<std::string> fields;
+    std::size_t start = 0;
+    for (std::size_t comma; (comma = text.find(',', start)) != std::string::npos; start = comma + 1)
+      fields.push_back(text.substr(start, comma - start));
+    fields.push_back(text.substr(start));
+    return fields;
+  };
+  const auto header = split(line);
+  const auto index_of = [&header](const std::string& name) {
+    return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  struct Column {
+    std::string name, meaning;
+    std::size_t index;
+    sgmcmc::ChainDraws chains;
+  };
+  std::vector<Column> columns;
+  for (const auto& [name, meaning] :
+       {std::pair<std::string, std::string>{sgmcmc::kinetic_temperature_column, "<pᵀM⁻¹p>/d"},
+        {sgmcmc::configurational_temperature_column, "<θ·∇U>/d, full-data gradient"}})
+    if (index_of(name) < header.size()) columns.push_back({name, meaning, index_of(name), {}});
+  if (columns.empty()) return;
+  const std::size_t chain_index = index_of("chain"), iteration_index = index_of("iteration");
+  std::uint64_t warmup = 0;
+  if (manifest.is_object() && manifest.contains("config") && manifest["config"].contains("run"))
+    warmup = manifest["config"]["run"].value("warmup", std::uint64_t{0});
+  while (std::getline(in, line)) {
+    const auto fields = split(line);
+    if (fields.size() != header.size()) continue;
+    const auto chain = std::strtoull(fields[chain_index].c_str(), nullptr, 10);
+    if (chain == 0 || std::strtoull(fields[iteration_index].c_str(), nullptr, 10) <= warmup) continue;
+    for (auto& column : columns) {
+      if (column.chains.size() < chain) column.chains.resize(chain);
+      column.chains[chain - 1].push_back(std::strtod(fields[column.index].c_str(), nullptr));
+    }
+  }
+  for (auto& column : columns) {
+    // ESS and MCSE need chains of one length: a chain that diverged early shortens them all.
+    std::size_t rows = column.chains.empty() ? 0 : column.chains.front().size();
+    for (const auto& chain : column.chains) rows = std::min(rows, chain.size());
+    for (auto& chain : column.chains) chain.resize(rows);
+    if (rows < 4) {
+      fmt::print("{}: {} rows after the warmup in metrics.csv, too few for an MCSE\n", column.name, rows);
+      continue;
+    }
+    double mean = 0.0;
+    for (const auto& chain : column.chains)
+      for (double x : chain) mean += x / static_cast<double>(rows * column.chains.size());
+    const double mcse = sgmcmc::diagnostics_undefined(column.chains) ? std::nan("") : sgmcmc::mcse_mean(column.chains);
+    fmt::print("{} {} = {} (mcse {}; T for an exact sampler at temperature T; {} chains × {} rows of metrics.csv)\n",
+               column.name, column.meaning, number(mean), number(mcse), column.chains.size(), rows);
+  }
+}
+
 }  // namespace
 
 int summary_command(const fs::path& folder, const std::vector<std::string>& wanted, std::size_t max_parameters) {
@@ -136,6 +200,7 @@ int summary_command(const fs::path& folder, const std::vector<std::string>& want
     if (status == "diverged") diverged.push_back(k + 1);
   }
   gradient_diagnostics(folder);
+  metric_temperatures(folder, manifest);
   print_warnings(kinds, total);
   for (std::size_t k : diverged) fmt::print("warning: chain {} diverged (see manifest.json)\n", k);
   return 0;

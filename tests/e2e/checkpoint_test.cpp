@@ -207,6 +207,43 @@ TEST_CASE("checkpoints do not change a chain: the draws equal those of a run wit
   CHECK_THAT(test::read_text(dir.path() / "saved" / "chain-1.csv"), Contains("run.checkpoint_every = 5"));
 }
 
+TEST_CASE("run.temperatures: resumed runs continue bit for bit, and the temperatures change no draw and no cost") {
+  // The temperatures are read from the chain's state (its momentum, and a full-data gradient that
+  // draws no random numbers), so they need no state of their own in a checkpoint, and a run with
+  // them draws what a run without them draws.
+  for (const std::string integrator : {"sgld", "mala", "obabo", "baoab", "hmc", "sghmc", "sgnht", "badodab"}) {
+    INFO(integrator);
+    test::TempDir dir;
+    const std::string arguments = gaussian_arguments("minibatch", integrator, "none") + " --set run.temperatures=true";
+    check_stop_and_resume(dir.path(), arguments, 40, 2, true);
+    const auto header = test::csv_fields(test::lines_of(test::read_text(dir.path() / "whole" / "metrics.csv")).front());
+    const bool momentum = integrator != "sgld" && integrator != "mala" && integrator != "hmc";
+    CHECK(std::count(header.begin(), header.end(), "kinetic_temperature") == (momentum ? 1 : 0));
+    CHECK(std::count(header.begin(), header.end(), "configurational_temperature") == 1);
+    const auto plain = dir.path() / "plain";
+    REQUIRE(test::run_cli(fmt::format("run {} --out '{}' --quiet", gaussian_arguments("minibatch", integrator, "none"),
+                                      plain.string()))
+                .exit_code == 0);
+    const auto data_lines = [](const fs::path& path) {
+      std::string kept;
+      for (const auto& line : test::lines_of(test::draws_without_elapsed_time(path)))
+        if (!line.starts_with("#")) kept += line + "\n";
+      return kept;
+    };
+    const auto item_gradients = [](const fs::path& path) {
+      const auto lines = test::lines_of(test::read_text(path));
+      const auto names = test::csv_fields(lines.front());
+      const auto column = static_cast<std::size_t>(std::find(names.begin(), names.end(), "item_gradients") - names.begin());
+      std::vector<std::string> values;
+      for (std::size_t row = 1; row < lines.size(); ++row) values.push_back(test::csv_fields(lines[row]).at(column));
+      return values;
+    };
+    for (int k = 1; k <= 2; ++k)
+      CHECK(data_lines(plain / fmt::format("chain-{}.csv", k)) == data_lines(dir.path() / "whole" / fmt::format("chain-{}.csv", k)));
+    CHECK(item_gradients(plain / "metrics.csv") == item_gradients(dir.path() / "whole" / "metrics.csv"));
+  }
+}
+
 TEST_CASE("pmf (sgld, saga), logistic and lda runs stopped at a checkpoint and resumed continue bit for bit") {
   // pmf: Gibbs steps of the hyperparameters every 3 iterations (workspace state that the prior
   // gradient reads), the running predictive average and mean predictions behind its metrics,

@@ -172,6 +172,16 @@ TEST_CASE("check-model lda passes; mh is refused, naming the model and the missi
   CHECK_THAT(result.output, Contains("'exact-log-likelihood' capability") && Contains("(model 'lda')"));
 }
 
+TEST_CASE("lda: run.temperatures is refused before any output: its gradient Gibbs-samples latent variables") {
+  test::TempDir dir;
+  const auto result =
+      test::run_cli(fmt::format("run --preset lda-sgld --set run.temperatures=true --out '{}' --quiet", (dir.path() / "t").string()));
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Contains("run.temperatures = true") && Contains("latent-gibbs-step"));
+  CHECK_FALSE(std::filesystem::exists(dir.path() / "t"));
+}
+
 TEST_CASE("lda: the same seed gives the same draws and metrics on 1 and 2 threads") {
   test::TempDir dir;
   const auto run = [&](int threads, const char* estimator) {

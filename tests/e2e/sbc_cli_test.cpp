@@ -94,3 +94,40 @@ TEST_CASE("sbc on gaussian: ranks, tests and θ* recorded; the same for --jobs 1
   CHECK(other.exit_code == 2);
   CHECK_THAT(other.output, Contains("holds another SBC"));
 }
+
+TEST_CASE("sbc --quantities ranks lp__ and the model's quantities at θ* beside the parameters") {
+  // lp__ = -U(θ*) (Modrák et al. 2023 recommend the log density as a test quantity) and the
+  // model's held_out_log_density at θ* are recorded in each replication's manifest and ranked
+  // among the draws' values, as a parameter is; a name that is neither is refused, naming it.
+  test::TempDir dir;
+  const auto run = test::run_cli(quick(dir.path() / "q", 4, 1) + " --quantities lp__,held_out_log_density");
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  CHECK_THAT(run.output, Contains("lp__: ") && Contains("held_out_log_density: ") && Contains("held-out rows"));
+  const auto lines = test::lines_of(test::read_text(dir.path() / "q" / "ranks.csv"));
+  REQUIRE(lines.size() == 1 + 4 * 4);  // 2 coefficients and 2 quantities
+  const auto folder = dir.path() / "q" / "replications" / "run.seed=1+run.data_seed=1";
+  const auto manifest = nlohmann::json::parse(test::read_text(folder / "manifest.json"));
+  CHECK(manifest["config"]["run"]["lp"] == true);
+  CHECK(manifest["config"]["output"]["quantities"] == true);
+  const auto chain = sgmcmc::read_stan_csv(folder / "chain-1.csv");
+  for (const std::string name : {"lp__", "held_out_log_density"}) {
+    INFO(name);
+    const auto column = static_cast<std::size_t>(std::find(chain.columns.begin(), chain.columns.end(), name) - chain.columns.begin());
+    REQUIRE(column < chain.columns.size());
+    const double star = manifest["model"]["simulated_quantities"][name].get<double>();
+    int below = 0;
+    for (int l = 0; l < 19; ++l) below += chain.rows[static_cast<std::size_t>((l + 0.5) * 300 / 19)][column] < star;
+    const auto row = std::find_if(lines.begin(), lines.end(), [&](const std::string& line) {
+      const auto fields = test::csv_fields(line);
+      return fields[0] == "1" && fields[2] == name;
+    });
+    REQUIRE(row != lines.end());
+    CHECK(test::csv_fields(*row)[4] == std::to_string(below));
+    CHECK(test::csv_fields(*row)[3] == fmt::format("{:.17g}", star));
+  }
+
+  const auto unknown = test::run_cli(quick(dir.path() / "u", 2, 1) + " --quantities nonsense");
+  CHECK(unknown.exit_code == 2);
+  CHECK_THAT(unknown.output, Contains("--quantities nonsense"));
+}

@@ -14,6 +14,12 @@
 //    tests/unit/calibration_test.cpp ("power"): 100 of 100 data sets rejected, so a miss here has
 //    probability of order 1% or less per test (and both tests must miss for the verdict to say
 //    calibrated).
+//  - lp__ (`--quantities lp__`, ranked at θ* as a parameter; the parameters' ranks are the same
+//    with it): a function of θ and the conditioned data, so uniform for the exact sampler (one
+//    more parameter in the false-alarm bound: at most 0.06). For SGLD the too wide draws have
+//    lower log density than θ*, so θ* ranks high: at R = 100 the mean rank was 70 of 99 (49.5 if
+//    uniform) and both tests rejected with p ≤ 1e-4; at R = 500 the ECDF's drop of about 0.2 at
+//    mid-range is 9 binomial sd (sqrt(0.25/500) = 0.022), far beyond the band.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
@@ -28,7 +34,7 @@ namespace {
 
 std::string sbc(const std::string& config, const std::string& out) {
   return fmt::format("sbc --config '{}/runners/presets/sbc/{}.toml' --replications 500 --alpha 0.01 --jobs 2 --quiet --no-plot "
-                     "--out '{}'",
+                     "--quantities lp__ --out '{}'",
                      SGMCMC_SOURCE_DIR, config, out);
 }
 
@@ -39,13 +45,14 @@ TEST_CASE("sbc: exact MALA + MH on gaussian is calibrated; SGLD at a too-large s
   const auto exact = test::run_cli(sbc("gaussian-mala-mh", (dir.path() / "exact").string()));
   INFO(exact.output);
   REQUIRE(exact.exit_code == 0);
-  CHECK_THAT(exact.output, Contains("beta.1: calibrated") && Contains("beta.2: calibrated"));
+  CHECK_THAT(exact.output, Contains("beta.1: calibrated") && Contains("beta.2: calibrated") && Contains("lp__: calibrated"));
   CHECK_THAT(exact.output, !Contains("bulk ESS <"));
 
   const auto biased = test::run_cli(sbc("gaussian-sgld-large-step", (dir.path() / "sgld").string()));
   INFO(biased.output);
   REQUIRE(biased.exit_code == 0);
-  CHECK_THAT(biased.output, Contains("beta.1: miscalibrated") && Contains("beta.2: miscalibrated"));
+  CHECK_THAT(biased.output, Contains("beta.1: miscalibrated") && Contains("beta.2: miscalibrated") &&
+                                Contains("lp__: miscalibrated"));
   // Too wide draws put θ* near their middle: a ∩-shaped rank histogram, the ECDF below z at small
   // z (Talts et al. 2018, Figure 4). Read from ecdf.csv at z = 0.1 (k = 10 of 99).
   bool below = false;
@@ -97,5 +104,52 @@ TEST_CASE("summary: the configurational temperature is 1 for an exact chain on g
   INFO(biased.output);
   REQUIRE(biased.exit_code == 0);
   const auto [t_sgld, mcse_sgld] = configurational_temperature(biased.output);
+  CHECK(t_sgld > 1 + 4 * mcse_sgld);
+}
+
+namespace {
+
+/// The mean and MCSE of metrics.csv's temperature `column` from `sgmcmc summary`'s line.
+std::pair<double, double> metric_temperature(const std::string& output, const std::string& column) {
+  const auto at = output.find(column + " <");
+  if (at == std::string::npos) return {std::nan(""), std::nan("")};
+  const auto rest = output.substr(output.find("= ", at) + 2);
+  const auto mcse_at = rest.find("(mcse ");
+  return {std::stod(rest), std::stod(rest.substr(mcse_at + 6))};
+}
+
+}  // namespace
+
+TEST_CASE("summary: run.temperatures of obabo + mh on gaussian are 1 within 4 MCSE, sgld at a large step has no kinetic "
+          "one and a configurational one above 1",
+          "[temperature]") {
+  // An exact sampler leaves π(θ) N(p; 0, M) invariant: E[pᵀM⁻¹p]/d = 1 and E[θ·∇U]/d = 1
+  // (modules/README.md, "Temperatures"). summary's MCSE comes from the ESS of the rows after the
+  // warmup (eval_every = 1: every iteration), as a parameter's; |T - 1| < 4 MCSE fails by chance
+  // with probability 6e-5, and the MCSE must be below 0.05 for the check to have teeth. OBABO at
+  // h = 0.06 on this posterior (λ ≈ 200, h²λ ≈ 0.7) with γh ≈ 1; SGLD's configurational
+  // temperature at ε = 0.012 is 1.9-3.6 (the case above).
+  test::TempDir dir;
+  const auto run = [&](const std::string& config, const std::string& settings, const std::string& out) {
+    return test::run_cli(fmt::format("run --config '{}/runners/presets/sbc/{}.toml' --set model.simulate_from_prior=true "
+                                     "--set run.iterations=20000 --set run.chains=2 --set run.eval_every=1 "
+                                     "--set run.temperatures=true {} --out '{}'",
+                                     SGMCMC_SOURCE_DIR, config, settings, (dir.path() / out).string()));
+  };
+  const auto exact = run("gaussian-mala-mh",
+                         "--set integrator.name=obabo --set integrator.step_size=0.06 --set integrator.friction=16", "exact");
+  INFO(exact.output);
+  REQUIRE(exact.exit_code == 0);
+  for (const char* column : {"kinetic_temperature", "configurational_temperature"}) {
+    INFO(column);
+    const auto [t, mcse] = metric_temperature(exact.output, column);
+    CHECK(mcse < 0.05);
+    CHECK(std::abs(t - 1) < 4 * mcse);
+  }
+  const auto biased = run("gaussian-sgld-large-step", "", "sgld");
+  INFO(biased.output);
+  REQUIRE(biased.exit_code == 0);
+  CHECK_THAT(biased.output, !Contains("kinetic_temperature"));
+  const auto [t_sgld, mcse_sgld] = metric_temperature(biased.output, "configurational_temperature");
   CHECK(t_sgld > 1 + 4 * mcse_sgld);
 }

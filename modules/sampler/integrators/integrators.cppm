@@ -631,6 +631,11 @@ public:
     state.momentum.assign(dimension, 0.0);
     refresh(state, 0.0, rng);
   }
+  /// pᵀM⁻¹p/d = 2 K(p)/d with the mass in use now: the momentum the step ended with (after the
+  /// final O of OBABO, the last kick of BAOAB, SGHMC, SGNHT, BADODAB; hmc and mala have none).
+  std::optional<double> kinetic_temperature(const ChainState& state) const override {
+    return 2.0 * kinetic_energy(state.momentum, mass_.inverse) / static_cast<double>(state.momentum.size());
+  }
 
 protected:
   /// O with retention c: m ← c m + sqrt((1 - c²)T) M^{1/2} ξ.
@@ -686,6 +691,10 @@ public:
     // skipping it keeps `mala`'s stream aligned with `sgld`'s (one normal per coordinate per step).
     if (friction_) refresh(state, retention, context.rng);
   }
+  /// `mala`'s momentum is redrawn whole at every step's start and never carried: it has none.
+  std::optional<double> kinetic_temperature(const ChainState& state) const override {
+    return friction_ ? MomentumIntegrator::kinetic_temperature(state) : std::nullopt;
+  }
 
 private:
   std::optional<Friction> friction_;  // none for `mala`
@@ -730,6 +739,11 @@ public:
     refresh(state, 0.0, context.rng);
     for (std::size_t l = 0; l < steps_; ++l) kick_drift_kick(state, h, estimator, context);
   }
+  /// None, as `mala`'s: the momentum is redrawn whole at each step's start, so the one carried is
+  /// no state of the chain (θ's next move does not depend on it), and after an MH rejection it is
+  /// the one saved before the refresh, whose law is not N(0, TM) even for exact HMC (mean
+  /// pᵀM⁻¹p/d 0.95 on N(0, 1) at h = 0.5, L = 3; tests/statistical/temperatures_test.cpp).
+  std::optional<double> kinetic_temperature(const ChainState&) const override { return std::nullopt; }
 
 private:
   std::size_t steps_;
