@@ -59,7 +59,7 @@ TEST_CASE("NaN or infinity in a data or test file is an input error naming file:
   CHECK_FALSE(fs::exists(out / "manifest.json"));
 }
 
-TEST_CASE("the rows a data file gave are reported; a first line with a byte-order mark is one of them") {
+TEST_CASE("the rows a data file gave are reported, a first line with a byte-order mark is one of them") {
   test::TempDir dir;
   const auto bom = dir.write("bom.csv", "\xEF\xBB\xBF" "1,2\n3,4\n5,6\n");
   expect_exit(0, gaussian_run(dir, bom), {"sgmcmc: note: " + bom.string() + ": 3 rows read\n"});

@@ -86,7 +86,7 @@ using test::without_seconds;
 
 using namespace lda_cli_test;
 
-TEST_CASE("lda-sgld learns the planted topics of a simulated corpus; both presets lower the held-out perplexity") {
+TEST_CASE("lda-sgld learns the planted topics of a simulated corpus, both presets lower the held-out perplexity") {
   // Threshold 0.9 on the matched cosine: distinct planted topics are nearly orthogonal (checked
   // below: every pair's cosine < 0.5), so a learnt topic that merges two planted ones or sits
   // between them scores at most about 0.7 against either, and one that is a planted topic up to
@@ -158,7 +158,7 @@ TEST_CASE("lda: sgmcmc topics prints each topic's top words, with word ids or a 
   CHECK_THAT(result.output, Contains("topics are shown for 'lda' runs only"));
 }
 
-TEST_CASE("check-model lda passes; mh is refused, naming the model and the missing capability") {
+TEST_CASE("check-model lda passes, mh is refused, naming the model and the missing capability") {
   auto result = test::run_cli("check-model lda");
   INFO(result.output);
   CHECK(result.exit_code == 0);

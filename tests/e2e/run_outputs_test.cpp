@@ -67,7 +67,7 @@ TEST_CASE("output.parameters writes the matching parameters only, with the very 
   CHECK_THAT(zv.output, Contains("beta.5"));
 }
 
-TEST_CASE("output.draws = false writes no parameter; metrics and manifest as usual") {
+TEST_CASE("output.draws = false writes no parameter, metrics and manifest as usual") {
   test::TempDir dir;
   const auto out = run_demo(dir, "none", "--set output.draws=false");
   const auto csv = sgmcmc::read_stan_csv(out / "chain-1.csv");

@@ -45,7 +45,7 @@ TEST_CASE("sbc refuses models that cannot be calibrated by simulation, with the 
   CHECK_THAT(data.output, Contains("simulate_from_prior"));
 }
 
-TEST_CASE("sbc on gaussian: ranks, tests and θ* recorded; the same for --jobs 1 and 2; --resume finishes a run") {
+TEST_CASE("sbc on gaussian: ranks, tests and θ* recorded, the same for --jobs 1 and 2, --resume finishes a run") {
   test::TempDir dir;
   const auto one = test::run_cli(quick(dir.path() / "one", 6, 1));
   INFO(one.output);

@@ -139,7 +139,7 @@ TEST_CASE("gaussian plugin: simulated data and the split are reproducible by see
   CHECK(ma[0] != mc[0]);
 }
 
-TEST_CASE("gaussian plugin: held_out_log_density is one draw's mean held-out log N(y*; x*ᵀβ, σ²)") {
+TEST_CASE("gaussian plugin: held_out_log_density is one draw's mean held-out log N(y*, x*ᵀβ, σ²)") {
   // Every row (y, x) = (1, 2, -1), so whichever 3 of 10 rows the split holds out, the quantity at
   // β = (0.5, 0.25) is log N(1; 0.75, 0.5²) = -log 0.5 - ½log 2π - ½(0.25/0.5)², by hand.
   test::TempDir dir;

@@ -245,7 +245,7 @@ TEST_CASE("lda plugin: the Gibbs-estimated gradient of a tiny document matches t
   }
 }
 
-TEST_CASE("lda plugin: reads a UCI docword file; test_docs and max_docs choose documents") {
+TEST_CASE("lda plugin: reads a UCI docword file, test_docs and max_docs choose documents") {
   test::TempDir dir;
   // 4 documents over W = 5 words (doc 3 has words 1 and 5).
   const std::string text = "4\n5\n7\n1 1 2\n1 2 1\n2 3 4\n3 1 1\n3 5 2\n4 4 1\n4 2 3\n";
@@ -344,7 +344,7 @@ TEST_CASE("lda plugin: held-out perplexity at the planted topics is far below th
   CHECK(at_truth < 0.5 * at_start);
 }
 
-TEST_CASE("lda plugin: a NaN count is an error naming file:line; a BOM before the header is not") {
+TEST_CASE("lda plugin: a NaN count is an error naming file:line, a BOM before the header is not") {
   test::TempDir dir;
   const auto nan = dir.write("docword.nan.txt", "2\n5\n2\n1 1 1\n2 2 nan\n");
   CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_docs = 0\n", quoted(nan))), Contains(nan.string() + ":5: count 'nan'"));

@@ -40,7 +40,7 @@ std::string sbc(const std::string& config, const std::string& out) {
 
 }  // namespace
 
-TEST_CASE("sbc: exact MALA + MH on gaussian is calibrated; SGLD at a too-large step is not", "[sbc]") {
+TEST_CASE("sbc: exact MALA + MH on gaussian is calibrated, SGLD at a too-large step is not", "[sbc]") {
   test::TempDir dir;
   const auto exact = test::run_cli(sbc("gaussian-mala-mh", (dir.path() / "exact").string()));
   INFO(exact.output);

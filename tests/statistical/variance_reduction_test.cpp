@@ -152,7 +152,7 @@ TEST_CASE("cv, svrg and saga are unbiased at several θ: uniform and p_i ∝ L_i
   }
 }
 
-TEST_CASE("cv is exact at θ = θ̂ found by SGD; bit for bit the exact gradient when it evaluates both batch sums") {
+TEST_CASE("cv is exact at θ = θ̂ found by SGD, bit for bit the exact gradient when it evaluates both batch sums") {
   // With two batch sums (a model without the GLM form), ĝ(θ̂) = Σ_i∇f_i(θ̂) + ∇f_0(θ̂) + s·(A - A)
   // where both batch sums A are the same computation: the difference is exactly 0, and Σ_i∇f_i(θ̂)
   // comes from the same full-pass call as the `exact` estimator's, so the two agree bit for bit.
@@ -312,7 +312,7 @@ TEST_CASE("near the mode cv's variance is far below minibatch's, each matching i
   CHECK(v_cv < v_minibatch / 100);
 }
 
-TEST_CASE("saga: once every entry is refreshed at a fixed θ the estimate is ∇U(θ); compact, full and one-item tables agree") {
+TEST_CASE("saga: once every entry is refreshed at a fixed θ the estimate is ∇U(θ), compact, full and one-item tables agree") {
   // (1) After the table is filled at α, estimates at a fixed θ refresh the entries of their
   // batches; once every item has been asked for at θ (the MaskedModel records it; for each of the
   // three tables), g_i = ∇f_i(θ)

@@ -16,7 +16,7 @@ namespace {
 sgmcmc::Settings model_section(const std::string& lines) { return sgmcmc::parse_config("[model]\n" + lines, "t.toml")["model"]; }
 }  // namespace
 
-TEST_CASE("row_count: an integer is a count, a float a fraction; out of range names the key") {
+TEST_CASE("row_count: an integer is a count, a float a fraction, out of range names the key") {
   CHECK(sgmcmc::row_count(model_section("test_size = 30\n"), "test_size", 0.1, 200, 0, 199) == 30);
   CHECK(sgmcmc::row_count(model_section("test_size = 0.25\n"), "test_size", 0.1, 200, 0, 199) == 50);
   CHECK(sgmcmc::row_count(model_section(""), "test_size", 0.1, 200, 0, 199) == 20);  // the fallback fraction
@@ -58,7 +58,7 @@ TEST_CASE("PredictiveAverage: the log of the averaged probabilities, not the ave
   CHECK(std::isnan(sgmcmc::PredictiveAverage(0).add({})));
 }
 
-TEST_CASE("allocate: refuses beyond SGMCMC_MEMORY_LIMIT_MB, naming what, how big and the limit; a bad limit names the variable") {
+TEST_CASE("allocate: refuses beyond SGMCMC_MEMORY_LIMIT_MB, naming what, how big and the limit, a bad limit names the variable") {
   // The budget is min(physical memory, the limit): 1 MB here, so 2·10⁵ doubles (1.6 MB) are
   // refused before allocation and 10⁵ (0.8 MB) are allocated.
   struct Limit {

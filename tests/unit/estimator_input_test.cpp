@@ -101,7 +101,7 @@ TEST_CASE("bad estimator input is refused when the estimator is built, with the 
   for (const char* name : {"cv", "svrg", "saga"}) CHECK_NOTHROW(test::make_estimator(fmt::format("name = \"{}\"\n", name), tiny));
 }
 
-TEST_CASE("saga refuses a table above memory_limit_mb, stating the bytes; GLM models need N scalars, not N × d") {
+TEST_CASE("saga refuses a table above memory_limit_mb, stating the bytes, GLM models need N scalars, not N × d") {
   // N = 50, d = 3: the compact table is 50 × 8 = 400 bytes, the full one 50 × 3 × 8 = 1,200 bytes.
   // A limit of 0.001 MB = 1,048.576 bytes lets the first through and refuses the second.
   test::GaussianFixture fixture(50, 3);
@@ -151,7 +151,7 @@ TEST_CASE("a diverging cv centring stops with a message naming the phase and sug
                     Contains("SGD centring phase"));
 }
 
-TEST_CASE("every estimator's cost reaches the chain's accounting; cv's centring phase is in the first metrics row") {
+TEST_CASE("every estimator's cost reaches the chain's accounting, cv's centring phase is in the first metrics row") {
   // N = 50, n = 5, 10 iterations of SGLD (one estimate each). Item gradients:
   //   cv (GLM form):    centring: 10 curvature probes × 2 batches × 5 = 100 for the automatic
   //                     first step, 7 SGD steps × 5 = 35, full pass 50; then 10 × 5 (one batch

@@ -405,7 +405,7 @@ TEST_CASE("step-size schedules: constant, polynomial decay, cyclical cosine") {
                     Catch::Matchers::Contains("b.toml:3: integrator.decay_c"));
 }
 
-TEST_CASE("scale_step_with_n: refused where it has no meaning, naming the key; recorded as given") {
+TEST_CASE("scale_step_with_n: refused where it has no meaning, naming the key, recorded as given") {
   auto model = std::make_shared<test::NormalTarget>(0.0, 1.0);
   const auto refusal = [&](const std::string& toml) {
     auto config = sgmcmc::parse_config(toml, "s.toml");

@@ -44,7 +44,7 @@ TEST_CASE("numeric CSV: NaN, infinities and numbers beyond a double are errors n
                     Contains("big.csv:2:3: '1e400' is beyond the range of a double"));
 }
 
-TEST_CASE("numeric CSV: a header is non-numeric in every field; anything else on line 1 is data") {
+TEST_CASE("numeric CSV: a header is non-numeric in every field, anything else on line 1 is data") {
   test::TempDir dir;
   // A first line with a typo or an overflowing number was taken for a header and dropped.
   CHECK_THROWS_WITH(sgmcmc::read_numeric_csv(dir.write("typo.csv", "1,0.2x\n3,4\n")),

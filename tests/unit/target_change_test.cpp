@@ -100,7 +100,7 @@ TEST_CASE("after a target change the MH corrector recomputes U(θ_0) under the n
   }
 }
 
-TEST_CASE("a change of the data terms makes saga refill its table; a prior change does not") {
+TEST_CASE("a change of the data terms makes saga refill its table, a prior change does not") {
   // saga fills its table with one full pass at the first estimate. TargetChange::data after
   // iteration 1 costs exactly one more full pass (the refill at iteration 2); `prior` costs none.
   for (const auto& [change, passes] : {std::pair{sgmcmc::TargetChange::data, 2u}, std::pair{sgmcmc::TargetChange::prior, 1u}}) {

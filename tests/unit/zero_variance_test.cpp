@@ -24,7 +24,7 @@ void draws(std::size_t count, sgmcmc::DrawMatrix& points, sgmcmc::DrawMatrix& sc
 
 }  // namespace
 
-TEST_CASE("ZV controls: z for order 1; then 1 + θ_j z_j and θ_j z_k + θ_k z_j for order 2") {
+TEST_CASE("ZV controls: z for order 1, then 1 + θ_j z_j and θ_j z_k + θ_k z_j for order 2") {
   const std::vector<double> theta{2.0, -1.0, 0.5}, z{0.25, 3.0, -2.0};
   CHECK(sgmcmc::zv_control_count(3, 1) == 3);
   CHECK(sgmcmc::zv_control_count(3, 2) == 9);  // d(d+3)/2
