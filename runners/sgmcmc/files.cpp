@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <vector>
 #include <fmt/format.h>
 
 #include "files.hpp"
@@ -36,4 +37,13 @@ void write_atomically(const fs::path& path, const std::string& text) {
   file.write(text);
   file.close();
   fs::rename(temporary, path);
+}
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> fields;
+  std::size_t start = 0;
+  for (std::size_t comma; (comma = line.find(',', start)) != std::string::npos; start = comma + 1)
+    fields.push_back(line.substr(start, comma - start));
+  fields.push_back(line.substr(start));
+  return fields;
 }

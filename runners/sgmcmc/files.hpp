@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
 
 /// The file's bytes; an sgmcmc::Error "<path>: cannot open <what>" when it cannot be opened.
 std::string read_file(const std::filesystem::path& path, std::string_view what);
@@ -15,3 +16,7 @@ void require_folder_or_absent(const std::filesystem::path& out);
 /// Whole or absent: written to a temporary name, then renamed, so a reader never sees half a
 /// file and a folder without it is one whose writer was interrupted.
 void write_atomically(const std::filesystem::path& path, const std::string& text);
+
+/// The comma-separated fields of one line of the CSV files the runner writes itself (metrics.csv,
+/// results.csv: no quoted commas), a trailing empty field included.
+std::vector<std::string> split_csv_line(const std::string& line);

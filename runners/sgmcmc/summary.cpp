@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "files.hpp"
 #include "run_folder.hpp"
 
 import sgmcmc;
@@ -86,15 +87,7 @@ void metric_temperatures(const fs::path& folder, const nlohmann::json& manifest)
   std::ifstream in(folder / run_folder::metrics);
   std::string line;
   if (!in || !std::getline(in, line)) return;
-  const auto split = [](const std::string& text) {
-    std::vector<std::string> fields;
-    std::size_t start = 0;
-    for (std::size_t comma; (comma = text.find(',', start)) != std::string::npos; start = comma + 1)
-      fields.push_back(text.substr(start, comma - start));
-    fields.push_back(text.substr(start));
-    return fields;
-  };
-  const auto header = split(line);
+  const auto header = split_csv_line(line);
   const auto index_of = [&header](const std::string& name) {
     return static_cast<std::size_t>(std::find(header.begin(), header.end(), name) - header.begin());
   };
@@ -114,7 +107,7 @@ void metric_temperatures(const fs::path& folder, const nlohmann::json& manifest)
   if (manifest.is_object() && manifest.contains("config") && manifest["config"].contains("run"))
     warmup = manifest["config"]["run"].value("warmup", std::uint64_t{0});
   while (std::getline(in, line)) {
-    const auto fields = split(line);
+    const auto fields = split_csv_line(line);
     if (fields.size() != header.size()) continue;
     const auto chain = std::strtoull(fields[chain_index].c_str(), nullptr, 10);
     if (chain == 0 || std::strtoull(fields[iteration_index].c_str(), nullptr, 10) <= warmup) continue;

@@ -39,15 +39,6 @@ std::string csv_field(const std::string& text) {
   return quoted + "\"";
 }
 
-std::vector<std::string> split_csv_line(const std::string& line) {
-  std::vector<std::string> fields;
-  std::size_t start = 0;
-  for (std::size_t comma; (comma = line.find(',', start)) != std::string::npos; start = comma + 1)
-    fields.push_back(line.substr(start, comma - start));
-  fields.push_back(line.substr(start));
-  return fields;
-}
-
 /// A cell's metrics.csv: its header and rows, fields as written (so the table repeats them exactly).
 struct MetricsTable {
   std::vector<std::string> header;
