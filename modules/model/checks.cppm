@@ -300,8 +300,7 @@ Vector fingerprint(const Model& model, Workspace& workspace, const Vector& theta
   const auto all = every_item(model);
   Vector values(model.dimension(), 0.0);
   Rng rng(5, 5);
-  model.add_data_gradient(theta, Batch{all}, values, workspace, rng);
-  model.add_prior_gradient_given(theta, values, workspace);
+  add_gradient(model, theta, all, values, workspace, rng);
   Vector metrics(model.metric_names().size());
   model.evaluate_metrics(theta, workspace, metrics);
   values.insert(values.end(), metrics.begin(), metrics.end());

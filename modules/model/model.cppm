@@ -177,6 +177,11 @@ std::vector<std::size_t> every_item(const Model& model);
 double potential(const Model& model, std::span<const double> theta, std::span<const std::size_t> every,
                  Workspace& workspace);
 
+/// gradient += ∇U(θ) = ∇f_0(θ) + Σ_i ∇f_i(θ) over `every` (from every_item): one full data pass.
+/// `rng` is what a model with a Gibbs-estimated gradient draws from (latent-gibbs-step).
+void add_gradient(const Model& model, std::span<const double> theta, std::span<const std::size_t> every,
+                  std::span<double> gradient, Workspace& workspace, Rng& rng);
+
 /// What a plugin tells without building a model (`sgmcmc list`).
 struct PluginInfo {
   std::string name;
@@ -235,6 +240,12 @@ std::vector<std::size_t> every_item(const Model& model) { return index_range(mod
 double potential(const Model& model, std::span<const double> theta, std::span<const std::size_t> every,
                  Workspace& workspace) {
   return model.prior_potential_given(theta, workspace) + model.data_potential(theta, Batch{every}, workspace);
+}
+
+void add_gradient(const Model& model, std::span<const double> theta, std::span<const std::size_t> every,
+                  std::span<double> gradient, Workspace& workspace, Rng& rng) {
+  model.add_data_gradient(theta, Batch{every}, gradient, workspace, rng);
+  model.add_prior_gradient_given(theta, gradient, workspace);
 }
 
 namespace {

@@ -252,8 +252,7 @@ void Chain::evaluate_temperatures(std::span<double> out) {
   if (all_items_.empty()) all_items_ = every_item(*model_);
   full_gradient_.assign(state_.theta.size(), 0.0);
   Rng unused = rng_;
-  model_->add_data_gradient(state_.theta, Batch{all_items_}, full_gradient_, *workspace_, unused);
-  model_->add_prior_gradient_given(state_.theta, full_gradient_, *workspace_);
+  add_gradient(*model_, state_.theta, all_items_, full_gradient_, *workspace_, unused);
   double sum = 0.0;
   for (std::size_t j = 0; j < state_.theta.size(); ++j) sum += state_.theta[j] * full_gradient_[j];
   out[k] = sum / static_cast<double>(state_.theta.size());

@@ -431,16 +431,13 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
     // workspace: they keep no state across draws) and lp__ = -U(θ*) where U is exact (the same
     // function, and constant, as the draws' lp__ with run.lp = true).
     json at_truth = json::object();
-    if (const auto quantity_names = run.model()->quantity_names(); !quantity_names.empty()) {
-      const auto workspace = run.model()->make_workspace();
-      std::vector<double> quantities(quantity_names.size());
-      run.model()->evaluate_quantities(truth, *workspace, quantities);
-      for (std::size_t q = 0; q < quantity_names.size(); ++q) at_truth[quantity_names[q]] = quantities[q];
-    }
-    if (run.model()->capabilities().exact_log_likelihood) {
-      const auto workspace = run.model()->make_workspace();
+    const auto workspace = run.model()->make_workspace();
+    const auto quantity_names = run.model()->quantity_names();
+    std::vector<double> quantities(quantity_names.size());
+    if (!quantity_names.empty()) run.model()->evaluate_quantities(truth, *workspace, quantities);
+    for (std::size_t q = 0; q < quantity_names.size(); ++q) at_truth[quantity_names[q]] = quantities[q];
+    if (run.model()->capabilities().exact_log_likelihood)
       at_truth["lp__"] = -sgmcmc::potential(*run.model(), truth, sgmcmc::every_item(*run.model()), *workspace);
-    }
     manifest["model"]["simulated_quantities"] = at_truth;
   }
   const bool checkpoints = run.schedule.chain.checkpoint_every > 0;
