@@ -39,9 +39,9 @@ std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& 
   if (!corrector->tests_acceptance()) {
     if (integrator.adapts_step_size())
       throw Error(fmt::format("{}: adapt_step_size = true needs corrector.name = \"mh\": the step size is adapted to a "
-                              "target MH acceptance rate, and without an MH test there is no acceptance signal (an "
-                              "uncorrected chain would need a tuning by kernel Stein discrepancy, which is not built "
-                              "yet)",
+                              "target MH acceptance rate, and without an MH test there is no acceptance signal (for an "
+                              "uncorrected chain, `sgmcmc tune` chooses the step by the kernel Stein discrepancy of "
+                              "pilot chains)",
                               config["integrator"].describe("adapt_step_size")));
     return corrector;
   }

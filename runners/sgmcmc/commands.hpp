@@ -32,6 +32,7 @@ Command add_zv_command(CLI::App& app);
 Command add_topics_command(CLI::App& app);
 Command add_new_model_command(CLI::App& app);
 Command add_sbc_command(CLI::App& app);
+Command add_tune_command(CLI::App& app);
 
 /// Exit codes: 0 done, 1 a chain diverged (its draws up to then are kept), 2 bad input, 3 a bug,
 /// 130 (128 + SIGINT, as shells report Ctrl-C) a run stopped by SIGINT or SIGTERM, resumable.
@@ -107,6 +108,27 @@ struct SbcOptions {
 
 /// `sgmcmc sbc`: simulation-based calibration through a sweep of replications; 1 when one failed.
 int sbc_command(const SbcOptions& options);
+
+struct TuneOptions {
+  std::optional<std::string> preset;
+  std::optional<std::filesystem::path> config_file;
+  std::vector<std::string> overrides;  // --set section.key=value
+  std::vector<double> steps;           // --steps: the grid as given; empty: factor and points
+  double factor = 3.0;                 // neighbouring steps of the grid differ by this ratio
+  std::size_t points = 7;              // steps in the grid, centred on integrator.step_size
+  std::optional<std::uint64_t> iterations;  // each pilot's run.iterations (default: the configuration's)
+  std::optional<std::uint64_t> warmup;      // each pilot's run.warmup (default: the configuration's)
+  std::size_t draws = 500;             // about this many draws per pilot, each with a full-data gradient
+  unsigned jobs = 0;
+  std::optional<std::filesystem::path> out;
+  bool resume = false;
+  bool quiet = false;
+  std::optional<std::filesystem::path> plugin_dir;
+};
+
+/// `sgmcmc tune`: pilot chains over a grid of step sizes, the one whose draws have the lowest
+/// kernel Stein discrepancy chosen and written as tuned.toml.
+int tune_command(const TuneOptions& options);
 
 /// `sgmcmc plot DIR`: runs runners/figures/sweep_plot.py; its exit code.
 int plot_command(const PlotOptions& options);

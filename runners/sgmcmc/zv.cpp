@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "recorded_draws.hpp"
 #include "run_folder.hpp"
 
 import sgmcmc;
@@ -28,117 +29,6 @@ namespace {
 /// Second-order ZV forms the covariance of d(d+3)/2 controls (draws × controls² work); beyond
 /// this many controls (d = 30) the default is first order.
 constexpr std::size_t default_second_order_limit = 500;
-/// KSD is O(n² d): each chain is thinned evenly to at most this many draws.
-constexpr std::size_t ksd_max_draws = 1000;
-
-struct Recorded {
-  Chains chains;
-  std::vector<std::string> parameters;        // from the gradient files' grad_lp.<name> header
-  std::vector<std::size_t> parameter_columns;  // their columns in chain-<k>.csv
-  std::vector<std::size_t> quantity_columns;   // the other non-sampler columns
-  std::vector<sgmcmc::StanCsv> gradients;      // per chain
-  std::vector<fs::path> gradient_paths;
-};
-
-std::vector<std::string> parameters_of(const sgmcmc::StanCsv& gradients, const fs::path& path) {
-  std::vector<std::string> names;
-  for (const auto& column : gradients.columns) {
-    if (!column.starts_with(sgmcmc::gradient_column_prefix))
-      throw sgmcmc::Error(fmt::format("zv: {}: column '{}' is not a gradient column ({}<parameter>)", path.string(), column,
-                                      sgmcmc::gradient_column_prefix));
-    names.push_back(column.substr(sgmcmc::gradient_column_prefix.size()));
-  }
-  return names;
-}
-
-/// Which chain columns are the gradient files' parameters, and which are quantities.
-void locate_columns(Recorded& recorded, const fs::path& gradient_path) {
-  const auto& columns = recorded.chains.columns;
-  for (const auto& name : recorded.parameters) {
-    const auto at = std::find(columns.begin(), columns.end(), name);
-    if (at == columns.end())
-      throw sgmcmc::Error(fmt::format("zv: {} has a gradient of '{}', but {} has no such column; the files are not of the "
-                                      "same run",
-                                      gradient_path.string(), name, recorded.chains.paths.front().string()));
-    recorded.parameter_columns.push_back(static_cast<std::size_t>(at - columns.begin()));
-  }
-  for (std::size_t index = 0; index < columns.size(); ++index)
-    if (!columns[index].ends_with("__") &&
-        std::find(recorded.parameter_columns.begin(), recorded.parameter_columns.end(), index) == recorded.parameter_columns.end())
-      recorded.quantity_columns.push_back(index);
-}
-
-Recorded read_recorded(const fs::path& folder) {
-  Recorded recorded{read_chains(folder, "zv", 1)};
-  const auto chain_paths = numbered_files(folder, run_folder::chain_prefix, "zv");
-  const auto gradient_paths = numbered_files(folder, run_folder::gradients_prefix, "zv");
-  if (gradient_paths.empty())
-    throw sgmcmc::Error(fmt::format("zv: '{}' has no gradients-<k>.csv files; record them with [output] gradients = "
-                                    "\"cv\" (or \"exact\", \"estimator\") in the run's configuration",
-                                    folder.string()));
-  std::size_t chain = 0;
-  for (const auto& [k, chain_path] : chain_paths) {
-    const auto found = gradient_paths.find(k);
-    if (found == gradient_paths.end())
-      throw sgmcmc::Error(fmt::format("zv: {} has no gradients-{}.csv beside it", chain_path.string(), k));
-    auto gradients = sgmcmc::read_stan_csv(found->second);
-    const auto names = parameters_of(gradients, found->second);
-    if (recorded.gradients.empty()) {
-      recorded.parameters = names;
-      locate_columns(recorded, found->second);
-    } else if (names != recorded.parameters) {
-      throw sgmcmc::Error(fmt::format("zv: {} has other columns than gradients-{}.csv", found->second.string(),
-                                      gradient_paths.begin()->first));
-    }
-    const std::size_t draws = recorded.chains.files[chain].rows.size();
-    if (gradients.rows.size() != draws)
-      throw sgmcmc::Error(fmt::format("zv: {} has {} rows but {} has {} draws; each row must be the gradient at the draw "
-                                      "of the same row",
-                                      found->second.string(), gradients.rows.size(), chain_path.string(), draws));
-    recorded.gradients.push_back(std::move(gradients));
-    recorded.gradient_paths.push_back(found->second);
-    ++chain;
-  }
-  return recorded;
-}
-
-struct Pooled {
-  sgmcmc::DrawMatrix points, scores, quantities;  // rows: chain 1's draws, then chain 2's, ...
-};
-
-/// ZV needs finite numbers; a NaN or Inf is named by its file, draw and column.
-void check_finite(const std::vector<double>& row, const std::vector<std::string>& columns, const fs::path& path,
-                  std::size_t draw) {
-  for (std::size_t j = 0; j < row.size(); ++j)
-    if (!std::isfinite(row[j]))
-      throw sgmcmc::Error(fmt::format("zv: {}: draw {} has {} = {}; zero variance needs finite values (did the chain "
-                                      "diverge?)",
-                                      path.string(), draw, columns[j], row[j]));
-}
-
-/// Every chain cut to the shortest's length and stacked; the quantities are the parameters
-/// themselves (q = θ_j) followed by the model's quantity columns.
-Pooled pool(const Recorded& recorded) {
-  Pooled pooled;
-  for (std::size_t k = 0; k < recorded.chains.files.size(); ++k)
-    for (std::size_t t = 0; t < recorded.chains.draws; ++t) {
-      const auto& row = recorded.chains.files[k].rows[t];
-      std::vector<double> theta, quantities;
-      std::vector<std::string> names;
-      for (std::size_t index : recorded.parameter_columns) theta.push_back(row[index]);
-      quantities = theta;
-      for (std::size_t index : recorded.quantity_columns) quantities.push_back(row[index]);
-      for (std::size_t index : recorded.parameter_columns) names.push_back(recorded.chains.columns[index]);
-      for (std::size_t index : recorded.quantity_columns) names.push_back(recorded.chains.columns[index]);
-      check_finite(quantities, names, recorded.chains.paths[k], t + 1);
-      check_finite(recorded.gradients[k].rows[t], recorded.gradients[k].columns, recorded.gradient_paths[k], t + 1);
-      pooled.points.push_back(std::move(theta));
-      pooled.scores.push_back(recorded.gradients[k].rows[t]);
-      pooled.quantities.push_back(std::move(quantities));
-    }
-  return pooled;
-}
-
 /// The draws of one quantity back in chains × draws, for the MCSE.
 sgmcmc::ChainDraws as_chains(const std::vector<double>& values, std::size_t chains, std::size_t draws) {
   sgmcmc::ChainDraws out(chains);
@@ -162,36 +52,18 @@ std::string gradient_source(const fs::path& folder) {
   return "unknown (no manifest.json)";
 }
 
-/// Per chain, the KSD of at most ksd_max_draws evenly spaced draws, every coordinate
-/// standardised by the pooled draws' mean m and sd s: x' = (x - m)/s has score s·z, so the kernel's
-/// unit length scale (c = 1) matches the posterior's spread whatever the parameters' units.
+/// Per chain, the KSD of at most ksd_max_draws evenly spaced draws, standardised by the pooled
+/// draws' mean and sd (standardised_ksd).
 void print_ksd(const Recorded& recorded, const Pooled& pooled, const std::string& source) {
-  const std::size_t d = recorded.parameters.size(), rows = pooled.points.size();
-  std::vector<double> mean(d, 0.0), sd(d, 0.0);
-  for (const auto& theta : pooled.points)
-    for (std::size_t j = 0; j < d; ++j) mean[j] += theta[j] / static_cast<double>(rows);
-  for (const auto& theta : pooled.points)
-    for (std::size_t j = 0; j < d; ++j) sd[j] += (theta[j] - mean[j]) * (theta[j] - mean[j]) / static_cast<double>(rows - 1);
-  for (std::size_t j = 0; j < d; ++j) {
-    sd[j] = std::sqrt(sd[j]);
-    if (!(sd[j] > 0.0)) return fmt::print("kernel Stein discrepancy: undefined ({} does not move)\n", recorded.parameters[j]);
-  }
-  const std::size_t draws = recorded.chains.draws, step = (draws + ksd_max_draws - 1) / ksd_max_draws;
+  const Spread standard = spread_of(pooled.points);
+  for (std::size_t j = 0; j < standard.sd.size(); ++j)
+    if (!(standard.sd[j] > 0.0)) return fmt::print("kernel Stein discrepancy: undefined ({} does not move)\n", recorded.parameters[j]);
+  const std::size_t draws = recorded.chains.draws;
   std::vector<std::string> values;
   for (std::size_t k = 0; k < recorded.chains.files.size(); ++k) {
-    std::vector<std::vector<double>> points, scores;
-    for (std::size_t t = 0; t < draws; t += step) {
-      const auto& theta = pooled.points[k * draws + t];
-      const auto& z = pooled.scores[k * draws + t];
-      std::vector<double> x(d), s(d);
-      for (std::size_t j = 0; j < d; ++j) {
-        x[j] = (theta[j] - mean[j]) / sd[j];
-        s[j] = z[j] * sd[j];
-      }
-      points.push_back(std::move(x));
-      scores.push_back(std::move(s));
-    }
-    values.push_back(fmt::format("chain {} {:.4g} ({} draws)", k + 1, sgmcmc::kernel_stein_discrepancy(points, scores), points.size()));
+    std::size_t used = 0;
+    const double ksd = standardised_ksd(pooled, k * draws, (k + 1) * draws, standard, ksd_max_draws, used);
+    values.push_back(fmt::format("chain {} {:.4g} ({} draws)", k + 1, ksd, used));
   }
   fmt::print("kernel Stein discrepancy (IMQ kernel c = 1, β = -1/2, standardised coordinates): {}\n", fmt::join(values, ", "));
   if (source != "exact")
@@ -240,8 +112,8 @@ sgmcmc::ZvResult estimate(const Pooled& pooled, int order, const std::vector<boo
 
 bool gradient_diagnostics(const fs::path& folder) {
   if (numbered_files(folder, run_folder::gradients_prefix, "summary").empty()) return false;
-  const Recorded recorded = read_recorded(folder);
-  const Pooled pooled = pool(recorded);
+  const Recorded recorded = read_recorded(folder, "zv");
+  const Pooled pooled = pool(recorded, "zv");
   const std::size_t d = recorded.parameters.size(), chains = recorded.chains.files.size(), draws = recorded.chains.draws;
   // Configurational temperature: for π ∝ exp(-U/T), integration by parts gives E[θ_j ∂_j U] = T
   // for every coordinate j (the equipartition theorem's configurational form; Leimkuhler &
@@ -266,8 +138,8 @@ bool gradient_diagnostics(const fs::path& folder) {
 }
 
 int zv_command(const fs::path& folder, const ZvOptions& options) {
-  const Recorded recorded = read_recorded(folder);
-  const Pooled pooled = pool(recorded);
+  const Recorded recorded = read_recorded(folder, "zv");
+  const Pooled pooled = pool(recorded, "zv");
   const std::size_t d = recorded.parameters.size(), chains = recorded.chains.files.size(), draws = recorded.chains.draws;
   const int order = choose_order(options.order, d);
   check_enough_draws(options.cross_fit ? chains * (draws / 2) : pooled.points.size(), d, order, options.cross_fit);
