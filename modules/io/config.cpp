@@ -1,6 +1,7 @@
 // The TOML side of sgmcmc.config, in an implementation unit so that toml++ stays out of the
 // module interface that consumers of the installed package compile.
 module;
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cstdint>
@@ -67,6 +68,36 @@ Value toml_value(const toml::node& node, const std::string& where) {
   throw Error(fmt::format("{}: expected a boolean, integer, number, string or array of numbers or strings", where));
 }
 
+/// Every key of every component is a TOML bare key (letters, digits, '_' and '-'). Others (a
+/// quoted "a b" in a file, `--set run.seed'=1`) are typos, and format_config could not write
+/// them back unquoted for a resume to read.
+void check_key_name(const std::string& key, const std::string& where) {
+  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+  if (!bare) throw Error(fmt::format("{}: '{}' is not a key name: keys are letters, digits, '_' and '-'", where, key));
+}
+
+/// True when `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing
+/// beyond U+10FFFF), which a TOML document must be.
+bool valid_utf8(std::string_view text) {
+  for (std::size_t i = 0; i < text.size();) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    const std::size_t length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+    if (length == 0 || i + length > text.size()) return false;
+    std::uint32_t code = length == 1 ? lead : lead & (0x7F >> length);
+    for (std::size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      if ((next >> 6) != 0x2) return false;
+      code = (code << 6) | (next & 0x3F);
+    }
+    constexpr std::uint32_t smallest[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (code < smallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+    i += length;
+  }
+  return true;
+}
+
 /// `text` of a --set, "[1.0, 2.5]" or '["theta.1", "theta.2"]', read as a TOML array.
 Value override_array(const std::string& text, const std::string& origin) {
   toml::table parsed;
@@ -114,6 +145,7 @@ RunConfig parse_config(std::string_view text, const std::string& source) {
     for (const auto& [key, node] : *table) {
       const std::string origin = fmt::format("{}:{}", source, node.source().begin.line);
       const std::string name = fmt::format("{}.{}", section_key.str(), key.str());
+      check_key_name(std::string(key.str()), origin);
       settings.set(std::string(key.str()), {toml_value(node, origin + ": " + name), origin});
     }
   }
@@ -143,12 +175,19 @@ std::string format_config(const RunConfig& config) {
 
 void apply_override(RunConfig& config, const std::string& assignment) {
   const std::string origin = fmt::format("--set {}", assignment);
+  // The configuration is recorded as TOML (manifest.json, a checkpoint's config.toml, a sweep's
+  // cells), which holds UTF-8 only: other bytes (a Latin-1 file name, say) could not be resumed.
+  if (!valid_utf8(assignment))
+    throw Error(fmt::format("{}: not valid UTF-8; a configuration is recorded as TOML, which holds UTF-8 only (a file name in "
+                            "another encoding needs a link with a UTF-8 name)",
+                            origin));
   const auto equals = assignment.find('=');
   const auto dot = assignment.find('.');
   if (equals == std::string::npos || dot == std::string::npos || dot > equals || dot == 0 || dot + 1 == equals)
     throw Error(fmt::format("{}: expected section.key=value", origin));
   Settings& settings = section_named(config, assignment.substr(0, dot), origin);
   const std::string key = assignment.substr(dot + 1, equals - dot - 1);
+  check_key_name(key, origin);
   std::string text = assignment.substr(equals + 1);
 
   Value value;

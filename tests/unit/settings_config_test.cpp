@@ -156,3 +156,29 @@ TEST_CASE("an array of strings is read from TOML and --set, survives being writt
   const auto back = sgmcmc::parse_config(sgmcmc::format_config(config), "back.toml");
   CHECK(back["output"].entries().at("chosen").value == config["output"].entries().at("chosen").value);
 }
+
+TEST_CASE("a key that is not a bare TOML key is refused where it was written, as format_config could not write it back") {
+  // Found by fuzz_override (--set run.seed'=-3) and then by hand for fuzz_config: a quoted key in
+  // a file or a quote in a --set key was accepted, and format_config wrote it unquoted, so a
+  // checkpointed run's config.toml did not parse ("internal: ... does not survive").
+  CHECK_THROWS_WITH(sgmcmc::parse_config("[run]\n\"seed'\" = 1\n", "odd.toml"),
+                    Contains("odd.toml:2") && Contains("'seed'' is not a key name"));
+  CHECK_THROWS_WITH(sgmcmc::parse_config("[run]\n\"a b\" = 1\n", "odd.toml"), Contains("'a b' is not a key name"));
+  auto config = sgmcmc::parse_config("[run]\nseed = 1\n", "ok.toml");
+  CHECK_THROWS_WITH(sgmcmc::apply_override(config, "run.seed'=-3"),
+                    Contains("--set run.seed'=-3") && Contains("is not a key name"));
+  sgmcmc::apply_override(config, "integrator.step-like_key2=1");  // letters, digits, '_' and '-' are a bare key
+  CHECK(sgmcmc::parse_config(sgmcmc::format_config(config), "back.toml")["integrator"].contains("step-like_key2"));
+}
+
+TEST_CASE("an override (--set) that is not UTF-8 is refused naming it, as TOML, which records it, holds UTF-8 only") {
+  // Found by fuzz_override: --set model.name="logisti\xff" was accepted and format_config then
+  // failed with "internal: the [model] section does not survive being written as TOML".
+  auto config = sgmcmc::parse_config("[model]\nname = \"gaussian\"\n", "ok.toml");
+  CHECK_THROWS_WITH(sgmcmc::apply_override(config, "model.data=caf\xe9.csv"),
+                    Contains("--set model.data=") && Contains("not valid UTF-8"));
+  for (const char* invalid : {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "\xe2\x82"})  // overlong, surrogate, > U+10FFFF, cut
+    CHECK_THROWS_WITH(sgmcmc::apply_override(config, std::string("model.data=") + invalid), Contains("not valid UTF-8"));
+  sgmcmc::apply_override(config, "model.data=caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x93\x88.csv");  // é, €, 📈: two to four bytes
+  CHECK(sgmcmc::parse_config(sgmcmc::format_config(config), "back.toml")["model"].text("data", "") == "caf\xc3\xa9-\xe2\x82\xac-\xf0\x9f\x93\x88.csv");
+}
