@@ -4,6 +4,7 @@ module;
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <sstream>
@@ -76,6 +77,16 @@ void check_key_name(const std::string& key, const std::string& where) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
   });
   if (!bare) throw Error(fmt::format("{}: '{}' is not a key name: keys are letters, digits, '_' and '-'", where, key));
+}
+
+/// Equal, a NaN counting as equal to a NaN: TOML writes and reads `nan` (no getter accepts it, so
+/// it is refused with its key when read, but the configuration must still be recorded as given).
+bool same_value(const Value& a, const Value& b) {
+  const auto same_number = [](double x, double y) { return x == y || (std::isnan(x) && std::isnan(y)); };
+  if (const auto *x = std::get_if<double>(&a), *y = std::get_if<double>(&b); x && y) return same_number(*x, *y);
+  if (const auto *x = std::get_if<std::vector<double>>(&a), *y = std::get_if<std::vector<double>>(&b); x && y)
+    return std::equal(x->begin(), x->end(), y->begin(), y->end(), same_number);
+  return a == b;
 }
 
 /// True when `text` is well-formed UTF-8 (RFC 3629: no overlong forms, no surrogates, nothing
@@ -167,7 +178,7 @@ std::string format_config(const RunConfig& config) {
   for (const auto& [name, settings] : config.sections) {
     const auto& again = back[name].entries();
     bool same = again.size() == settings.entries().size();
-    for (const auto& [key, entry] : settings.entries()) same = same && again.contains(key) && again.at(key).value == entry.value;
+    for (const auto& [key, entry] : settings.entries()) same = same && again.contains(key) && same_value(again.at(key).value, entry.value);
     if (!same) throw Error(fmt::format("internal: the [{}] section does not survive being written as TOML", name));
   }
   return text.str();
