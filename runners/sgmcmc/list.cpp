@@ -71,9 +71,15 @@ std::vector<std::filesystem::path> plugin_folders(const std::optional<std::files
   if (plugin_dir && !std::filesystem::is_directory(*plugin_dir))
     throw sgmcmc::Error(fmt::format("--plugin-dir '{}': no such folder", plugin_dir->string()));
   // The install prefix is found from the executable: <prefix>/bin/sgmcmc → <prefix>/lib/sgmcmc/plugins.
+  // The build tree's plugins are searched by the build tree's own binary only: an installed
+  // sgmcmc would otherwise list every bundled model twice, the installed copy "shadowed".
   const auto executable = std::filesystem::read_symlink("/proc/self/exe");
-  return sgmcmc::plugin_search_path(
-      plugin_dir, {SGMCMC_BUILD_PLUGIN_DIR, executable.parent_path().parent_path() / SGMCMC_INSTALL_PLUGIN_DIR});
+  std::vector<std::filesystem::path> defaults;
+  std::error_code not_there;
+  if (std::filesystem::equivalent(executable.parent_path(), SGMCMC_BUILD_BIN_DIR, not_there))
+    defaults.push_back(SGMCMC_BUILD_PLUGIN_DIR);
+  defaults.push_back(executable.parent_path().parent_path() / SGMCMC_INSTALL_PLUGIN_DIR);
+  return sgmcmc::plugin_search_path(plugin_dir, defaults);
 }
 
 Command add_list_command(CLI::App& app) {

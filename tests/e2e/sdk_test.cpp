@@ -59,9 +59,11 @@ TEST_CASE("install, new-model, out-of-tree build, check-model and a chain with t
   const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
   CHECK(manifest["status"] == "complete");
   CHECK(manifest["model"]["name"] == "mymodel");
-  // The installed CLI finds its own bundled plugins in <prefix>/lib/sgmcmc/plugins.
+  // The installed CLI finds its own bundled plugins in <prefix>/lib/sgmcmc/plugins, and only those:
+  // not the build tree's as well, which listed every bundled model twice, one "shadowed".
   step = shell(fmt::format("{} list", installed));
   CHECK_THAT(step.output, Contains((prefix / "lib" / "sgmcmc" / "plugins" / "sgmcmc-model-gaussian.so").string()));
+  CHECK_THAT(step.output, !Contains("shadowed") && !Contains(std::string(SGMCMC_PLUGIN_DIR)));
 }
 
 TEST_CASE("check-model names each deliberate fault and exits non-zero") {
