@@ -30,9 +30,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "cluster.hpp"
 #include "commands.hpp"
 #include "files.hpp"
+#include "generated_sweep.hpp"
 #include "presets.hpp"
 #include "run_folder.hpp"
 
@@ -88,18 +88,12 @@ void check_model(const sgmcmc::RunConfig& config, const SbcOptions& options) {
                                                                      : info.no_prior_simulation));
 }
 
-std::string sweep_text(const sgmcmc::RunConfig& config, const SbcOptions& options) {
-  const std::string base = sgmcmc::format_config(config);
-  if (base.find("'''") != std::string::npos)
-    throw sgmcmc::Error("sbc: the configuration holds ''' , which the generated sweep file cannot quote");
+std::string sweep_axes(const SbcOptions& options) {
   std::vector<std::int64_t> seeds;
   for (std::int64_t r = 1; r <= static_cast<std::int64_t>(options.replications); ++r)
     seeds.push_back(r + static_cast<std::int64_t>(options.replications) * (options.seed - 1));
-  return fmt::format("# Written by `sgmcmc sbc`: {} replications, each data simulated from a prior draw and sampled.\n"
-                     "config = '''\n{}'''\n"
-                     "zip = [[\"run.seed\", \"run.data_seed\"]]\n\n"
-                     "[axes]\n\"run.seed\" = [{}]\n\"run.data_seed\" = [{}]\n",
-                     options.replications, base, fmt::join(seeds, ", "), fmt::join(seeds, ", "));
+  return fmt::format("zip = [[\"run.seed\", \"run.data_seed\"]]\n\n[axes]\n\"run.seed\" = [{}]\n\"run.data_seed\" = [{}]\n",
+                     fmt::join(seeds, ", "), fmt::join(seeds, ", "));
 }
 
 /// The finished replications of the sweep folder, by seed.
@@ -249,36 +243,23 @@ int sbc_command(const SbcOptions& options) {
   if (options.seed < 1) throw sgmcmc::Error("sbc: --seed must be at least 1");
   const auto [config, label] = load_config(options);
   check_model(config, options);
-  const fs::path out = options.out.value_or(fs::path("runs") / ("sbc-" + label));
-  const bool root = launcher_rank() == 0;
-  const bool created = !fs::exists(out);
-  if (root) {
-    require_folder_or_absent(out);
-    if (!options.resume && fs::exists(out) && !fs::is_empty(out))
-      throw sgmcmc::Error(fmt::format("sbc: '{}' is not empty; choose another --out, or --resume to finish it", out.string()));
-    fs::create_directories(out);
-    const std::string text = sweep_text(config, options);
-    if (options.resume && fs::exists(out / sweep_file_name) && read_file(out / sweep_file_name, "the SBC sweep") != text)
-      throw sgmcmc::Error(fmt::format("sbc: '{}' holds another SBC (its {} differs: other settings, --replications or "
-                                      "--seed); resume it with the same options",
-                                      out.string(), sweep_file_name));
-    write_atomically(out / sweep_file_name, text);
-  }
-  SweepOptions sweep{.file = out / sweep_file_name,
-                     .jobs = options.jobs,
-                     .out = out / replications_folder,
-                     .resume = options.resume && fs::exists(out / replications_folder),
-                     .quiet = options.quiet,
-                     .plugin_dir = options.plugin_dir,
-                     .max_cells = options.replications,
-                     .yes = true};
-  const int code = sweep_command(sweep);
-  if (!root) return code;
-  if (!fs::exists(out / replications_folder)) {  // the sweep refused every replication: nothing ran
-    if (created) fs::remove_all(out);
-    return code;
-  }
-  return std::max(code, analyse(out, options));
+  GeneratedSweep sweep{.command = "sbc",
+                       .kind = "SBC",
+                       .out = options.out.value_or(fs::path("runs") / ("sbc-" + label)),
+                       .file_name = sweep_file_name,
+                       .cells = replications_folder,
+                       .cell_count = options.replications,
+                       .resume = options.resume,
+                       .jobs = options.jobs,
+                       .quiet = options.quiet,
+                       .plugin_dir = options.plugin_dir};
+  sweep.text = generated_sweep_text(
+      sweep, fmt::format("Written by `sgmcmc sbc`: {} replications, each data simulated from a prior draw and sampled.", options.replications),
+      config, sweep_axes(options));
+  bool ran = false;
+  const int code = run_generated_sweep(sweep, ran);
+  if (!ran) return code;
+  return std::max(code, analyse(sweep.out, options));
 }
 
 Command add_sbc_command(CLI::App& app) {

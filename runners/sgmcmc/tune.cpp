@@ -37,6 +37,7 @@
 #include "cluster.hpp"
 #include "commands.hpp"
 #include "files.hpp"
+#include "generated_sweep.hpp"
 #include "presets.hpp"
 #include "recorded_draws.hpp"
 #include "run.hpp"
@@ -120,15 +121,10 @@ void check_pilot(sgmcmc::RunConfig pilot, double step, const TuneOptions& option
   check_run(*prepared);
 }
 
-std::string sweep_text(const sgmcmc::RunConfig& pilot, const std::vector<double>& steps) {
-  const std::string base = sgmcmc::format_config(pilot);
-  if (base.find("'''") != std::string::npos)
-    throw sgmcmc::Error("tune: the configuration holds ''' , which the generated sweep file cannot quote");
+std::string sweep_axes(const std::vector<double>& steps) {
   std::vector<std::string> values;
   for (double h : steps) values.push_back(fmt::format("{:.17g}", h));
-  return fmt::format("# Written by `sgmcmc tune`: one pilot chain per step size, scored by the KSD of its draws.\n"
-                     "config = '''\n{}'''\n\n[axes]\n\"integrator.step_size\" = [{}]\n",
-                     base, fmt::join(values, ", "));
+  return fmt::format("\n[axes]\n\"integrator.step_size\" = [{}]\n", fmt::join(values, ", "));
 }
 
 struct Pilot {
@@ -252,38 +248,24 @@ int tune_command(const TuneOptions& options) {
   const auto [config, label] = load_config(options);
   const auto steps = step_grid(config, options);
   const auto pilot = pilot_config(config, options);
-  const fs::path out = options.out.value_or(fs::path("runs") / ("tune-" + label));
-  const bool root = launcher_rank() == 0;
-  const bool created = !fs::exists(out);
-  if (root) {
-    check_pilot(pilot, steps.front(), options);
-    require_folder_or_absent(out);
-    if (!options.resume && fs::exists(out) && !fs::is_empty(out))
-      throw sgmcmc::Error(fmt::format("tune: '{}' is not empty; choose another --out, or --resume to finish it", out.string()));
-    fs::create_directories(out);
-    const std::string text = sweep_text(pilot, steps);
-    if (options.resume && fs::exists(out / sweep_file_name) && read_file(out / sweep_file_name, "the tuning sweep") != text)
-      throw sgmcmc::Error(fmt::format("tune: '{}' holds another tuning (its {} differs: other settings or grid); resume it "
-                                      "with the same options",
-                                      out.string(), sweep_file_name));
-    write_atomically(out / sweep_file_name, text);
-  }
-  SweepOptions sweep{.file = out / sweep_file_name,
-                     .jobs = options.jobs,
-                     .out = out / pilots_folder,
-                     .resume = options.resume && fs::exists(out / pilots_folder),
-                     .quiet = options.quiet,
-                     .plugin_dir = options.plugin_dir,
-                     .max_cells = steps.size(),
-                     .yes = true};
-  const int code = sweep_command(sweep);
-  if (!root) return code;
-  if (!fs::exists(out / pilots_folder)) {  // the sweep refused every pilot: nothing ran
-    if (created) fs::remove_all(out);
-    return code;
-  }
+  if (launcher_rank() == 0) check_pilot(pilot, steps.front(), options);
+  GeneratedSweep sweep{.command = "tune",
+                       .kind = "tuning",
+                       .out = options.out.value_or(fs::path("runs") / ("tune-" + label)),
+                       .file_name = sweep_file_name,
+                       .cells = pilots_folder,
+                       .cell_count = steps.size(),
+                       .resume = options.resume,
+                       .jobs = options.jobs,
+                       .quiet = options.quiet,
+                       .plugin_dir = options.plugin_dir};
+  sweep.text = generated_sweep_text(sweep, "Written by `sgmcmc tune`: one pilot chain per step size, scored by the KSD of its draws.",
+                                    pilot, sweep_axes(steps));
+  bool ran = false;
+  const int code = run_generated_sweep(sweep, ran);
+  if (!ran) return code;
   // A diverged pilot is a result (its step is too large), not a failure of the tuning.
-  return choose(out, config, steps);
+  return choose(sweep.out, config, steps);
 }
 
 Command add_tune_command(CLI::App& app) {

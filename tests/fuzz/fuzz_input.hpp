@@ -67,4 +67,16 @@ void read_or_refuse(const std::string& source, Read&& read) {
   }
 }
 
+/// A configuration that was accepted survives the trip a checkpointed run makes: format_config
+/// writes it as config.toml and `--resume` parses that back, to the same values and bits.
+inline void require_round_trip(const sgmcmc::RunConfig& config) {
+  const std::string written = sgmcmc::format_config(config);
+  try {
+    const std::string rewritten = sgmcmc::format_config(sgmcmc::parse_config(written, "config.toml"));
+    require(rewritten == written, "format_config's output reads back to another configuration:\n" + written + "\nthen\n" + rewritten);
+  } catch (const sgmcmc::Error& error) {
+    broken(std::string("format_config's output is refused: ") + error.what() + "\n" + written);
+  }
+}
+
 }  // namespace fuzz
