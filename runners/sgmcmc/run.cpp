@@ -24,9 +24,9 @@
 
 #include "chain_files.hpp"
 #include "commands.hpp"
+#include "configuration.hpp"
 #include "files.hpp"
 #include "interruption.hpp"
-#include "presets.hpp"
 #include "progress.hpp"
 #include "run.hpp"
 #include "run_folder.hpp"
@@ -39,25 +39,15 @@ using nlohmann::json;
 
 namespace {
 
-struct LoadedConfig {
-  sgmcmc::RunConfig config;
-  std::string label;   // names the default output folder
-  std::string source;  // where it came from, for the manifest
-};
-
-LoadedConfig load_config(const RunOptions& options) {
+LoadedConfig load_run_config(const RunOptions& options) {
   LoadedConfig loaded;
-  if (options.preset) {
-    const auto& preset = find_preset(*options.preset);
-    loaded = {sgmcmc::parse_config(preset.text, preset.source), preset.name, fmt::format("preset {}", preset.name)};
-  } else if (options.config_file) {
-    loaded = {sgmcmc::parse_config(read_file(*options.config_file, "the configuration file"), options.config_file->string()),
-              options.config_file->stem().string(), options.config_file->string()};
+  if (options.preset || options.config_file) {
+    loaded = load_config(options.preset, options.config_file, options.overrides);
   } else {  // --resume DIR alone: the configuration the run wrote there
     const fs::path file = *options.resume / run_folder::config;
     loaded = {sgmcmc::parse_config(read_file(file, "the configuration the run recorded"), file.string()), "", file.string()};
+    for (const auto& assignment : options.overrides) sgmcmc::apply_override(loaded.config, assignment);
   }
-  for (const auto& assignment : options.overrides) sgmcmc::apply_override(loaded.config, assignment);
   if (options.seed) sgmcmc::apply_override(loaded.config, fmt::format("run.seed={}", *options.seed));
   if (options.chains) sgmcmc::apply_override(loaded.config, fmt::format("run.chains={}", *options.chains));
   if (options.checkpoint_every)
@@ -504,7 +494,7 @@ std::string resume_command(const RunOptions& options, const fs::path& out) {
 int run_command(const RunOptions& options) {
   if (options.resume)
     if (const auto refusal = resume_refusal(*options.resume); !refusal.empty()) throw sgmcmc::Error("--resume: " + refusal);
-  auto [config, label, source] = load_config(options);
+  auto [config, label, source] = load_run_config(options);
   // A resumed run keeps the first run's source: chains that restart write the same headers.
   if (options.resume) source = read_recorded_run(*options.resume).value("source", source);
   const auto run = prepare_run(std::move(config), source, options.plugin_dir);

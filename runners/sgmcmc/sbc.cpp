@@ -31,9 +31,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "configuration.hpp"
 #include "files.hpp"
 #include "generated_sweep.hpp"
-#include "presets.hpp"
 #include "run_folder.hpp"
 
 import sgmcmc;
@@ -52,18 +52,8 @@ struct Replication {
 
 /// The configuration with --set applied and model.simulate_from_prior set; its label names the
 /// default output folder.
-std::pair<sgmcmc::RunConfig, std::string> load_config(const SbcOptions& options) {
-  sgmcmc::RunConfig config;
-  std::string label;
-  if (options.preset) {
-    const auto& preset = find_preset(*options.preset);
-    config = sgmcmc::parse_config(preset.text, preset.source);
-    label = preset.name;
-  } else {
-    config = sgmcmc::parse_config(read_file(*options.config_file, "the configuration file"), options.config_file->string());
-    label = options.config_file->stem().string();
-  }
-  for (const auto& assignment : options.overrides) sgmcmc::apply_override(config, assignment);
+std::pair<sgmcmc::RunConfig, std::string> load_sbc_config(const SbcOptions& options) {
+  auto [config, label, source] = load_config(options.preset, options.config_file, options.overrides);
   config["model"].set("simulate_from_prior", {true, "sgmcmc sbc"});
   // --quantities: lp__ needs run.lp, a model quantity output.quantities, in every replication's draws.
   for (const auto& name : options.quantities) {
@@ -241,7 +231,7 @@ int sbc_command(const SbcOptions& options) {
   if (!(options.alpha > 0.0 && options.alpha < 1.0)) throw sgmcmc::Error("sbc: --alpha must be in (0, 1)");
   if (options.replications < 2) throw sgmcmc::Error("sbc: --replications must be at least 2");
   if (options.seed < 1) throw sgmcmc::Error("sbc: --seed must be at least 1");
-  const auto [config, label] = load_config(options);
+  const auto [config, label] = load_sbc_config(options);
   check_model(config, options);
   GeneratedSweep sweep{.command = "sbc",
                        .kind = "SBC",

@@ -36,9 +36,9 @@
 
 #include "cluster.hpp"
 #include "commands.hpp"
+#include "configuration.hpp"
 #include "files.hpp"
 #include "generated_sweep.hpp"
-#include "presets.hpp"
 #include "recorded_draws.hpp"
 #include "run.hpp"
 #include "run_folder.hpp"
@@ -51,18 +51,6 @@ namespace {
 
 constexpr const char* sweep_file_name = "tune-sweep.toml";
 constexpr const char* pilots_folder = "pilots";
-
-std::pair<sgmcmc::RunConfig, std::string> load_config(const TuneOptions& options) {
-  if (options.preset) {
-    const auto& preset = find_preset(*options.preset);
-    auto config = sgmcmc::parse_config(preset.text, preset.source);
-    for (const auto& assignment : options.overrides) sgmcmc::apply_override(config, assignment);
-    return {config, preset.name};
-  }
-  auto config = sgmcmc::parse_config(read_file(*options.config_file, "the configuration file"), options.config_file->string());
-  for (const auto& assignment : options.overrides) sgmcmc::apply_override(config, assignment);
-  return {config, options.config_file->stem().string()};
-}
 
 /// The grid: --steps as given, or `points` steps spaced by `factor` around the configuration's own.
 std::vector<double> step_grid(const sgmcmc::RunConfig& config, const TuneOptions& options) {
@@ -245,7 +233,7 @@ int choose(const fs::path& out, const sgmcmc::RunConfig& config, const std::vect
 
 int tune_command(const TuneOptions& options) {
   if (options.draws < 10) throw sgmcmc::Error("tune: --draws must be at least 10");
-  const auto [config, label] = load_config(options);
+  const auto [config, label, source] = load_config(options.preset, options.config_file, options.overrides);
   const auto steps = step_grid(config, options);
   const auto pilot = pilot_config(config, options);
   if (launcher_rank() == 0) check_pilot(pilot, steps.front(), options);

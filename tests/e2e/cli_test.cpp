@@ -353,3 +353,30 @@ TEST_CASE("list and presets describe what is available") {
   const auto presets = test::run_cli("presets");
   CHECK_THAT(presets.output, Contains("demo"));
 }
+
+TEST_CASE("a configuration file's relative data paths are read from its own folder, --set's from the working folder") {
+  // Issue #22: `sgmcmc run --config exp/a.toml` with data = "d.csv" looked for d.csv in the
+  // working folder, so a configuration kept beside its data worked only from that folder.
+  test::TempDir dir;
+  fs::create_directories(dir.path() / "exp");
+  std::string csv = "y,x1\n";
+  for (int i = 0; i < 40; ++i) csv += fmt::format("{},{}\n", 0.5 * i, i % 7);
+  dir.write("exp/d.csv", csv);
+  dir.write("exp/a.toml", "[model]\nname = \"gaussian\"\ndata = \"d.csv\"\ntest_size = 0\n"
+                                                  "[run]\niterations = 50\n");
+  const std::string cli = std::string("'") + SGMCMC_CLI + "'";
+  const auto run = test::shell(fmt::format("cd '{}' && {} run --config exp/a.toml --quiet --out out", dir.path().string(), cli));
+  INFO(run.output);
+  REQUIRE(run.exit_code == 0);
+  const auto manifest = nlohmann::json::parse(test::read_text(dir.path() / "out" / "manifest.json"));
+  CHECK(manifest["config"]["model"]["data"] == "exp/d.csv");
+  // An override is a shell argument: relative to where the command runs.
+  const auto set = test::shell(fmt::format("cd '{}' && {} run --config a.toml --set model.data=d.csv --quiet --out out2",
+                                           (dir.path() / "exp").string(), cli));
+  INFO(set.output);
+  CHECK(set.exit_code == 0);
+  const auto elsewhere = test::shell(fmt::format("cd '{}' && {} run --config exp/a.toml --set model.data=d.csv --quiet --out out3",
+                                                 dir.path().string(), cli));
+  CHECK(elsewhere.exit_code == 2);
+  CHECK_THAT(elsewhere.output, Contains("d.csv"));
+}

@@ -1,0 +1,42 @@
+// The configuration a command starts from (configuration.hpp).
+#include <map>
+#include <string>
+#include <variant>
+#include <fmt/format.h>
+
+#include "configuration.hpp"
+#include "files.hpp"
+#include "presets.hpp"
+
+namespace fs = std::filesystem;
+
+bool names_a_file(const std::string& key) { return key == "data" || key == "test_data" || key.ends_with("_file"); }
+
+namespace {
+
+/// Joins each relative file name of [model] to `folder`; the origin (file:line) is kept.
+void resolve_file_names(sgmcmc::RunConfig& config, const fs::path& folder) {
+  auto& model = config["model"];
+  for (const auto& [key, entry] : std::map(model.entries())) {
+    const auto* name = std::get_if<std::string>(&entry.value);
+    if (!names_a_file(key) || !name || name->empty() || fs::path(*name).is_absolute()) continue;
+    model.set(key, {(folder / *name).lexically_normal().string(), entry.origin});
+  }
+}
+
+}  // namespace
+
+LoadedConfig load_config(const std::optional<std::string>& preset, const std::optional<fs::path>& file,
+                         const std::vector<std::string>& overrides) {
+  LoadedConfig loaded;
+  if (preset) {
+    const auto& found = find_preset(*preset);
+    loaded = {sgmcmc::parse_config(found.text, found.source), found.name, fmt::format("preset {}", found.name)};
+  } else {
+    loaded = {sgmcmc::parse_config(read_file(*file, "the configuration file"), file->string()), file->stem().string(),
+              file->string()};
+    resolve_file_names(loaded.config, file->parent_path());
+  }
+  for (const auto& assignment : overrides) sgmcmc::apply_override(loaded.config, assignment);
+  return loaded;
+}

@@ -1,0 +1,26 @@
+// The configuration a command starts from: a preset or the user's TOML file, then the --set
+// overrides, as `run`, `sbc` and `tune` take it.
+#pragma once
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+import sgmcmc;
+
+struct LoadedConfig {
+  sgmcmc::RunConfig config;
+  std::string label;   // the preset's name or the file's stem: names the default output folder
+  std::string source;  // "preset demo" or the file: where it came from, for the manifest
+};
+
+/// The preset or the file (exactly one is given), then each override. In a file, the [model]
+/// keys that name files (`data`, `test_data`, and any key ending in `_file`) are read relative
+/// to the file's folder when they are relative, as a file's own references are: `exp/a.toml`
+/// with data = "d.csv" reads `exp/d.csv` from any working folder. Overrides are taken as given
+/// (relative to the working folder, as a shell argument is).
+LoadedConfig load_config(const std::optional<std::string>& preset, const std::optional<std::filesystem::path>& file,
+                         const std::vector<std::string>& overrides);
+
+/// The keys load_config reads relative to the file's folder.
+bool names_a_file(const std::string& key);
