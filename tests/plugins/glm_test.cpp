@@ -323,3 +323,19 @@ TEST_CASE("glm plugin: probit's scalar stays finite and tends to z + 1/z far in 
     CHECK(std::isfinite(model->data_potential(beta, {first}, *workspace)));
   }
 }
+
+TEST_CASE("glm plugin: check-model passes for every family and link, and for each prior") {
+  // Gradients against finite differences, the GLM form, per-item gradients, Lipschitz bounds
+  // where declared (poisson declares none), simulation, threads and checkpoints.
+  for (const char* keys : {"family=bernoulli --set model.link=logit", "family=bernoulli --set model.link=probit",
+                           "family=poisson --set model.prior=laplace", "family=gaussian --set model.noise_sd=0.5",
+                           "family=negative_binomial --set model.dispersion=3 --set model.prior=student_t",
+                           "family=gaussian --set model.intercept=false --set model.storage=float"}) {
+    const auto checked = test::run_cli(std::string("check-model glm --set model.n=300 --set model.") + keys);
+    INFO(checked.output);
+    CHECK(checked.exit_code == 0);
+    CHECK_THAT(checked.output, Contains("0 failed") && !Contains("FAIL"));
+    const bool bounded = std::string(keys).find("poisson") == std::string::npos;
+    CHECK_THAT(checked.output, Contains(bounded ? "PASS  Lipschitz bounds" : "SKIP  Lipschitz bounds"));
+  }
+}
