@@ -1,2 +1,2 @@
-#define LOGISTIC_ISA baseline
+#define REGRESSION_ISA baseline
 #include "kernels_body.hpp"

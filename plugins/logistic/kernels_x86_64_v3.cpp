@@ -1,2 +1,2 @@
-#define LOGISTIC_ISA x86_64_v3
+#define REGRESSION_ISA x86_64_v3
 #include "kernels_body.hpp"

@@ -19,13 +19,21 @@
 #include <fmt/format.h>
 
 #include "design_matrix.hpp"
+#include "kernels.hpp"
 #include "labelled_rows.hpp"
+#include "predictive_workspace.hpp"
+#include "prepared_rows.hpp"
 
 import sgmcmc;
 
 namespace logistic {
 namespace {
 
+using regression::design_matrix;
+using regression::LabelledRows;
+using regression::parse_label_coding;
+using regression::Prepared;
+using LogisticWorkspace = regression::PredictiveWorkspace;
 using sgmcmc::Batch;
 using sgmcmc::Rng;
 using sgmcmc::Settings;
@@ -62,97 +70,19 @@ LabelledRows simulate_covtype_shape(std::size_t rows, std::span<const double> be
   return data;
 }
 
-/// The given rows of `data` (in that order) as a design matrix with the intercept column.
-template <class Real>
-DesignMatrix<Real> design_matrix(const LabelledRows& data, std::span<const std::size_t> rows, StorageOptions options) {
-  DesignMatrix<Real> x(rows.size(), data.features, options);
-  for (std::size_t r = 0; r < rows.size(); ++r) {
-    x.y[r] = data.y[rows[r]];
-    std::copy_n(&data.x[rows[r] * data.features], data.features, x.row(r) + 1);
-  }
-  return x;
-}
-
-/// The running posterior-predictive average of the test set, and scratch for one draw's terms.
-struct LogisticWorkspace final : sgmcmc::Workspace {
-  explicit LogisticWorkspace(std::size_t test_rows) : predictive(test_rows), log_likelihoods(test_rows) {}
-  sgmcmc::PredictiveAverage predictive;
-  std::vector<double> log_likelihoods;  // scratch: not state
-  void save_state(sgmcmc::StateWriter& out) const override { predictive.save_state(out); }
-  void restore_state(sgmcmc::StateReader& in) override { predictive.restore_state(in); }
-};
-
-/// The rows a model is built from: the data, which of its rows train, and the test set (rows of
-/// the data, or of a separate file), all chosen from [model] settings.
-struct Prepared {
-  LabelledRows data, test_file;
-  std::vector<std::size_t> train, test;  // rows of `data`, and of `test_file` or `data`
-  bool test_from_file = false;
-  StorageOptions storage;
-  std::vector<double> beta_star;  // θ* when the data were simulated from a prior draw
-};
-
-/// model.subsample of the training rows (the paper's N ≈ 1%, 10%, 100% runs), in file order.
-std::vector<std::size_t> subsample(const Settings& settings, const std::vector<std::size_t>& rows, Rng& rng) {
-  if (rows.empty()) throw sgmcmc::Error("model: no training rows are left after the test set was held out");
-  const std::size_t count = sgmcmc::row_count(settings, "subsample", 1.0, rows.size(), 1, rows.size());
-  if (count == rows.size()) return rows;
-  auto chosen = sgmcmc::split_rows(rows.size(), count, rng).chosen;
-  std::sort(chosen.begin(), chosen.end());
-  for (auto& r : chosen) r = rows[r];
-  return chosen;
-}
-
+/// Cover type's shape with labels from β*: the fixed one, or a draw from the Laplace prior.
 Prepared prepare(const sgmcmc::ModelContext& context, double prior_scale) {
   const Settings& settings = context.settings;
-  const bool from_prior = settings.flag("simulate_from_prior", false);
-  const auto format = parse_file_format(settings.text("format", "auto"), settings.describe("format"));
   const auto coding = parse_label_coding(settings.text("labels", "auto"), settings.describe("labels"));
-  const auto declared = static_cast<std::size_t>(settings.integer_at_least("features", 0, 0));
-  Rng rng(context.seed, sgmcmc::data_stream);
-  Prepared prepared;
-  prepared.storage = {.huge_pages = settings.flag("huge_pages", true),
-                      .prefetch = static_cast<std::size_t>(settings.integer_at_least("prefetch", 8, 0))};
-
-  LabelledRows& data = prepared.data;
-  if (auto path = settings.optional_text("data")) {
-    if (settings.contains("n"))
-      throw sgmcmc::Error(fmt::format("{}: sets the size of simulated data; with model.data the rows come from the file",
-                                      settings.describe("n")));
-    if (from_prior)
-      throw sgmcmc::Error(fmt::format("{}: simulates data from a prior draw; with model.data the rows come from the file",
-                                      settings.describe("simulate_from_prior")));
-    data = read_labelled_rows(*path, format, coding, declared);
-  } else {
+  return regression::prepare(context, coding, [&](std::size_t, bool from_prior, Rng& rng) {
     const auto rows = settings.integer_at_least("n", static_cast<std::int64_t>(covtype_rows), 2);
+    regression::Simulation simulation;
     std::vector<double> beta(covtype_features + 1);
     for (std::size_t j = 0; j < beta.size(); ++j) beta[j] = true_coefficient(j);
-    if (from_prior) beta = prepared.beta_star = laplace_draw(beta.size(), prior_scale, rng);
-    data = simulate_covtype_shape(static_cast<std::size_t>(rows), beta, rng);
-  }
-
-  std::vector<std::size_t> train_rows;
-  if (auto path = settings.optional_text("test_data")) {
-    if (settings.contains("test_size"))
-      throw sgmcmc::Error(fmt::format("{}: the test set is model.test_data; remove one of the two", settings.describe("test_size")));
-    LabelledRows& test = prepared.test_file;
-    test = read_labelled_rows(*path, format, coding, declared);
-    if (test.sparse && test.features < data.features) widen(test, data.features);
-    if (test.features != data.features)
-      throw sgmcmc::Error(fmt::format("{} has {} features, but {} has {}; the test set must have the training set's",
-                                      *path, test.features, settings.optional_text("data").value_or("the simulated data"),
-                                      data.features));
-    prepared.test_from_file = true;
-    prepared.test = sgmcmc::index_range(test.y.size());
-    train_rows = sgmcmc::index_range(data.y.size());
-  } else {
-    const std::size_t rows = data.y.size();
-    auto split = sgmcmc::split_rows(rows, sgmcmc::row_count(settings, "test_size", 0.1, rows, 0, rows - 1), rng);
-    prepared.test = std::move(split.chosen);
-    train_rows = std::move(split.rest);
-  }
-  prepared.train = subsample(settings, train_rows, rng);
-  return prepared;
+    if (from_prior) beta = simulation.beta_star = laplace_draw(beta.size(), prior_scale, rng);
+    simulation.data = simulate_covtype_shape(static_cast<std::size_t>(rows), beta, rng);
+    return simulation;
+  });
 }
 
 template <class Real>

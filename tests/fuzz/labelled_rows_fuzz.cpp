@@ -1,4 +1,4 @@
-// Fuzz target: the logistic plugin's reader of labelled rows (plugins/logistic/labelled_rows.hpp),
+// Fuzz target: the regression plugins' reader of labelled rows (plugins/regression/labelled_rows.hpp),
 // built twice: SGMCMC_FUZZ_FORMAT = libsvm (fuzz_libsvm) and csv (fuzz_csv_logistic). Each input
 // is read in that format and again with the format detected, as `model.format = "auto"` does.
 #include <cmath>
@@ -11,7 +11,7 @@
 namespace {
 
 /// What read_labelled_rows promises of rows it returns.
-void check(const logistic::LabelledRows& rows) {
+void check(const regression::LabelledRows& rows) {
   fuzz::require(!rows.y.empty(), "no rows returned without a refusal");
   fuzz::require(rows.x.size() == rows.y.size() * rows.features, "x is not rows × features");
   for (double y : rows.y) fuzz::require(y == -1.0 || y == 1.0, "a label outside {-1, +1}");
@@ -22,7 +22,7 @@ void check(const logistic::LabelledRows& rows) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string path = fuzz::as_file(data, size);
-  for (auto format : {logistic::FileFormat::SGMCMC_FUZZ_FORMAT, logistic::FileFormat::automatic})
-    fuzz::read_or_refuse(path, [&] { check(logistic::read_labelled_rows(path, format, logistic::LabelCoding::automatic, 0)); });
+  for (auto format : {regression::FileFormat::SGMCMC_FUZZ_FORMAT, regression::FileFormat::automatic})
+    fuzz::read_or_refuse(path, [&] { check(regression::read_labelled_rows(path, format, regression::LabelCoding::automatic, 0)); });
   return 0;
 }

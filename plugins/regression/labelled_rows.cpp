@@ -12,7 +12,7 @@
 
 import sgmcmc;
 
-namespace logistic {
+namespace regression {
 
 namespace {
 
@@ -194,7 +194,7 @@ LabelledRows read_labelled_rows(const std::string& path, FileFormat format, Labe
   RawRows raw = format == FileFormat::libsvm ? read_libsvm(in, declared_features) : read_csv(in, declared_features);
   if (raw.label.empty()) throw sgmcmc::Error(fmt::format("{}: no data rows", path));
   sgmcmc::note_rows_read(path, raw.label.size(), raw.header);
-  map_labels(raw, coding, path);
+  if (coding != LabelCoding::as_read) map_labels(raw, coding, path);
   return {std::move(raw.label), std::move(raw.x), raw.features, format == FileFormat::libsvm};
 }
 
@@ -206,4 +206,4 @@ void widen(LabelledRows& rows, std::size_t features) {
   rows.features = features;
 }
 
-}  // namespace logistic
+}  // namespace regression

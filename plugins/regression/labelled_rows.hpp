@@ -1,13 +1,15 @@
-// Reading a binary classification data set: one row per item, a label then the features, from
-// LIBSVM sparse files or dense CSV, plain or gzip-compressed. Labels are mapped to y ∈ {-1, +1}.
+// Reading a regression data set: one row per item, a label (the response) then the features, from
+// LIBSVM sparse files or dense CSV, plain or gzip-compressed. Binary labels are mapped to
+// y ∈ {-1, +1}; counts and real responses are kept as read (LabelCoding::as_read). Shared by the
+// `logistic` and `glm` plugins, which both compile it.
 #pragma once
 #include <cstddef>
 #include <string>
 #include <vector>
 
-namespace logistic {
+namespace regression {
 
-/// Rows of (y, x) with y ∈ {-1, +1} and x without the intercept, row-major.
+/// Rows of (y, x) with y ∈ {-1, +1} (or as read) and x without the intercept, row-major.
 struct LabelledRows {
   std::vector<double> y;
   std::vector<double> x;  // y.size() × features
@@ -18,8 +20,9 @@ struct LabelledRows {
 /// Pads every row with zero features up to `features` (a LIBSVM file narrower than another).
 void widen(LabelledRows& rows, std::size_t features);
 
-/// How the file's two label values map to -1 and +1.
-enum class LabelCoding { automatic, zero_one, one_two, minus_plus };
+/// How the file's two label values map to -1 and +1; `as_read` keeps every label unmapped (a
+/// count or a real response), and has no name in parse_label_coding.
+enum class LabelCoding { automatic, zero_one, one_two, minus_plus, as_read };
 
 /// "auto", "0/1", "1/2", "-1/+1" → LabelCoding; anything else throws naming `where`.
 LabelCoding parse_label_coding(const std::string& text, const std::string& where);
@@ -32,4 +35,4 @@ FileFormat parse_file_format(const std::string& text, const std::string& where);
 LabelledRows read_labelled_rows(const std::string& path, FileFormat format, LabelCoding coding,
                                 std::size_t declared_features);
 
-}  // namespace logistic
+}  // namespace regression

@@ -1,0 +1,267 @@
+// Generalised linear models chosen in the configuration (McCullagh & Nelder 1989): a response
+// y_i with p(y_i | x_i, β) from the family `model.family` through the link `model.link` of the
+// linear predictor z_i = x_iᵀβ (an intercept first unless model.intercept = false), and an
+// independent prior `model.prior` on every coefficient.
+//
+// Potentials (U = -log posterior, the prior up to a constant, the data terms normalised):
+//   f_0(β) = Σ_j term(β_j)               (priors.hpp)
+//   f_i(β) = -log p(y_i | z_i)           ∇f_i = s_i x_i, s_i = ∂f_i/∂z_i   (GLM form; likelihood_math.hpp)
+// With ∂²f_i/∂z² ≤ c_i, the Hessian of f_i is ⪯ c_i x_i x_iᵀ, so L_i = c_i ‖x_i‖² is a Lipschitz
+// constant of ∇f_i (families.hpp; none for poisson).
+//
+// `logistic` is this model's tuned special case (bernoulli, logit, laplace prior): the same
+// readers, rows and pass over a batch (../regression/), so the two agree to rounding.
+#include <sgmcmc/plugin.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <span>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+
+#include "design_matrix.hpp"
+#include "families.hpp"
+#include "glm_kernels.hpp"
+#include "labelled_rows.hpp"
+#include "predictive_workspace.hpp"
+#include "prepared_rows.hpp"
+#include "priors.hpp"
+
+import sgmcmc;
+
+namespace glm {
+namespace {
+
+using regression::LabelledRows;
+using regression::Prepared;
+using regression::PredictiveWorkspace;
+using sgmcmc::Batch;
+using sgmcmc::Rng;
+using sgmcmc::Settings;
+
+/// Everything the configuration chooses besides the rows.
+struct Choices {
+  const Family* family;
+  LikelihoodConstants constants;
+  Prior prior;
+  bool intercept;
+};
+
+// ---- Simulated data (no model.data) -------------------------------------------------------------
+// n rows (1000) of `features` (10) features uniform on [-√(3/F), √(3/F)], each of variance 1/F, so
+// that z = xᵀβ has a spread of order |β| whatever F; β*_j = sin(1 + j), or, with
+// model.simulate_from_prior, β* drawn from the prior (for `sgmcmc sbc`); y_i from the family.
+constexpr std::int64_t default_rows = 1000;
+constexpr std::size_t default_features = 10;
+
+regression::Simulation simulate(const Settings& settings, const Choices& choices, std::size_t declared, bool from_prior,
+                                Rng& rng) {
+  const auto rows = static_cast<std::size_t>(settings.integer_at_least("n", default_rows, 2));
+  const std::size_t features = declared ? declared : default_features;
+  const std::size_t first = choices.intercept ? 1 : 0, columns = features + first;
+  regression::Simulation simulation;
+  std::vector<double> beta(columns);
+  for (std::size_t j = 0; j < columns; ++j) beta[j] = std::sin(1.0 + static_cast<double>(j));
+  if (from_prior) beta = simulation.beta_star = choices.prior.draw(columns, rng);
+
+  LabelledRows& data = simulation.data;
+  data = {std::vector<double>(rows), std::vector<double>(rows * features), features};
+  const double half_width = std::sqrt(3.0 / static_cast<double>(features));
+  for (std::size_t i = 0; i < rows; ++i) {
+    double* x = &data.x[i * features];
+    double z = first ? beta[0] : 0.0;
+    for (std::size_t j = 0; j < features; ++j) {
+      x[j] = half_width * (2.0 * rng.uniform() - 1.0);
+      z += beta[first + j] * x[j];
+    }
+    data.y[i] = choices.family->draw_response(z, choices.constants, rng);
+  }
+  return simulation;
+}
+
+/// Counts for poisson, and so on: a response the family cannot have is refused by its row.
+void check_responses(const LabelledRows& rows, const Family& family, const std::string& where) {
+  for (std::size_t i = 0; i < rows.y.size(); ++i)
+    if (!family.valid_response(rows.y[i]))
+      throw sgmcmc::Error(fmt::format("{}: data row {} has the response {}; family {} needs {}", where, i + 1, rows.y[i],
+                                      family.family, family.response));
+}
+
+Prepared prepare(const sgmcmc::ModelContext& context, const Choices& choices) {
+  const Settings& settings = context.settings;
+  auto coding = choices.family->coding;
+  if (coding != regression::LabelCoding::as_read)
+    coding = regression::parse_label_coding(settings.text("labels", "auto"), settings.describe("labels"));
+  Prepared prepared = regression::prepare(context, coding, [&](std::size_t declared, bool from_prior, Rng& rng) {
+    return simulate(settings, choices, declared, from_prior, rng);
+  });
+  prepared.storage.intercept = choices.intercept;
+  check_responses(prepared.data, *choices.family, settings.optional_text("data").value_or("simulated data"));
+  if (prepared.test_from_file) check_responses(prepared.test_file, *choices.family, *settings.optional_text("test_data"));
+  return prepared;
+}
+
+/// What every family and link offers; lipschitz-bounds is added where the family has a bound.
+sgmcmc::Capabilities common_capabilities() {
+  return {.exact_log_likelihood = true,
+          .per_item_gradients = true,
+          .glm_gradients = true,
+          .simulation = true,
+          .prior_simulation = true};
+}
+
+template <class Real>
+class GlmModel final : public sgmcmc::Model {
+public:
+  GlmModel(const Prepared& prepared, const Choices& choices)
+      : choices_(choices),
+        beta_star_(prepared.beta_star),
+        train_(regression::design_matrix<Real>(prepared.data, prepared.train, prepared.storage)),
+        test_(regression::design_matrix<Real>(prepared.test_from_file ? prepared.test_file : prepared.data,
+                                              prepared.test, prepared.storage)),
+        kernels_(glm_kernels<Real>(choices.family->likelihood)) {}
+
+  std::size_t dimension() const override { return train_.columns(); }
+  std::size_t num_items() const override { return train_.rows(); }
+  std::vector<std::string> parameter_names() const override {
+    std::vector<std::string> names;
+    if (choices_.intercept) names.emplace_back("intercept");
+    for (std::size_t j = 1; names.size() < dimension(); ++j) names.push_back(fmt::format("beta.{}", j));
+    return names;
+  }
+  sgmcmc::Capabilities capabilities() const override {
+    auto capabilities = common_capabilities();
+    capabilities.lipschitz_bounds = choices_.family->curvature_bound != nullptr;
+    return capabilities;
+  }
+
+  std::vector<double> simulated_parameters() const override { return beta_star_; }
+
+  std::unique_ptr<sgmcmc::Workspace> make_workspace() const override {
+    return std::make_unique<PredictiveWorkspace>(test_.rows());
+  }
+
+  double prior_potential(std::span<const double> beta) const override { return choices_.prior.potential(beta); }
+  void add_prior_gradient(std::span<const double> beta, std::span<double> gradient) const override {
+    choices_.prior.add_gradient(beta, gradient);
+  }
+
+  void add_data_gradient(std::span<const double> beta, const Batch& batch, std::span<double> gradient, sgmcmc::Workspace&,
+                         Rng&) const override {
+    kernels_.add_weighted_gradients(choices_.constants, train_, batch.items, batch.weights, beta, gradient);
+  }
+
+  double data_potential(std::span<const double> beta, const Batch& batch, sgmcmc::Workspace&) const override {
+    return kernels_.weighted_potential(choices_.constants, train_, batch.items, batch.weights, beta);
+  }
+
+  void item_gradients(std::span<const double> beta, std::span<const std::size_t> items, std::span<double> out,
+                      sgmcmc::Workspace&) const override {
+    const std::size_t d = dimension();
+    std::vector<double> scalars(items.size());
+    kernels_.glm_scalars(choices_.constants, train_, items, beta, scalars);
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      const Real* row = train_.row(items[k]);
+      for (std::size_t j = 0; j < d; ++j) out[k * d + j] = scalars[k] * row[j];
+    }
+  }
+
+  void glm_scalars(std::span<const double> beta, std::span<const std::size_t> items, std::span<double> out,
+                   sgmcmc::Workspace&) const override {
+    kernels_.glm_scalars(choices_.constants, train_, items, beta, out);
+  }
+
+  void add_scaled_features(std::span<const std::size_t> items, std::span<const double> scales,
+                           std::span<double> gradient) const override {
+    kernels_.add_scaled_rows(train_, items, scales, gradient);
+  }
+
+  /// L_i = c_i ‖x_i‖² (only declared where the family has a curvature bound c_i).
+  void item_lipschitz_bounds(std::span<double> out) const override {
+    if (!choices_.family->curvature_bound) return sgmcmc::Model::item_lipschitz_bounds(out);
+    for (std::size_t i = 0; i < num_items(); ++i) {
+      const Real* row = train_.row(i);
+      out[i] = choices_.family->curvature_bound(train_.y[i], choices_.constants) *
+               std::inner_product(row, row + dimension(), row, 0.0);
+    }
+  }
+
+  std::vector<std::string> metric_names() const override {
+    return test_.rows() ? std::vector<std::string>{"log_predictive_density"} : std::vector<std::string>{};
+  }
+
+  /// (1/J) Σ_j log[(1/S) Σ_s p(y*_j | x*_j, β_s)] over the S draws evaluated so far.
+  void evaluate_metrics(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
+    auto& workspace = static_cast<PredictiveWorkspace&>(base);
+    kernels_.log_likelihoods(choices_.constants, test_, beta, workspace.log_likelihoods);
+    out[0] = workspace.predictive.add(workspace.log_likelihoods);
+  }
+
+  std::vector<std::string> quantity_names() const override {
+    return test_.rows() ? std::vector<std::string>{"held_out_log_density"} : std::vector<std::string>{};
+  }
+
+  /// One draw's mean held-out log-likelihood (1/J) Σ_j log p(y*_j | x*_j, β).
+  void evaluate_quantities(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
+    auto& workspace = static_cast<PredictiveWorkspace&>(base);
+    kernels_.log_likelihoods(choices_.constants, test_, beta, workspace.log_likelihoods);
+    const auto& terms = workspace.log_likelihoods;
+    out[0] = std::accumulate(terms.begin(), terms.end(), 0.0) / static_cast<double>(terms.size());
+  }
+
+private:
+  Choices choices_;
+  std::vector<double> beta_star_;  // θ* when model.simulate_from_prior
+  regression::DesignMatrix<Real> train_, test_;
+  const GlmKernels<Real>& kernels_;
+};
+
+/// model.family, link, its constants (noise_sd, dispersion), prior, prior_scale, prior_df, intercept.
+/// A family's or prior's own key is read only with it, so that it is reported as unknown elsewhere.
+Choices read_choices(const Settings& settings) {
+  const Family& family = find_family(settings.text("family", "bernoulli"), settings.text("link", ""),
+                                     settings.describe("family"), settings.describe("link"));
+  LikelihoodConstants constants;
+  if (family.likelihood == Likelihood::gaussian_identity) constants.noise_sd = settings.positive_number("noise_sd", 1.0);
+  if (family.likelihood == Likelihood::negative_binomial_log)
+    constants.dispersion = settings.positive_number("dispersion", 1.0);
+  const PriorForm& form = find_prior(settings.text("prior", "normal"), settings.describe("prior"));
+  PriorConstants prior{.scale = settings.positive_number("prior_scale", 1.0)};
+  if (form.has_degrees_of_freedom) prior.degrees_of_freedom = settings.positive_number("prior_df", 3.0);
+  return {&family, constants, Prior(form, prior), settings.flag("intercept", true)};
+}
+
+sgmcmc::PluginInfo glm_info() {
+  return {.name = "glm",
+          .description = fmt::format(
+              "Generalised linear model chosen in the configuration (McCullagh & Nelder 1989): family and link "
+              "({}; default bernoulli, the family's first link), independent prior on every coefficient "
+              "(normal, laplace, student_t; prior_scale 1, prior_df 3), intercept (true). Lipschitz bounds for every "
+              "family but poisson. Keys: family, link, noise_sd (gaussian, 1), dispersion (negative_binomial, 1), "
+              "prior, prior_scale, prior_df (student_t), intercept, data (LIBSVM or CSV, .gz or plain), test_data, "
+              "test_size (0.1), subsample (1.0), format (auto|libsvm|csv), labels (bernoulli: auto|0/1|1/2|-1/+1), "
+              "features (LIBSVM dimension, or the simulated width: 10), n (1000 simulated rows), simulate_from_prior "
+              "(false); speed: storage (double|float), prefetch (8), huge_pages (true)",
+              family_list()),
+          .parameters = "intercept (unless intercept = false), beta.1 .. beta.features: regression coefficients",
+          .capabilities = common_capabilities()};
+}
+
+std::unique_ptr<sgmcmc::Model> make_glm(const sgmcmc::ModelContext& context) {
+  const Settings& settings = context.settings;
+  const Choices choices = read_choices(settings);
+  const std::string storage = settings.text("storage", "double");
+  if (storage != "double" && storage != "float")
+    throw sgmcmc::Error(fmt::format("{}: '{}' is not a storage type; expected double or float", settings.describe("storage"), storage));
+  const Prepared prepared = prepare(context, choices);
+  if (storage == "float") return std::make_unique<GlmModel<float>>(prepared, choices);
+  return std::make_unique<GlmModel<double>>(prepared, choices);
+}
+
+}  // namespace
+}  // namespace glm
+
+SGMCMC_MODEL_PLUGIN(glm::glm_info, glm::make_glm)

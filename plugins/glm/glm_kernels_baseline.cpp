@@ -1,0 +1,2 @@
+#define REGRESSION_ISA baseline
+#include "glm_kernels_body.hpp"

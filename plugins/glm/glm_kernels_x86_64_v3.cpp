@@ -1,0 +1,2 @@
+#define REGRESSION_ISA x86_64_v3
+#include "glm_kernels_body.hpp"

@@ -1,0 +1,76 @@
+#include <cmath>
+#include <string>
+#include <fmt/format.h>
+
+#include "priors.hpp"
+
+namespace glm {
+
+namespace {
+
+using sgmcmc::Rng;
+
+/// N(0, s²): b²/(2s²), derivative b/s².
+double normal_term(double b, const PriorConstants& c) { return 0.5 * b * b / (c.scale * c.scale); }
+double normal_derivative(double b, const PriorConstants& c) { return b / (c.scale * c.scale); }
+double normal_draw(const PriorConstants& c, Rng& rng) { return c.scale * rng.normal(); }
+
+/// Laplace(0, s): |b|/s, derivative sign(b)/s (0 at b = 0: a subgradient; the point has
+/// probability zero). A draw is s(E₁ - E₂) with E₁, E₂ ~ Exp(1).
+double laplace_term(double b, const PriorConstants& c) { return std::abs(b) / c.scale; }
+double laplace_derivative(double b, const PriorConstants& c) { return static_cast<double>((b > 0) - (b < 0)) / c.scale; }
+double laplace_draw(const PriorConstants& c, Rng& rng) {
+  return c.scale * (-std::log1p(-rng.uniform()) + std::log1p(-rng.uniform()));
+}
+
+/// Student-t with ν degrees of freedom and scale s (Gelman et al. 2008's weakly informative
+/// prior): (ν + 1)/2 · log(1 + b²/(ν s²)), derivative (ν + 1) b/(ν s² + b²). A draw is
+/// s Z/√(G/ν) with Z ~ N(0, 1), G ~ χ²_ν = Gamma(ν/2, rate 1/2).
+double student_term(double b, const PriorConstants& c) {
+  const double nu = c.degrees_of_freedom;
+  return 0.5 * (nu + 1.0) * std::log1p(b * b / (nu * c.scale * c.scale));
+}
+double student_derivative(double b, const PriorConstants& c) {
+  const double nu = c.degrees_of_freedom;
+  return (nu + 1.0) * b / (nu * c.scale * c.scale + b * b);
+}
+double student_draw(const PriorConstants& c, Rng& rng) {
+  const double nu = c.degrees_of_freedom;
+  const double z = rng.normal();
+  return c.scale * z / std::sqrt(rng.gamma(0.5 * nu, 0.5) / nu);
+}
+
+const PriorForm table[] = {
+    {"normal", false, normal_term, normal_derivative, normal_draw},
+    {"laplace", false, laplace_term, laplace_derivative, laplace_draw},
+    {"student_t", true, student_term, student_derivative, student_draw},
+};
+
+}  // namespace
+
+const PriorForm& find_prior(const std::string& name, const std::string& key) {
+  std::string names;
+  for (const PriorForm& form : table) {
+    if (name == form.name) return form;
+    names += fmt::format("{}{}", names.empty() ? "" : ", ", form.name);
+  }
+  throw sgmcmc::Error(fmt::format("{}: '{}' is not a prior; expected {}", key, name, names));
+}
+
+double Prior::potential(std::span<const double> beta) const {
+  double sum = 0.0;
+  for (double b : beta) sum += form_->term(b, constants_);
+  return sum;
+}
+
+void Prior::add_gradient(std::span<const double> beta, std::span<double> gradient) const {
+  for (std::size_t j = 0; j < beta.size(); ++j) gradient[j] += form_->derivative(beta[j], constants_);
+}
+
+std::vector<double> Prior::draw(std::size_t count, Rng& rng) const {
+  std::vector<double> beta(count);
+  for (double& b : beta) b = form_->draw(constants_, rng);
+  return beta;
+}
+
+}  // namespace glm

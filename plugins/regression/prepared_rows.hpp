@@ -1,0 +1,40 @@
+// The rows a regression model is built from, chosen by its [model] settings: the data (a file,
+// model.data, or simulated by the plugin), which of its rows train (model.subsample), and the
+// test set (model.test_size rows of the data, or a separate file model.test_data). Shared by the
+// `logistic` and `glm` plugins, which differ only in how they simulate data and code labels.
+#pragma once
+#include <cstddef>
+#include <functional>
+#include <vector>
+
+#include "design_matrix.hpp"
+#include "labelled_rows.hpp"
+
+import sgmcmc;
+
+namespace regression {
+
+struct Prepared {
+  LabelledRows data, test_file;
+  std::vector<std::size_t> train, test;  // rows of `data`, and of `test_file` or `data`
+  bool test_from_file = false;
+  StorageOptions storage;
+  std::vector<double> beta_star;  // θ* when the data were simulated from a prior draw
+};
+
+/// Data a plugin simulates when model.data is absent, and θ* when drawn from the prior.
+struct Simulation {
+  LabelledRows data;
+  std::vector<double> beta_star;
+};
+
+/// Simulates the data: given model.features (0 if not set), model.simulate_from_prior, and the
+/// data stream, which the split into train and test rows draws from next.
+using Simulator = std::function<Simulation(std::size_t declared_features, bool from_prior, sgmcmc::Rng& rng)>;
+
+/// Reads model.data, format, features, test_data, test_size, subsample, n, simulate_from_prior,
+/// huge_pages and prefetch; `coding` maps the labels (as_read for counts and real responses).
+/// The intercept column is the caller's to set in the returned storage options.
+Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const Simulator& simulate);
+
+}  // namespace regression
