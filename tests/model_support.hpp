@@ -39,12 +39,16 @@ inline std::shared_ptr<const sgmcmc::Model> build_model(const std::string& name,
 /// ∇U(θ) of a chain's target given its workspace: one full data pass and the prior given it.
 inline std::vector<double> full_gradient(const sgmcmc::Model& model, std::span<const double> theta,
                                          sgmcmc::Workspace& workspace) {
-  const auto every = sgmcmc::every_item(model);
   std::vector<double> gradient(model.dimension(), 0.0);
   sgmcmc::Rng unused(0, 0);
-  model.add_data_gradient(theta, {every}, gradient, workspace, unused);
-  model.add_prior_gradient_given(theta, gradient, workspace);
+  sgmcmc::add_gradient(model, theta, sgmcmc::every_item(model), gradient, workspace, unused);
   return gradient;
+}
+
+/// U(θ) from a fresh workspace: one full data pass.
+inline double full_potential(const sgmcmc::Model& model, std::span<const double> theta) {
+  auto workspace = model.make_workspace();
+  return sgmcmc::potential(model, theta, sgmcmc::every_item(model), *workspace);
 }
 
 /// A path as a TOML string.

@@ -20,16 +20,11 @@ using Catch::Matchers::Contains;
 
 namespace {
 
+using test::full_potential;
 using test::quoted;
 
 std::shared_ptr<const sgmcmc::Model> build(const std::string& model_lines, std::uint64_t seed = 1) {
   return test::build_model("glm", model_lines, seed);
-}
-
-double full_potential(const sgmcmc::Model& model, std::span<const double> beta) {
-  auto workspace = model.make_workspace();
-  const auto every = sgmcmc::every_item(model);
-  return sgmcmc::potential(model, beta, every, *workspace);
 }
 
 std::vector<double> full_gradient(const sgmcmc::Model& model, std::span<const double> beta) {

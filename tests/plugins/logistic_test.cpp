@@ -22,14 +22,9 @@ std::shared_ptr<const sgmcmc::Model> build(const std::string& model_lines, std::
   return test::build_model("logistic", model_lines, seed);
 }
 
+using test::full_potential;
 using test::quoted;
 using test::write_gzip;
-
-double full_potential(const sgmcmc::Model& model, std::span<const double> beta) {
-  auto workspace = model.make_workspace();
-  const auto every = sgmcmc::every_item(model);
-  return sgmcmc::potential(model, beta, every, *workspace);
-}
 
 std::vector<double> full_gradient(const sgmcmc::Model& model, std::span<const double> beta) {
   auto workspace = model.make_workspace();
