@@ -379,4 +379,12 @@ TEST_CASE("a configuration file's relative data paths are read from its own fold
                                                  dir.path().string(), cli));
   CHECK(elsewhere.exit_code == 2);
   CHECK_THAT(elsewhere.output, Contains("d.csv"));
+  // tune's tuned.toml lives in another folder: it names the data absolutely, so it runs as it is.
+  const auto tune = test::shell(fmt::format("cd '{}' && {} tune --config exp/a.toml --steps 1e-3,2e-3 --draws 10 --quiet --out t",
+                                            dir.path().string(), cli));
+  INFO(tune.output);
+  REQUIRE(tune.exit_code == 0);
+  const auto tuned = test::shell(fmt::format("cd '{}' && {} run --config tuned.toml --quiet --out r", (dir.path() / "t").string(), cli));
+  INFO(tuned.output);
+  CHECK(tuned.exit_code == 0);
 }
