@@ -12,9 +12,6 @@ namespace fs = std::filesystem;
 
 bool names_a_file(const std::string& key) { return key == "data" || key == "test_data" || key.ends_with("_file"); }
 
-namespace {
-
-/// Joins each relative file name of [model] to `folder`; the origin (file:line) is kept.
 void resolve_file_names(sgmcmc::RunConfig& config, const fs::path& folder) {
   auto& model = config["model"];
   for (const auto& [key, entry] : std::map(model.entries())) {
@@ -23,8 +20,6 @@ void resolve_file_names(sgmcmc::RunConfig& config, const fs::path& folder) {
     model.set(key, {(folder / *name).lexically_normal().string(), entry.origin});
   }
 }
-
-}  // namespace
 
 LoadedConfig load_config(const std::optional<std::string>& preset, const std::optional<fs::path>& file,
                          const std::vector<std::string>& overrides) {

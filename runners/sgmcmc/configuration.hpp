@@ -24,3 +24,6 @@ LoadedConfig load_config(const std::optional<std::string>& preset, const std::op
 
 /// The keys load_config reads relative to the file's folder.
 bool names_a_file(const std::string& key);
+
+/// Joins each relative file name of [model] (names_a_file) to `folder`; the origin is kept.
+void resolve_file_names(sgmcmc::RunConfig& config, const std::filesystem::path& folder);

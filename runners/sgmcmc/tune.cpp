@@ -25,11 +25,9 @@
 #include <cstdint>
 #include <filesystem>
 #include <limits>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
-#include <variant>
 #include <vector>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -209,9 +207,7 @@ int choose(const fs::path& out, const sgmcmc::RunConfig& config, const std::vect
   tuned["integrator"].set("step_size", {best->step, "sgmcmc tune"});
   // tuned.toml's own relative file names would be read from its folder (load_config): write them
   // absolute, as they were found from here.
-  for (const auto& [key, entry] : std::map(tuned["model"].entries()))
-    if (const auto* name = std::get_if<std::string>(&entry.value); name && names_a_file(key) && !name->empty())
-      tuned["model"].set(key, {fs::absolute(*name).lexically_normal().string(), entry.origin});
+  resolve_file_names(tuned, fs::current_path());
   write_atomically(out / "tuned.toml",
                    fmt::format("# Written by `sgmcmc tune`: integrator.step_size = {:.17g}, the lowest kernel Stein discrepancy of\n"
                                "# {} pilot chains at the same budget (tune.csv beside this file). Run it with\n"
