@@ -2,6 +2,7 @@
 #include <string>
 #include <fmt/format.h>
 
+#include "laplace.hpp"
 #include "priors.hpp"
 
 namespace glm {
@@ -19,9 +20,7 @@ double normal_draw(const PriorConstants& c, Rng& rng) { return c.scale * rng.nor
 /// probability zero). A draw is s(E₁ - E₂) with E₁, E₂ ~ Exp(1).
 double laplace_term(double b, const PriorConstants& c) { return std::abs(b) / c.scale; }
 double laplace_derivative(double b, const PriorConstants& c) { return static_cast<double>((b > 0) - (b < 0)) / c.scale; }
-double laplace_draw(const PriorConstants& c, Rng& rng) {
-  return c.scale * (-std::log1p(-rng.uniform()) + std::log1p(-rng.uniform()));
-}
+double laplace_draw(const PriorConstants& c, Rng& rng) { return regression::laplace_variate(c.scale, rng); }
 
 /// Student-t with ν degrees of freedom and scale s (Gelman et al. 2008's weakly informative
 /// prior): (ν + 1)/2 · log(1 + b²/(ν s²)), derivative (ν + 1) b/(ν s² + b²). A draw is

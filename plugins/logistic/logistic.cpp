@@ -21,6 +21,7 @@
 #include "design_matrix.hpp"
 #include "kernels.hpp"
 #include "labelled_rows.hpp"
+#include "laplace.hpp"
 #include "predictive_workspace.hpp"
 #include "prepared_rows.hpp"
 
@@ -52,7 +53,7 @@ double true_coefficient(std::size_t j) { return 2.0 * std::sin(1.0 + static_cast
 /// β*_j ~ Laplace(0, b), independently: b·(E₁ - E₂) with E₁, E₂ ~ Exp(1) has that law.
 std::vector<double> laplace_draw(std::size_t count, double scale, Rng& rng) {
   std::vector<double> draw(count);
-  for (double& b : draw) b = scale * (-std::log1p(-rng.uniform()) + std::log1p(-rng.uniform()));
+  for (double& b : draw) b = regression::laplace_variate(scale, rng);
   return draw;
 }
 
