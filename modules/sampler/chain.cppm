@@ -1,6 +1,7 @@
 // The chain loop: Model × Estimator × Integrator × Corrector composed into one Markov chain,
 // with cost accounting, thinning, recording and metric evaluation.
 module;
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -134,6 +135,10 @@ public:
   /// preparation are not repeated).
   void restore_state(StateReader& in);
 
+  /// Where run() starts instead of the model's initial point (run.init: a draw of an earlier run,
+  /// or values a user wrote). The runner checks it (length, finite, in the model's support).
+  void start_at(std::vector<double> theta);
+
   /// Throws if `schedule` cannot run on this chain (run() checks too; runners call it before
   /// they create any output).
   void check(const ChainSchedule& schedule) const;
@@ -180,6 +185,7 @@ private:
   std::vector<double> full_gradient_;   // scratch: ∇U(θ) for the configurational temperature
   Tally tally_;
   bool restored_ = false;  // restore_state ran: run() continues instead of starting
+  std::optional<std::vector<double>> given_start_;  // start_at(): replaces the model's initial point
 };
 
 }  // namespace sgmcmc
@@ -321,12 +327,22 @@ void Chain::restore_state(StateReader& in) {
   restored_ = true;
 }
 
+void Chain::start_at(std::vector<double> theta) {
+  if (theta.size() != model_->dimension())
+    throw Error(fmt::format("a start point of {} values for a model with {} parameters", theta.size(), model_->dimension()));
+  given_start_ = std::move(theta);
+}
+
 /// θ sized before the model fills it (initialise keeps the values): a model's own starting
-/// point (pmf's random factors; zero is a saddle there) must not be lost.
+/// point (pmf's random factors; zero is a saddle there) must not be lost. A given start replaces
+/// it, and the model then draws nothing from the chain's stream.
 void Chain::start(ChainContext& context) {
   tally_ = {};
   state_.theta.assign(model_->dimension(), 0.0);
-  model_->initial_point(state_.theta, rng_);
+  if (given_start_)
+    std::copy(given_start_->begin(), given_start_->end(), state_.theta.begin());
+  else
+    model_->initial_point(state_.theta, rng_);
   integrator_->initialise(state_, model_->dimension(), rng_);
   estimator_->prepare(state_.theta, context);
 }

@@ -10,15 +10,18 @@
 
 namespace fs = std::filesystem;
 
-bool names_a_file(const std::string& key) { return key == "data" || key == "test_data" || key.ends_with("_file"); }
+bool names_a_file(const std::string& section, const std::string& key) {
+  if (section == "model") return key == "data" || key == "test_data" || key.ends_with("_file");
+  return section == "run" && key == "init";
+}
 
 void resolve_file_names(sgmcmc::RunConfig& config, const fs::path& folder) {
-  auto& model = config["model"];
-  for (const auto& [key, entry] : std::map(model.entries())) {
-    const auto* name = std::get_if<std::string>(&entry.value);
-    if (!names_a_file(key) || !name || name->empty() || fs::path(*name).is_absolute()) continue;
-    model.set(key, {(folder / *name).lexically_normal().string(), entry.origin});
-  }
+  for (auto& [section, settings] : config.sections)
+    for (const auto& [key, entry] : std::map(settings.entries())) {
+      const auto* name = std::get_if<std::string>(&entry.value);
+      if (!names_a_file(section, key) || !name || name->empty() || fs::path(*name).is_absolute()) continue;
+      settings.set(key, {(folder / *name).lexically_normal().string(), entry.origin});
+    }
 }
 
 LoadedConfig load_config(const std::optional<std::string>& preset, const std::optional<fs::path>& file,

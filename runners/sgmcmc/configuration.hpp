@@ -14,16 +14,17 @@ struct LoadedConfig {
   std::string source;  // "preset demo" or the file: where it came from, for the manifest
 };
 
-/// The preset or the file (exactly one is given), then each override. In a file, the [model]
-/// keys that name files (`data`, `test_data`, and any key ending in `_file`) are read relative
+/// The preset or the file (exactly one is given), then each override. In a file, the keys that
+/// name files (names_a_file) are read relative
 /// to the file's folder when they are relative, as a file's own references are: `exp/a.toml`
 /// with data = "d.csv" reads `exp/d.csv` from any working folder. Overrides are taken as given
 /// (relative to the working folder, as a shell argument is).
 LoadedConfig load_config(const std::optional<std::string>& preset, const std::optional<std::filesystem::path>& file,
                          const std::vector<std::string>& overrides);
 
-/// The keys load_config reads relative to the file's folder.
-bool names_a_file(const std::string& key);
+/// The keys load_config reads relative to the file's folder: [model]'s `data`, `test_data` and
+/// any key ending in `_file`, and [run]'s `init`.
+bool names_a_file(const std::string& section, const std::string& key);
 
-/// Joins each relative file name of [model] (names_a_file) to `folder`; the origin is kept.
+/// Joins each relative file name (names_a_file) to `folder`; the origin is kept.
 void resolve_file_names(sgmcmc::RunConfig& config, const std::filesystem::path& folder);

@@ -31,6 +31,7 @@
 #include "run.hpp"
 #include "run_folder.hpp"
 #include "run_record.hpp"
+#include "start_points.hpp"
 
 import sgmcmc;
 
@@ -152,6 +153,7 @@ struct ChainJob {
   sgmcmc::ChainResult result;
   std::exception_ptr failure;
   std::uint64_t resumed_at = 0;  // the iteration of the checkpoint it continued from, if any
+  std::string start;             // run.init: the file and draw it started from
 };
 
 /// Runs every job on `threads` threads. Chains are independent (own stream, workspace and
@@ -286,6 +288,12 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
     }
     run->tests_acceptance = run->jobs[k].chain->corrector().tests_acceptance();
   }
+  // Read on --resume too: a chain interrupted before its first checkpoint starts again.
+  const auto starts = read_start_points(cfg["run"], *run->model(), schedule.chains);
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    run->jobs[k].chain->start_at(starts[k].theta);
+    run->jobs[k].start = starts[k].origin;
+  }
   // Recorders are built here too, so the [estimator] keys a `cv` recorder reads count as known.
   run->recorders.resize(schedule.chains);
   if (output.gradients != sgmcmc::GradientSource::none || output.quantities)
@@ -334,6 +342,7 @@ json manifest_chains(const PreparedRun& run) {
                       {"recording_item_gradients", run.jobs[k].files->recording_cost().item_gradients},
                       {"resumed_at_iteration", run.jobs[k].resumed_at}});
     for (const auto& [name, value] : r.estimator_choices) chains.back()["estimator"][name] = value;  // e.g. cv's h_0, λ̂
+    if (!run.jobs[k].start.empty()) chains.back()["start"] = run.jobs[k].start;  // run.init
     if (!r.adapted_mass.empty()) chains.back()["adapted_mass"] = r.adapted_mass;  // integrator.adapt_mass
     if (r.adapted_step_size) {  // integrator.adapt_step_size: the step frozen at the end of the warmup
       chains.back()["adapted_step_size"] = *r.adapted_step_size;
