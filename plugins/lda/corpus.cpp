@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_map>
 #include <vector>
 #include <fmt/format.h>
 
@@ -134,6 +135,41 @@ Corpus read_bag_of_words(const std::string& path) {
   note_empty(previous_id + 1, documents + 1);
   if (corpus.documents.empty()) throw sgmcmc::Error(fmt::format("{}: no document has any word", path));
   return corpus;
+}
+
+std::vector<std::size_t> most_frequent_words(const Corpus& corpus, std::size_t size) {
+  std::unordered_map<std::uint32_t, std::uint64_t> totals;  // present words only: W may be far larger
+  for (const auto& document : corpus.documents)
+    for (const auto& entry : document) totals[entry.word] += entry.count;
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> ranked(totals.begin(), totals.end());
+  std::sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) {
+    return a.second > b.second || (a.second == b.second && a.first < b.first);
+  });
+  std::vector<std::size_t> kept;
+  for (std::size_t i = 0; i < std::min(size, ranked.size()); ++i) kept.push_back(ranked[i].first + std::size_t{1});
+  for (std::uint32_t word = 0; kept.size() < size; ++word)
+    if (!totals.contains(word)) kept.push_back(word + std::size_t{1});
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
+std::size_t keep_words(Corpus& corpus, const std::vector<std::size_t>& word_ids) {
+  std::unordered_map<std::uint32_t, std::uint32_t> column;
+  for (std::size_t v = 0; v < word_ids.size(); ++v) column[static_cast<std::uint32_t>(word_ids[v] - 1)] = static_cast<std::uint32_t>(v);
+  std::size_t kept_documents = 0;
+  for (std::size_t d = 0; d < corpus.documents.size(); ++d) {
+    std::vector<WordCount> kept;
+    for (const auto& entry : corpus.documents[d])
+      if (const auto found = column.find(entry.word); found != column.end()) kept.push_back({found->second, entry.count});
+    if (kept.empty()) continue;
+    corpus.documents[kept_documents] = std::move(kept);
+    corpus.ids[kept_documents++] = corpus.ids[d];
+  }
+  const std::size_t removed = corpus.documents.size() - kept_documents;
+  corpus.documents.resize(kept_documents);
+  corpus.ids.resize(kept_documents);
+  corpus.words = word_ids.size();
+  return removed;
 }
 
 }  // namespace lda

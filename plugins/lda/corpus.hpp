@@ -33,6 +33,16 @@ struct Corpus {
 /// costs nothing.
 Corpus read_bag_of_words(const std::string& path);
 
+/// The file ids (1-based) of the `size` most frequent words of `corpus` (total count over all its
+/// documents, ties to the lower id; words that never occur follow in id order when fewer than
+/// `size` occur), in increasing id order. `size` is below corpus.words.
+std::vector<std::size_t> most_frequent_words(const Corpus& corpus, std::size_t size);
+
+/// Keeps only the words `word_ids` (from most_frequent_words), renumbered 0.. in that order, and
+/// sets corpus.words to their number; tokens of other words are dropped, and a document left with
+/// none is removed. Returns the number of documents removed.
+std::size_t keep_words(Corpus& corpus, const std::vector<std::size_t>& word_ids);
+
 /// What a simulated corpus is drawn from (LDA's generative process, Blei, Ng & Jordan 2003 §3):
 /// topics φ_k ~ Dirichlet(true_beta) over `words`, k = 1..topics; per document a mix
 /// ϑ_d ~ Dirichlet(true_alpha) and a length 1 + Poisson(doc_length - 1); per token z ~ ϑ_d,

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -57,6 +58,7 @@ struct Options {
 
 struct Prepared {
   std::size_t words = 0;
+  std::vector<std::size_t> word_ids;  // each column's word id in the file (1-based); empty: 1..W
   TokenLists train;
   TestDocuments test;
   std::vector<double> word_counts;  // n_·w over the training documents, for the starting point
@@ -96,14 +98,33 @@ void refuse_simulation_keys(const Settings& settings) {
                                       settings.describe(key)));
 }
 
-/// The corpus, its held-out documents (test_docs, drawn with the data stream) and, of the rest,
-/// the first max_docs in id order for training: the test set does not change with max_docs, so
-/// Baker et al. (2019)'s curves at several corpus sizes score the same documents.
-Prepared prepare(const sgmcmc::ModelContext& context, const Options& options) {
-  const Settings& settings = context.settings;
-  Rng rng(context.seed, sgmcmc::data_stream);
+/// θ has K × W coordinates, and every chain holds θ, its gradient and its momentum: a vocabulary
+/// no memory can hold is refused before the first of them (or W's word counts) is allocated.
+void refuse_beyond_memory(std::size_t words, std::size_t topics, const std::string& origin) {
+  const std::size_t memory = sgmcmc::memory_budget_bytes(), per_coordinate = 3 * sizeof(double);
+  if (memory == 0 || words <= memory / per_coordinate / topics) return;
+  const double coordinates = static_cast<double>(words) * static_cast<double>(topics);
+  throw sgmcmc::Error(fmt::format("{}: W = {} words and K = {} topics make θ of {:.3g} coordinates; θ, its gradient and "
+                                  "its momentum need {:.3g} GB, more than {}",
+                                  origin, words, topics, coordinates, coordinates * per_coordinate / 1e9,
+                                  sgmcmc::memory_budget_description()));
+}
+
+void note_removed(const std::string& origin, std::size_t documents, const std::string& why) {
+  if (documents != 0) fmt::print(stderr, "sgmcmc: note: {}: {} document(s) {} and are left out\n", origin, documents, why);
+}
+
+/// The corpus of model.data (or the simulated one), cut to model.vocabulary_size's most frequent
+/// words when given (as Baker et al. (2019) keep Wikipedia's 1,000 most frequent): counted over
+/// every document of the file, so the vocabulary does not change with max_docs or the test split.
+/// `word_ids` receives the kept words' file ids (empty: all of them), `file_words` the corpus's W
+/// before the cut.
+Corpus read_corpus(const Settings& settings, const Options& options, Rng& rng, std::vector<std::size_t>& word_ids,
+                   std::size_t& file_words) {
   Corpus corpus;
-  if (const auto path = settings.optional_text("data")) {
+  const auto path = settings.optional_text("data");
+  const std::string origin = path.value_or("the simulated corpus");
+  if (path) {
     refuse_simulation_keys(settings);
     corpus = read_bag_of_words(*path);
     if (corpus.empty_documents != 0)
@@ -113,24 +134,61 @@ Prepared prepare(const sgmcmc::ModelContext& context, const Options& options) {
   } else {
     corpus = simulate_corpus(simulation_shape(settings, options.topics), rng).corpus;
   }
+  file_words = corpus.words;
+  std::size_t words = corpus.words;
+  if (settings.contains("vocabulary_size")) {
+    words = static_cast<std::size_t>(settings.integer_at_least("vocabulary_size", 1, 1));
+    if (words > corpus.words)
+      throw sgmcmc::Error(fmt::format("{} = {}: more than the W = {} words of {}", settings.describe("vocabulary_size"), words,
+                                      corpus.words, origin));
+  }
+  refuse_beyond_memory(words, options.topics, origin);
+  if (words < corpus.words) {
+    word_ids = most_frequent_words(corpus, words);
+    note_removed(origin, keep_words(corpus, word_ids), fmt::format("have none of the {} most frequent words", words));
+  }
+  return corpus;
+}
+
+/// model.test_data: held-out documents from their own file, in model.data's word ids (the same W),
+/// cut to the same vocabulary. The training file then holds out none.
+Corpus read_test_corpus(const Settings& settings, std::size_t file_words, const std::vector<std::size_t>& word_ids) {
+  const std::string path = *settings.optional_text("test_data");
+  if (!settings.optional_text("data"))
+    throw sgmcmc::Error(fmt::format("{}: held-out documents for model.data; the simulated corpus holds out test_docs",
+                                    settings.describe("test_data")));
+  if (settings.contains("test_docs"))
+    throw sgmcmc::Error(fmt::format("{}: the test set is model.test_data; remove one of the two", settings.describe("test_docs")));
+  Corpus test = read_bag_of_words(path);
+  if (test.words != file_words)
+    throw sgmcmc::Error(fmt::format("{}: W = {} words, but model.data's file has W = {}: held-out documents must use the "
+                                    "training file's word ids",
+                                    path, test.words, file_words));
+  if (!word_ids.empty())
+    note_removed(path, keep_words(test, word_ids), fmt::format("have none of the {} most frequent words", word_ids.size()));
+  return test;
+}
+
+/// The corpus, its held-out documents (model.test_data, or test_docs drawn with the data stream)
+/// and, of the rest, the first max_docs in id order for training: the test set does not change
+/// with max_docs, so Baker et al. (2019)'s curves at several corpus sizes score the same documents.
+Prepared prepare(const sgmcmc::ModelContext& context, const Options& options) {
+  const Settings& settings = context.settings;
+  Rng rng(context.seed, sgmcmc::data_stream);
+  Prepared prepared;
+  std::size_t file_words = 0;
+  Corpus corpus = read_corpus(settings, options, rng, prepared.word_ids, file_words);
+  std::optional<Corpus> test_file;
+  if (settings.optional_text("test_data")) test_file = read_test_corpus(settings, file_words, prepared.word_ids);
+
   const std::size_t documents = corpus.documents.size();
-  const auto split = sgmcmc::split_rows(documents, sgmcmc::row_count(settings, "test_docs", 0.1, documents, 0, documents - 1), rng);
+  const std::size_t test_count = test_file ? 0 : sgmcmc::row_count(settings, "test_docs", 0.1, documents, 0, documents - 1);
+  const auto split = sgmcmc::split_rows(documents, test_count, rng);
   std::vector<std::size_t> held_out = split.chosen;
   std::sort(held_out.begin(), held_out.end());
   const auto max_docs = static_cast<std::size_t>(
       settings.integer_at_least("max_docs", static_cast<std::int64_t>(split.rest.size()), 1));
 
-  // θ has K × W coordinates, and every chain holds θ, its gradient and its momentum: refuse a
-  // vocabulary no memory can hold before the first of them (or W's word counts) is allocated.
-  const std::size_t memory = sgmcmc::memory_budget_bytes(), per_coordinate = 3 * sizeof(double);
-  if (memory != 0 && corpus.words > memory / per_coordinate / options.topics)
-    throw sgmcmc::Error(fmt::format("{}: W = {} words and K = {} topics make θ of {:.3g} coordinates; θ, its gradient and "
-                                    "its momentum need {:.3g} GB, more than {}",
-                                    settings.optional_text("data").value_or("the simulated corpus"), corpus.words,
-                                    options.topics, static_cast<double>(corpus.words) * static_cast<double>(options.topics),
-                                    static_cast<double>(corpus.words) * static_cast<double>(options.topics) * per_coordinate / 1e9,
-                                    sgmcmc::memory_budget_description()));
-  Prepared prepared;
   prepared.words = corpus.words;
   sgmcmc::allocate(prepared.word_counts, corpus.words, 1,
                    fmt::format("{}: W = {} words", settings.optional_text("data").value_or("the simulated corpus"), corpus.words));
@@ -139,7 +197,10 @@ Prepared prepare(const sgmcmc::ModelContext& context, const Options& options) {
     prepared.train.add(tokens);
     for (auto w : tokens) prepared.word_counts[w] += 1.0;
   }
-  for (std::size_t d : held_out) add_test_document(corpus.documents[d], prepared.test, rng);
+  if (test_file)
+    for (const auto& document : test_file->documents) add_test_document(document, prepared.test, rng);
+  else
+    for (std::size_t d : held_out) add_test_document(corpus.documents[d], prepared.test, rng);
   return prepared;
 }
 
@@ -183,7 +244,8 @@ public:
     std::vector<std::string> names;
     names.reserve(dimension());
     for (std::size_t k = 1; k <= topics(); ++k)
-      for (std::size_t w = 1; w <= words(); ++w) names.push_back(fmt::format("theta.{}.{}", k, w));
+      for (std::size_t w = 0; w < words(); ++w)
+        names.push_back(fmt::format("theta.{}.{}", k, data_.word_ids.empty() ? w + 1 : data_.word_ids[w]));
     return names;
   }
   sgmcmc::Capabilities capabilities() const override { return capabilities_of_lda(); }
@@ -315,8 +377,9 @@ sgmcmc::PluginInfo lda_info() {
           .description =
               "Latent Dirichlet allocation, K topics θ_kw ~ Gamma(β, 1) (expanded mean, π = θ/rowsum), document mixes "
               "~ Dirichlet(α) integrated out, topic assignments Gibbs-sampled inside the gradient (Baker et al. 2019, §5.3; "
-              "Patterson & Teh 2013). Keys: data (UCI docword file, .gz or plain), test_docs (0.1: fraction, or an "
-              "integer count), max_docs (training documents kept, first by id), topics (20), alpha (0.1), beta (1), "
+              "Patterson & Teh 2013). Keys: data (UCI docword file, .gz or plain), test_data (held-out documents, same "
+              "format and word ids), test_docs (0.1: fraction, or an integer count), vocabulary_size (all: keep the most "
+              "frequent words of data), max_docs (training documents kept, first by id), topics (20), alpha (0.1), beta (1), "
               "gibbs_sweeps (10), gibbs_burnin (5); simulated corpus (no data): docs (1000), words (500), true_topics "
               "(= topics), doc_length (100), true_alpha (0.1), true_beta (0.05)",
           .parameters = "theta.<k>.<w>: topic k's weight of word w (word ids as in the file), k = 1..topics",

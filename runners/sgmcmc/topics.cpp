@@ -50,14 +50,16 @@ std::optional<std::pair<std::size_t, std::size_t>> topic_word(std::string_view n
   return std::pair{k, w};
 }
 
-std::vector<std::string> read_vocabulary(const fs::path& path, std::size_t words) {
+/// The vocabulary file: one line per word id of the data file. A run of every word (ids 1..W) needs
+/// exactly W lines; a run of the most frequent words (model.vocabulary_size) at least its highest id.
+std::vector<std::string> read_vocabulary(const fs::path& path, std::size_t highest_id, bool every_word) {
   sgmcmc::TextLines in(path);
   std::vector<std::string> vocabulary;
   for (std::string line; in.next(line);) vocabulary.push_back(line);
   while (!vocabulary.empty() && vocabulary.back().empty()) vocabulary.pop_back();
-  if (vocabulary.size() != words)
-    throw sgmcmc::Error(fmt::format("topics: {}: {} word(s), one per line; the run's model has W = {} words", path.string(),
-                                    vocabulary.size(), words));
+  if (every_word ? vocabulary.size() != highest_id : vocabulary.size() < highest_id)
+    throw sgmcmc::Error(fmt::format("topics: {}: {} word(s), one per line; the run's model has {} {} words", path.string(),
+                                    vocabulary.size(), every_word ? "W =" : "word ids up to", highest_id));
   return vocabulary;
 }
 
@@ -75,6 +77,8 @@ int topics_command(const fs::path& folder, std::size_t top, const std::optional<
     if (kw) topics = std::max(topics, kw->first), words = std::max(words, kw->second);
   }
   if (topics == 0) throw sgmcmc::Error(fmt::format("topics: {}: no theta.<k>.<w> columns in the chain files", folder.string()));
+  // model.vocabulary_size keeps some word ids only: the others' π stays 0 and is never shown.
+  const auto kept_words = static_cast<std::size_t>(std::count_if(cell.begin(), cell.end(), [](const auto& kw) { return kw.first == 0; }));
 
   // mean_pi[k·W + w] = mean over draws of θ_kw / θ_k·.
   std::vector<double> mean_pi(topics * words, 0.0), theta(topics * words), row_sum(topics);
@@ -93,14 +97,15 @@ int topics_command(const fs::path& folder, std::size_t top, const std::optional<
     }
   for (double& p : mean_pi) p /= static_cast<double>(draws);
 
-  const auto vocabulary = vocabulary_file ? read_vocabulary(*vocabulary_file, words) : std::vector<std::string>{};
-  fmt::print("{} topics over {} words: posterior mean of π from {} draw(s){}\n", topics, words, draws,
+  const auto vocabulary =
+      vocabulary_file ? read_vocabulary(*vocabulary_file, words, kept_words == words) : std::vector<std::string>{};
+  fmt::print("{} topics over {} words: posterior mean of π from {} draw(s){}\n", topics, kept_words, draws,
              vocabulary.empty() ? "; word ids as in the data file (--vocab FILE shows words)" : "");
   std::vector<std::size_t> order(words);
   for (std::size_t k = 0; k < topics; ++k) {
     const double* pi = &mean_pi[k * words];
     std::iota(order.begin(), order.end(), std::size_t{0});
-    const std::size_t shown = std::min(top, words);
+    const std::size_t shown = std::min(top, kept_words);
     std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(shown), order.end(),
                       [&](std::size_t a, std::size_t b) { return pi[a] > pi[b] || (pi[a] == pi[b] && a < b); });
     std::string line;

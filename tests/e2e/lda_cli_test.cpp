@@ -146,6 +146,19 @@ TEST_CASE("lda: sgmcmc topics prints each topic's top words, with word ids or a 
   CHECK_THAT(first_topic, Contains("topic 1: word"));
   CHECK(std::count(first_topic.begin(), first_topic.end(), '(') == 10);  // the default --top 10
 
+  // model.vocabulary_size: the topics are over the kept words only, named from the same file.
+  const auto cut = dir.path() / "cut";
+  result = test::run_cli(fmt::format("run --preset lda-sgld {} --set model.vocabulary_size=5 --set run.iterations=40 "
+                                     "--set run.thin=20 --out '{}' --quiet",
+                                     corpus_keys, cut.string()));
+  REQUIRE(result.exit_code == 0);
+  result = test::run_cli(fmt::format("topics '{}' --vocab '{}'", cut.string(), (dir.path() / "vocab.txt").string()));
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  CHECK_THAT(test::lines_of(result.output).at(0), Contains("8 topics over 5 words"));
+  const auto cut_topic = test::lines_of(result.output).at(1);
+  CHECK(std::count(cut_topic.begin(), cut_topic.end(), '(') == 5);
+
   const auto short_vocabulary = dir.write("short.txt", "a\nb\n");
   result = test::run_cli(fmt::format("topics '{}' --vocab '{}'", out.string(), short_vocabulary.string()));
   CHECK(result.exit_code == 2);

@@ -273,6 +273,44 @@ TEST_CASE("lda plugin: reads a UCI docword file, test_docs and max_docs choose d
   CHECK(build("topics = 3\nwords = 40\n")->dimension() == 120);
 }
 
+TEST_CASE("lda plugin: vocabulary_size keeps the most frequent words, test_data scores its own documents in them") {
+  test::TempDir dir;
+  // W = 5; total counts w1 10, w2 1, w3 7, w4 7, w5 2. Document 3 has only words 2 and 5.
+  const auto train = dir.write("docword.train.txt", "3\n5\n6\n1 1 6\n1 3 7\n2 1 4\n2 4 7\n3 2 1\n3 5 2\n");
+  // Test document 1: word 3 four times and word 2 (not kept) three times; document 2: word 3 six times.
+  const auto test_file = dir.write("docword.test.txt", "2\n5\n3\n1 3 4\n1 2 3\n2 3 6\n");
+  const auto lines = fmt::format("data = {}\ntopics = 2\n", quoted(train));
+
+  const auto three = build(lines + "test_docs = 0\nvocabulary_size = 3\n");
+  CHECK(three->dimension() == 6);
+  CHECK(three->num_items() == 2);  // document 3 has none of the kept words
+  CHECK(three->parameter_names() ==
+        std::vector<std::string>{"theta.1.1", "theta.1.3", "theta.1.4", "theta.2.1", "theta.2.3", "theta.2.4"});
+  // A tie (w3 and w4, 7 each) goes to the lower id; a size of W keeps every word.
+  CHECK(build(lines + "test_docs = 0\nvocabulary_size = 2\n")->parameter_names().back() == "theta.2.3");
+  CHECK(build(lines + "test_docs = 0\nvocabulary_size = 5\n")->dimension() == 10);
+
+  // Every held-out token is word 3 (word 2 is dropped with the vocabulary), and with the same π
+  // in both topics p(w | ϑ̂, π) = Σ_k ϑ̂_k π_w = π_w for any estimated mix: the perplexity is
+  // exactly 1/π_3 = 8/3 for θ rows (1, 3, 4) over the kept words (1, 3, 4).
+  const auto scored = build(lines + fmt::format("vocabulary_size = 3\ntest_data = {}\n", quoted(test_file)));
+  CHECK(scored->num_items() == 3 - 1);  // all training documents are for training
+  REQUIRE(scored->metric_names() == std::vector<std::string>{"perplexity"});
+  const std::vector<double> theta = {1.0, 3.0, 4.0, 1.0, 3.0, 4.0};
+  double perplexity = 0.0;
+  auto workspace = scored->make_workspace();
+  scored->evaluate_metrics(theta, *workspace, std::span(&perplexity, 1));
+  CHECK(perplexity == Approx(8.0 / 3.0).epsilon(1e-12));
+
+  CHECK_THROWS_WITH(build(lines + "vocabulary_size = 6\n"), Contains("model.vocabulary_size = 6: more than the W = 5 words"));
+  CHECK_THROWS_WITH(build(lines + fmt::format("test_docs = 1\ntest_data = {}\n", quoted(test_file))),
+                    Contains("model.test_docs") && Contains("remove one of the two"));
+  CHECK_THROWS_WITH(build(fmt::format("topics = 2\ntest_data = {}\n", quoted(test_file))), Contains("model.test_data"));
+  const auto other_words = dir.write("docword.other.txt", "1\n7\n1\n1 7 1\n");
+  CHECK_THROWS_WITH(build(lines + fmt::format("test_data = {}\n", quoted(other_words))),
+                    Contains(other_words.string() + ": W = 7 words, but model.data's file has W = 5"));
+}
+
 TEST_CASE("lda plugin: malformed input is an error naming file:line") {
   test::TempDir dir;
   const auto expect_error = [&](const std::string& text, const std::string& message, bool compressed = false) {
