@@ -42,7 +42,8 @@ void locate_columns(Recorded& recorded, const fs::path& gradient_path, const std
 }  // namespace
 
 Recorded read_recorded(const fs::path& folder, const std::string& command) {
-  Recorded recorded{read_chains(folder, command, 1)};
+  Recorded recorded;
+  recorded.chains = read_chains(folder, command, 1);
   const auto chain_paths = numbered_files(folder, run_folder::chain_prefix, command);
   const auto gradient_paths = numbered_files(folder, run_folder::gradients_prefix, command);
   if (gradient_paths.empty())

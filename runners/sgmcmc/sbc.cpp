@@ -238,6 +238,7 @@ int sbc_command(const SbcOptions& options) {
                        .out = options.out.value_or(fs::path("runs") / ("sbc-" + label)),
                        .file_name = sweep_file_name,
                        .cells = replications_folder,
+                       .text = "",  // written below, from the sweep's other fields
                        .cell_count = options.replications,
                        .resume = options.resume,
                        .jobs = options.jobs,
