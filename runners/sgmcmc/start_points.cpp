@@ -13,20 +13,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// The files the chains start from: a run folder's chain-<k>.csv in order, or the one file named.
-std::vector<fs::path> start_files(const fs::path& init, const std::string& key) {
-  if (!fs::exists(init))
-    throw sgmcmc::Error(fmt::format("{}: '{}' does not exist; expected a run folder or a CSV file of parameter values", key,
-                                    init.string()));
-  if (!fs::is_directory(init)) return {init};
-  std::vector<fs::path> files;
-  for (const auto& [k, path] : numbered_files(init, run_folder::chain_prefix, key)) files.push_back(path);
-  if (files.empty())
-    throw sgmcmc::Error(fmt::format("{}: the folder '{}' holds no chain-<k>.csv; expected a run folder or a CSV file", key,
-                                    init.string()));
-  return files;
-}
-
 /// Which row of a file a chain starts from: one draw (1-based, 0 = the last), or the mean of all.
 struct Choice {
   std::int64_t draw = 0;
@@ -49,37 +35,62 @@ StartPoint read_start(const fs::path& path, Choice choice, const sgmcmc::Model& 
   const std::string file = fmt::format("{}: {}", key, path.string());
   const auto [first, last] = chosen_rows(csv, choice, file);
 
-  const auto names = model.parameter_names();
-  std::vector<std::string> missing;
-  StartPoint start{std::vector<double>(names.size()),
+  const auto columns = parameter_columns(csv, model, file);
+  StartPoint start{std::vector<double>(columns.size(), 0.0),
                    choice.mean ? fmt::format("{}, mean of its {} draws", path.string(), csv.rows.size())
                                : fmt::format("{}, draw {} of {}", path.string(), first + 1, csv.rows.size())};
-  for (std::size_t j = 0; j < names.size(); ++j) {
-    const auto column = std::find(csv.columns.begin(), csv.columns.end(), names[j]);
-    if (column == csv.columns.end()) {
-      missing.push_back(names[j]);
-      continue;
-    }
-    double sum = 0.0;
-    for (std::size_t row = first; row < last; ++row) {
-      const double value = csv.rows[row][static_cast<std::size_t>(column - csv.columns.begin())];
-      if (!std::isfinite(value) || (model.capabilities().positive_parameters && value <= 0.0))
-        throw sgmcmc::Error(fmt::format("{}: draw {}, column '{}' is {}; the model's parameters must be finite{}", file, row + 1,
-                                        names[j], value, model.capabilities().positive_parameters ? " and > 0" : ""));
-      sum += value;
-    }
-    start.theta[j] = sum / static_cast<double>(last - first);
+  std::vector<double> theta;
+  for (std::size_t row = first; row < last; ++row) {
+    parameter_values(csv, row, columns, model, file, theta);
+    for (std::size_t j = 0; j < theta.size(); ++j) start.theta[j] += theta[j] / static_cast<double>(last - first);
   }
-  if (!missing.empty())
-    throw sgmcmc::Error(fmt::format("{}: no column for the parameter '{}'{}; a start needs every one of the model's {} "
-                                    "parameters (a run written with [output] parameters holds only some)",
-                                    file, missing.front(),
-                                    missing.size() > 1 ? fmt::format(" (nor for {} more)", missing.size() - 1) : "",
-                                    names.size()));
   return start;
 }
 
 }  // namespace
+
+std::vector<fs::path> draw_files(const fs::path& source, const std::string& key) {
+  if (!fs::exists(source))
+    throw sgmcmc::Error(fmt::format("{}: '{}' does not exist; expected a run folder or a CSV file of parameter values", key,
+                                    source.string()));
+  if (!fs::is_directory(source)) return {source};
+  std::vector<fs::path> files;
+  for (const auto& [k, path] : numbered_files(source, run_folder::chain_prefix, key)) files.push_back(path);
+  if (files.empty())
+    throw sgmcmc::Error(fmt::format("{}: the folder '{}' holds no chain-<k>.csv; expected a run folder or a CSV file", key,
+                                    source.string()));
+  return files;
+}
+
+std::vector<std::size_t> parameter_columns(const sgmcmc::StanCsv& csv, const sgmcmc::Model& model, const std::string& file) {
+  const auto names = model.parameter_names();
+  std::vector<std::size_t> columns;
+  std::vector<std::string> missing;
+  for (const auto& name : names) {
+    const auto column = std::find(csv.columns.begin(), csv.columns.end(), name);
+    if (column == csv.columns.end()) missing.push_back(name);
+    else columns.push_back(static_cast<std::size_t>(column - csv.columns.begin()));
+  }
+  if (!missing.empty())
+    throw sgmcmc::Error(fmt::format("{}: no column for the parameter '{}'{}; every one of the model's {} parameters is "
+                                    "needed (a run written with [output] parameters holds only some)",
+                                    file, missing.front(),
+                                    missing.size() > 1 ? fmt::format(" (nor for {} more)", missing.size() - 1) : "",
+                                    names.size()));
+  return columns;
+}
+
+void parameter_values(const sgmcmc::StanCsv& csv, std::size_t row, const std::vector<std::size_t>& columns,
+                      const sgmcmc::Model& model, const std::string& file, std::vector<double>& theta) {
+  theta.resize(columns.size());
+  const bool positive = model.capabilities().positive_parameters;
+  for (std::size_t j = 0; j < columns.size(); ++j) {
+    theta[j] = csv.rows[row][columns[j]];
+    if (!std::isfinite(theta[j]) || (positive && theta[j] <= 0.0))
+      throw sgmcmc::Error(fmt::format("{}: draw {}, column '{}' is {}; the model's parameters must be finite{}", file, row + 1,
+                                      csv.columns[columns[j]], theta[j], positive ? " and > 0" : ""));
+  }
+}
 
 std::vector<StartPoint> read_start_points(const sgmcmc::Settings& run, const sgmcmc::Model& model, std::uint64_t chains) {
   if (!run.contains("init")) return {};
@@ -92,7 +103,7 @@ std::vector<StartPoint> read_start_points(const sgmcmc::Settings& run, const sgm
                                     run.describe("init_draw")));
   if (!choice.mean) choice.draw = run.integer_at_least("init_draw", 0, 0);
   if (init.empty()) throw sgmcmc::Error(fmt::format("{}: expected a run folder or a CSV file, found \"\"", key));
-  const auto files = start_files(init, key);
+  const auto files = draw_files(init, key);
   // Each file is read once; chains beyond the folder's count cycle over its chains.
   std::map<std::size_t, StartPoint> read;
   std::vector<StartPoint> starts;

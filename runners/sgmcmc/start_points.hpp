@@ -2,7 +2,9 @@
 // earlier run (so that two samplers can be compared from one start, or a run continued under
 // another sampler) or values a user wrote.
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -22,3 +24,16 @@ struct StartPoint {
 /// its column (others, lp__ and the like, are ignored); values must be finite, and positive for a
 /// model of positive parameters. Errors name the key, the file, the draw and the column.
 std::vector<StartPoint> read_start_points(const sgmcmc::Settings& run, const sgmcmc::Model& model, std::uint64_t chains);
+
+/// What run.init and `sgmcmc gradient-variance --at` read: a run folder's chain-<k>.csv files in
+/// order, or the one file named. Errors start with `key`.
+std::vector<std::filesystem::path> draw_files(const std::filesystem::path& source, const std::string& key);
+
+/// The column of each of the model's parameters in `csv` (other columns ignored); a missing one
+/// is an error naming `file`.
+std::vector<std::size_t> parameter_columns(const sgmcmc::StanCsv& csv, const sgmcmc::Model& model, const std::string& file);
+
+/// θ from draw `row` of `csv` (0-based), checked: finite, and > 0 for a model of positive
+/// parameters; an error names `file`, the draw and the column.
+void parameter_values(const sgmcmc::StanCsv& csv, std::size_t row, const std::vector<std::size_t>& columns,
+                      const sgmcmc::Model& model, const std::string& file, std::vector<double>& theta);

@@ -129,7 +129,11 @@ struct Pilot {
 /// Every pilot of the sweep folder, by step.
 std::vector<Pilot> read_pilots(const fs::path& folder, const std::vector<double>& steps) {
   std::vector<Pilot> pilots;
-  for (double h : steps) pilots.push_back({.step = h, .status = "missing"});
+  for (double h : steps) {
+    pilots.emplace_back();
+    pilots.back().step = h;
+    pilots.back().status = "missing";
+  }
   for (const auto& entry : fs::directory_iterator(folder)) {
     if (!entry.is_directory()) continue;
     const auto manifest = manifest_if_any(entry.path());
@@ -245,6 +249,7 @@ int tune_command(const TuneOptions& options) {
                        .out = options.out.value_or(fs::path("runs") / ("tune-" + label)),
                        .file_name = sweep_file_name,
                        .cells = pilots_folder,
+                       .text = "",  // written below, from the sweep's other fields
                        .cell_count = steps.size(),
                        .resume = options.resume,
                        .jobs = options.jobs,
