@@ -1,0 +1,108 @@
+#!/usr/bin/python3
+"""Does SGLD-CV's control variate pay on a latent-variable model, and with which centre? (issue #18)
+
+For each size, through the real `sgmcmc` CLI:
+  1. a burn-in: the SGLD preset for --burn-in iterations from the model's own start;
+  2. from the burn-in's mean (run.init, run.init_mean): SGLD, and SGLD-CV centred there
+     (estimator.sgd_iterations = 0: no SGD phase; the burn-in is the centring, and its cost is
+     reported beside the chains'), for --iterations each;
+  3. `sgmcmc gradient-variance` at --points draws of that SGLD chain: tr Cov of the estimate of
+     SGLD-CV centred at the burn-in mean and of the preset's own centre (SGD from the model's start),
+     against minibatch SGLD's (Baker et al. 2019, Lemma 1: the ratio is what decides the contest).
+Prints one table: per size, the final metric and CPU seconds of each chain, and the median
+variance ratio (SGLD's / SGLD-CV's) of each centre. CPU seconds, since runs may share cores.
+
+  runners/figures/centre_ablation.py --model lda --sizes 3000,20000,80000 [--sgmcmc build/release/bin/sgmcmc]
+  runners/figures/centre_ablation.py --model pmf --sizes 100,300,943
+  [--out runs/centre-ablation] [--burn-in 1000] [--iterations 2000] [--points 5] [--repeats 30]
+  [--set KEY=VALUE ...]  (e.g. --set 'model.data="docword.kos.txt.gz"' with --model lda --size-key model.max_docs)
+
+lda sizes are simulated corpora's documents (model.docs, 1,000 words, 20 planted topics), pmf's
+the first users of the simulated MovieLens shape (model.max_users).
+"""
+import argparse
+import csv
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+MODELS = {  # presets, the key the sizes set, the fixed keys, the metric (and whether lower is better)
+    "lda": ("lda-sgld", "lda-sgldcv", "model.docs", {"model.words": 1000, "model.true_topics": 20}, "perplexity"),
+    "pmf": ("pmf-sgld", "pmf-sgldcv", "model.max_users", {}, "log_predictive_density"),
+}
+
+
+def sgmcmc(args, *words):
+    command = [args.sgmcmc, *words]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(command)}\n{result.stdout}{result.stderr}")
+
+
+def settings(pairs):
+    return [word for key, value in pairs.items() for word in ("--set", f"{key}={value}")]
+
+
+def final(folder, metric):
+    """(final metric, CPU seconds) of chain 1 from metrics.csv."""
+    with open(folder / "metrics.csv", newline="") as f:
+        rows = [row for row in csv.DictReader(f) if row["chain"] == "1"]
+    return float(rows[-1][metric]), float(rows[-1]["cpu_seconds"])
+
+
+def median_ratio(path):
+    with open(path, newline="") as f:
+        return statistics.median(float(row["ratio"]) for row in csv.DictReader(f))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", choices=sorted(MODELS), required=True)
+    parser.add_argument("--sizes", required=True, help="comma-separated values of the size key")
+    parser.add_argument("--size-key", help="the key the sizes set (default: model.docs for lda, model.max_users for pmf)")
+    parser.add_argument("--sgmcmc", default="sgmcmc")
+    parser.add_argument("--out", type=Path, default=Path("runs/centre-ablation"))
+    parser.add_argument("--burn-in", type=int, default=1000)
+    parser.add_argument("--iterations", type=int, default=2000)
+    parser.add_argument("--points", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--set", action="append", default=[], help="KEY=VALUE for every run (repeatable)")
+    args = parser.parse_args()
+    sgld, sgldcv, size_key, fixed, metric = MODELS[args.model]
+    size_key = args.size_key or size_key
+    extra = dict(pair.split("=", 1) for pair in args.set)
+
+    print(f"{args.model}: SGLD and SGLD-CV for {args.iterations} iterations from the mean of a {args.burn_in}-iteration "
+          f"SGLD burn-in; {metric} of chain 1 and its CPU seconds; variance ratio = median over {args.points} draws of "
+          f"tr Cov[SGLD's estimate] / tr Cov[SGLD-CV's]")
+    print(f"{'size':>8} {'items':>8} {'burn-in s':>9} {'SGLD':>10} {'s':>6} {'SGLD-CV':>10} {'s':>6} "
+          f"{'ratio, centre at mean':>21} {'ratio, preset centre':>20}")
+    for size in args.sizes.split(","):
+        folder = args.out / f"{args.model}-{size}"
+        common = {**fixed, size_key: size, **extra}
+        quiet = ["--quiet", "--replace"]
+        burn_in, chain_sgld, chain_cv = folder / "burn-in", folder / "sgld", folder / "sgld-cv"
+        sgmcmc(args, "run", "--preset", sgld, "--out", str(burn_in), *quiet,
+               *settings({**common, "run.iterations": args.burn_in, "run.thin": max(1, args.burn_in // 20)}))
+        start = {"run.init": f'"{burn_in}"', "run.init_mean": "true"}
+        at_mean = {**common, **start, "estimator.sgd_iterations": 0}
+        sgmcmc(args, "run", "--preset", sgld, "--out", str(chain_sgld), *quiet,
+               *settings({**common, **start, "run.iterations": args.iterations, "run.thin": max(1, args.iterations // 20)}))
+        sgmcmc(args, "run", "--preset", sgldcv, "--out", str(chain_cv), *quiet,
+               *settings({**at_mean, "run.iterations": args.iterations, "run.thin": args.iterations}))
+        ratios = []
+        for name, keys in (("mean", at_mean), ("preset", common)):
+            table = folder / f"variance-{name}.csv"
+            sgmcmc(args, "gradient-variance", "--preset", sgldcv, "--at", str(chain_sgld), "--points", str(args.points),
+                   "--repeats", str(args.repeats), "--csv", str(table), *settings(keys))
+            ratios.append(median_ratio(table))
+        items = json.loads((chain_sgld / "manifest.json").read_text())["model"]["items"]
+        (value_sgld, seconds_sgld), (value_cv, seconds_cv) = final(chain_sgld, metric), final(chain_cv, metric)
+        print(f"{size:>8} {items:8,} {final(burn_in, metric)[1]:9.2f} {value_sgld:10.4g} {seconds_sgld:6.2f} "
+              f"{value_cv:10.4g} {seconds_cv:6.2f} {ratios[0]:21.2f} {ratios[1]:20.2f}")
+
+
+if __name__ == "__main__":
+    main()
