@@ -15,10 +15,12 @@ variance ratio (SGLD's / SGLD-CV's) of each centre. CPU seconds, since runs may 
   runners/figures/centre_ablation.py --model lda --sizes 3000,20000,80000 [--sgmcmc build/release/bin/sgmcmc]
   runners/figures/centre_ablation.py --model pmf --sizes 100,300,943
   [--out runs/centre-ablation] [--burn-in 1000] [--iterations 2000] [--points 5] [--repeats 30]
-  [--set KEY=VALUE ...]  (e.g. --set 'model.data="docword.kos.txt.gz"' with --model lda --size-key model.max_docs)
+  [--set KEY=VALUE ...]  (e.g. --set 'model.data="docword.kos.txt.gz"' --set model.vocabulary_size=1000
+                         with --model lda --size-key model.max_docs)
 
-lda sizes are simulated corpora's documents (model.docs, 1,000 words, 20 planted topics), pmf's
-the first users of the simulated MovieLens shape (model.max_users).
+lda sizes are simulated corpora's documents (model.docs, 1,000 words, 20 planted topics; with
+model.data, the file's first documents by --size-key model.max_docs), pmf's the first users of the
+simulated MovieLens shape (model.max_users).
 """
 import argparse
 import csv
@@ -73,6 +75,8 @@ def main():
     sgld, sgldcv, size_key, fixed, metric = MODELS[args.model]
     size_key = args.size_key or size_key
     extra = dict(pair.split("=", 1) for pair in args.set)
+    if "model.data" in extra:  # the simulation's keys do not apply to a file
+        fixed = {}
 
     print(f"{args.model}: SGLD and SGLD-CV for {args.iterations} iterations from the mean of a {args.burn_in}-iteration "
           f"SGLD burn-in; {metric} of chain 1 and its CPU seconds; variance ratio = median over {args.points} draws of "

@@ -1,7 +1,9 @@
 // `sgmcmc gradient-variance` through the real CLI and the gaussian plugin, against the exact
 // variance of a minibatch estimate drawn without replacement.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <string>
 #include <vector>
 #include <fmt/format.h>
@@ -14,18 +16,27 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-/// tr Cov of (N/n) Σ_{i∈B} a_i for a uniformly drawn n-subset B of the N rows a_i (sampling
-/// without replacement, Cochran 1977, Theorem 2.2): (N²/n)(1 - n/N) Σ_j s²_j, with s²_j the
-/// rows' variance (divisor N - 1) in coordinate j.
-double exact_trace(const xt::xtensor<double, 2>& rows, double n) {
+/// Per coordinate j, the variance of (N/n) Σ_{i∈B} a_ij for a uniformly drawn n-subset B of the
+/// N rows a_i (sampling without replacement, Cochran 1977, Theorem 2.2): (N²/n)(1 - n/N) s²_j,
+/// with s²_j the rows' variance (divisor N - 1) in coordinate j.
+std::vector<double> exact_variances(const xt::xtensor<double, 2>& rows, double n) {
   const double big_n = static_cast<double>(rows.shape(0));
-  double trace = 0.0;
+  std::vector<double> variances;
   for (std::size_t j = 0; j < rows.shape(1); ++j) {
     const auto column = xt::view(rows, xt::all(), j);
     const double mean = xt::mean(column)();
-    trace += xt::sum((column - mean) * (column - mean))() / (big_n - 1.0);
+    variances.push_back(big_n * big_n / n * (1.0 - n / big_n) * xt::sum((column - mean) * (column - mean))() / (big_n - 1.0));
   }
-  return big_n * big_n / n * (1.0 - n / big_n) * trace;
+  return variances;
+}
+
+double sum(const std::vector<double>& values) { return std::accumulate(values.begin(), values.end(), 0.0); }
+
+/// The middle one of three coordinates' ratios a_j / b_j.
+double median_of_three_ratios(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> ratios = {a[0] / b[0], a[1] / b[1], a[2] / b[2]};
+  std::sort(ratios.begin(), ratios.end());
+  return ratios[1];
 }
 
 /// ∇f_i(θ) = x_i (x_iᵀθ - y_i)/σ² of every row: the gaussian plugin's data gradients.
@@ -64,19 +75,24 @@ TEST_CASE("gradient-variance measures tr Cov of minibatch and cv estimates as th
   REQUIRE(result.exit_code == 0);
   const auto lines = test::lines_of(test::read_text(out));
   REQUIRE(lines.size() == 4);
-  CHECK(lines[0] == "draw,distance_to_centre,minibatch_trace,estimator_trace,ratio");
+  CHECK(lines[0] == "draw,distance_to_centre,minibatch_trace,estimator_trace,ratio,median_coordinate_ratio");
   const auto centre_gradients = data_gradients(fixture, fixture.mean);
   for (std::size_t p = 0; p < points.size(); ++p) {
     const auto fields = test::csv_fields(lines[p + 1]);
     const auto gradients = data_gradients(fixture, points[p]);
-    const double minibatch = exact_trace(gradients, n), cv = exact_trace(gradients - centre_gradients, n);
+    const auto minibatch_variances = exact_variances(gradients, n), cv_variances = exact_variances(gradients - centre_gradients, n);
+    const double minibatch = sum(minibatch_variances), cv = sum(cv_variances);
     INFO(fmt::format("point {}: minibatch {} (exact {}), cv {} (exact {})", p + 1, fields[2], minibatch, fields[3], cv));
     CHECK(std::stod(fields[1]) == Approx(xt::linalg::norm(points[p] - fixture.mean)).margin(1e-12));
     CHECK(std::stod(fields[2]) == Approx(minibatch).epsilon(0.12));
-    if (p == 0)
+    if (p == 0) {
       CHECK(std::stod(fields[3]) == 0.0);
-    else
+      CHECK(fields[5] == "inf");
+    } else {
       CHECK(std::stod(fields[3]) == Approx(cv).epsilon(0.12));
+      // A ratio of two such variances: relative sd at most 0.025·√2, so 18% is about 5 sd.
+      CHECK(std::stod(fields[5]) == Approx(median_of_three_ratios(minibatch_variances, cv_variances)).epsilon(0.18));
+    }
   }
 }
 
