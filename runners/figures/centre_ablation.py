@@ -9,12 +9,13 @@ For each size, through the real `sgmcmc` CLI:
   3. `sgmcmc gradient-variance` at --points draws of that SGLD chain: tr Cov of the estimate of
      SGLD-CV centred at the burn-in mean and of the preset's own centre (SGD from the model's start),
      against minibatch SGLD's (Baker et al. 2019, Lemma 1: the ratio is what decides the contest).
-Prints one table: per size, the final metric and CPU seconds of each chain, and the median
+Prints one table: per size, the final metric and CPU seconds of each chain, SGLD's metric at
+SGLD-CV's final CPU seconds (give SGLD more --sgld-iterations to reach them), and the median
 variance ratio (SGLD's / SGLD-CV's) of each centre. CPU seconds, since runs may share cores.
 
   runners/figures/centre_ablation.py --model lda --sizes 3000,20000,80000 [--sgmcmc build/release/bin/sgmcmc]
   runners/figures/centre_ablation.py --model pmf --sizes 100,300,943
-  [--out runs/centre-ablation] [--burn-in 1000] [--iterations 2000] [--points 5] [--repeats 30]
+  [--out runs/centre-ablation] [--burn-in 1000] [--iterations 2000] [--sgld-iterations N] [--points 5] [--repeats 30]
   [--set KEY=VALUE ...]  (e.g. --set 'model.data="docword.kos.txt.gz"' --set model.vocabulary_size=1000
                          with --model lda --size-key model.max_docs)
 
@@ -47,11 +48,24 @@ def settings(pairs):
     return [word for key, value in pairs.items() for word in ("--set", f"{key}={value}")]
 
 
-def final(folder, metric):
-    """(final metric, CPU seconds) of chain 1 from metrics.csv."""
+def curve(folder, metric):
+    """[(CPU seconds, metric)] of chain 1 from metrics.csv."""
     with open(folder / "metrics.csv", newline="") as f:
-        rows = [row for row in csv.DictReader(f) if row["chain"] == "1"]
-    return float(rows[-1][metric]), float(rows[-1]["cpu_seconds"])
+        return [(float(row["cpu_seconds"]), float(row[metric])) for row in csv.DictReader(f) if row["chain"] == "1"]
+
+
+def final(folder, metric):
+    """(final metric, CPU seconds) of chain 1."""
+    seconds, value = curve(folder, metric)[-1]
+    return value, seconds
+
+
+def at_seconds(folder, metric, seconds):
+    """The metric at the last evaluation within `seconds` CPU seconds, or None if the chain ended before."""
+    points = curve(folder, metric)
+    if points[-1][0] < seconds:
+        return None
+    return [value for t, value in points if t <= seconds][-1]
 
 
 def median_ratio(path):
@@ -68,12 +82,15 @@ def main():
     parser.add_argument("--out", type=Path, default=Path("runs/centre-ablation"))
     parser.add_argument("--burn-in", type=int, default=1000)
     parser.add_argument("--iterations", type=int, default=2000)
+    parser.add_argument("--sgld-iterations", type=int,
+                        help="SGLD's iterations (default --iterations); more, to read SGLD at SGLD-CV's CPU seconds")
     parser.add_argument("--points", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=30)
     parser.add_argument("--set", action="append", default=[], help="KEY=VALUE for every run (repeatable)")
     args = parser.parse_args()
     sgld, sgldcv, size_key, fixed, metric = MODELS[args.model]
     size_key = args.size_key or size_key
+    sgld_iterations = args.sgld_iterations or args.iterations
     extra = dict(pair.split("=", 1) for pair in args.set)
     if "model.data" in extra:  # the simulation's keys do not apply to a file
         fixed = {}
@@ -82,7 +99,7 @@ def main():
           f"SGLD burn-in; {metric} of chain 1 and its CPU seconds; variance ratio = median over {args.points} draws of "
           f"tr Cov[SGLD's estimate] / tr Cov[SGLD-CV's]")
     print(f"{'size':>8} {'items':>8} {'burn-in s':>9} {'SGLD':>10} {'s':>6} {'SGLD-CV':>10} {'s':>6} "
-          f"{'ratio, centre at mean':>21} {'ratio, preset centre':>20}")
+          f"{'SGLD at SGLD-CV s':>17} {'ratio, centre at mean':>21} {'ratio, preset centre':>20}")
     for size in args.sizes.split(","):
         folder = args.out / f"{args.model}-{size}"
         common = {**fixed, size_key: size, **extra}
@@ -93,7 +110,7 @@ def main():
         start = {"run.init": f'"{burn_in}"', "run.init_mean": "true"}
         at_mean = {**common, **start, "estimator.sgd_iterations": 0}
         sgmcmc(args, "run", "--preset", sgld, "--out", str(chain_sgld), *quiet,
-               *settings({**common, **start, "run.iterations": args.iterations, "run.thin": max(1, args.iterations // 20)}))
+               *settings({**common, **start, "run.iterations": sgld_iterations, "run.thin": max(1, sgld_iterations // 20)}))
         sgmcmc(args, "run", "--preset", sgldcv, "--out", str(chain_cv), *quiet,
                *settings({**at_mean, "run.iterations": args.iterations, "run.thin": args.iterations}))
         ratios = []
@@ -104,8 +121,10 @@ def main():
             ratios.append(median_ratio(table))
         items = json.loads((chain_sgld / "manifest.json").read_text())["model"]["items"]
         (value_sgld, seconds_sgld), (value_cv, seconds_cv) = final(chain_sgld, metric), final(chain_cv, metric)
+        same_seconds = at_seconds(chain_sgld, metric, seconds_cv)
+        same_seconds = "ended before" if same_seconds is None else f"{same_seconds:.4g}"
         print(f"{size:>8} {items:8,} {final(burn_in, metric)[1]:9.2f} {value_sgld:10.4g} {seconds_sgld:6.2f} "
-              f"{value_cv:10.4g} {seconds_cv:6.2f} {ratios[0]:21.2f} {ratios[1]:20.2f}")
+              f"{value_cv:10.4g} {seconds_cv:6.2f} {same_seconds:>17} {ratios[0]:21.2f} {ratios[1]:20.2f}")
 
 
 if __name__ == "__main__":
