@@ -132,12 +132,14 @@ if (cmd == "check") {
   write.csv(data.frame(chain = seq_len(nrow(el)), warmup = el[, 1], sample = el[, 2]),
             sprintf("%s-elapsed.csv", kv$out), row.names = FALSE)
 } else if (cmd == "ess") {
-  # a CSV with columns chain, then the parameters: bulk ESS of each (Vehtari et al. 2021)
-  t <- read.csv(kv$draws, check.names = FALSE)
-  chains <- split(t[, -1, drop = FALSE], t$chain)
-  n <- min(sapply(chains, nrow))
-  ess <- sapply(names(t)[-1], function(p) ess_bulk(sapply(chains, function(c) c[[p]][1:n])))
-  write.csv(data.frame(parameter = names(ess), ess_bulk = ess), kv$out, row.names = FALSE)
+  # CSVs with columns chain, then the parameters: bulk ESS of each (Vehtari et al. 2021)
+  for (f in strsplit(kv$draws, ",", fixed = TRUE)[[1]]) {
+    t <- read.csv(f, check.names = FALSE)
+    chains <- split(t[, -1, drop = FALSE], t$chain)
+    n <- min(sapply(chains, nrow))
+    ess <- sapply(names(t)[-1], function(p) ess_bulk(sapply(chains, function(c) c[[p]][1:n])))
+    write.csv(data.frame(parameter = names(ess), ess_bulk = ess), sub("\\.draws\\.csv$", ".csv", f), row.names = FALSE)
+  }
 } else if (cmd == "log_prob") {
   # -U at the points of a CSV (one row each), for the agreement check
   m <- model(); d <- load_data()
@@ -258,7 +260,7 @@ def nuts(stan: Stan, data: dict, out: Path, chains: int, warmup: int, draws: int
         names = list(frame.columns)
         sampler = pd.read_csv(out / f"nuts-sampler-{k}.csv")
         leapfrog = sampler["n_leapfrog__"].to_numpy()
-        warm, sample = float(elapsed.warmup[k - 1]), float(elapsed.sample[k - 1])
+        warm, sample = float(elapsed["warmup"].iloc[k - 1]), float(elapsed["sample"].iloc[k - 1])
         sampling_leapfrog = np.cumsum(leapfrog[warmup:])
         times.append(warm + sample * sampling_leapfrog / sampling_leapfrog[-1])
         gradients.append(leapfrog[:warmup].sum() + sampling_leapfrog)
@@ -348,32 +350,48 @@ def final_errors(chains: Chains, ref_mean, ref_sd):
             float(np.median(np.abs(pooled.std(0, ddof=1) / ref_sd - 1.0))))
 
 
-def bulk_ess(stan: Stan, chains: Chains, path: Path) -> np.ndarray:
-    n = min(len(d) for d in chains.draws)
-    frame = pd.concat([pd.DataFrame(d[:n], columns=chains.names).assign(chain=k)
-                       for k, d in enumerate(chains.draws, start=1)])
-    frame = frame[["chain", *chains.names]]
-    frame.to_csv(path.with_suffix(".draws.csv"), index=False)
-    run_r(stan, "ess", draws=path.with_suffix(".draws.csv"), out=path)
-    return pd.read_csv(path).ess_bulk.to_numpy()
+class EssBatch:
+    """Bulk ESS of several runs' draws in one R call (R starts slowly on a busy machine)."""
+
+    def __init__(self, stan: Stan, work: Path):
+        self.stan, self.work, self.pending = stan, work, []
+
+    def add(self, chains: Chains, name: str, then) -> None:
+        n = min(len(d) for d in chains.draws)
+        frame = pd.concat([pd.DataFrame(d[:n], columns=chains.names).assign(chain=k)
+                           for k, d in enumerate(chains.draws, start=1)])
+        path = self.work / f"ess-{name}.draws.csv"
+        frame[["chain", *chains.names]].to_csv(path, index=False)
+        self.pending.append((path, then))
+
+    def run(self) -> None:
+        if self.pending:
+            run_r(self.stan, "ess", draws=",".join(str(p) for p, _ in self.pending))
+        for path, then in self.pending:
+            then(pd.read_csv(path.with_name(path.name.replace(".draws.csv", ".csv"))).ess_bulk.to_numpy())
+        self.pending = []
 
 
 class Row:
-    def __init__(self, label, rows, result, ess_per_second, total, errors, note=""):
-        self.label, self.rows, self.result, self.ess_per_second = label, rows, result, ess_per_second
-        self.total, self.errors, self.note = total, errors, note
+    def __init__(self, label, rows, result, total, cpu, errors, note=""):
+        self.label, self.rows, self.result, self.total, self.cpu = label, rows, result, total, cpu
+        self.errors, self.note = errors, note
+        self.ess = self.ess_per_second = float("nan")
+
+    def set_ess(self, ess: np.ndarray) -> None:
+        self.ess = float(np.median(ess))
+        self.ess_per_second = self.ess / self.cpu
+        reached = (f"reached at {self.result['seconds']:.2f} s ({self.result['draws']} draws; mean "
+                   f"{self.result['mean_error']:.3f} sd, sd {self.result['sd_error']:.3f})" if self.result
+                   else f"not reached in {self.total:.1f} s")
+        log(f"  {self.label} at N = {self.rows:,}: {reached}; whole run: mean {self.errors[0]:.3f} sd, sd "
+            f"{self.errors[1]:.3f}; median bulk ESS {self.ess:.0f}, {self.ess_per_second:.2f}/s")
 
 
-def measure(stan, chains: Chains, rows: int, ref_mean, ref_sd, work: Path, note="") -> Row:
-    result = time_to_accuracy(chains, ref_mean, ref_sd)
-    ess = bulk_ess(stan, chains, work / f"ess-{chains.label.replace(' ', '_').replace('/', '_')}-{rows}.csv")
-    total = float(sum(chains.total_seconds))
-    row = Row(chains.label, rows, result, float(np.median(ess)) / total, max(chains.total_seconds),
-              final_errors(chains, ref_mean, ref_sd), note)
-    reached = (f"reached at {result['seconds']:.2f} s ({result['draws']} draws; mean {result['mean_error']:.3f} sd, "
-               f"sd {result['sd_error']:.3f})" if result else f"not reached in {row.total:.1f} s")
-    log(f"  {chains.label} at N = {rows:,}: {reached}; whole run: mean {row.errors[0]:.3f} sd, sd {row.errors[1]:.3f}; "
-        f"median bulk ESS {np.median(ess):.0f}, {row.ess_per_second:.2f}/s")
+def measure(batch: EssBatch, chains: Chains, rows: int, ref_mean, ref_sd, name: str) -> Row:
+    row = Row(chains.label, rows, time_to_accuracy(chains, ref_mean, ref_sd), max(chains.total_seconds),
+              float(sum(chains.total_seconds)), final_errors(chains, ref_mean, ref_sd))
+    batch.add(chains, name, row.set_ess)
     return row
 
 
@@ -434,15 +452,17 @@ def main() -> None:
     reference = nuts(stan, stan_data, work / "nuts-reference", ref_chains, ref_warmup, ref_draws, 1, options.reuse)
     pooled = np.vstack(reference.draws)
     ref_mean, ref_sd = pooled.mean(0), pooled.std(0, ddof=1)
-    ref_ess = bulk_ess(stan, reference, work / "ess-reference-20000.csv")
-    log(f"reference: {len(pooled)} draws, bulk ESS median {np.median(ref_ess):.0f} (least {ref_ess.min():.0f}): "
-        f"its mean's Monte Carlo error is ≈ {1 / np.sqrt(np.median(ref_ess)):.3f} sd (median coordinate)")
+    batch = EssBatch(stan, work)
+    reference_draws = len(pooled)
+    batch.add(reference, "reference-20000", lambda ess: log(
+        f"reference at {rows:,}: {reference_draws} draws, bulk ESS median {np.median(ess):.0f} (least {ess.min():.0f}): "
+        f"its mean's Monte Carlo error is ≈ {1 / np.sqrt(np.median(ess)):.3f} sd (median coordinate)"))
 
     table: list[Row] = []
     # NUTS's own race: an independent run (another seed), 2 chains, Stan's default warmup.
     race_warmup, race_draws = (300, 300) if quick else (1000, 500)
     race = nuts(stan, stan_data, work / "nuts-race", 2, race_warmup, race_draws, 2, options.reuse)
-    nuts_row = measure(stan, race, rows, ref_mean, ref_sd, work)
+    nuts_row = measure(batch, race, rows, ref_mean, ref_sd, "nuts-race-20000")
     table.append(nuts_row)
     leapfrog_seconds = sum(race.total_seconds) / sum(g[-1] for g in race.gradients)
 
@@ -466,7 +486,7 @@ def main() -> None:
     sg_rows = []
     for label, name, source, settings in candidates:
         folder = sgmcmc_run(cli, work / name, options.reuse, settings=settings, **source)
-        sg_rows.append(measure(stan, sgmcmc_chains(label, folder), rows, ref_mean, ref_sd, work))
+        sg_rows.append(measure(batch, sgmcmc_chains(label, folder), rows, ref_mean, ref_sd, f"{name}"))
     table += sg_rows
     best = min((r for r in sg_rows if r.result), key=lambda r: r.result["seconds"], default=None)
 
@@ -485,9 +505,10 @@ def main() -> None:
         full_reference = sgmcmc_chains("HMC + MH (exact)", exact)
         pooled = np.vstack(full_reference.draws)
         full_mean, full_sd = pooled.mean(0), pooled.std(0, ddof=1)
-        full_ess = bulk_ess(stan, full_reference, work / "ess-reference-581012.csv")
-        log(f"reference at {FULL_ROWS:,}: {len(pooled)} draws, bulk ESS median {np.median(full_ess):.0f} "
-            f"(least {full_ess.min():.0f})")
+        full_draws = len(pooled)
+        batch.add(full_reference, "reference-581012", lambda ess: log(
+            f"reference at {FULL_ROWS:,}: {full_draws} draws, bulk ESS median {np.median(ess):.0f} (least {ess.min():.0f}): "
+            f"its mean's Monte Carlo error is ≈ {1 / np.sqrt(np.median(ess)):.3f} sd (median coordinate)"))
         # NUTS at full size, extrapolated from its gradients at 20,000.
         if not (options.reuse and (work / "gradient-581012.txt").exists()):
             log("timing Stan's grad_log_prob at 20,000 and at 581,012 rows")
@@ -506,24 +527,30 @@ def main() -> None:
                       "mean_error": nuts_row.result["mean_error"], "sd_error": nuts_row.result["sd_error"]}
         else:
             result = None
-        table.append(Row("NUTS (extrapolated)", FULL_ROWS, result, nuts_row.ess_per_second * small / large,
-                         float("nan"), (float("nan"), float("nan")),
-                         note=f"{nuts_row.result['gradients'] if nuts_row.result else '?'} gradients × {per_gradient * 1e3:.1f} ms"))
-        full_iterations = 40_000 if quick else 400_000
+        extrapolated_row = Row("NUTS (extrapolated)", FULL_ROWS, result, float("nan"), float("nan"),
+                               (float("nan"), float("nan")),
+                               note=f"{nuts_row.result['gradients'] if nuts_row.result else '?'} gradients × "
+                                    f"{per_gradient * 1e3:.1f} ms")
+        table.append(extrapolated_row)
+        full_iterations = 100_000 if quick else 2_000_000
         full_base = {**simulated, "run.chains": 2, "run.iterations": full_iterations,
                      "run.thin": full_iterations // 2000, "run.eval_every": full_iterations // 2000}
         for label, preset in (("SGLD-CV (covtype-sgldcv)", "covtype-sgldcv"), ("SGLD (covtype-sgld)", "covtype-sgld")):
             folder = sgmcmc_run(cli, work / f"sg-581012-{preset}", options.reuse, preset=preset, settings=full_base)
-            table.append(measure(stan, sgmcmc_chains(label, folder), FULL_ROWS, full_mean, full_sd, work))
+            table.append(measure(batch, sgmcmc_chains(label, folder), FULL_ROWS, full_mean, full_sd, f"sg-581012-{preset}"))
 
-    # ---- the table ----
+    # ---- ESS, then the table ----
+    log("bulk ESS of every run (R's posterior)")
+    batch.run()
+    if not options.skip_full:
+        extrapolated_row.ess_per_second = nuts_row.ess_per_second * small / large  # the same ESS per gradient
     nuts_seconds = {r.rows: r.result["seconds"] for r in table if r.label.startswith("NUTS") and r.result}
     print()
     print("Time to a posterior within 0.1 sd in mean and ±10% in sd (medians over the 55 coordinates);")
     print("seconds per chain (CPU; 2 chains side by side), warmup and centring included; ESS/s = median bulk ESS per CPU second")
     print(f"{'sampler':34} {'N':>9} {'s to accuracy':>16} {'ESS/s':>9} {'NUTS/ours':>10}  final errors (mean, sd)")
     for r in table:
-        seconds = f"{r.result['seconds']:.2f}" if r.result else f"> {r.total:.0f} (not reached)"
+        seconds = f"{r.result['seconds']:.2f}" if r.result else f"not in {r.total:.0f}"
         ratio = ""
         if r.result and not r.label.startswith("NUTS") and r.rows in nuts_seconds:
             ratio = f"{nuts_seconds[r.rows] / r.result['seconds']:.1f}×"
