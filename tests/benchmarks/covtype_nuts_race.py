@@ -39,9 +39,15 @@ What is measured, at N = 20,000 (the real sample) and N = 581,012 (simulated, co
   longer with N.
 
 SG-MCMC without an MH test is biased (its sd criterion may never be met): such a sampler is
-reported as "not reached in T s", not given a wider criterion. Runtime: about 35 minutes for a
-full run on two busy cores (most of it NUTS), 10 with --quick (shorter NUTS runs: the reference's
-ESS is then too small for the criterion to be meaningful; it checks the wiring).
+reported as "not reached in T s", not given a wider criterion.
+
+Limits, as measured (tests/benchmarks/README.md has the numbers): the 20,000-row reference of
+4 × 500 NUTS draws has a median bulk ESS of a few hundred, so its own Monte Carlo error is about
+half the 0.1-sd criterion; and the 581,012-row reference (2 × 400 exact HMC draws) has not mixed,
+so the time to accuracy there is not measured (its rows say "not reached"), only ESS/s and NUTS's
+extrapolated time. Runtime: ≈ 2,500 CPU seconds, three quarters of them NUTS (≈ 40 minutes of
+wall time on two cores while another build ran), 10 minutes with --quick (shorter runs: the
+reference is then too short for the criterion to mean anything; it checks the wiring).
 """
 
 from __future__ import annotations
