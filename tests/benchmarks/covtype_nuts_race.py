@@ -1,0 +1,574 @@
+#!/usr/bin/env python3
+"""A race against the gold standard (issue #17, item 6): Stan's NUTS against sgmcmc's tuned
+stochastic-gradient samplers on Bayesian logistic regression with cover type's data.
+
+    tests/benchmarks/covtype_nuts_race.py --data covtype.libsvm.binary.scale.sample20k.libsvm.gz \
+        [--sgmcmc build/release/bin/sgmcmc] [--work runs/covtype-nuts-race] [--quick] [--reuse]
+
+(or the data path in SGMCMC_COVTYPE_SAMPLE, the CLI in SGMCMC_CLI). A benchmark, not a test:
+nothing is installed and nothing is registered with ctest. Without the data, the CLI, R's
+`rstan` and `posterior` (Debian: `apt install r-cran-rstan r-cran-posterior`, which
+third_party/setup.sh does) or a working Stan compiler it prints SKIP and why, and exits 0.
+
+The model (plugins/logistic/README.md): p(y_i | x_i, β) = 1/(1 + exp(-y_i x_iᵀβ)) with an
+intercept and a Laplace(0, b = 1) prior on every coefficient, U(β) = Σ_j |β_j|/b + Σ_i log(1 +
+exp(-y_i x_iᵀβ)). Stan gets exactly these rows and this density (its lp__ = -U, checked at one
+point against sgmcmc's lp__); sgmcmc trains on all of them too.
+
+What is measured, at N = 20,000 (the real sample) and N = 581,012 (simulated, cover type's shape):
+
+- the reference posterior: at 20,000 a long NUTS run (Hoffman & Gelman 2014, rstan 2.21), whose
+  bulk ESS is printed so its own Monte Carlo error is known; at 581,012 NUTS is too slow, so a long
+  exact-gradient sgmcmc chain (HMC + MH with step and diagonal mass adapted in the warmup);
+- for each sampler, the time to accuracy: the first time at which the running estimate (all
+  chains' draws so far after the warmup) has median_j |mean_j - ref_mean_j|/ref_sd_j ≤ 0.1 and
+  median_j |sd_j/ref_sd_j - 1| ≤ 0.1. Time is per chain (the chains run side by side, one core
+  each; 2 chains for every sampler raced), in CPU seconds of the chain (Stan's get_elapsed_time is
+  clock(), the process's CPU time; sgmcmc's metrics.csv has cpu_seconds), warmup and SGLD-CV's
+  centring (Baker et al. 2019) included, compilation and data loading excluded. A draw of NUTS is
+  placed in time by the leapfrog steps before it (warmup seconds + sampling seconds × its share of
+  the sampling phase's leapfrog steps); one of sgmcmc at its iteration's cpu_seconds;
+- ESS per second: the median over coordinates of the bulk ESS (R's posterior::ess_bulk) of the
+  whole run's draws, divided by the chains' CPU seconds summed (warmup included);
+- at 581,012 NUTS is not run: its time is extrapolated as (the gradient evaluations, leapfrog
+  steps of warmup and sampling, NUTS needed to reach the accuracy at 20,000) × (its seconds per
+  gradient at 20,000 in that run) × (Stan's grad_log_prob time at 581,012 / at 20,000, measured on
+  simulated data of cover type's shape). This assumes NUTS needs no more gradients at 581,012 than
+  at 20,000, which flatters it: the prior-held directions (the indicator groups sum to the
+  intercept column) keep their width while the others narrow like 1/sqrt(N), so trajectories get
+  longer with N.
+
+SG-MCMC without an MH test is biased (its sd criterion may never be met): such a sampler is
+reported as "not reached in T s", not given a wider criterion.
+
+Limits, as measured (tests/benchmarks/README.md has the numbers): the 20,000-row reference of
+4 × 500 NUTS draws has a median bulk ESS of a few hundred, so its own Monte Carlo error is about
+half the 0.1-sd criterion; and the 581,012-row reference (2 × 400 exact HMC draws) has not mixed,
+so the time to accuracy there is not measured (its rows say "not reached"), only ESS/s and NUTS's
+extrapolated time. Runtime: ≈ 2,500 CPU seconds, three quarters of them NUTS (≈ 40 minutes of
+wall time on two cores while another build ran), 10 minutes with --quick (shorter runs: the
+reference is then too short for the criterion to mean anything; it checks the wiring).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+try:
+    import numpy as np
+    import pandas as pd
+except ImportError as error:  # a Python without them (Debian: python3-numpy python3-pandas)
+    print(f"SKIP covtype_nuts_race: {error.name} is missing: apt install python3-numpy python3-pandas")
+    sys.exit(0)
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "runners" / "python"))
+import sgmcmc  # noqa: E402  (runners/python)
+
+FEATURES = 54
+FULL_ROWS = 581_012
+CRITERION = 0.1  # both criteria: 0.1 posterior sd for the mean, ±10% for the sd (medians over coordinates)
+BOOST_FIX = ("Debian's r-cran-bh leaves BH/include empty; link the system's Boost headers into it:\n"
+             "  ln -s /usr/include/boost \"$(Rscript -e 'cat(find.package(\"BH\"))')/include/boost\"\n"
+             "(create the include folder first if it is missing: mkdir -p .../BH/include)")
+
+# The model of plugins/logistic, written for Stan. target += keeps every constant, and the
+# Laplace prior's normalising constants are added back, so Stan's lp__ is exactly -U.
+STAN_PROGRAM = """
+data {
+  int<lower=1> N;
+  int<lower=1> K;
+  matrix[N, K] X;
+  int<lower=0, upper=1> y[N];
+  real<lower=0> b;
+}
+parameters {
+  real intercept;
+  vector[K] beta;
+}
+model {
+  // Laplace(0, b) on every coefficient, the intercept included, without its constant log(2b)
+  target += double_exponential_lpdf(intercept | 0, b) + double_exponential_lpdf(beta | 0, b) + (K + 1) * log(2 * b);
+  // Bernoulli-logit likelihood (y = 1 for label +1)
+  target += bernoulli_logit_glm_lpmf(y | X, intercept, beta);
+}
+"""
+
+# The R side: rstan for NUTS, log_prob and grad_log_prob; posterior for bulk ESS. One file,
+# called with a command and key=value arguments.
+R_HELPER = r"""
+args <- commandArgs(trailingOnly = TRUE)
+cmd <- args[1]
+kv <- list(); for (a in args[-1]) { p <- strsplit(a, "=", fixed = TRUE)[[1]]; kv[[p[1]]] <- paste(p[-1], collapse = "=") }
+suppressPackageStartupMessages({ library(rstan); library(posterior) })
+model <- function() { rstan_options(auto_write = TRUE); stan_model(file = kv$stan) }
+load_data <- function() {
+  N <- as.integer(kv$rows); K <- as.integer(kv$features)
+  if (!is.null(kv$x)) {
+    con <- file(kv$x, "rb"); X <- matrix(readBin(con, "double", N * K), nrow = N, byrow = TRUE); close(con)
+    con <- file(kv$y, "rb"); y <- readBin(con, "integer", N, size = 1); close(con)
+  } else {
+    # cover type's shape, as plugins/logistic simulates it: 10 uniform features, one of 4
+    # wilderness areas and one of 40 soil types per row, labels from beta*_j = 2 sin(1 + j)
+    set.seed(1)
+    X <- matrix(0, N, K); X[, 1:10] <- runif(N * 10)
+    X[cbind(1:N, 10 + sample.int(4, N, TRUE))] <- 1; X[cbind(1:N, 14 + sample.int(40, N, TRUE))] <- 1
+    b <- 2 * sin(1 + 0:K); y <- as.integer(runif(N) < plogis(b[1] + X %*% b[-1]))
+  }
+  list(N = N, K = K, X = X, y = as.integer(y), b = as.numeric(kv$prior_scale))
+}
+if (cmd == "check") {
+  m <- model(); cat("compiled\n")
+} else if (cmd == "nuts") {
+  m <- model(); d <- load_data()
+  fit <- sampling(m, data = d, chains = as.integer(kv$chains), cores = as.integer(kv$cores),
+                  warmup = as.integer(kv$warmup), iter = as.integer(kv$warmup) + as.integer(kv$draws),
+                  seed = as.integer(kv$seed), refresh = 0)
+  arr <- as.array(fit)
+  sp <- get_sampler_params(fit, inc_warmup = TRUE)
+  el <- get_elapsed_time(fit)
+  for (k in seq_len(dim(arr)[2])) {
+    write.csv(arr[, k, ], sprintf("%s-draws-%d.csv", kv$out, k), row.names = FALSE)
+    write.csv(sp[[k]], sprintf("%s-sampler-%d.csv", kv$out, k), row.names = FALSE)
+  }
+  write.csv(data.frame(chain = seq_len(nrow(el)), warmup = el[, 1], sample = el[, 2]),
+            sprintf("%s-elapsed.csv", kv$out), row.names = FALSE)
+} else if (cmd == "ess") {
+  # CSVs with columns chain, then the parameters: bulk ESS of each (Vehtari et al. 2021)
+  for (f in strsplit(kv$draws, ",", fixed = TRUE)[[1]]) {
+    t <- read.csv(f, check.names = FALSE)
+    chains <- split(t[, -1, drop = FALSE], t$chain)
+    n <- min(sapply(chains, nrow))
+    ess <- sapply(names(t)[-1], function(p) ess_bulk(sapply(chains, function(c) c[[p]][1:n])))
+    write.csv(data.frame(parameter = names(ess), ess_bulk = ess), sub("\\.draws\\.csv$", ".csv", f), row.names = FALSE)
+  }
+} else if (cmd == "log_prob") {
+  # -U at the points of a CSV (one row each), for the agreement check
+  m <- model(); d <- load_data()
+  fit <- sampling(m, data = d, chains = 0)
+  pts <- as.matrix(read.csv(kv$points))
+  lp <- apply(pts, 1, function(p) log_prob(fit, unconstrain_pars(fit, list(intercept = p[1], beta = p[-1])),
+                                          adjust_transform = FALSE))
+  write.csv(data.frame(lp = lp), kv$out, row.names = FALSE)
+} else if (cmd == "gradient_time") {
+  # CPU seconds per grad_log_prob (the least of 5 repetitions' means), as Stan's clock() counts
+  m <- model(); d <- load_data()
+  fit <- sampling(m, data = d, chains = 0)
+  u <- rep(0.01, d$K + 1); reps <- as.integer(kv$reps); best <- Inf
+  cpu <- function() { t <- proc.time(); t[["user.self"]] + t[["sys.self"]] }
+  for (r in 1:5) {
+    t0 <- cpu(); for (i in 1:reps) g <- grad_log_prob(fit, u)
+    best <- min(best, (cpu() - t0) / reps)
+  }
+  cat(best, "\n", file = kv$out)
+}
+"""
+
+
+def log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def skip(reason: str) -> None:
+    print(f"SKIP covtype_nuts_race: {reason}")
+    sys.exit(0)
+
+
+# ---- data -----------------------------------------------------------------------------------------
+
+def read_libsvm(path: Path) -> tuple[np.ndarray, np.ndarray]:
+    """Dense X (rows × 54) and labels in {0, 1} (the larger label is +1, as labels = "auto")."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    labels, rows = [], []
+    with opener(path, "rt") as f:
+        for line in f:
+            fields = line.split()
+            if not fields:
+                continue
+            labels.append(float(fields[0]))
+            row = np.zeros(FEATURES)
+            for item in fields[1:]:
+                index, value = item.split(":")
+                row[int(index) - 1] = float(value)
+            rows.append(row)
+    y = np.array(labels)
+    return np.array(rows), (y == y.max()).astype(np.int8)
+
+
+# ---- R and Stan -------------------------------------------------------------------------------------
+
+class Stan:
+    def __init__(self, work: Path):
+        self.work = work
+        self.helper = work / "race_helper.R"
+        self.helper.write_text(R_HELPER)
+        self.program = work / "covtype_logistic_laplace.stan"
+        if not self.program.exists() or self.program.read_text() != STAN_PROGRAM:
+            self.program.write_text(STAN_PROGRAM)
+
+    def call(self, command: str, **keys) -> subprocess.CompletedProcess:
+        arguments = [f"{k}={v}" for k, v in keys.items()]
+        return subprocess.run(["nice", "Rscript", str(self.helper), command, f"stan={self.program}", *arguments],
+                              capture_output=True, text=True, cwd=self.work)
+
+    def check(self) -> None:
+        if shutil.which("Rscript") is None:
+            skip("Rscript not found; install R, rstan and posterior: apt install r-cran-rstan r-cran-posterior "
+                 "(third_party/setup.sh installs them)")
+        probe = subprocess.run(["Rscript", "-e", "library(rstan); library(posterior)"], capture_output=True, text=True)
+        if probe.returncode != 0:
+            skip("R's rstan or posterior is missing; install them: apt install r-cran-rstan r-cran-posterior "
+                 f"(third_party/setup.sh installs them)\n{probe.stderr.strip()}")
+        log("compiling the Stan program (about a minute the first time)")
+        result = self.call("check")
+        if result.returncode != 0 or "compiled" not in result.stdout:
+            text = result.stdout + result.stderr
+            if "Boost not found" in text:
+                skip("rstan cannot compile a Stan program: Boost not found.\n" + BOOST_FIX)
+            skip(f"rstan cannot compile the Stan program:\n{text.strip()[-2000:]}")
+
+
+def run_r(stan: Stan, command: str, **keys) -> None:
+    result = stan.call(command, **keys)
+    if result.returncode != 0:
+        sys.exit(f"Rscript {command} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}")
+
+
+class Chains:
+    """Post-warmup draws of some chains, each draw with the chain's CPU seconds at it (warmup
+    included), and the chains' total seconds."""
+
+    def __init__(self, label, draws, times, total_seconds, gradients=None, names=None):
+        self.label = label
+        self.draws = draws  # list of (draws × d) arrays
+        self.times = times  # list of arrays, seconds of each draw
+        self.total_seconds = total_seconds  # list, one per chain: the whole run (warmup included)
+        self.gradients = gradients  # NUTS: list of arrays, gradient evaluations up to each draw
+        self.names = names
+
+
+def nuts(stan: Stan, data: dict, out: Path, chains: int, warmup: int, draws: int, seed: int, reuse: bool) -> Chains:
+    prefix = out / "nuts"
+    if not (reuse and (out / "nuts-elapsed.csv").exists()):
+        out.mkdir(parents=True, exist_ok=True)
+        log(f"NUTS: {chains} chains × ({warmup} warmup + {draws}) draws, seed {seed} → {out}")
+        run_r(stan, "nuts", chains=chains, cores=chains, warmup=warmup, draws=draws, seed=seed,
+              out=prefix, **data)
+    elapsed = pd.read_csv(out / "nuts-elapsed.csv")
+    all_draws, times, totals, gradients, names = [], [], [], [], None
+    for k in range(1, chains + 1):
+        frame = pd.read_csv(out / f"nuts-draws-{k}.csv")
+        frame = frame.drop(columns=[c for c in frame.columns if c == "lp__"])
+        names = list(frame.columns)
+        sampler = pd.read_csv(out / f"nuts-sampler-{k}.csv")
+        leapfrog = sampler["n_leapfrog__"].to_numpy()
+        warm, sample = float(elapsed["warmup"].iloc[k - 1]), float(elapsed["sample"].iloc[k - 1])
+        sampling_leapfrog = np.cumsum(leapfrog[warmup:])
+        times.append(warm + sample * sampling_leapfrog / sampling_leapfrog[-1])
+        gradients.append(leapfrog[:warmup].sum() + sampling_leapfrog)
+        totals.append(warm + sample)
+        all_draws.append(frame.to_numpy())
+    return Chains("NUTS", all_draws, times, totals, gradients, names)
+
+
+# ---- sgmcmc -------------------------------------------------------------------------------------
+
+def sgmcmc_chains(label: str, folder: Path) -> Chains:
+    run = sgmcmc.read_run(folder)
+    warmup = int(run.config["run"]["warmup"])
+    thin = int(run.config["run"]["thin"])
+    names = run.parameter_names
+    draws, times, totals = [], [], []
+    for index, chain in zip(run.chain_ids, run.chains):
+        rows = run.metrics[run.metrics.chain == index]
+        iterations = warmup + thin * np.arange(1, len(chain) + 1)
+        times.append(np.interp(iterations, rows.iteration.to_numpy(), rows.cpu_seconds.to_numpy()))
+        totals.append(float(rows.cpu_seconds.max()))
+        draws.append(chain[names].to_numpy())
+    return Chains(label, draws, times, totals, names=names)
+
+
+def sgmcmc_run(cli: str, out: Path, reuse: bool, preset=None, config=None, settings=None) -> Path:
+    if reuse and (out / "manifest.json").exists():
+        return out
+    log(f"sgmcmc run {preset or config} → {out}")
+    command = ["nice", cli, "run"] + (["--preset", preset] if preset else ["--config", str(config)])
+    for key, value in (settings or {}).items():
+        command += ["--set", f"{key}={value}"]
+    command += ["--threads", "2", "--out", str(out), "--replace", "--quiet"]
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode not in (0, 1):
+        sys.exit(f"{' '.join(command)} failed ({result.returncode}):\n{result.stderr}")
+    if result.returncode == 1:
+        log(f"  a chain diverged: {result.stderr.strip()[-300:]}")
+    return out
+
+
+def sgmcmc_tune(cli: str, out: Path, reuse: bool, preset: str, settings: dict, iterations: int) -> Path:
+    if not (reuse and (out / "tuned.toml").exists()):
+        log(f"sgmcmc tune {preset} → {out}")
+        command = ["nice", cli, "tune", "--preset", preset, "--iterations", str(iterations), "--jobs", "2",
+                   "--out", str(out)]
+        for key, value in settings.items():
+            command += ["--set", f"{key}={value}"]
+        if out.exists():
+            shutil.rmtree(out)
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            sys.exit(f"{' '.join(command)} failed ({result.returncode}):\n{result.stderr}")
+    return out / "tuned.toml"
+
+
+# ---- the criteria ---------------------------------------------------------------------------------
+
+def time_to_accuracy(chains: Chains, ref_mean: np.ndarray, ref_sd: np.ndarray, min_draws: int = 10):
+    """The first time (per-chain seconds) at which the running estimate of all chains' draws so
+    far meets both criteria, with the draws and gradients it took; None if never."""
+    events = np.unique(np.concatenate(chains.times))
+    sums = [np.vstack([np.zeros(d.shape[1]), np.cumsum(d, axis=0)]) for d in chains.draws]
+    squares = [np.vstack([np.zeros(d.shape[1]), np.cumsum(d * d, axis=0)]) for d in chains.draws]
+    for t in events:
+        counts = [int(np.searchsorted(times, t, side="right")) for times in chains.times]
+        if min(counts) < min_draws:
+            continue
+        n = sum(counts)
+        mean = sum(s[c] for s, c in zip(sums, counts)) / n
+        second = sum(q[c] for q, c in zip(squares, counts)) / n
+        sd = np.sqrt(np.maximum(second - mean * mean, 0.0) * n / (n - 1))
+        mean_error = np.median(np.abs(mean - ref_mean) / ref_sd)
+        sd_error = np.median(np.abs(sd / ref_sd - 1.0))
+        if mean_error <= CRITERION and sd_error <= CRITERION:
+            gradients = None
+            if chains.gradients is not None:
+                gradients = max(g[c - 1] for g, c in zip(chains.gradients, counts))
+            return {"seconds": float(t), "draws": n, "mean_error": mean_error, "sd_error": sd_error,
+                    "gradients": gradients}
+    return None
+
+
+def final_errors(chains: Chains, ref_mean, ref_sd):
+    pooled = np.vstack(chains.draws)
+    return (float(np.median(np.abs(pooled.mean(0) - ref_mean) / ref_sd)),
+            float(np.median(np.abs(pooled.std(0, ddof=1) / ref_sd - 1.0))))
+
+
+class EssBatch:
+    """Bulk ESS of several runs' draws in one R call (R starts slowly on a busy machine)."""
+
+    def __init__(self, stan: Stan, work: Path):
+        self.stan, self.work, self.pending = stan, work, []
+
+    def add(self, chains: Chains, name: str, then) -> None:
+        n = min(len(d) for d in chains.draws)
+        frame = pd.concat([pd.DataFrame(d[:n], columns=chains.names).assign(chain=k)
+                           for k, d in enumerate(chains.draws, start=1)])
+        path = self.work / f"ess-{name}.draws.csv"
+        frame[["chain", *chains.names]].to_csv(path, index=False)
+        self.pending.append((path, then))
+
+    def run(self) -> None:
+        if self.pending:
+            run_r(self.stan, "ess", draws=",".join(str(p) for p, _ in self.pending))
+        for path, then in self.pending:
+            then(pd.read_csv(path.with_name(path.name.replace(".draws.csv", ".csv"))).ess_bulk.to_numpy())
+        self.pending = []
+
+
+class Row:
+    def __init__(self, label, rows, result, total, cpu, errors, note=""):
+        self.label, self.rows, self.result, self.total, self.cpu = label, rows, result, total, cpu
+        self.errors, self.note = errors, note
+        self.ess = self.ess_per_second = float("nan")
+
+    def set_ess(self, ess: np.ndarray) -> None:
+        self.ess = float(np.median(ess))
+        self.ess_per_second = self.ess / self.cpu
+        reached = (f"reached at {self.result['seconds']:.2f} s ({self.result['draws']} draws; mean "
+                   f"{self.result['mean_error']:.3f} sd, sd {self.result['sd_error']:.3f})" if self.result
+                   else f"not reached in {self.total:.1f} s")
+        log(f"  {self.label} at N = {self.rows:,}: {reached}; whole run: mean {self.errors[0]:.3f} sd, sd "
+            f"{self.errors[1]:.3f}; median bulk ESS {self.ess:.0f}, {self.ess_per_second:.2f}/s")
+
+
+def measure(batch: EssBatch, chains: Chains, rows: int, ref_mean, ref_sd, name: str) -> Row:
+    row = Row(chains.label, rows, time_to_accuracy(chains, ref_mean, ref_sd), max(chains.total_seconds),
+              float(sum(chains.total_seconds)), final_errors(chains, ref_mean, ref_sd))
+    batch.add(chains, name, row.set_ess)
+    return row
+
+
+# ---- the race -------------------------------------------------------------------------------------
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", default=os.environ.get("SGMCMC_COVTYPE_SAMPLE"),
+                        help="covtype.libsvm.binary.scale.sample20k.libsvm.gz (or SGMCMC_COVTYPE_SAMPLE)")
+    parser.add_argument("--sgmcmc", default=os.environ.get("SGMCMC_CLI"), help="the CLI (or SGMCMC_CLI; else on PATH)")
+    parser.add_argument("--work", default="runs/covtype-nuts-race", help="folder for every run (kept)")
+    parser.add_argument("--quick", action="store_true", help="short runs, to check the wiring (≈ 10 min)")
+    parser.add_argument("--reuse", action="store_true", help="keep the runs already in --work")
+    parser.add_argument("--skip-full", action="store_true", help="N = 20,000 only")
+    options = parser.parse_args()
+
+    if not options.data:
+        skip("no data: give --data PATH to covtype.libsvm.binary.scale.sample20k.libsvm.gz (or SGMCMC_COVTYPE_SAMPLE)")
+    data_path = Path(options.data).resolve()
+    if not data_path.exists():
+        skip(f"no data at {options.data}")
+    cli = options.sgmcmc or shutil.which("sgmcmc")
+    if not cli or not Path(cli).exists():
+        skip("the sgmcmc CLI was not found: give --sgmcmc build/release/bin/sgmcmc (or SGMCMC_CLI)")
+    cli = str(Path(cli).resolve())
+    work = Path(options.work).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    stan = Stan(work)
+    stan.check()
+    quick = options.quick
+
+    # ---- N = 20,000: the data as Stan reads it ----
+    X, y = read_libsvm(data_path)
+    rows = len(y)
+    (work / "x.bin").write_bytes(X.astype("<f8").tobytes())
+    (work / "y.bin").write_bytes(y.astype(np.int8).tobytes())
+    stan_data = dict(rows=rows, features=FEATURES, x=work / "x.bin", y=work / "y.bin", prior_scale=1)
+    # All rows train (as Stan's); the same file as model.test_data only gives metrics.csv its rows
+    # (seconds and cpu_seconds; the held-out evaluation's time is not counted in them).
+    real = {"model.data": json.dumps(str(data_path)), "model.test_data": json.dumps(str(data_path))}
+    log(f"data: {rows:,} rows × {FEATURES} features, {y.mean():.3f} labelled +1")
+
+    # The same density: sgmcmc's lp__ (= -U) at a few draws against Stan's log_prob there.
+    check = sgmcmc_run(cli, work / "lp-check", options.reuse, preset="covtype-sgldcv",
+                       settings={**real, "run.iterations": 30, "run.thin": 10, "run.lp": "true", "run.chains": 1})
+    check_run = sgmcmc.read_run(check)
+    points = check_run.chains[0][check_run.parameter_names]
+    points.to_csv(work / "lp-points.csv", index=False)
+    run_r(stan, "log_prob", points=work / "lp-points.csv", out=work / "lp-stan.csv", **stan_data)
+    ours, theirs = check_run.chains[0]["lp__"].to_numpy(), pd.read_csv(work / "lp-stan.csv").lp.to_numpy()
+    gap = float(np.max(np.abs(ours - theirs) / np.abs(theirs)))
+    log(f"log density: sgmcmc lp__ {ours[-1]:.6f}, Stan log_prob {theirs[-1]:.6f} (largest relative gap {gap:.1e})")
+    if gap > 1e-8:
+        sys.exit("the Stan program and the logistic plugin disagree on the log density")
+
+    # The reference posterior (Hoffman & Gelman 2014's NUTS, Stan's defaults otherwise).
+    ref_chains, ref_warmup, ref_draws = (2, 300, 300) if quick else (4, 300, 500)
+    reference = nuts(stan, stan_data, work / "nuts-reference", ref_chains, ref_warmup, ref_draws, 1, options.reuse)
+    pooled = np.vstack(reference.draws)
+    ref_mean, ref_sd = pooled.mean(0), pooled.std(0, ddof=1)
+    batch = EssBatch(stan, work)
+    reference_draws = len(pooled)
+    batch.add(reference, "reference-20000", lambda ess: log(
+        f"reference at {rows:,}: {reference_draws} draws, bulk ESS median {np.median(ess):.0f} (least {ess.min():.0f}): "
+        f"its mean's Monte Carlo error is ≈ {1 / np.sqrt(np.median(ess)):.3f} sd (median coordinate)"))
+
+    table: list[Row] = []
+    # NUTS's own race: an independent run (another seed), 2 chains, Stan's default warmup.
+    race_warmup, race_draws = (300, 300) if quick else (1000, 500)
+    race = nuts(stan, stan_data, work / "nuts-race", 2, race_warmup, race_draws, 2, options.reuse)
+    nuts_row = measure(batch, race, rows, ref_mean, ref_sd, "nuts-race-20000")
+    table.append(nuts_row)
+    leapfrog_seconds = sum(race.total_seconds) / sum(g[-1] for g in race.gradients)
+
+    # sgmcmc: the candidates a user would try, 2 chains each (2 threads), long enough for the
+    # prior-held directions to mix (an iteration costs ≈ 20 µs here).
+    iterations = 100_000 if quick else 1_000_000
+    base = {**real, "run.chains": 2, "run.iterations": iterations, "run.thin": iterations // 2000,
+            "run.eval_every": iterations // 2000}
+    tuned = sgmcmc_tune(cli, work / "tune-sgldcv-20000", options.reuse, "covtype-sgldcv",
+                        {**real, "run.thin": 10}, 20_000 if quick else 50_000)
+    # Stan-style mass adaptation needs a step for unit scale and a start mass near the curvature.
+    adapt = {"run.warmup": 20_000, "integrator.adapt_mass": "true", "integrator.mass": 10_000,
+             "integrator.scale_step_with_n": "false", "integrator.step_size": 0.003}
+    candidates = [  # label, folder, preset or tuned configuration, settings
+        ("SGLD-CV (covtype-sgldcv)", "sg-20000-sgldcv", dict(preset="covtype-sgldcv"), base),
+        ("SGLD (covtype-sgld)", "sg-20000-sgld", dict(preset="covtype-sgld"), base),
+        ("SAGA-LD (covtype-saga)", "sg-20000-saga", dict(preset="covtype-saga"), base),
+        ("SGLD-CV, sgmcmc tune's step", "sg-20000-sgldcv-tuned", dict(config=tuned), base),
+        ("SGLD-CV, adapt_mass", "sg-20000-sgldcv-adapt-mass", dict(preset="covtype-sgldcv"), {**base, **adapt}),
+    ]
+    sg_rows = []
+    for label, name, source, settings in candidates:
+        folder = sgmcmc_run(cli, work / name, options.reuse, settings=settings, **source)
+        sg_rows.append(measure(batch, sgmcmc_chains(label, folder), rows, ref_mean, ref_sd, f"{name}"))
+    table += sg_rows
+    best = min((r for r in sg_rows if r.result), key=lambda r: r.result["seconds"], default=None)
+
+    # ---- N = 581,012 (simulated) ----
+    if not options.skip_full:
+        # 581,013 simulated rows, one held out (so that metrics.csv has its time rows): 581,012 train.
+        simulated = {"model.n": FULL_ROWS + 1, "model.test_size": 1}
+        # The reference: exact gradients, HMC + MH, step (dual averaging) and diagonal mass adapted.
+        ref_iterations = 200 if quick else 400
+        exact = sgmcmc_run(cli, work / "full-reference-hmc", options.reuse, preset="covtype-sgld", settings={
+            **simulated, "estimator.name": "exact", "integrator.name": "hmc", "integrator.steps": 20,
+            "integrator.step_size": 0.001, "integrator.scale_step_with_n": "false",
+            "integrator.adapt_step_size": "true", "integrator.adapt_mass": "true", "corrector.name": "mh",
+            "run.warmup": ref_iterations // 2 if quick else 200, "run.iterations": ref_iterations, "run.thin": 1,
+            "run.eval_every": 1, "run.chains": 2})
+        full_reference = sgmcmc_chains("HMC + MH (exact)", exact)
+        pooled = np.vstack(full_reference.draws)
+        full_mean, full_sd = pooled.mean(0), pooled.std(0, ddof=1)
+        full_draws = len(pooled)
+        batch.add(full_reference, "reference-581012", lambda ess: log(
+            f"reference at {FULL_ROWS:,}: {full_draws} draws, bulk ESS median {np.median(ess):.0f} (least {ess.min():.0f}): "
+            f"its mean's Monte Carlo error is ≈ {1 / np.sqrt(np.median(ess)):.3f} sd (median coordinate)"))
+        # NUTS at full size, extrapolated from its gradients at 20,000.
+        if not (options.reuse and (work / "gradient-581012.txt").exists()):
+            log("timing Stan's grad_log_prob at 20,000 and at 581,012 rows")
+            run_r(stan, "gradient_time", rows=rows, features=FEATURES, x=work / "x.bin", y=work / "y.bin",
+                  prior_scale=1, reps=50, out=work / "gradient-20000.txt")
+            run_r(stan, "gradient_time", rows=FULL_ROWS, features=FEATURES, prior_scale=1, reps=5,
+                  out=work / "gradient-581012.txt")
+        small = float((work / "gradient-20000.txt").read_text())
+        large = float((work / "gradient-581012.txt").read_text())
+        per_gradient = leapfrog_seconds * large / small
+        log(f"Stan's grad_log_prob: {small * 1e3:.2f} ms at {rows:,}, {large * 1e3:.1f} ms at {FULL_ROWS:,}; "
+            f"NUTS's seconds per gradient in the 20,000 race {leapfrog_seconds * 1e3:.2f} ms → {per_gradient * 1e3:.1f} ms")
+        if nuts_row.result:
+            extrapolated = nuts_row.result["gradients"] * per_gradient
+            result = {"seconds": extrapolated, "draws": nuts_row.result["draws"], "gradients": nuts_row.result["gradients"],
+                      "mean_error": nuts_row.result["mean_error"], "sd_error": nuts_row.result["sd_error"]}
+        else:
+            result = None
+        extrapolated_row = Row("NUTS (extrapolated)", FULL_ROWS, result, float("nan"), float("nan"),
+                               (float("nan"), float("nan")),
+                               note=f"{nuts_row.result['gradients'] if nuts_row.result else '?'} gradients × "
+                                    f"{per_gradient * 1e3:.1f} ms")
+        table.append(extrapolated_row)
+        full_iterations = 100_000 if quick else 2_000_000
+        full_base = {**simulated, "run.chains": 2, "run.iterations": full_iterations,
+                     "run.thin": full_iterations // 2000, "run.eval_every": full_iterations // 2000}
+        for label, preset in (("SGLD-CV (covtype-sgldcv)", "covtype-sgldcv"), ("SGLD (covtype-sgld)", "covtype-sgld")):
+            folder = sgmcmc_run(cli, work / f"sg-581012-{preset}", options.reuse, preset=preset, settings=full_base)
+            table.append(measure(batch, sgmcmc_chains(label, folder), FULL_ROWS, full_mean, full_sd, f"sg-581012-{preset}"))
+
+    # ---- ESS, then the table ----
+    log("bulk ESS of every run (R's posterior)")
+    batch.run()
+    if not options.skip_full:
+        extrapolated_row.ess_per_second = nuts_row.ess_per_second * small / large  # the same ESS per gradient
+    nuts_seconds = {r.rows: r.result["seconds"] for r in table if r.label.startswith("NUTS") and r.result}
+    print()
+    print("Time to a posterior within 0.1 sd in mean and ±10% in sd (medians over the 55 coordinates);")
+    print("seconds per chain (CPU; 2 chains side by side), warmup and centring included; ESS/s = median bulk ESS per CPU second")
+    print(f"{'sampler':34} {'N':>9} {'s to accuracy':>16} {'ESS/s':>9} {'NUTS/ours':>10}  final errors (mean, sd)")
+    for r in table:
+        seconds = f"{r.result['seconds']:.2f}" if r.result else f"not in {r.total:.0f}"
+        ratio = ""
+        if r.result and not r.label.startswith("NUTS") and r.rows in nuts_seconds:
+            ratio = f"{nuts_seconds[r.rows] / r.result['seconds']:.1f}×"
+        errors = "" if np.isnan(r.errors[0]) else f"{r.errors[0]:.3f}, {r.errors[1]:.3f}"
+        print(f"{r.label:34} {r.rows:>9,} {seconds:>16} {r.ess_per_second:>9.2f} {ratio:>10}  {errors} {r.note}")
+    if best:
+        print(f"\nbest sgmcmc at N = {rows:,}: {best.label}")
+
+
+if __name__ == "__main__":
+    main()
