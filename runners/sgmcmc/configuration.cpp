@@ -2,6 +2,7 @@
 #include <map>
 #include <string>
 #include <variant>
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "configuration.hpp"
@@ -37,4 +38,11 @@ LoadedConfig load_config(const std::optional<std::string>& preset, const std::op
   }
   for (const auto& assignment : overrides) sgmcmc::apply_override(loaded.config, assignment);
   return loaded;
+}
+
+void add_configuration_options(CLI::App& command, std::optional<std::string>& preset,
+                               std::optional<fs::path>& config_file, std::vector<std::string>& overrides) {
+  auto* preset_option = command.add_option("--preset", preset, "a preset (see `sgmcmc presets`)");
+  command.add_option("--config", config_file, "a TOML configuration file")->excludes(preset_option);
+  command.add_option("--set", overrides, "override a key: section.key=value (repeatable)");
 }

@@ -8,6 +8,10 @@
 
 import sgmcmc;
 
+namespace CLI {
+class App;
+}
+
 struct LoadedConfig {
   sgmcmc::RunConfig config;
   std::string label;   // the preset's name or the file's stem: names the default output folder
@@ -28,3 +32,8 @@ bool names_a_file(const std::string& section, const std::string& key);
 
 /// Joins each relative file name (names_a_file) to `folder`; the origin is kept.
 void resolve_file_names(sgmcmc::RunConfig& config, const std::filesystem::path& folder);
+
+/// The options every command that starts from a configuration takes: --preset NAME or --config
+/// FILE (one of the two), and --set section.key=value (repeatable).
+void add_configuration_options(CLI::App& command, std::optional<std::string>& preset,
+                               std::optional<std::filesystem::path>& config_file, std::vector<std::string>& overrides);

@@ -154,10 +154,7 @@ Command add_gradient_variance_command(CLI::App& app) {
   auto* command = app.add_subcommand(
       "gradient-variance", "the variance of a configuration's gradient estimator at a run's draws, against minibatch SGLD's");
   command->footer("Example: sgmcmc gradient-variance --preset lda-sgldcv --at runs/lda-sgld --points 5 --repeats 50");
-  auto* preset = command->add_option("--preset", options->preset, "a preset (see `sgmcmc presets`)");
-  auto* config = command->add_option("--config", options->config_file, "a TOML configuration file");
-  preset->excludes(config);
-  command->add_option("--set", options->overrides, "override a key: section.key=value (repeatable)");
+  add_configuration_options(*command, options->preset, options->config_file, options->overrides);
   command->add_option("--at", options->at, "a run folder (its chain-1.csv) or a CSV file with a column per parameter")
       ->required();
   command->add_option("--points", options->points, "evenly spaced draws of that file, first and last included (10)");

@@ -591,9 +591,7 @@ Command add_run_command(CLI::App& app) {
   const auto run = std::make_shared<RunOptions>();
   auto* command = app.add_subcommand("run", "run chains from a preset or a TOML configuration");
   command->footer("Example: sgmcmc run --preset demo --seed 1 --set run.iterations=2000 --out runs/demo");
-  auto* preset = command->add_option("--preset", run->preset, "a preset (see `sgmcmc presets`)");
-  command->add_option("--config", run->config_file, "a TOML configuration file")->excludes(preset);
-  command->add_option("--set", run->overrides, "override a key: section.key=value (repeatable)");
+  add_configuration_options(*command, run->preset, run->config_file, run->overrides);
   command->add_option("--seed", run->seed, "run.seed");
   command->add_option("--chains", run->chains, "run.chains");
   command->add_option("--threads", run->threads, "threads running chains (default: one per chain, at most the cores)");

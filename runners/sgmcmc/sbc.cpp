@@ -257,10 +257,7 @@ Command add_sbc_command(CLI::App& app) {
   const auto sbc = std::make_shared<SbcOptions>();
   auto* command = app.add_subcommand("sbc", "simulation-based calibration: ranks of prior draws among the sampler's draws");
   command->footer("Example: sgmcmc sbc --preset demo --set model.n=200 --replications 100 --jobs 2");
-  auto* preset = command->add_option("--preset", sbc->preset, "a preset (see `sgmcmc presets`)");
-  auto* config = command->add_option("--config", sbc->config_file, "a TOML configuration file");
-  preset->excludes(config);
-  command->add_option("--set", sbc->overrides, "override a key: section.key=value (repeatable)");
+  add_configuration_options(*command, sbc->preset, sbc->config_file, sbc->overrides);
   command->add_option("--replications", sbc->replications, "R, the number of prior draws (100)");
   command->add_option("--draws", sbc->draws, "L, the draws each θ* is ranked among (99: ranks 0..99)");
   command->add_option("--bins", sbc->bins, "bins of the χ² test (20)");

@@ -268,10 +268,7 @@ Command add_tune_command(CLI::App& app) {
   const auto tune = std::make_shared<TuneOptions>();
   auto* command = app.add_subcommand("tune", "choose the step size by the kernel Stein discrepancy of pilot chains");
   command->footer("Example: sgmcmc tune --preset demo --factor 3 --points 7 --jobs 2");
-  auto* preset = command->add_option("--preset", tune->preset, "a preset (see `sgmcmc presets`)");
-  auto* config = command->add_option("--config", tune->config_file, "a TOML configuration file");
-  preset->excludes(config);
-  command->add_option("--set", tune->overrides, "override a key: section.key=value (repeatable)");
+  add_configuration_options(*command, tune->preset, tune->config_file, tune->overrides);
   command->add_option("--steps", tune->steps, "the step sizes to try (default: a grid around integrator.step_size)")
       ->delimiter(',');
   command->add_option("--factor", tune->factor, "ratio of neighbouring steps of the grid (3)");
