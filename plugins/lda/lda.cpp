@@ -110,8 +110,11 @@ void refuse_beyond_memory(std::size_t words, std::size_t topics, const std::stri
                                   sgmcmc::memory_budget_description()));
 }
 
-void note_removed(const std::string& origin, std::size_t documents, const std::string& why) {
-  if (documents != 0) fmt::print(stderr, "sgmcmc: note: {}: {} document(s) {} and are left out\n", origin, documents, why);
+/// The note for documents that keep_words emptied.
+void note_emptied(const std::string& origin, std::size_t documents, std::size_t words) {
+  if (documents != 0)
+    fmt::print(stderr, "sgmcmc: note: {}: {} document(s) have none of the {} most frequent words and are left out\n", origin,
+               documents, words);
 }
 
 /// The corpus of model.data (or the simulated one), cut to model.vocabulary_size's most frequent
@@ -145,7 +148,7 @@ Corpus read_corpus(const Settings& settings, const Options& options, Rng& rng, s
   refuse_beyond_memory(words, options.topics, origin);
   if (words < corpus.words) {
     word_ids = most_frequent_words(corpus, words);
-    note_removed(origin, keep_words(corpus, word_ids), fmt::format("have none of the {} most frequent words", words));
+    note_emptied(origin, keep_words(corpus, word_ids), words);
   }
   return corpus;
 }
@@ -165,7 +168,7 @@ Corpus read_test_corpus(const Settings& settings, std::size_t file_words, const 
                                     "training file's word ids",
                                     path, test.words, file_words));
   if (!word_ids.empty())
-    note_removed(path, keep_words(test, word_ids), fmt::format("have none of the {} most frequent words", word_ids.size()));
+    note_emptied(path, keep_words(test, word_ids), word_ids.size());
   return test;
 }
 

@@ -25,11 +25,12 @@ simulated MovieLens shape (model.max_users).
 """
 import argparse
 import csv
-import json
 import statistics
 import subprocess
 import sys
 from pathlib import Path
+
+from figure_runs import run_preset  # runners/figures, beside this script
 
 MODELS = {  # presets, the key the sizes set, the fixed keys, the metric (and whether lower is better)
     "lda": ("lda-sgld", "lda-sgldcv", "model.docs", {"model.words": 1000, "model.true_topics": 20}, "perplexity"),
@@ -48,24 +49,17 @@ def settings(pairs):
     return [word for key, value in pairs.items() for word in ("--set", f"{key}={value}")]
 
 
-def curve(folder, metric):
-    """[(CPU seconds, metric)] of chain 1 from metrics.csv."""
-    with open(folder / "metrics.csv", newline="") as f:
-        return [(float(row["cpu_seconds"]), float(row[metric])) for row in csv.DictReader(f) if row["chain"] == "1"]
+def run(args, preset, pairs, out, metric):
+    """The run (figure_runs.run_preset); returns (items, [(CPU seconds, metric)] of chain 1)."""
+    items, rows = run_preset(args.sgmcmc, preset, pairs, out)
+    return items, [(row["cpu_seconds"], row[metric]) for row in rows if row["chain"] == 1]
 
 
-def final(folder, metric):
-    """(final metric, CPU seconds) of chain 1."""
-    seconds, value = curve(folder, metric)[-1]
-    return value, seconds
-
-
-def at_seconds(folder, metric, seconds):
+def at_seconds(curve, seconds):
     """The metric at the last evaluation within `seconds` CPU seconds, or None if the chain ended before."""
-    points = curve(folder, metric)
-    if points[-1][0] < seconds:
+    if curve[-1][0] < seconds:
         return None
-    return [value for t, value in points if t <= seconds][-1]
+    return [value for t, value in curve if t <= seconds][-1]
 
 
 def median_ratio(path):
@@ -103,27 +97,25 @@ def main():
     for size in args.sizes.split(","):
         folder = args.out / f"{args.model}-{size}"
         common = {**fixed, size_key: size, **extra}
-        quiet = ["--quiet", "--replace"]
         burn_in, chain_sgld, chain_cv = folder / "burn-in", folder / "sgld", folder / "sgld-cv"
-        sgmcmc(args, "run", "--preset", sgld, "--out", str(burn_in), *quiet,
-               *settings({**common, "run.iterations": args.burn_in, "run.thin": max(1, args.burn_in // 20)}))
+        _, burn_in_curve = run(args, sgld, {**common, "run.iterations": args.burn_in,
+                                            "run.thin": max(1, args.burn_in // 20)}, burn_in, metric)
         start = {"run.init": f'"{burn_in}"', "run.init_mean": "true"}
         at_mean = {**common, **start, "estimator.sgd_iterations": 0}
-        sgmcmc(args, "run", "--preset", sgld, "--out", str(chain_sgld), *quiet,
-               *settings({**common, **start, "run.iterations": sgld_iterations, "run.thin": max(1, sgld_iterations // 20)}))
-        sgmcmc(args, "run", "--preset", sgldcv, "--out", str(chain_cv), *quiet,
-               *settings({**at_mean, "run.iterations": args.iterations, "run.thin": args.iterations}))
+        items, sgld_curve = run(args, sgld, {**common, **start, "run.iterations": sgld_iterations,
+                                             "run.thin": max(1, sgld_iterations // 20)}, chain_sgld, metric)
+        _, cv_curve = run(args, sgldcv, {**at_mean, "run.iterations": args.iterations, "run.thin": args.iterations},
+                          chain_cv, metric)
         ratios = []
         for name, keys in (("mean", at_mean), ("preset", common)):
             table = folder / f"variance-{name}.csv"
             sgmcmc(args, "gradient-variance", "--preset", sgldcv, "--at", str(chain_sgld), "--points", str(args.points),
                    "--repeats", str(args.repeats), "--csv", str(table), *settings(keys))
             ratios.append(median_ratio(table))
-        items = json.loads((chain_sgld / "manifest.json").read_text())["model"]["items"]
-        (value_sgld, seconds_sgld), (value_cv, seconds_cv) = final(chain_sgld, metric), final(chain_cv, metric)
-        same_seconds = at_seconds(chain_sgld, metric, seconds_cv)
+        (seconds_sgld, value_sgld), (seconds_cv, value_cv) = sgld_curve[-1], cv_curve[-1]
+        same_seconds = at_seconds(sgld_curve, seconds_cv)
         same_seconds = "ended before" if same_seconds is None else f"{same_seconds:.4g}"
-        print(f"{size:>8} {items:8,} {final(burn_in, metric)[1]:9.2f} {value_sgld:10.4g} {seconds_sgld:6.2f} "
+        print(f"{size:>8} {items:8,} {burn_in_curve[-1][0]:9.2f} {value_sgld:10.4g} {seconds_sgld:6.2f} "
               f"{value_cv:10.4g} {seconds_cv:6.2f} {same_seconds:>17} {ratios[0]:21.2f} {ratios[1]:20.2f}")
 
 

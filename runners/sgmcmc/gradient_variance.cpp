@@ -52,8 +52,7 @@ std::vector<double> variances(sgmcmc::Estimator& estimator, std::span<const doub
   const std::size_t d = theta.size();
   std::vector<double> gradient(d), mean(d, 0.0), squares(d, 0.0);
   for (std::size_t r = 1; r <= repeats; ++r) {  // Welford's running mean and sum of squares
-    std::fill(gradient.begin(), gradient.end(), 0.0);
-    estimator.estimate(theta, gradient, context);
+    estimator.estimate(theta, gradient, context);  // overwrites `gradient`
     for (std::size_t j = 0; j < d; ++j) {
       const double delta = gradient[j] - mean[j];
       mean[j] += delta / static_cast<double>(r);
@@ -76,18 +75,13 @@ double median_ratio(const std::vector<double>& plain, const std::vector<double>&
   return *middle;
 }
 
-/// The [estimator] section of plain minibatch SGLD with the configuration's batch size.
-sgmcmc::RunConfig minibatch_config(const sgmcmc::Settings& estimator) {
-  const auto batch = estimator.contains("batch_size") ? estimator.integer_at_least("batch_size", 100, 1) : 100;
-  return sgmcmc::parse_config(fmt::format("[estimator]\nname = \"minibatch\"\nbatch_size = {}\n", batch), "gradient-variance");
-}
-
 int gradient_variance_command(const Options& options) {
   if (options.repeats < 2) throw sgmcmc::Error("gradient-variance: --repeats must be at least 2 (a variance needs two estimates)");
   if (options.points < 1) throw sgmcmc::Error("gradient-variance: --points must be at least 1");
   auto loaded = load_config(options.preset, options.config_file, options.overrides);
   loaded.config["run"].set("chains", {std::int64_t{1}, "gradient-variance"});
   const auto prepared = prepare_run(loaded.config, loaded.source, options.plugin_dir);
+  check_keys(*prepared);  // a misspelt key is refused, as `run` refuses it
   const auto model = model_of(*prepared)->model;
   const auto seed = static_cast<std::uint64_t>(loaded.config["run"].integer_at_least("seed", 1, 0));
   const auto& section = loaded.config["estimator"];
@@ -106,8 +100,9 @@ int gradient_variance_command(const Options& options) {
     model->initial_point(centre, rng);
   estimator->prepare(centre, context);  // cv moves it to θ̂; the distance column is to this point
 
-  const auto baseline_config = minibatch_config(section);
-  auto minibatch = sgmcmc::make_estimator(baseline_config["estimator"], *model);
+  // Plain SGLD's estimate with the configuration's batch_size and replacement (their defaults too).
+  const auto baseline = sgmcmc::MinibatchParameters::from_settings(section, *model);
+  auto minibatch = sgmcmc::make_estimator(baseline, *model);
   auto baseline_workspace = model->make_workspace();
   sgmcmc::Rng baseline_rng(seed, sgmcmc::chain_stream(1));
   sgmcmc::ChainContext baseline_context{*model, *baseline_workspace, baseline_rng, cost};
@@ -122,7 +117,7 @@ int gradient_variance_command(const Options& options) {
   std::vector<std::string> lines = {"draw,distance_to_centre,minibatch_trace,estimator_trace,ratio,median_coordinate_ratio"};
   fmt::print("tr Cov of the gradient estimate ({} estimates each) at {} draws of {}; estimator '{}' prepared as chain 1's, "
              "against minibatch SGLD at batch size {}\n",
-             options.repeats, points, file.string(), name, baseline_config["estimator"].integer_at_least("batch_size", 100, 1));
+             options.repeats, points, file.string(), name, *baseline.batch_size);
   fmt::print("{:>6} {:>16} {:>16} {:>16} {:>12} {:>12}\n", "draw", "|θ - centre|", "minibatch", name, "ratio", "median ratio");
   std::vector<double> theta;
   for (std::size_t p = 0; p < points; ++p) {

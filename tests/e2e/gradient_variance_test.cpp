@@ -106,6 +106,7 @@ TEST_CASE("gradient-variance refuses what it cannot measure, naming the option o
       {"--preset demo --at '" + (dir.path() / "absent").string() + "'", "does not exist"},
       {"--preset demo --at '" + partial.string() + "' --repeats 1", "--repeats must be at least 2"},
       {"--at '" + partial.string() + "'", "give --preset NAME or --config FILE"},
+      {"--preset demo --set estimator.batchsize=5 --at '" + partial.string() + "'", "unknown key 'estimator.batchsize'"},
   };
   for (const auto& bad : cases) {
     const auto result = test::run_cli("gradient-variance " + bad.arguments);
