@@ -8,6 +8,7 @@ module;
 #include <cstdint>
 #include <numbers>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <fmt/format.h>
 export module sgmcmc.schedules;
@@ -46,14 +47,14 @@ private:
 
 enum class SgdScheduleKind { polynomial, constant };
 
-/// The keys of SGLD-CV's SGD centring schedule (estimator `cv`); the defaults are the Settings path's.
+/// The keys of SGLD-CV's centring steps (estimator `cv`, SGD or SGLD); the defaults are the Settings path's.
 struct SgdScheduleParameters {
   double step_size = 0.0;  // h_0 >= 0; 0: 1/λ̂, estimated from the curvature at the start point
   SgdScheduleKind schedule = SgdScheduleKind::polynomial;
   double decay_b = 1.0;  // b > 0
   double decay_c = 1.0;  // 0.5 < c <= 1 (polynomial)
-  /// Reads sgd_step_size, sgd_decay_b, sgd_decay_c and sgd_schedule, in that order.
-  static SgdScheduleParameters from_settings(const Settings& section);
+  /// Reads sgd_step_size, sgd_decay_b, sgd_decay_c and sgd_schedule (default: `default_schedule`), in that order.
+  static SgdScheduleParameters from_settings(const Settings& section, std::string_view default_schedule = "polynomial");
 };
 
 /// SGD step sizes h_k, k = 1, 2, ...: constant h_0, or the Robbins–Monro family
@@ -129,14 +130,14 @@ double StepSchedule::at(std::uint64_t iteration) const {
   return step_size;
 }
 
-SgdScheduleParameters SgdScheduleParameters::from_settings(const Settings& section) {
+SgdScheduleParameters SgdScheduleParameters::from_settings(const Settings& section, std::string_view default_schedule) {
   SgdScheduleParameters parameters{.step_size = section.number("sgd_step_size", 0.0),
                                    .decay_b = section.positive_number("sgd_decay_b", 1.0),
                                    .decay_c = section.number("sgd_decay_c", 1.0)};
   if (!(parameters.step_size >= 0.0) || !std::isfinite(parameters.step_size))
     throw Error(fmt::format("{}: expected a number > 0, or 0 for 1/λ̂ (estimated), found {}",
                             section.describe("sgd_step_size"), parameters.step_size));
-  const std::string name = section.text("sgd_schedule", "polynomial");
+  const std::string name = section.text("sgd_schedule", std::string(default_schedule));
   if (name == "constant") {
     parameters.schedule = SgdScheduleKind::constant;
     return parameters;

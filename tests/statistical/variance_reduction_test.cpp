@@ -468,6 +468,59 @@ TEST_CASE("cv's default centring: one SGD pass leaves θ̂ about one posterior s
   }
 }
 
+TEST_CASE("cv's SGLD centring: θ̂ is the mean of the burn-in's second half, distributed as the AR(1) theory says") {
+  // Quantity: θ̂ after prepare() with centring = sgld, full batches (n = N, so ∇Û = ∇U exactly),
+  // a constant step h = 0.5/λ_max(A) and K = 2,000 steps from θ_0 = (10, ..., 10), far from μ.
+  // Reference: ∇U(θ) = A(θ - μ), so in A's eigenbasis (A = QΛQᵀ, z = Qᵀ(θ - μ)) each coordinate
+  // is an AR(1), z_k = ρ z_{k-1} + √(2h) η_k with ρ = 1 - hλ and η_k ~ N(0, 1) independent across
+  // steps and coordinates (a rotation of N(0, I)). The mean z̄ of z_{B+1..K}, B = K/2, M = K - B,
+  // is then Gaussian: writing z_k = ρ^(k-B) z_B + √(2h) Σ_{t=B+1..k} ρ^(k-t) η_t,
+  //   E z̄   = ρ^(B+1) (1 - ρ^M) / ((1 - ρ) M) · z_0,
+  //   Var z̄ = [ (ρ(1 - ρ^M)/(1 - ρ))² · 2h(1 - ρ^(2B))/(1 - ρ²) + 2h Σ_{s=1..M} ((1 - ρ^s)/(1 - ρ))² ] / M².
+  // So T = Σ_j (z̄_j - E z̄_j)² / Var z̄_j is exactly χ²_d, and over 40 seeds χ²_200.
+  // Tolerance: its central 1 - 1e-4 interval, [131.4, 287.4] (R: qchisq(c(5e-5, 1 - 5e-5), 200)).
+  // The last iterate as θ̂ gives T ≈ 10⁵, the mean of all K iterates (burn-in included) T ≈ 10⁴,
+  // and noise √h instead of √(2h) (half the variance) T ≈ 100.
+  test::GaussianFixture fixture(200, 5);
+  const auto& model = *fixture.model;
+  const std::size_t d = 5, rows = 200;
+  const auto [eigenvalues, eigenvectors] = xt::linalg::eigh(fixture.precision);
+  const double h = 0.5 / xt::amax(eigenvalues)();
+  const std::uint64_t steps = 2000, burn_in = steps / 2, averaged = steps - burn_in;
+  double statistic = 0.0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    auto cv = sgmcmc::make_estimator(
+        sgmcmc::CvParameters{.batches = {.batch_size = rows},
+                             .centring = sgmcmc::Centring::sgld,
+                             .sgd_iterations = steps,
+                             .sgd = {.step_size = h, .schedule = sgmcmc::SgdScheduleKind::constant}},
+        model);
+    test::EstimatorBench bench(model, 300 + seed);
+    std::vector<double> theta(d, 10.0);
+    cv->prepare(theta, bench.context);
+    // Cost: K full batches, then the full pass at θ̂.
+    CHECK(bench.cost.item_gradients == steps * rows + rows);
+    for (std::size_t j = 0; j < d; ++j) {
+      double z_bar = 0.0, z_0 = 0.0;
+      for (std::size_t l = 0; l < d; ++l) {
+        z_bar += eigenvectors(l, j) * (theta[l] - fixture.mean(l));
+        z_0 += eigenvectors(l, j) * (10.0 - fixture.mean(l));
+      }
+      const double rho = 1.0 - h * eigenvalues(j), m = static_cast<double>(averaged);
+      const double geometric = rho * (1.0 - std::pow(rho, m)) / (1.0 - rho);
+      double noise_sum = 0.0;
+      for (std::uint64_t s = 1; s <= averaged; ++s) noise_sum += std::pow((1.0 - std::pow(rho, static_cast<double>(s))) / (1.0 - rho), 2);
+      const double expected = std::pow(rho, static_cast<double>(burn_in)) * geometric / m * z_0;
+      const double at_burn_in = 2 * h * (1.0 - std::pow(rho, 2.0 * static_cast<double>(burn_in))) / (1.0 - rho * rho);
+      const double variance = (geometric * geometric * at_burn_in + 2 * h * noise_sum) / (m * m);
+      statistic += (z_bar - expected) * (z_bar - expected) / variance;
+    }
+  }
+  INFO("T = " << statistic << " (χ²_200: mean 200, sd 20)");
+  CHECK(statistic > 131.4);
+  CHECK(statistic < 287.4);
+}
+
 TEST_CASE("svrg: `period` counts the chain's iterations, whatever the estimates an iteration makes") {
   // 40 iterations at period 4 take snapshots at iterations 1, 5, ..., 37: 10 full passes, for
   // sgld (one estimate an iteration) as for hmc with 5 leapfrog steps (5 estimates an iteration;

@@ -95,6 +95,9 @@ TEST_CASE("bad estimator input is refused when the estimator is built, with the 
   expect_refusal("name = \"cv\"\ncentre = \"1, two, 3\"\n", model, "estimator.centre: 'two' is not a finite number");
   expect_refusal("name = \"cv\"\ncentre = \"1, 2, 3\"\nsgd_step_size = 0.1\n", model,
                  "estimator.sgd_step_size: not used when estimator.centre is given");
+  expect_refusal("name = \"cv\"\ncentring = \"adam\"\n", model, "estimator.centring: unknown centring 'adam'; known: sgd");
+  expect_refusal("name = \"cv\"\ncentre = \"1, 2, 3\"\ncentring = \"sgld\"\n", model,
+                 "estimator.centring: not used when estimator.centre is given");
   expect_refusal("name = \"saga\"\nmemory_limit_mb = 0\n", model, "estimator.memory_limit_mb: expected a number > 0");
   // The defaults adapt to a data set smaller than the default batch: no error.
   const SizesOnly tiny(10, 1);

@@ -1,5 +1,5 @@
 // Control variates around a centre (Baker et al. 2019, eq. 4): the centre's estimate, shared by
-// `cv` (SGLD-CV, centre θ̂ found by SGD from the start point, or given) and `svrg` (the centre a
+// `cv` (SGLD-CV, centre θ̂ found by SGD or an SGLD burn-in from the start point, or given) and `svrg` (the centre a
 // snapshot refreshed every `period` estimates, Dubey et al. 2016).
 module;
 #include <algorithm>
@@ -160,7 +160,7 @@ private:
   std::vector<double> scales_;          // scratch: w_k [s_i(θ) - s_i(c)]
 };
 
-// ---- cv: SGLD-CV, centre θ̂ found by SGD -------------------------------------------------------
+// ---- cv: SGLD-CV, centre θ̂ found by a centring phase -------------------------------------------
 
 double norm(std::span<const double> v) { return std::sqrt(std::inner_product(v.begin(), v.end(), v.begin(), 0.0)); }
 
@@ -213,16 +213,17 @@ std::vector<double> parse_centre(const Settings& section, const std::string& tex
   return values;
 }
 
-/// SGLD-CV (Baker et al. 2019, Algorithm 1): find θ̂ by SGD with the simple minibatch
-/// estimate (Baker et al. 2019, eq. 2 and the SGD update θ_{k+1} = θ_k - h_k ∇Û(θ_k) of §3.1), or take a
-/// user-given θ̂; one full pass for ∇U(θ̂); start the chain at θ̂; then estimate with eq. 4.
-/// The SGD phase's item gradients and time are the chain's (it runs inside Chain::run).
+/// SGLD-CV (Baker et al. 2019, Algorithm 1): find θ̂ by a centring phase with the simple minibatch
+/// estimate (eq. 2): SGD as in the paper, or an SGLD burn-in (see descend), or take a user-given θ̂;
+/// one full pass for ∇U(θ̂); start the chain at θ̂; then estimate with eq. 4.
+/// The centring phase's item gradients and time are the chain's (it runs inside Chain::run).
 class ControlVariateEstimator final : public Estimator {
 public:
   ControlVariateEstimator(const CvParameters& parameters, const Model& model)
       : sampler_(parameters.batches, model), centre_(model),
         sgd_iterations_(parameters.sgd_iterations.value_or(one_pass(model, sampler_.batch_size()))),
-        schedule_(parameters.sgd), with_replacement_(!sampler_.distinct_items()), given_centre_(parameters.centre) {
+        schedule_(parameters.sgd), centring_(parameters.centring), with_replacement_(!sampler_.distinct_items()),
+        given_centre_(parameters.centre) {
     require_parameter(parameters.centre_passes >= 1, "estimator cv", "centre_passes >= 1", parameters.centre_passes);
     if (given_centre_)
       require_parameter(given_centre_->size() == model.dimension(), "estimator cv",
@@ -250,7 +251,7 @@ public:
     centre_.estimate(theta, sampler_.draw(context.rng), gradient, context);
   }
 
-  /// h_0 of the SGD phase and, when it was set automatically, the curvature λ̂ it came from.
+  /// h_0 of the centring phase and, when it was set automatically, the curvature λ̂ it came from.
   std::vector<std::pair<std::string, double>> choices() const override {
     if (given_centre_) return {};
     std::vector<std::pair<std::string, double>> chosen{{"sgd_first_step", schedule_.first_step()}};
@@ -258,7 +259,7 @@ public:
     return chosen;
   }
 
-  /// The centre θ̂ and its full gradient (the SGD phase is not repeated), the batch permutation,
+  /// The centre θ̂ and its full gradient (the centring phase is not repeated), the batch permutation,
   /// and h_0 and λ̂ (estimated by prepare when sgd_step_size = 0; messages and the manifest quote them).
   void save_state(StateWriter& out) const override {
     out.section("estimator cv");
@@ -284,26 +285,43 @@ public:
   }
 
 private:
-  /// SGD from the chain's starting point: θ ← θ - h_k [∇f_0(θ) + (N/n) Σ_{i∈S} ∇f_i(θ)], with
-  /// uniform batches (the estimate's own p_i may be 0 for items whose gradient is constant).
+  /// The centring phase, from the chain's starting point, with the simple estimate
+  /// ∇Û(θ) = ∇f_0(θ) + (N/n) Σ_{i∈S} ∇f_i(θ) on uniform batches (the estimate's own p_i may be 0
+  /// for items whose gradient is constant), K = sgd_iterations steps h_k:
+  ///   sgd:  θ_k = θ_{k-1} - h_k ∇Û(θ_{k-1}) (Baker et al. 2019, §3.1); θ̂ = θ_K, near the mode;
+  ///   sgld: θ_k = θ_{k-1} - h_k ∇Û(θ_{k-1}) + √(2h_k) ξ_k, ξ_k ~ N(0, I) (Welling & Teh 2011, eq. 4
+  ///         with ε = 2h); θ̂ = the mean of θ_k over k > K/2, an estimate of the posterior mean (the
+  ///         first half is burn-in). Where the posterior's mass sits far from its mode, as for LDA's
+  ///         small θ_kw whose gradient grows like 1/θ, this is the centre the chain will stay near.
   void descend(std::span<double> theta, ChainContext& context) {
     const Model& model = context.model;
     MinibatchSampler batches(model.num_items(), sampler_.batch_size(), with_replacement_);
     const double scale = static_cast<double>(model.num_items()) / static_cast<double>(sampler_.batch_size());
     if (schedule_.automatic() && sgd_iterations_ > 0)
       schedule_.set_first_step(automatic_first_step(theta, batches, scale, context));
-    std::vector<double> gradient(theta.size());
+    const bool langevin = centring_ == Centring::sgld;
+    std::vector<double> gradient(theta.size()), noise(langevin ? theta.size() : 0), mean(theta.size(), 0.0);
     const bool mirror = model.capabilities().positive_parameters;  // as the integrators reflect at 0
+    const std::uint64_t burn_in = sgd_iterations_ / 2;
     for (std::uint64_t k = 1; k <= sgd_iterations_; ++k) {
       scaled_batch_plus_prior(theta, batches.draw(context.rng), scale, gradient, context);
       const double h = schedule_.at(k);
       for (std::size_t j = 0; j < theta.size(); ++j) theta[j] -= h * gradient[j];
+      if (langevin) {
+        context.rng.fill_normal(noise);
+        for (std::size_t j = 0; j < theta.size(); ++j) theta[j] += std::sqrt(2.0 * h) * noise[j];
+      }
       if (mirror) mirror_positive(theta);
       if (!all_finite(theta))
-        throw Error(fmt::format("estimator 'cv', SGD centring phase: θ is no longer finite (NaN or Inf) after step "
+        throw Error(fmt::format("estimator 'cv', {} centring phase: θ is no longer finite (NaN or Inf) after step "
                                 "{} of {}; try a smaller estimator.sgd_step_size (now {})",
-                                k, sgd_iterations_, schedule_.first_step()));
+                                langevin ? "SGLD" : "SGD", k, sgd_iterations_, schedule_.first_step()));
+      if (langevin && k > burn_in) {  // running mean: m += (θ - m)/count
+        const double count = static_cast<double>(k - burn_in);
+        for (std::size_t j = 0; j < theta.size(); ++j) mean[j] += (theta[j] - mean[j]) / count;
+      }
     }
+    if (langevin && sgd_iterations_ > 0) std::copy(mean.begin(), mean.end(), theta.begin());
   }
 
   /// 1/λ̂ (λ̂ kept for choices()); a model whose gradient Gibbs-samples latent variables has no
@@ -322,6 +340,7 @@ private:
   Centre centre_;
   std::uint64_t sgd_iterations_;
   SgdSchedule schedule_;
+  Centring centring_;
   bool with_replacement_;
   std::optional<std::vector<double>> given_centre_;
   std::optional<double> curvature_;  // λ̂, when the automatic first step estimated it
@@ -389,17 +408,24 @@ CvParameters CvParameters::from_settings(const Settings& section, const Model& m
   const auto batch_size = *parameters.batches.batch_size;
   parameters.sgd_iterations = static_cast<std::uint64_t>(
       section.integer_at_least("sgd_iterations", static_cast<std::int64_t>(one_pass(model, batch_size)), 0));
-  parameters.sgd = SgdScheduleParameters::from_settings(section);
+  const std::string centring = section.text("centring", "sgd");
+  if (centring != "sgd" && centring != "sgld")
+    throw Error(fmt::format("{}: unknown centring '{}'; known: sgd (θ̂ = SGD's last iterate, near the mode), "
+                            "sgld (θ̂ = the mean of an SGLD burn-in's second half, near the posterior mean)",
+                            section.describe("centring"), centring));
+  parameters.centring = centring == "sgld" ? Centring::sgld : Centring::sgd;
+  // SGLD's steps stay constant by default: a decaying step would freeze the burn-in before it mixes.
+  parameters.sgd = SgdScheduleParameters::from_settings(section, centring == "sgld" ? "constant" : "polynomial");
   parameters.centre_passes = static_cast<std::size_t>(section.integer_at_least("centre_passes", 1, 1));
   if (parameters.centre_passes > 1 && !model.capabilities().latent_gibbs_step)
     throw Error(fmt::format("{} = {}: only a model whose gradient Gibbs-samples latent variables (capability "
                             "latent-gibbs-step) has a random full gradient to average; this one's is exact",
                             section.describe("centre_passes"), parameters.centre_passes));
-  if (const std::string text = section.text("centre", ""); !text.empty()) {  // "": find θ̂ by SGD
+  if (const std::string text = section.text("centre", ""); !text.empty()) {  // "": find θ̂ by the centring phase
     parameters.centre = estimator_parts::parse_centre(section, text, model.dimension());
-    for (const char* key : {"sgd_iterations", "sgd_schedule", "sgd_step_size", "sgd_decay_b", "sgd_decay_c"})
+    for (const char* key : {"centring", "sgd_iterations", "sgd_schedule", "sgd_step_size", "sgd_decay_b", "sgd_decay_c"})
       if (section.contains(key))
-        throw Error(fmt::format("{}: not used when {}.centre is given (there is no SGD phase)", section.describe(key),
+        throw Error(fmt::format("{}: not used when {}.centre is given (there is no centring phase)", section.describe(key),
                                 section.section()));
   }
   return parameters;

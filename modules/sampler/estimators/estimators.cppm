@@ -62,11 +62,13 @@ const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
       {"minibatch", "SGLD's estimate (N/n) Σ_S ∇f_i; keys batch_size (100), replacement (false)",
        {"batch_size", "replacement"}, factory<MinibatchParameters>()},
       {"cv",
-       "SGLD-CV control variates around θ̂ (Baker et al. 2019, eq. 4); θ̂ by SGD from the start point, or given; "
-       "keys batch_size, replacement, sampling (uniform|lipschitz), centre (θ̂ as \"x1, x2, ...\"), sgd_iterations "
-       "(one pass), sgd_schedule (polynomial|constant), sgd_step_size (0: 1/λ̂, the estimated largest curvature), "
-       "sgd_decay_b (1), sgd_decay_c (1), centre_passes (1; full passes averaged for ∇U(θ̂), latent-variable models)",
-       {"batch_size", "replacement", "sampling", "centre", "sgd_iterations", "sgd_schedule", "sgd_step_size",
+       "SGLD-CV control variates around θ̂ (Baker et al. 2019, eq. 4); θ̂ by a centring phase from the start point, "
+       "or given; keys batch_size, replacement, sampling (uniform|lipschitz), centre (θ̂ as \"x1, x2, ...\"), "
+       "centring (sgd: SGD's last iterate | sgld: mean of an SGLD burn-in's second half), sgd_iterations (centring "
+       "steps; one pass), sgd_schedule (polynomial for sgd, constant for sgld), sgd_step_size (0: 1/λ̂, the "
+       "estimated largest curvature), sgd_decay_b (1), sgd_decay_c (1), centre_passes (1; full passes averaged for "
+       "∇U(θ̂), latent-variable models)",
+       {"batch_size", "replacement", "sampling", "centre", "centring", "sgd_iterations", "sgd_schedule", "sgd_step_size",
         "sgd_decay_b", "sgd_decay_c", "centre_passes"},
        factory<CvParameters>()},
       {"svrg",

@@ -43,13 +43,19 @@ struct ItemSamplingParameters {
   static ItemSamplingParameters from_settings(const Settings& section, const Model& model);
 };
 
-/// cv: SGLD-CV around θ̂ (Baker et al. 2019, Algorithm 1), θ̂ found by SGD from the start point or given.
+/// How cv finds θ̂ from the start point: the last iterate of SGD (Baker et al. 2019, §3.1), or the
+/// mean of the second half of an SGLD burn-in's iterates (an estimate of the posterior mean).
+enum class Centring { sgd, sgld };
+
+/// cv: SGLD-CV around θ̂ (Baker et al. 2019, Algorithm 1), θ̂ found by a centring phase from the
+/// start point, or given.
 struct CvParameters {
   ItemSamplingParameters batches = {};
-  std::optional<std::uint64_t> sgd_iterations = std::nullopt;  // SGD steps to θ̂; unset: one pass, ceil(N/n)
-  SgdScheduleParameters sgd = {};                              // the SGD steps h_k
+  Centring centring = Centring::sgd;
+  std::optional<std::uint64_t> sgd_iterations = std::nullopt;  // centring steps; unset: one pass, ceil(N/n)
+  SgdScheduleParameters sgd = {};  // the centring steps h_k (from Settings, sgld's default schedule is constant)
   std::size_t centre_passes = 1;  // full passes averaged for ∇U(θ̂) (latent-variable models)
-  std::optional<std::vector<double>> centre = std::nullopt;  // θ̂, one number per parameter; unset: found by SGD
+  std::optional<std::vector<double>> centre = std::nullopt;  // θ̂, one number per parameter; unset: centring
   static CvParameters from_settings(const Settings& section, const Model& model);
 };
 
