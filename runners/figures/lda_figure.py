@@ -1,13 +1,18 @@
 #!/usr/bin/python3
 """Baker et al. (2019)'s Figure 5: held-out perplexity of LDA against seconds, SGLD and SGLD-CV, one panel per
-corpus size, from the results.csv of the sweep runners/presets/sweeps/kos-figure5.toml.
+value of a sweep axis (the corpus size by default), from the results.csv of a sweep such as
+runners/presets/sweeps/kos-figure5.toml or kos-cv-centring.toml.
 
   sgmcmc sweep runners/presets/sweeps/kos-figure5.toml --jobs 1 --out runs/figure5
   runners/figures/lda_figure.py runs/figure5 [--png runs/figure5/lda_figure5.png]
+  runners/figures/lda_figure.py runs/cv-centring --by model.vocabulary_size --iterations 2000
 
-Prints, per size and method, the final perplexity and the seconds to come within 2% of it.
-Needs Debian's python3-matplotlib. SGLD-CV's curve starts after its SGD centring and full pass,
-whose seconds it includes (the chain's clock runs from its first iteration's preparation).
+Prints, per panel, seed and method, the final perplexity and the seconds to come within 2% of it;
+with --iterations I, also each method's perplexity and seconds at iteration I, SGLD's perplexity
+at SGLD-CV's seconds at I (SGLD needs at least those seconds: give it more iterations), and the
+seconds SGLD-CV takes to reach SGLD's perplexity at I. Needs Debian's python3-matplotlib (for the
+PNG only). SGLD-CV's curve starts after its centring phase and full pass, whose seconds it includes
+(the chain's clock runs from its first iteration's preparation).
 """
 import argparse
 import csv
@@ -17,39 +22,92 @@ from pathlib import Path
 LABELS = {"minibatch": "SGLD", "cv": "SGLD-CV"}
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("sweep", type=Path, help="the sweep's output folder (with results.csv)")
-    parser.add_argument("--png", type=Path, help="output image (default: <sweep>/lda_figure5.png)")
-    args = parser.parse_args()
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    curves = defaultdict(list)  # (max_docs, estimator) -> [(seconds, perplexity)]
-    with open(args.sweep / "results.csv", newline="") as f:
+def read_curves(results, by):
+    """(panel value, seed, estimator) -> [(iteration, seconds, perplexity)] of chain 1."""
+    curves = defaultdict(list)
+    with open(results, newline="") as f:
         for row in csv.DictReader(f):
             if row["chain"] != "1" or not row.get("perplexity"):
                 continue
-            key = (int(row["model.max_docs"]), row["estimator.name"])
-            curves[key].append((float(row["seconds"]), float(row["perplexity"])))
-    sizes = sorted({size for size, _ in curves})
-    if not sizes:
-        raise SystemExit(f"{args.sweep / 'results.csv'}: no perplexity rows")
-    figure, axes = plt.subplots(1, len(sizes), figsize=(5 * len(sizes), 4), squeeze=False)
-    print(f"{'documents':>9} {'method':8} {'final':>8} {'s to 2%':>8}")
-    for column, size in enumerate(sizes):
+            if by not in row:
+                raise SystemExit(f"{results}: no column {by}; the sweep's axes are its first columns")
+            key = (int(row[by]), int(row.get("run.seed") or 0), row["estimator.name"])
+            curves[key].append((int(row["iteration"]), float(row["seconds"]), float(row["perplexity"])))
+    if not curves:
+        raise SystemExit(f"{results}: no perplexity rows")
+    return curves
+
+
+def at_iteration(curve, iteration):
+    """(seconds, perplexity) at the evaluation of `iteration`, or None if the chain has none there."""
+    return next(((s, p) for i, s, p in curve if i == iteration), None)
+
+
+def at_seconds(curve, seconds):
+    """The perplexity of the last evaluation within `seconds`, or None if the chain ended before."""
+    if curve[-1][1] < seconds:
+        return None
+    within = [p for _, s, p in curve if s <= seconds]
+    return within[-1] if within else None
+
+
+def first_reaching(curve, perplexity):
+    """The seconds of the first evaluation at or below `perplexity`, or None."""
+    return next((s for _, s, p in curve if p <= perplexity), None)
+
+
+def number(value, digits=1):
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def compare_at(curves, iteration):
+    """SGLD against SGLD-CV at `iteration`, per panel and seed."""
+    print(f"\nat iteration {iteration:,}:")
+    print(f"{'panel':>7} {'seed':>4} {'SGLD (s)':>16} {'SGLD-CV (s)':>16} {'SGLD at CV s':>12} {'CV s to SGLD':>12}")
+    for panel, seed in sorted({(p, s) for p, s, _ in curves}):
+        sgld, cv = curves.get((panel, seed, "minibatch")), curves.get((panel, seed, "cv"))
+        if not sgld or not cv:
+            continue
+        mine, theirs = at_iteration(sgld, iteration), at_iteration(cv, iteration)
+        if not mine or not theirs:
+            continue
+        print(f"{panel:7,} {seed:4} {mine[1]:8.1f} ({mine[0]:5.1f}) {theirs[1]:8.1f} ({theirs[0]:5.1f}) "
+              f"{number(at_seconds(sgld, theirs[0])):>12} {number(first_reaching(cv, mine[1])):>12}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("sweep", type=Path, help="the sweep's output folder (with results.csv)")
+    parser.add_argument("--by", default="model.max_docs", help="the axis whose values are the panels")
+    parser.add_argument("--iterations", type=int, help="also compare both methods at this iteration")
+    parser.add_argument("--png", type=Path, help="output image (default: <sweep>/lda_figure5.png)")
+    args = parser.parse_args()
+    curves = read_curves(args.sweep / "results.csv", args.by)
+    panels = sorted({panel for panel, _, _ in curves})
+    print(f"{args.by:>21} {'seed':>4} {'method':8} {'final':>8} {'s to 2%':>8}")
+    for panel, seed, estimator in sorted(curves):
+        points = curves[(panel, seed, estimator)]
+        final = points[-1][2]
+        settled = next(s for k, (_, s, _) in enumerate(points) if all(p <= 1.02 * final for _, _, p in points[k:]))
+        print(f"{panel:21,} {seed:4} {LABELS.get(estimator, estimator):8} {final:8.1f} {settled:8.2f}")
+    if args.iterations:
+        compare_at(curves, args.iterations)
+    try:
+        import matplotlib
+    except ImportError:
+        raise SystemExit("no PNG drawn: python3-matplotlib is not installed")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+    for column, panel in enumerate(panels):
         axis = axes[0][column]
-        for estimator, label in LABELS.items():
-            points = curves.get((size, estimator))
-            if not points:
-                continue
-            seconds, perplexity = zip(*points)
-            axis.plot(seconds, perplexity, label=label)
-            final = perplexity[-1]
-            settled = next(s for k, s in enumerate(seconds) if all(p <= 1.02 * final for p in perplexity[k:]))
-            print(f"{size:9,} {label:8} {final:8.1f} {settled:8.2f}")
-        axis.set_title(f"{size:,} training documents")
+        for (value, seed, estimator), points in sorted(curves.items()):
+            if value == panel:
+                _, seconds, perplexity = zip(*points)
+                label = LABELS.get(estimator, estimator) + (f", seed {seed}" if seed else "")
+                axis.plot(seconds, perplexity, label=label)
+        axis.set_title(f"{args.by} = {panel:,}")
         axis.set_xlabel("seconds")
         axis.set_ylabel("held-out perplexity")
         axis.legend()
