@@ -40,24 +40,12 @@ Settings& section_named(RunConfig& config, const std::string& name, const std::s
   throw Error(message + fmt::format("; known: {}", fmt::join(known, ", ")));
 }
 
-/// An array of numbers (integers among them read as numbers) or of strings, as the Settings
-/// getters want it; an array mixing the two is an error.
+Value toml_value(const toml::node& node, const std::string& where);
+
 Value toml_array(const toml::array& array, const std::string& where) {
-  if (!array.empty() && array.front().is_string()) {
-    std::vector<std::string> strings;
-    for (const auto& element : array) {
-      if (auto v = element.as_string()) strings.push_back(v->get());
-      else throw Error(fmt::format("{}: expected an array of strings, found an element that is not a string", where));
-    }
-    return strings;
-  }
-  std::vector<double> numbers;
-  for (const auto& element : array) {
-    if (auto v = element.as_integer()) numbers.push_back(static_cast<double>(v->get()));
-    else if (auto v = element.as_floating_point()) numbers.push_back(v->get());
-    else throw Error(fmt::format("{}: expected an array of numbers, found an element that is not a number", where));
-  }
-  return numbers;
+  std::vector<Value> elements;
+  for (const auto& element : array) elements.push_back(toml_value(element, where));
+  return array_value(elements, where);
 }
 
 Value toml_value(const toml::node& node, const std::string& where) {
@@ -137,6 +125,24 @@ void insert_value(toml::table& keys, const std::string& key, const Value& value)
 }
 
 }  // namespace
+
+Value array_value(const std::vector<Value>& elements, const std::string& where) {
+  if (!elements.empty() && std::holds_alternative<std::string>(elements.front())) {
+    std::vector<std::string> strings;
+    for (const auto& element : elements) {
+      if (auto* v = std::get_if<std::string>(&element)) strings.push_back(*v);
+      else throw Error(fmt::format("{}: expected an array of strings, found an element that is not a string", where));
+    }
+    return strings;
+  }
+  std::vector<double> numbers;
+  for (const auto& element : elements) {
+    if (auto* v = std::get_if<std::int64_t>(&element)) numbers.push_back(static_cast<double>(*v));
+    else if (auto* v = std::get_if<double>(&element)) numbers.push_back(*v);
+    else throw Error(fmt::format("{}: expected an array of numbers, found an element that is not a number", where));
+  }
+  return numbers;
+}
 
 RunConfig parse_config(std::string_view text, const std::string& source) {
   toml::table document;

@@ -28,7 +28,12 @@ sgmcmc::Value to_value(const toml::node& node, const std::string& where) {
   if (auto v = node.as_integer()) return v->get();
   if (auto v = node.as_floating_point()) return v->get();
   if (auto v = node.as_string()) return v->get();
-  throw sgmcmc::Error(fmt::format("{}: expected a boolean, integer, number or string", where));
+  if (auto v = node.as_array()) {  // as a configuration file reads it (a per-coordinate mass)
+    std::vector<sgmcmc::Value> elements;
+    for (const auto& element : *v) elements.push_back(to_value(element, where));
+    return sgmcmc::array_value(elements, where);
+  }
+  throw sgmcmc::Error(fmt::format("{}: expected a boolean, integer, number, string or array of numbers or strings", where));
 }
 
 /// "a number" for integers and floats alike: a float key accepts an integer, as the getters do.

@@ -225,6 +225,32 @@ TEST_CASE("sgmcmc sweep zips axes and excludes combinations") {
                                           "model.n=2000+integrator.step_size=1e-05+run.seed=1+integrator.temperature=1.0"});
 }
 
+TEST_CASE("a sweep axis of arrays (a mass per coordinate) reaches each cell as an array, named in folders and tables") {
+  test::TempDir dir;
+  const auto file = dir.write("mass.toml",
+                              "preset = \"demo\"\n[base.run]\nwarmup = 0\niterations = 20\nchains = 1\neval_every = 10\nthin = 5\n"
+                              "[axes]\n\"integrator.mass\" = [[0.5, 1, 2, 4, 8], [1.0, 1.0, 1.0, 1.0, 3.0]]\n");
+  const auto out = dir.path() / "out";
+  const auto result = sweep(file, out);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  const std::vector<std::pair<std::string, nlohmann::json>> cells = {
+      {"integrator.mass=_0.5__1.0__2.0__4.0__8.0_", nlohmann::json::array({0.5, 1.0, 2.0, 4.0, 8.0})},
+      {"integrator.mass=_1.0__1.0__1.0__1.0__3.0_", nlohmann::json::array({1.0, 1.0, 1.0, 1.0, 3.0})}};
+  for (const auto& [folder, mass] : cells) {
+    INFO(folder);
+    REQUIRE(fs::exists(out / folder / "manifest.json"));
+    const auto manifest = nlohmann::json::parse(test::read_text(out / folder / "manifest.json"));
+    CHECK(manifest["config"]["integrator"]["mass"] == mass);
+  }
+  CHECK_THAT(test::read_text(out / "results.csv"), Contains("\"[0.5, 1.0, 2.0, 4.0, 8.0]\""));
+  // An axis mixing an array and a number is refused with the line of the odd value, as for scalars.
+  const auto mixed = dir.write("mixed.toml", "preset = \"demo\"\n[axes]\n\"integrator.mass\" = [[1.0, 2.0], 3.0]\n");
+  const auto refused = sweep(mixed, dir.path() / "mixed-out");
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.output, Contains("mixed.toml:3: axis 'integrator.mass': 3.0 is a number, but its first value is an array of numbers"));
+}
+
 TEST_CASE("sgmcmc sweep --resume reruns only a deleted cell and gives the same table") {
   test::TempDir dir;
   const auto file = dir.write("small.toml", small_sweep());
