@@ -30,7 +30,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from figure_runs import run_preset  # runners/figures, beside this script
+from figure_runs import at_seconds, run_preset  # runners/figures, beside this script
 
 MODELS = {  # presets, the key the sizes set, the fixed keys, the metric (and whether lower is better)
     "lda": ("lda-sgld", "lda-sgldcv", "model.docs", {"model.words": 1000, "model.true_topics": 20}, "perplexity"),
@@ -53,13 +53,6 @@ def run(args, preset, pairs, out, metric):
     """The run (figure_runs.run_preset); returns (items, [(CPU seconds, metric)] of chain 1)."""
     items, rows = run_preset(args.sgmcmc, preset, pairs, out)
     return items, [(row["cpu_seconds"], row[metric]) for row in rows if row["chain"] == 1]
-
-
-def at_seconds(curve, seconds):
-    """The metric at the last evaluation within `seconds` CPU seconds, or None if the chain ended before."""
-    if curve[-1][0] < seconds:
-        return None
-    return [value for t, value in curve if t <= seconds][-1]
 
 
 def median_ratio(path):

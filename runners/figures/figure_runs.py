@@ -27,6 +27,15 @@ def run_preset(sgmcmc, preset, settings, out):
     return manifest["model"]["items"], rows
 
 
+def at_seconds(curve, seconds):
+    """The metric of the last evaluation within `seconds` on a [(seconds, metric)] curve, or None
+    if the chain ended before them (or had no evaluation by then)."""
+    if curve[-1][0] < seconds:
+        return None
+    within = [value for t, value in curve if t <= seconds]
+    return within[-1] if within else None
+
+
 def time_to_accuracy(rows, tolerance):
     """The first evaluation after which the metric stays within `tolerance` of its final value."""
     final = rows[-1][METRIC]

@@ -19,6 +19,8 @@ import csv
 from collections import defaultdict
 from pathlib import Path
 
+from figure_runs import at_seconds  # runners/figures, beside this script
+
 LABELS = {"minibatch": "SGLD", "cv": "SGLD-CV"}
 
 
@@ -43,14 +45,6 @@ def at_iteration(curve, iteration):
     return next(((s, p) for i, s, p in curve if i == iteration), None)
 
 
-def at_seconds(curve, seconds):
-    """The perplexity of the last evaluation within `seconds`, or None if the chain ended before."""
-    if curve[-1][1] < seconds:
-        return None
-    within = [p for _, s, p in curve if s <= seconds]
-    return within[-1] if within else None
-
-
 def first_reaching(curve, perplexity):
     """The seconds of the first evaluation at or below `perplexity`, or None."""
     return next((s for _, s, p in curve if p <= perplexity), None)
@@ -72,7 +66,7 @@ def compare_at(curves, iteration):
         if not mine or not theirs:
             continue
         print(f"{panel:7,} {seed:4} {mine[1]:8.1f} ({mine[0]:5.1f}) {theirs[1]:8.1f} ({theirs[0]:5.1f}) "
-              f"{number(at_seconds(sgld, theirs[0])):>12} {number(first_reaching(cv, mine[1])):>12}")
+              f"{number(at_seconds([(s, p) for _, s, p in sgld], theirs[0])):>12} {number(first_reaching(cv, mine[1])):>12}")
 
 
 def main():

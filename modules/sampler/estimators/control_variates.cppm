@@ -300,7 +300,7 @@ private:
     if (schedule_.automatic() && sgd_iterations_ > 0)
       schedule_.set_first_step(automatic_first_step(theta, batches, scale, context));
     const bool langevin = centring_ == Centring::sgld;
-    std::vector<double> gradient(theta.size()), noise(langevin ? theta.size() : 0), mean(theta.size(), 0.0);
+    std::vector<double> gradient(theta.size()), noise(langevin ? theta.size() : 0), mean(langevin ? theta.size() : 0, 0.0);
     const bool mirror = model.capabilities().positive_parameters;  // as the integrators reflect at 0
     const std::uint64_t burn_in = sgd_iterations_ / 2;
     for (std::uint64_t k = 1; k <= sgd_iterations_; ++k) {
@@ -309,7 +309,8 @@ private:
       for (std::size_t j = 0; j < theta.size(); ++j) theta[j] -= h * gradient[j];
       if (langevin) {
         context.rng.fill_normal(noise);
-        for (std::size_t j = 0; j < theta.size(); ++j) theta[j] += std::sqrt(2.0 * h) * noise[j];
+        const double scale_of_noise = std::sqrt(2.0 * h);
+        for (std::size_t j = 0; j < theta.size(); ++j) theta[j] += scale_of_noise * noise[j];
       }
       if (mirror) mirror_positive(theta);
       if (!all_finite(theta))
