@@ -11,8 +11,10 @@ Prints, per panel, seed and method, the final perplexity and the seconds to come
 with --iterations I, also each method's perplexity and seconds at iteration I, SGLD's perplexity
 at SGLD-CV's seconds at I (SGLD needs at least those seconds: give it more iterations), and the
 seconds SGLD-CV takes to reach SGLD's perplexity at I. Needs Debian's python3-matplotlib (for the
-PNG only). SGLD-CV's curve starts after its centring phase and full pass, whose seconds it includes
-(the chain's clock runs from its first iteration's preparation).
+PNG only), which plots perplexity against seconds (top row) and against document gradients computed
+(bottom row; SGLD-CV computes two per document of its batch, at θ and at θ̂). SGLD-CV's curve starts
+after its centring phase and full pass, whose seconds and gradients it includes (the chain's clock
+runs from its first iteration's preparation).
 """
 import argparse
 import csv
@@ -25,7 +27,7 @@ LABELS = {"minibatch": "SGLD", "cv": "SGLD-CV"}
 
 
 def read_curves(results, by):
-    """(panel value, seed, estimator) -> [(iteration, seconds, perplexity)] of chain 1."""
+    """(panel value, seed, estimator) -> [(iteration, seconds, perplexity, documents processed)] of chain 1."""
     curves = defaultdict(list)
     with open(results, newline="") as f:
         for row in csv.DictReader(f):
@@ -34,7 +36,8 @@ def read_curves(results, by):
             if by not in row:
                 raise SystemExit(f"{results}: no column {by}; the sweep's axes are its first columns")
             key = (int(row[by]), int(row.get("run.seed") or 0), row["estimator.name"])
-            curves[key].append((int(row["iteration"]), float(row["seconds"]), float(row["perplexity"])))
+            curves[key].append((int(row["iteration"]), float(row["seconds"]), float(row["perplexity"]),
+                                int(row["item_gradients"])))
     if not curves:
         raise SystemExit(f"{results}: no perplexity rows")
     return curves
@@ -42,12 +45,12 @@ def read_curves(results, by):
 
 def at_iteration(curve, iteration):
     """(seconds, perplexity) at the evaluation of `iteration`, or None if the chain has none there."""
-    return next(((s, p) for i, s, p in curve if i == iteration), None)
+    return next(((s, p) for i, s, p, _ in curve if i == iteration), None)
 
 
 def first_reaching(curve, perplexity):
     """The seconds of the first evaluation at or below `perplexity`, or None."""
-    return next((s for _, s, p in curve if p <= perplexity), None)
+    return next((s for _, s, p, _ in curve if p <= perplexity), None)
 
 
 def number(value, digits=1):
@@ -66,7 +69,7 @@ def compare_at(curves, iteration):
         if not mine or not theirs:
             continue
         print(f"{panel:7,} {seed:4} {mine[1]:8.1f} ({mine[0]:5.1f}) {theirs[1]:8.1f} ({theirs[0]:5.1f}) "
-              f"{number(at_seconds([(s, p) for _, s, p in sgld], theirs[0])):>12} {number(first_reaching(cv, mine[1])):>12}")
+              f"{number(at_seconds([(s, p) for _, s, p, _ in sgld], theirs[0])):>12} {number(first_reaching(cv, mine[1])):>12}")
 
 
 def main():
@@ -82,7 +85,7 @@ def main():
     for panel, seed, estimator in sorted(curves):
         points = curves[(panel, seed, estimator)]
         final = points[-1][2]
-        settled = next(s for k, (_, s, _) in enumerate(points) if all(p <= 1.02 * final for _, _, p in points[k:]))
+        settled = next(s for k, (_, s, _, _) in enumerate(points) if all(p <= 1.02 * final for _, _, p, _ in points[k:]))
         print(f"{panel:21,} {seed:4} {LABELS.get(estimator, estimator):8} {final:8.1f} {settled:8.2f}")
     if args.iterations:
         compare_at(curves, args.iterations)
@@ -93,18 +96,21 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+    # Top row against wall seconds, bottom row against the item_gradients column: every document
+    # gradient computed, SGLD-CV's centring and full passes included, and two per document of its
+    # batches (at θ and at θ̂).
+    figure, axes = plt.subplots(2, len(panels), figsize=(5 * len(panels), 8), squeeze=False)
     for column, panel in enumerate(panels):
-        axis = axes[0][column]
-        for (value, seed, estimator), points in sorted(curves.items()):
-            if value == panel:
-                _, seconds, perplexity = zip(*points)
-                label = LABELS.get(estimator, estimator) + (f", seed {seed}" if seed else "")
-                axis.plot(seconds, perplexity, label=label)
-        axis.set_title(f"{args.by} = {panel:,}")
-        axis.set_xlabel("seconds")
-        axis.set_ylabel("held-out perplexity")
-        axis.legend()
+        for row, (x_index, x_label) in enumerate([(1, "seconds"), (3, "document gradients computed")]):
+            axis = axes[row][column]
+            for (value, seed, estimator), points in sorted(curves.items()):
+                if value == panel:
+                    label = LABELS.get(estimator, estimator) + (f", seed {seed}" if seed else "")
+                    axis.plot([point[x_index] for point in points], [point[2] for point in points], label=label)
+            axis.set_title(f"{args.by} = {panel:,}")
+            axis.set_xlabel(x_label)
+            axis.set_ylabel("held-out perplexity")
+            axis.legend()
     figure.tight_layout()
     png = args.png or args.sweep / "lda_figure5.png"
     figure.savefig(png, dpi=90)
