@@ -178,7 +178,14 @@ std::string format_config(const RunConfig& config) {
     document.insert(name, std::move(keys));
   }
   std::ostringstream text;
-  text << document << "\n";  // doubles are written with all their digits, so they read back exactly
+  // Doubles are written with all their digits, so they read back exactly. Strings are written as
+  // basic strings, escapes and all: toml++ 3.3 writes a string holding a newline as a multi-line
+  // string, whose newline right after the opening """ is dropped when read back, or, without
+  // those, as a literal string with the raw newline, which does not parse (found by tests/fuzz: a
+  // model name "\n..."). Neither kind holds anything a basic string cannot.
+  constexpr auto basic_strings = toml::toml_formatter::default_flags & ~toml::format_flags::allow_multi_line_strings &
+                                 ~toml::format_flags::allow_literal_strings;
+  text << toml::toml_formatter{document, basic_strings} << "\n";
   // Checked, not assumed: a value that would not come back the same would resume another run.
   const RunConfig back = parse_config(text.str(), "(formatted configuration)");
   for (const auto& [name, settings] : config.sections) {
