@@ -89,6 +89,12 @@ TEST_CASE("check-model names each deliberate fault and exits non-zero") {
   CHECK(infinite.exit_code == 1);
   CHECK_THAT(infinite.output, Contains("FAIL  quantities are finite functions of θ") && Contains("precision = inf"));
   CHECK_THAT(infinite.output, Contains("PASS  quantity names are new, distinct CSV columns"));
+  CHECK_THAT(infinite.output, Contains("PASS  the capabilities in PluginInfo are the model's"));
+  const auto disagree = test::run_cli("check-model " + fixture("capabilities_disagree"));
+  INFO(disagree.output);
+  CHECK(disagree.exit_code == 1);
+  CHECK_THAT(disagree.output, Contains("FAIL  the capabilities in PluginInfo are the model's — PluginInfo declares "
+                                       "[exact-log-likelihood], which capabilities() does not return (it returns [])"));
   // The bundled plugins' workspaces save all their state (pmf: hyperparameters and averages; lda:
   // its evaluation stream too).
   for (const char* bundled : {"gaussian --set model.n=300", "logistic --set model.n=2000",
