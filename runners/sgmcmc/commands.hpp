@@ -167,8 +167,9 @@ bool gradient_diagnostics(const std::filesystem::path& folder);
 int topics_command(const std::filesystem::path& folder, std::size_t top,
                    const std::optional<std::filesystem::path>& vocabulary_file);
 
-/// `sgmcmc new-model NAME DIR`: writes a plugin project that builds against the installed SDK.
-int new_model_command(const std::string& name, const std::filesystem::path& folder);
+/// `sgmcmc new-model NAME DIR --kind manual|autodiff|glm`: writes a model project that builds (glm:
+/// runs) against the installed SDK.
+int new_model_command(const std::string& name, const std::filesystem::path& folder, const std::string& kind);
 
 /// --plugin-dir, SGMCMC_PLUGIN_PATH, the build tree, the install prefix.
 std::vector<std::filesystem::path> plugin_folders(const std::optional<std::filesystem::path>& plugin_dir);
