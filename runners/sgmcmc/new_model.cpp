@@ -185,30 +185,14 @@ std::unique_ptr<sgmcmc::Model> make(const sgmcmc::ModelContext& context) { retur
 SGMCMC_MODEL_PLUGIN(info, make)
 )template";
 
-constexpr const char* autodiff_preset = R"template(# MALA with Metropolis-Hastings on the @NAME@ model: sgmcmc run --config @NAME@.toml --plugin-dir build/plugins
+constexpr const char* autodiff_model_section = R"template(# MALA with Metropolis-Hastings on the @NAME@ model: sgmcmc run --config @NAME@.toml --plugin-dir build/plugins
 [model]
 name = "@NAME@"
 data = "@NAME@.csv"
 prior_scale = 1.0
-
-[estimator]
-name = "exact"
-
-[integrator]
-name = "mala"
-step_size = 2e-3
-
-[corrector]
-name = "mh"
-
-[run]
-iterations = 2000
-warmup = 500
-chains = 2
-seed = 1
 )template";
 
-constexpr const char* glm_preset = R"template(# The same Poisson regression as `new-model --kind autodiff`, with no C++: the bundled glm model.
+constexpr const char* glm_model_section = R"template(# The same Poisson regression as `new-model --kind autodiff`, with no C++: the bundled glm model.
 #   sgmcmc run --config @NAME@.toml
 [model]
 name = "glm"
@@ -217,7 +201,10 @@ data = "@NAME@.csv"
 test_size = 0
 prior = "normal"
 prior_scale = 1.0
+)template";
 
+/// The sampler of both Poisson examples: exact gradients, MALA, MH; acceptance ≈ 0.76.
+constexpr const char* mala_mh_sections = R"template(
 [estimator]
 name = "exact"
 
@@ -324,8 +311,11 @@ std::vector<std::pair<std::string, std::string>> project_files(const std::string
             {name + ".toml", preset}, {"README.md", readme}};
   if (kind == "autodiff")
     return {{"CMakeLists.txt", autodiff_cmake_lists}, {"CMakePresets.json", cmake_presets}, {name + ".cpp", autodiff_source},
-            {name + ".toml", autodiff_preset}, {name + ".csv", example_counts()}, {"README.md", autodiff_readme}};
-  if (kind == "glm") return {{name + ".toml", glm_preset}, {name + ".csv", example_counts()}, {"README.md", glm_readme}};
+            {name + ".toml", std::string(autodiff_model_section) + mala_mh_sections}, {name + ".csv", example_counts()},
+            {"README.md", autodiff_readme}};
+  if (kind == "glm")
+    return {{name + ".toml", std::string(glm_model_section) + mala_mh_sections}, {name + ".csv", example_counts()},
+            {"README.md", glm_readme}};
   throw sgmcmc::Error(fmt::format("new-model: --kind '{}' is not one of manual, autodiff, glm", kind));
 }
 
