@@ -282,7 +282,7 @@ std::string example_counts() {
     for (int j = 0; j < 3; ++j) z += beta[j + 1] * (x[j] = 2.0 * rng.uniform() - 1.0);
     const double mean = std::exp(z), u = rng.uniform();
     int count = 0;
-    for (double p = std::exp(-mean), cdf = p; u > cdf; cdf += p) p *= mean / ++count;
+    for (double p = std::exp(-mean), cdf = p; u > cdf && p > 0.0; cdf += p) p *= mean / ++count;  // p > 0: cdf may round below u
     text += fmt::format("{},{:.6f},{:.6f},{:.6f}\n", count, x[0], x[1], x[2]);
   }
   return text;
