@@ -89,11 +89,8 @@ inline void ensure_tape() {
 /// when it goes (also when the model throws).
 class Tape {
 public:
-  // vars_ and dense_adjoints_ are this thread's buffers, reused: no allocation per gradient once
-  // they have grown to d (one Tape lives at a time on a thread).
-  explicit Tape(std::span<const double> theta) : values_(theta) {
-    vars_.assign(theta.begin(), theta.end());
-    dense_adjoints_.assign(theta.size(), 0.0);
+  explicit Tape(std::span<const double> theta)
+      : values_(theta), vars_(theta.begin(), theta.end()), dense_adjoints_(theta.size(), 0.0) {
     taped = {vars_.data(), values_.data(), dense_adjoints_.data(), values_.size()};
   }
   Tape(const Tape&) = delete;
@@ -119,8 +116,8 @@ public:
 private:
   bool tape_ready_ = (ensure_tape(), true);  // first: the vars below go on the tape
   std::span<const double> values_;
-  static inline thread_local std::vector<Var> vars_;
-  static inline thread_local std::vector<double> dense_adjoints_;
+  std::vector<Var> vars_;
+  std::vector<double> dense_adjoints_;
 };
 
 /// A nested part of the tape (one item's terms over a Tape's θ), swept and freed on its own.
