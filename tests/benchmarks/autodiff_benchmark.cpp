@@ -43,14 +43,6 @@ std::filesystem::path write_data(std::size_t rows) {
   return path;
 }
 
-std::shared_ptr<const sgmcmc::Model> model(const std::filesystem::path& plugin_file, const std::string& keys) {
-  const auto plugin = sgmcmc::load_plugin_file(plugin_file);
-  auto config = sgmcmc::parse_config("[model]\n" + keys, "bench.toml");
-  auto built = plugin.create({config["model"], 1});
-  config["model"].reject_unknown_keys();
-  return built;
-}
-
 /// µs of one call of `work(items, weights)` on batches of random rows (the same for both models).
 template <class Work>
 double call_us(const sgmcmc::Model& m, int calls, Work&& work) {
@@ -70,11 +62,6 @@ double call_us(const sgmcmc::Model& m, int calls, Work&& work) {
   return seconds / calls * 1e6;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -84,8 +71,8 @@ int main(int argc, char** argv) {
   const auto path = write_data(rows);
   const std::string keys = fmt::format("data = \"{}\"\nprior_scale = 1\n", path.string());
   const std::shared_ptr<const sgmcmc::Model> models[2] = {
-      model(fmt::format("{}/sgmcmc-model-logistic.so", SGMCMC_PLUGIN_DIR), keys + "test_size = 0\n"),
-      model(fmt::format("{}/sgmcmc-model-autodiff_logistic.so", SGMCMC_FIXTURE_PLUGIN_DIR), keys)};
+      bench::load_model(fmt::format("{}/sgmcmc-model-logistic.so", SGMCMC_PLUGIN_DIR), keys + "test_size = 0\n"),
+      bench::load_model(fmt::format("{}/sgmcmc-model-autodiff_logistic.so", SGMCMC_FIXTURE_PLUGIN_DIR), keys)};
   std::filesystem::remove(path);
 
   std::vector<double> gradient_us[2], item_us[2], sgld_us[2];
@@ -107,7 +94,7 @@ int main(int argc, char** argv) {
   std::printf("N = %zu, d = %zu, batch n = %zu, median of %d runs\n", rows, features + 1, batch_size, repetitions);
   std::printf("%-26s %14s %14s %10s\n", "µs per call", "logistic", "autodiff", "ratio");
   const auto row = [](const char* what, const std::vector<double>* figures) {
-    const double hand = median(figures[0]), derived = median(figures[1]);
+    const double hand = bench::median(figures[0]), derived = bench::median(figures[1]);
     std::printf("%-26s %14.1f %14.1f %10.2f\n", what, hand, derived, derived / hand);
   };
   row("batch gradient", gradient_us);

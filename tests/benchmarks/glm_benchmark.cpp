@@ -39,14 +39,6 @@ std::filesystem::path write_data(std::size_t rows) {
   return path;
 }
 
-std::shared_ptr<const sgmcmc::Model> model(const std::string& name, const std::string& keys) {
-  const auto plugin = sgmcmc::load_plugin_file(fmt::format("{}/sgmcmc-model-{}.so", SGMCMC_PLUGIN_DIR, name));
-  auto config = sgmcmc::parse_config("[model]\n" + keys, "bench.toml");
-  auto built = plugin.create({config["model"], 1});
-  config["model"].reject_unknown_keys();
-  return built;
-}
-
 /// µs of one exact gradient over all rows.
 double full_pass_us(const sgmcmc::Model& m, int passes) {
   auto workspace = m.make_workspace();
@@ -61,11 +53,6 @@ double full_pass_us(const sgmcmc::Model& m, int passes) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() / passes;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,8 +61,8 @@ int main(int argc, char** argv) {
   const int repetitions = argc > 3 ? std::atoi(argv[3]) : 5;
   const auto path = write_data(rows);
   const std::string keys = fmt::format("data = \"{}\"\ntest_size = 0\nprior_scale = 1\n", path.string());
-  const auto logistic = model("logistic", keys);
-  const auto glm = model("glm", keys + "family = \"bernoulli\"\nlink = \"logit\"\nprior = \"laplace\"\n");
+  const auto logistic = bench::load_model(fmt::format("{}/sgmcmc-model-logistic.so", SGMCMC_PLUGIN_DIR), keys);
+  const auto glm = bench::load_model(fmt::format("{}/sgmcmc-model-glm.so", SGMCMC_PLUGIN_DIR), keys + "family = \"bernoulli\"\nlink = \"logit\"\nprior = \"laplace\"\n");
   std::filesystem::remove(path);
 
   const int passes = std::max(1, static_cast<int>(2'000'000 / rows));
@@ -89,7 +76,7 @@ int main(int argc, char** argv) {
   std::printf("N = %zu, d = %zu, batch n = %zu, %llu SGLD iterations, median of %d runs\n", rows, features + 1, batch,
               static_cast<unsigned long long>(iterations), repetitions);
   std::printf("%-22s %12s %12s %10s\n", "", "logistic", "glm", "glm/logistic");
-  const double s0 = median(sgld[0]), s1 = median(sgld[1]), p0 = median(pass[0]), p1 = median(pass[1]);
+  const double s0 = bench::median(sgld[0]), s1 = bench::median(sgld[1]), p0 = bench::median(pass[0]), p1 = bench::median(pass[1]);
   std::printf("%-22s %12.2f %12.2f %10.3f\n", "sgld µs/iteration", s0, s1, s1 / s0);
   std::printf("%-22s %12.1f %12.1f %10.3f\n", "full pass µs", p0, p1, p1 / p0);
   return 0;

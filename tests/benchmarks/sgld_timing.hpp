@@ -1,14 +1,32 @@
 // The framework side of the SGLD benchmarks: µs per iteration of a real sgmcmc::Chain
 // (minibatch, or another estimator, + sgld + none), from the chain's own sampling seconds.
 #pragma once
+#include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
+#include <string>
+#include <vector>
 #include <utility>
 #include <fmt/format.h>
 
 import sgmcmc;
 
 namespace bench {
+
+/// A model of the plugin file `plugin_file` from [model] lines, every key checked as the CLI does.
+inline std::shared_ptr<const sgmcmc::Model> load_model(const std::filesystem::path& plugin_file, const std::string& keys) {
+  const auto plugin = sgmcmc::load_plugin_file(plugin_file);
+  auto config = sgmcmc::parse_config("[model]\n" + keys, "bench.toml");
+  auto built = plugin.create({config["model"], 1});
+  config["model"].reject_unknown_keys();
+  return built;
+}
+
+inline double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
 
 struct NoOutput final : sgmcmc::ChainObserver {
   void on_draw(const sgmcmc::Draw&) override {}
