@@ -8,6 +8,8 @@
 //   f_i(β) = -log p(y_i | z_i)           ∇f_i = s_i x_i, s_i = ∂f_i/∂z_i   (GLM form; likelihood_math.hpp)
 // With ∂²f_i/∂z² ≤ c_i, the Hessian of f_i is ⪯ c_i x_i x_iᵀ, so L_i = c_i ‖x_i‖² is a Lipschitz
 // constant of ∇f_i (families.hpp; none for poisson).
+// A negative binomial without model.dispersion samples u = log r as θ's last coordinate
+// (dispersion.hpp); ∇f_i then has a u component, so that model has no GLM form and no bound.
 //
 // `logistic` is this model's tuned special case (bernoulli, logit, laplace prior): the same
 // readers, rows and pass over a batch (../regression/), so the two agree to rounding.
@@ -17,12 +19,14 @@
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 #include <fmt/format.h>
 
 #include "design_matrix.hpp"
+#include "dispersion.hpp"
 #include "families.hpp"
 #include "glm_kernels.hpp"
 #include "labelled_rows.hpp"
@@ -48,12 +52,14 @@ struct Choices {
   LikelihoodConstants constants;
   Prior prior;
   bool intercept;
+  std::optional<DispersionPrior> sampled_dispersion;  // negative binomial without model.dispersion
 };
 
 // ---- Simulated data (no model.data) -------------------------------------------------------------
 // n rows (1000) of `features` (10) features uniform on [-√(3/F), √(3/F)], each of variance 1/F, so
 // that z = xᵀβ has a spread of order |β| whatever F; β*_j = sin(1 + j), or, with
-// model.simulate_from_prior, β* drawn from the prior (for `sgmcmc sbc`); y_i from the family.
+// model.simulate_from_prior, β* drawn from the prior (for `sgmcmc sbc`), and a sampled dispersion
+// r* = 1 or drawn from its prior; y_i from the family.
 constexpr std::int64_t default_rows = 1000;
 constexpr std::size_t default_features = 10;
 
@@ -65,7 +71,15 @@ regression::Simulation simulate(const Settings& settings, const Choices& choices
   regression::Simulation simulation;
   std::vector<double> beta(columns);
   for (std::size_t j = 0; j < columns; ++j) beta[j] = std::sin(1.0 + static_cast<double>(j));
-  if (from_prior) beta = simulation.beta_star = choices.prior.draw(columns, rng);
+  LikelihoodConstants constants = choices.constants;
+  if (from_prior) {
+    beta = simulation.beta_star = choices.prior.draw(columns, rng);
+    if (choices.sampled_dispersion) {
+      const double u = choices.sampled_dispersion->draw(rng);
+      constants.dispersion = std::exp(u);
+      simulation.beta_star.push_back(u);
+    }
+  }
 
   LabelledRows& data = simulation.data;
   data = {std::vector<double>(rows), std::vector<double>(rows * features), features};
@@ -77,7 +91,7 @@ regression::Simulation simulate(const Settings& settings, const Choices& choices
       x[j] = half_width * (2.0 * rng.uniform() - 1.0);
       z += beta[first + j] * x[j];
     }
-    data.y[i] = choices.family->draw_response(z, choices.constants, rng);
+    data.y[i] = choices.family->draw_response(z, constants, rng);
   }
   return simulation;
 }
@@ -104,13 +118,10 @@ Prepared prepare(const sgmcmc::ModelContext& context, const Choices& choices) {
   return prepared;
 }
 
-/// What every family and link offers; lipschitz-bounds is added where the family has a bound.
+/// What every family and link offers; glm-gradients and lipschitz-bounds are added where the
+/// model has them (not with a sampled dispersion).
 sgmcmc::Capabilities common_capabilities() {
-  return {.exact_log_likelihood = true,
-          .per_item_gradients = true,
-          .glm_gradients = true,
-          .simulation = true,
-          .prior_simulation = true};
+  return {.exact_log_likelihood = true, .per_item_gradients = true, .simulation = true, .prior_simulation = true};
 }
 
 template <class Real>
@@ -124,17 +135,19 @@ public:
                                               prepared.test, prepared.storage)),
         kernels_(glm_kernels<Real>(choices.family->likelihood)) {}
 
-  std::size_t dimension() const override { return train_.columns(); }
+  std::size_t dimension() const override { return train_.columns() + (sampled() ? 1 : 0); }
   std::size_t num_items() const override { return train_.rows(); }
   std::vector<std::string> parameter_names() const override {
     std::vector<std::string> names;
     if (choices_.intercept) names.emplace_back("intercept");
-    for (std::size_t j = 1; names.size() < dimension(); ++j) names.push_back(fmt::format("beta.{}", j));
+    for (std::size_t j = 1; names.size() < train_.columns(); ++j) names.push_back(fmt::format("beta.{}", j));
+    if (sampled()) names.emplace_back("log_dispersion");
     return names;
   }
   sgmcmc::Capabilities capabilities() const override {
     auto capabilities = common_capabilities();
-    capabilities.lipschitz_bounds = choices_.family->curvature_bound != nullptr;
+    capabilities.glm_gradients = !sampled();
+    capabilities.lipschitz_bounds = !sampled() && choices_.family->curvature_bound != nullptr;
     return capabilities;
   }
 
@@ -144,28 +157,37 @@ public:
     return std::make_unique<PredictiveWorkspace>(test_.rows());
   }
 
-  double prior_potential(std::span<const double> beta) const override { return choices_.prior.potential(beta); }
-  void add_prior_gradient(std::span<const double> beta, std::span<double> gradient) const override {
-    choices_.prior.add_gradient(beta, gradient);
+  double prior_potential(std::span<const double> theta) const override {
+    const double dispersion = sampled() ? choices_.sampled_dispersion->potential(theta.back()) : 0.0;
+    return choices_.prior.potential(coefficients(theta)) + dispersion;
+  }
+  void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const override {
+    choices_.prior.add_gradient(coefficients(theta), gradient.first(train_.columns()));
+    if (sampled()) gradient.back() += choices_.sampled_dispersion->derivative(theta.back());
   }
 
-  void add_data_gradient(std::span<const double> beta, const Batch& batch, std::span<double> gradient, sgmcmc::Workspace&,
-                         Rng&) const override {
-    kernels_.add_weighted_gradients(choices_.constants, train_, batch.items, batch.weights, beta, gradient);
+  void add_data_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
+                         sgmcmc::Workspace&, Rng&) const override {
+    kernels_.add_weighted_gradients(constants(theta), train_, batch.items, batch.weights, coefficients(theta),
+                                    gradient.first(train_.columns()));
+    if (!sampled()) return;
+    for (std::size_t k = 0; k < batch.items.size(); ++k)
+      gradient.back() += batch.weight(k) * dispersion_derivative(theta, batch.items[k]);
   }
 
-  double data_potential(std::span<const double> beta, const Batch& batch, sgmcmc::Workspace&) const override {
-    return kernels_.weighted_potential(choices_.constants, train_, batch.items, batch.weights, beta);
+  double data_potential(std::span<const double> theta, const Batch& batch, sgmcmc::Workspace&) const override {
+    return kernels_.weighted_potential(constants(theta), train_, batch.items, batch.weights, coefficients(theta));
   }
 
-  void item_gradients(std::span<const double> beta, std::span<const std::size_t> items, std::span<double> out,
+  void item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
                       sgmcmc::Workspace&) const override {
-    const std::size_t d = dimension();
+    const std::size_t d = dimension(), columns = train_.columns();
     std::vector<double> scalars(items.size());
-    kernels_.glm_scalars(choices_.constants, train_, items, beta, scalars);
+    kernels_.glm_scalars(constants(theta), train_, items, coefficients(theta), scalars);
     for (std::size_t k = 0; k < items.size(); ++k) {
       const Real* row = train_.row(items[k]);
-      for (std::size_t j = 0; j < d; ++j) out[k * d + j] = scalars[k] * row[j];
+      for (std::size_t j = 0; j < columns; ++j) out[k * d + j] = scalars[k] * row[j];
+      if (sampled()) out[k * d + columns] = dispersion_derivative(theta, items[k]);
     }
   }
 
@@ -196,7 +218,7 @@ public:
   /// (1/J) Σ_j log[(1/S) Σ_s p(y*_j | x*_j, β_s)] over the S draws evaluated so far.
   void evaluate_metrics(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
     auto& workspace = static_cast<PredictiveWorkspace&>(base);
-    kernels_.log_likelihoods(choices_.constants, test_, beta, workspace.log_likelihoods);
+    kernels_.log_likelihoods(constants(beta), test_, coefficients(beta), workspace.log_likelihoods);
     out[0] = workspace.predictive.add(workspace.log_likelihoods);
   }
 
@@ -207,12 +229,29 @@ public:
   /// One draw's mean held-out log-likelihood (1/J) Σ_j log p(y*_j | x*_j, β).
   void evaluate_quantities(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
     auto& workspace = static_cast<PredictiveWorkspace&>(base);
-    kernels_.log_likelihoods(choices_.constants, test_, beta, workspace.log_likelihoods);
+    kernels_.log_likelihoods(constants(beta), test_, coefficients(beta), workspace.log_likelihoods);
     const auto& terms = workspace.log_likelihoods;
     out[0] = std::accumulate(terms.begin(), terms.end(), 0.0) / static_cast<double>(terms.size());
   }
 
 private:
+  bool sampled() const { return choices_.sampled_dispersion.has_value(); }
+  /// β: θ without the sampled u = log r.
+  std::span<const double> coefficients(std::span<const double> theta) const { return theta.first(train_.columns()); }
+  /// The likelihood's constants at θ: the sampled dispersion r = e^u, or the configured one.
+  LikelihoodConstants constants(std::span<const double> theta) const {
+    LikelihoodConstants at = choices_.constants;
+    if (sampled()) at.dispersion = std::exp(theta.back());
+    return at;
+  }
+  /// ∂f_i/∂u at θ (dispersion.hpp), z_i = x_iᵀβ.
+  double dispersion_derivative(std::span<const double> theta, std::size_t i) const {
+    const Real* row = train_.row(i);
+    double z = 0.0;
+    for (std::size_t j = 0; j < train_.columns(); ++j) z += row[j] * theta[j];
+    return negative_binomial_log_dispersion_derivative(train_.y[i], z, theta.back());
+  }
+
   Choices choices_;
   std::vector<double> beta_star_;  // θ* when model.simulate_from_prior
   regression::DesignMatrix<Real> train_, test_;
@@ -226,12 +265,18 @@ Choices read_choices(const Settings& settings) {
                                      settings.describe("family"), settings.describe("link"));
   LikelihoodConstants constants;
   if (family.likelihood == Likelihood::gaussian_identity) constants.noise_sd = settings.positive_number("noise_sd", 1.0);
-  if (family.likelihood == Likelihood::negative_binomial_log)
-    constants.dispersion = settings.positive_number("dispersion", 1.0);
+  std::optional<DispersionPrior> sampled_dispersion;
+  if (family.likelihood == Likelihood::negative_binomial_log) {
+    if (settings.contains("dispersion"))
+      constants.dispersion = settings.positive_number("dispersion", 1.0);
+    else
+      sampled_dispersion = DispersionPrior{.shape = settings.positive_number("dispersion_shape", 1.0),
+                                           .rate = settings.positive_number("dispersion_rate", 1.0)};
+  }
   const PriorForm& form = find_prior(settings.text("prior", "normal"), settings.describe("prior"));
   PriorConstants prior{.scale = settings.positive_number("prior_scale", 1.0)};
   if (form.has_degrees_of_freedom) prior.degrees_of_freedom = settings.positive_number("prior_df", 3.0);
-  return {&family, constants, Prior(form, prior), settings.flag("intercept", true)};
+  return {&family, constants, Prior(form, prior), settings.flag("intercept", true), sampled_dispersion};
 }
 
 sgmcmc::PluginInfo glm_info() {
@@ -240,13 +285,16 @@ sgmcmc::PluginInfo glm_info() {
               "Generalised linear model chosen in the configuration (McCullagh & Nelder 1989): family and link "
               "({}; default bernoulli, the family's first link), independent prior on every coefficient "
               "(normal, laplace, student_t; prior_scale 1, prior_df 3), intercept (true). Lipschitz bounds for every "
-              "family but poisson. Keys: family, link, noise_sd (gaussian, 1), dispersion (negative_binomial, 1), "
+              "family but poisson; the GLM form unless the dispersion is sampled. Keys: family, link, noise_sd "
+              "(gaussian, 1), dispersion (negative_binomial: r fixed; without it log r is sampled with r ~ "
+              "Gamma(dispersion_shape 1, dispersion_rate 1)), "
               "prior, prior_scale, prior_df (student_t), intercept, data (LIBSVM or CSV, .gz or plain), test_data, "
               "test_size (0.1), subsample (1.0), format (auto|libsvm|csv), labels (bernoulli: auto|0/1|1/2|-1/+1), "
               "features (LIBSVM dimension, or the simulated width: 10), n (1000 simulated rows), simulate_from_prior "
               "(false); speed: storage (double|float), prefetch (8), huge_pages (true)",
               family_list()),
-          .parameters = "intercept (unless intercept = false), beta.1 .. beta.features: regression coefficients",
+          .parameters = "intercept (unless intercept = false), beta.1 .. beta.features: regression coefficients; "
+                        "log_dispersion (negative_binomial without dispersion): log r",
           .capabilities = common_capabilities()};
 }
 

@@ -1,8 +1,9 @@
 // The glm plugin, loaded from disk: family bernoulli with the logit link and a Laplace prior
 // against the hand-tuned `logistic` on the same file (to rounding); poisson's U against a hand
 // computation on three rows and its gradient against finite differences of that computation;
-// gaussian's U and ∇U against the closed-form Gaussian posterior; bad configuration refused
-// naming the key.
+// gaussian's U and ∇U against the closed-form Gaussian posterior; probit's and negative binomial's
+// U (fixed and sampled dispersion) against products of probabilities; check-model for each family;
+// bad configuration refused naming the key.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
@@ -13,6 +14,7 @@
 #include <vector>
 #include <fmt/format.h>
 
+#include "statistics.hpp"
 #include "support.hpp"
 #include "model_support.hpp"
 
@@ -133,7 +135,7 @@ TEST_CASE("glm plugin: poisson-log's U is the hand-computed log density of three
 TEST_CASE("glm plugin: gaussian-identity with a normal prior has the closed-form Gaussian posterior") {
   // y = Xβ + ε, ε ~ N(0, σ²), β ~ N(0, s² I): the posterior is N(m, P⁻¹) with precision
   // P = XᵀX/σ² + I/s² and mean m = P⁻¹ Xᵀy/σ² (Bishop 2006, eq. 3.53-3.54). U is quadratic:
-  // ∇U(m) = 0, ∇U(m + v) = P v, U(m + v) - U(m) = vᵀPv/2. Solved here by Gaussian elimination.
+  // ∇U(m) = 0, ∇U(m + v) = P v, U(m + v) - U(m) = vᵀPv/2.
   const double sigma = 0.5, s = 1.5;
   const std::vector<std::vector<double>> rows{{1.2, 0.3, -0.4}, {-0.7, 1.0, 0.2},  {2.5, -0.6, 0.9},
                                               {0.1, 0.5, 1.1},  {-1.9, -1.2, -0.3}, {0.8, 0.0, 0.6}};  // y, x1, x2
@@ -145,7 +147,8 @@ TEST_CASE("glm plugin: gaussian-identity with a normal prior has the closed-form
   REQUIRE(model->dimension() == 3);
 
   // P and b = Xᵀy/σ², with x = (1, x1, x2).
-  double precision[3][3] = {}, b[3] = {};
+  std::vector<std::vector<double>> precision(3, std::vector<double>(3, 0.0));
+  std::vector<double> b(3, 0.0);
   for (const auto& row : rows) {
     const double x[3] = {1.0, row[1], row[2]};
     for (int j = 0; j < 3; ++j) {
@@ -154,22 +157,7 @@ TEST_CASE("glm plugin: gaussian-identity with a normal prior has the closed-form
     }
   }
   for (int j = 0; j < 3; ++j) precision[j][j] += 1.0 / (s * s);
-  double a[3][4];
-  for (int j = 0; j < 3; ++j) {
-    for (int k = 0; k < 3; ++k) a[j][k] = precision[j][k];
-    a[j][3] = b[j];
-  }
-  for (int p = 0; p < 3; ++p)  // P is positive definite: no pivoting needed
-    for (int r = p + 1; r < 3; ++r) {
-      const double factor = a[r][p] / a[p][p];
-      for (int k = p; k < 4; ++k) a[r][k] -= factor * a[p][k];
-    }
-  std::vector<double> mode(3);
-  for (int j = 2; j >= 0; --j) {
-    double rest = a[j][3];
-    for (int k = j + 1; k < 3; ++k) rest -= a[j][k] * mode[k];
-    mode[j] = rest / a[j][j];
-  }
+  const std::vector<double> mode = test::solve_positive_definite(precision, b);
 
   const auto at_mode = full_gradient(*model, mode);
   for (double g : at_mode) CHECK(std::abs(g) < 1e-12);
@@ -228,10 +216,11 @@ TEST_CASE("glm plugin: without an intercept the model has one coefficient per fe
 }
 
 TEST_CASE("glm plugin: simulated data for every family, and from a prior draw") {
-  for (const char* family : {"bernoulli", "poisson", "gaussian"}) {
+  for (const char* family : {"bernoulli", "poisson", "gaussian", "negative_binomial"}) {
     INFO(family);
     const auto model = build(fmt::format("family = \"{}\"\nn = 200\nfeatures = 4\ntest_size = 20\n", family));
-    CHECK(model->dimension() == 5);
+    const bool sampled_dispersion = std::string(family) == "negative_binomial";  // log r: one more coordinate
+    CHECK(model->dimension() == (sampled_dispersion ? 6 : 5));
     CHECK(model->num_items() == 180);
     CHECK(model->simulated_parameters().empty());
     const auto drawn = build(fmt::format("family = \"{}\"\nn = 200\nsimulate_from_prior = true\n", family));
@@ -260,8 +249,12 @@ TEST_CASE("glm plugin: bad configuration is refused naming the key") {
     INFO(c.keys);
     CHECK_THROWS_WITH(build(c.keys), Contains(c.key) && Contains(c.expected));
   }
-  // A family's own key is unknown to the others.
+  // A family's own key is unknown to the others, and the dispersion's prior to a fixed dispersion.
   CHECK_THROWS_WITH(build("family = \"poisson\"\nnoise_sd = 2\nn = 50\n"), Contains("noise_sd"));
+  CHECK_THROWS_WITH(build("family = \"negative_binomial\"\ndispersion = 2\ndispersion_rate = 1\nn = 50\n"),
+                    Contains("dispersion_rate"));
+  CHECK_THROWS_WITH(build("family = \"negative_binomial\"\ndispersion_shape = 0\nn = 50\n"),
+                    Contains("model.dispersion_shape") && Contains("expected a number > 0"));
 }
 
 TEST_CASE("glm plugin: probit and negative binomial U are hand-computed log densities of three rows") {
@@ -298,6 +291,30 @@ TEST_CASE("glm plugin: probit and negative binomial U are hand-computed log dens
   }
   CHECK(full_potential(*probit, beta) == Approx(prior_term - probit_log_density).epsilon(1e-13));
   CHECK(full_potential(*negative_binomial, beta) == Approx(prior_term - negative_binomial_log_density).epsilon(1e-13));
+
+  // Without `dispersion`, θ = (β, u = log r) and r ~ Gamma(a = 3, b = 0.5): U's change between two
+  // values of u is minus the change of log p(y | β, r) + log Gamma(r; a, b) + log r (the Jacobian),
+  // the Gamma density being b^a r^{a-1} e^{-br}/Γ(a).
+  const auto sampled = build(fmt::format("data = {}\nfamily = \"negative_binomial\"\ndispersion_shape = 3\n"
+                                         "dispersion_rate = 0.5\n{}",
+                                         quoted(dir.write("count.csv", count)), prior));
+  REQUIRE(sampled->dimension() == 3);
+  const auto log_density = [&](double r) {
+    double sum = 3.0 * std::log(0.5) - std::lgamma(3.0) + 2.0 * std::log(r) - 0.5 * r + std::log(r);
+    for (int i = 0; i < 3; ++i) {
+      const double mu = std::exp(beta[0] + beta[1] * xs[i]);
+      double coefficient = 1.0;
+      for (int k = 0; k < static_cast<int>(counts[i]); ++k) coefficient *= (r + k) / (k + 1);
+      sum += std::log(coefficient * std::pow(r / (r + mu), r) * std::pow(mu / (r + mu), counts[i]));
+    }
+    return sum;
+  };
+  for (const double r : {0.3, 2.5, 40.0}) {
+    INFO(r);
+    const std::vector<double> at{beta[0], beta[1], std::log(r)}, at_one{beta[0], beta[1], 0.0};
+    CHECK(full_potential(*sampled, at) - full_potential(*sampled, at_one) ==
+          Approx(log_density(1.0) - log_density(r)).epsilon(1e-12));
+  }
 }
 
 TEST_CASE("glm plugin: probit's scalar stays finite and tends to z + 1/z far in the tail") {
@@ -325,12 +342,16 @@ TEST_CASE("glm plugin: check-model passes for every family and link, and for eac
   for (const char* keys : {"family=bernoulli --set model.link=logit", "family=bernoulli --set model.link=probit",
                            "family=poisson --set model.prior=laplace", "family=gaussian --set model.noise_sd=0.5",
                            "family=negative_binomial --set model.dispersion=3 --set model.prior=student_t",
+                           "family=negative_binomial --set model.dispersion_shape=2",
                            "family=gaussian --set model.intercept=false --set model.storage=float"}) {
     const auto checked = test::run_cli(std::string("check-model glm --set model.n=300 --set model.") + keys);
     INFO(checked.output);
     CHECK(checked.exit_code == 0);
     CHECK_THAT(checked.output, Contains("0 failed") && !Contains("FAIL"));
-    const bool bounded = std::string(keys).find("poisson") == std::string::npos;
+    // No bound for poisson; neither a bound nor the GLM form with a sampled dispersion.
+    const bool sampled_dispersion = std::string(keys).find("dispersion_shape") != std::string::npos;
+    const bool bounded = std::string(keys).find("poisson") == std::string::npos && !sampled_dispersion;
     CHECK_THAT(checked.output, Contains(bounded ? "PASS  Lipschitz bounds" : "SKIP  Lipschitz bounds"));
+    CHECK_THAT(checked.output, Contains(sampled_dispersion ? "SKIP  GLM form" : "PASS  GLM form"));
   }
 }
