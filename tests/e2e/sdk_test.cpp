@@ -1,6 +1,7 @@
 // The SDK end to end: install into a temporary prefix, write a plugin project with
 // `sgmcmc new-model`, build it out of tree with only find_package(sgmcmc), check it with
-// `check-model`, run a chain with it through the installed CLI. And `check-model` on plugins
+// `check-model`, run a chain with it through the installed CLI (the manual example's posterior mean
+// against its closed form). And `check-model` on plugins
 // with deliberate faults, each failure named.
 #include <catch2/catch.hpp>
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "statistics.hpp"
 #include "support.hpp"
 
 using Catch::Matchers::Contains;
@@ -24,50 +26,6 @@ using test::shell;
 std::string quote(const fs::path& path) { return "'" + path.string() + "'"; }
 
 }  // namespace
-
-TEST_CASE("install, new-model, out-of-tree build, check-model and a chain with the installed CLI") {
-  test::TempDir dir;
-  const fs::path prefix = dir.path() / "prefix", project = dir.path() / "mymodel";
-  const std::string cmake = quote(SGMCMC_CMAKE);
-  auto step = shell(fmt::format("{} --install {} --prefix {}", cmake, quote(SGMCMC_BUILD_DIR), quote(prefix)));
-  INFO(step.output);
-  REQUIRE(step.exit_code == 0);
-  const std::string installed = quote(prefix / "bin" / "sgmcmc");
-
-  step = shell(fmt::format("{} new-model mymodel {}", installed, quote(project)));
-  REQUIRE(step.exit_code == 0);
-  for (const char* file : {"CMakeLists.txt", "CMakePresets.json", "mymodel.cpp", "mymodel.toml", "README.md"})
-    CHECK(fs::exists(project / file));
-  CHECK(shell(fmt::format("{} new-model mymodel {}", installed, quote(project))).exit_code == 2);  // not empty
-  CHECK(shell(fmt::format("{} new-model My-Model {}", installed, quote(dir.path() / "x"))).exit_code == 2);
-
-  // Only the installed package: the source tree is nowhere on the consumer's paths.
-  step = shell(fmt::format("cd {} && {} --preset release -DCMAKE_PREFIX_PATH={} && {} --build --preset release", quote(project),
-                           cmake, quote(prefix), cmake));
-  INFO(step.output);
-  REQUIRE(step.exit_code == 0);
-  const fs::path plugin = project / "build" / "plugins" / "sgmcmc-model-mymodel.so";
-  REQUIRE(fs::exists(plugin));
-
-  step = shell(fmt::format("{} check-model {}", installed, quote(plugin)));
-  INFO(step.output);
-  CHECK(step.exit_code == 0);
-  CHECK_THAT(step.output, Contains("0 failed") && Contains("PASS  batch gradient matches finite differences"));
-
-  const fs::path out = dir.path() / "run";
-  step = shell(fmt::format("cd {} && {} run --config mymodel.toml --plugin-dir build/plugins --quiet --out {}", quote(project),
-                           installed, quote(out)));
-  INFO(step.output);
-  REQUIRE(step.exit_code == 0);
-  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
-  CHECK(manifest["status"] == "complete");
-  CHECK(manifest["model"]["name"] == "mymodel");
-  // The installed CLI finds its own bundled plugins in <prefix>/lib/sgmcmc/plugins, and only those:
-  // not the build tree's as well, which listed every bundled model twice, one "shadowed".
-  step = shell(fmt::format("{} list", installed));
-  CHECK_THAT(step.output, Contains((prefix / "lib" / "sgmcmc" / "plugins" / "sgmcmc-model-gaussian.so").string()));
-  CHECK_THAT(step.output, !Contains("shadowed") && !Contains(std::string(SGMCMC_PLUGIN_DIR)));
-}
 
 namespace {
 
@@ -89,7 +47,91 @@ std::vector<double> draws_of(const fs::path& chain_file, const std::string& para
   return values;
 }
 
+/// The manual template's chains (SGLD-CV, 2 × 4,000 draws) against its model's closed-form posterior.
+/// Linear regression y = Xβ + ε, ε ~ N(0, σ²), β ~ N(0, s² I) on the first 500 rows of the CSV:
+/// the posterior mean is P⁻¹ Xᵀy/σ² with P = XᵀX/σ² + I/s² (Bishop 2006, eq. 3.53–3.54).
+/// Quantity: each coefficient's mean over both chains. SGLD's mean on a Gaussian target is unbiased
+/// whatever the step and the gradient noise (the expected update is affine, with the exact
+/// gradient's fixed point); only the variance is inflated. Tolerance: 4.5 Monte Carlo standard
+/// errors, each chain's by 20 batch means of 200 draws (batches ≫ the slowest direction's
+/// autocorrelation time 2/(ε λ_min) ≈ 2/(1e-4 · 667) ≈ 30 iterations), so a chance failure has
+/// probability ≈ 1e-5 per coefficient. A sign error in one gradient term moves the mean by many sd.
+void check_posterior_mean(const fs::path& data, const fs::path& run) {
+  constexpr double sigma = 0.5, s = 10.0;
+  constexpr std::size_t train_rows = 500, d = 4;
+  std::vector<std::vector<double>> precision(d, std::vector<double>(d, 0.0));
+  std::vector<double> b(d, 0.0);
+  const auto lines = test::lines_of(test::read_text(data));
+  REQUIRE(lines.size() >= train_rows);
+  for (std::size_t i = 0; i < train_rows; ++i) {
+    const auto fields = test::csv_fields(lines[i]);
+    const double x[d] = {1.0, std::stod(fields[1]), std::stod(fields[2]), std::stod(fields[3])};
+    for (std::size_t j = 0; j < d; ++j) {
+      b[j] += x[j] * std::stod(fields[0]) / (sigma * sigma);
+      for (std::size_t k = 0; k < d; ++k) precision[j][k] += x[j] * x[k] / (sigma * sigma);
+    }
+  }
+  for (std::size_t j = 0; j < d; ++j) precision[j][j] += 1.0 / (s * s);
+  const auto mean = test::solve_positive_definite(precision, b);
+  const char* names[d] = {"intercept", "beta.1", "beta.2", "beta.3"};
+  for (std::size_t j = 0; j < d; ++j) {
+    const auto first = draws_of(run / "chain-1.csv", names[j]), second = draws_of(run / "chain-2.csv", names[j]);
+    REQUIRE(first.size() == 4000);
+    REQUIRE(second.size() == 4000);
+    const double estimate = 0.5 * (test::mean(first) + test::mean(second));
+    const double se = 0.5 * std::hypot(test::batch_means_se(first, 20), test::batch_means_se(second, 20));
+    INFO(fmt::format("{}: chains {} (se {}), closed form {}", names[j], estimate, se, mean[j]));
+    CHECK(std::abs(estimate - mean[j]) < 4.5 * se);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("install, new-model, out-of-tree build, check-model and a chain with the installed CLI") {
+  test::TempDir dir;
+  const fs::path prefix = dir.path() / "prefix", project = dir.path() / "mymodel";
+  const std::string cmake = quote(SGMCMC_CMAKE);
+  auto step = shell(fmt::format("{} --install {} --prefix {}", cmake, quote(SGMCMC_BUILD_DIR), quote(prefix)));
+  INFO(step.output);
+  REQUIRE(step.exit_code == 0);
+  const std::string installed = quote(prefix / "bin" / "sgmcmc");
+
+  step = shell(fmt::format("{} new-model mymodel {}", installed, quote(project)));
+  REQUIRE(step.exit_code == 0);
+  for (const char* file : {"CMakeLists.txt", "CMakePresets.json", "mymodel.cpp", "mymodel.toml", "mymodel.csv", "README.md"})
+    CHECK(fs::exists(project / file));
+  CHECK(shell(fmt::format("{} new-model mymodel {}", installed, quote(project))).exit_code == 2);  // not empty
+  CHECK(shell(fmt::format("{} new-model My-Model {}", installed, quote(dir.path() / "x"))).exit_code == 2);
+
+  // Only the installed package: the source tree is nowhere on the consumer's paths.
+  step = shell(fmt::format("cd {} && {} --preset release -DCMAKE_PREFIX_PATH={} && {} --build --preset release", quote(project),
+                           cmake, quote(prefix), cmake));
+  INFO(step.output);
+  REQUIRE(step.exit_code == 0);
+  const fs::path plugin = project / "build" / "plugins" / "sgmcmc-model-mymodel.so";
+  REQUIRE(fs::exists(plugin));
+
+  step = shell(fmt::format("cd {} && {} check-model {}", quote(project), installed, quote(plugin)));  // reads mymodel.csv
+  INFO(step.output);
+  CHECK(step.exit_code == 0);
+  CHECK_THAT(step.output, Contains("0 failed") && Contains("PASS  batch gradient matches finite differences") &&
+                              Contains("PASS  per-item gradients") && Contains("PASS  GLM form"));
+
+  const fs::path out = dir.path() / "run";
+  step = shell(fmt::format("cd {} && {} run --config mymodel.toml --plugin-dir build/plugins --quiet --out {}", quote(project),
+                           installed, quote(out)));
+  INFO(step.output);
+  REQUIRE(step.exit_code == 0);
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  CHECK(manifest["status"] == "complete");
+  CHECK(manifest["model"]["name"] == "mymodel");
+  check_posterior_mean(project / "mymodel.csv", out);
+  // The installed CLI finds its own bundled plugins in <prefix>/lib/sgmcmc/plugins, and only those:
+  // not the build tree's as well, which listed every bundled model twice, one "shadowed".
+  step = shell(fmt::format("{} list", installed));
+  CHECK_THAT(step.output, Contains((prefix / "lib" / "sgmcmc" / "plugins" / "sgmcmc-model-gaussian.so").string()));
+  CHECK_THAT(step.output, !Contains("shadowed") && !Contains(std::string(SGMCMC_PLUGIN_DIR)));
+}
 
 TEST_CASE("new-model --kind autodiff: a Poisson regression in under 40 lines, built out of tree, passes check-model "
           "and runs the same chain as --kind glm") {
