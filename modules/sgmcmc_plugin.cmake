@@ -6,6 +6,52 @@
 # AUTODIFF: the source includes sgmcmc/autodiff.hpp (Stan Math and Eigen, sgmcmc_autodiff.cmake).
 # Used in this tree and, installed, by out-of-tree plugins after find_package(sgmcmc).
 include(${CMAKE_CURRENT_LIST_DIR}/sgmcmc_autodiff.cmake)
+
+# Installed, sgmcmc ships the BMIs it built (SGMCMC_BMI_DIR, sgmcmcConfig.cmake). clang 19 loads
+# them silently whatever -O, -D, -march or -g a consumer uses, and refuses them only when a
+# language option differs (-std, -fno-exceptions, ...: "configuration mismatch"). So they are
+# reused only when this project's compiler, build type and flags are sgmcmc's and a probe that
+# imports sgmcmc through them compiles; otherwise CMake compiles the BMIs from the interface
+# units as before. SGMCMC_USE_INSTALLED_BMIS=OFF forces the latter.
+function(_sgmcmc_installed_bmis_usable out)
+  set(${out} OFF PARENT_SCOPE)
+  if(NOT SGMCMC_BMI_DIR OR NOT EXISTS "${SGMCMC_BMI_DIR}/sgmcmc.pcm")
+    return()
+  endif()
+  option(SGMCMC_USE_INSTALLED_BMIS "reuse the BMIs installed with sgmcmc when compiler and flags match" ON)
+  string(TOUPPER "${CMAKE_BUILD_TYPE}" config)
+  string(STRIP "${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${config}}" flags)
+  string(STRIP "${SGMCMC_BMI_CXX_FLAGS}" sdk_flags)
+  if(NOT SGMCMC_USE_INSTALLED_BMIS
+      OR NOT CMAKE_GENERATOR MATCHES "Ninja"
+      OR NOT CMAKE_CXX_COMPILER_ID STREQUAL SGMCMC_BMI_CXX_COMPILER_ID
+      OR NOT CMAKE_CXX_COMPILER_VERSION STREQUAL SGMCMC_BMI_CXX_COMPILER_VERSION
+      OR NOT CMAKE_BUILD_TYPE STREQUAL SGMCMC_BMI_BUILD_TYPE
+      OR NOT flags STREQUAL sdk_flags)
+    return()
+  endif()
+  set(key "${CMAKE_CXX_COMPILER}|${CMAKE_CXX_COMPILER_VERSION}|${CMAKE_BUILD_TYPE}|${flags}|${SGMCMC_BMI_DIR}")
+  if(NOT DEFINED CACHE{_SGMCMC_BMI_PROBE_KEY} OR NOT _SGMCMC_BMI_PROBE_KEY STREQUAL key)
+    message(CHECK_START "sgmcmc: can this compiler load the installed BMIs")
+    set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)  # compile only: the probe has no main
+    try_compile(ok SOURCE_FROM_CONTENT probe.cpp "import sgmcmc;\n"
+      CMAKE_FLAGS -DCMAKE_CXX_VISIBILITY_PRESET=hidden -DCMAKE_VISIBILITY_INLINES_HIDDEN=ON
+      COMPILE_DEFINITIONS "-fprebuilt-module-path=${SGMCMC_BMI_DIR}"
+      LINK_LIBRARIES sgmcmc::build_flags
+      CXX_STANDARD 20 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF
+      OUTPUT_VARIABLE log NO_CACHE)
+    set(_SGMCMC_BMI_PROBE_KEY "${key}" CACHE INTERNAL "")
+    set(_SGMCMC_BMI_PROBE_OK ${ok} CACHE INTERNAL "")
+    if(ok)
+      message(CHECK_PASS "yes (${SGMCMC_BMI_DIR})")
+    else()
+      message(CHECK_FAIL "no, the BMIs are compiled from the interface units")
+      message(VERBOSE "${log}")
+    endif()
+  endif()
+  set(${out} ${_SGMCMC_BMI_PROBE_OK} PARENT_SCOPE)
+endfunction()
+
 function(sgmcmc_add_model_plugin name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "AUTODIFF" "OUTPUT_DIRECTORY" "SOURCES")
   set(target sgmcmc-model-${name})
@@ -27,10 +73,21 @@ function(sgmcmc_add_model_plugin name)
     endif()
     target_link_libraries(${target} PRIVATE sgmcmc::autodiff)
   endif()
+  # The plugin's sources import modules but provide none: without scanning, CMake does not
+  # compile the SDK's BMIs for this target and clang finds the installed ones by module name.
+  _sgmcmc_installed_bmis_usable(reuse)
+  if(reuse)
+    set(scan OFF)
+    target_compile_options(${target} PRIVATE "-fprebuilt-module-path=${SGMCMC_BMI_DIR}")
+    file(GLOB bmis "${SGMCMC_BMI_DIR}/*.pcm")  # a reinstalled SDK recompiles the plugin
+    set_property(SOURCE ${arg_SOURCES} APPEND PROPERTY OBJECT_DEPENDS ${bmis})
+  else()
+    set(scan ON)
+  endif()
   set_target_properties(${target} PROPERTIES
     PREFIX ""
     CXX_EXTENSIONS OFF
-    CXX_SCAN_FOR_MODULES ON
+    CXX_SCAN_FOR_MODULES ${scan}
     CXX_VISIBILITY_PRESET hidden
     VISIBILITY_INLINES_HIDDEN ON
     INSTALL_RPATH "$ORIGIN/../.."
