@@ -47,6 +47,23 @@ std::vector<double> draws_of(const fs::path& chain_file, const std::string& para
   return values;
 }
 
+/// Configures and builds a plugin project with only the installed package: the source tree is
+/// nowhere on the consumer's paths. The project's preset is Release with no extra flags, so an
+/// SDK built the same way (SGMCMC_EXPECT_BMI_REUSE) has its installed BMIs reused and no module
+/// interface unit is compiled (they are only scanned); otherwise the build compiles each into a
+/// `<hash>.bmi` of CMake's synthetic target for sgmcmc::core.
+void build_out_of_tree(const fs::path& project, const fs::path& prefix) {
+  const std::string cmake = quote(SGMCMC_CMAKE);
+  const auto step = shell(fmt::format("cd {} && {} --preset release -DCMAKE_PREFIX_PATH={} && {} --build --preset release",
+                                      quote(project), cmake, quote(prefix), cmake));
+  INFO(step.output);
+  REQUIRE(step.exit_code == 0);
+  if (SGMCMC_EXPECT_BMI_REUSE)
+    CHECK_THAT(step.output, Contains("load the installed BMIs - yes") && !Contains(".bmi"));
+  else
+    CHECK_THAT(step.output, Contains(".bmi"));
+}
+
 /// The manual template's chains (SGLD-CV, 2 × 4,000 draws) against its model's closed-form posterior.
 /// Linear regression y = Xβ + ε, ε ~ N(0, σ²), β ~ N(0, s² I) on the first 500 rows of the CSV:
 /// the posterior mean is P⁻¹ Xᵀy/σ² with P = XᵀX/σ² + I/s² (Bishop 2006, eq. 3.53–3.54).
@@ -103,11 +120,7 @@ TEST_CASE("install, new-model, out-of-tree build, check-model and a chain with t
   CHECK(shell(fmt::format("{} new-model mymodel {}", installed, quote(project))).exit_code == 2);  // not empty
   CHECK(shell(fmt::format("{} new-model My-Model {}", installed, quote(dir.path() / "x"))).exit_code == 2);
 
-  // Only the installed package: the source tree is nowhere on the consumer's paths.
-  step = shell(fmt::format("cd {} && {} --preset release -DCMAKE_PREFIX_PATH={} && {} --build --preset release", quote(project),
-                           cmake, quote(prefix), cmake));
-  INFO(step.output);
-  REQUIRE(step.exit_code == 0);
+  build_out_of_tree(project, prefix);
   const fs::path plugin = project / "build" / "plugins" / "sgmcmc-model-mymodel.so";
   REQUIRE(fs::exists(plugin));
 
@@ -153,10 +166,7 @@ TEST_CASE("new-model --kind autodiff: a Poisson regression in under 40 lines, bu
   CHECK(test::read_text(derived / "derived.csv") == test::read_text(glm / "glm_poisson.csv"));
   CHECK(test::lines_of(test::read_text(derived / "derived.cpp")).size() < 40);
 
-  step = shell(fmt::format("cd {} && {} --preset release -DCMAKE_PREFIX_PATH={} && {} --build --preset release", quote(derived),
-                           cmake, quote(prefix), cmake));
-  INFO(step.output);
-  REQUIRE(step.exit_code == 0);
+  build_out_of_tree(derived, prefix);
   const fs::path plugin = derived / "build" / "plugins" / "sgmcmc-model-derived.so";
   step = shell(fmt::format("cd {} && {} check-model {}", quote(derived), installed, quote(plugin)));  // reads derived.csv
   INFO(step.output);
