@@ -40,8 +40,9 @@ std::unique_ptr<Integrator> make_integrator(const Settings& section);
 std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t items);
 
 /// p of the step N^(-p) for the integrator `name`: 1 for a Langevin step ε (sgld, mala), 1/2 for a
-/// Hamiltonian step h (the others); 0 for psgld, whose RMSprop preconditioner already rescales its
-/// step by the gradients' size, so it refuses scale_step_with_n.
+/// Hamiltonian step h (the others); 0 for psgld, whose effective step εG depends on N through its
+/// preconditioner as well, by a power no single p captures (modules/README.md, pSGLD), so it
+/// refuses scale_step_with_n.
 double step_exponent(const std::string& name);
 
 // Plain parameters, one struct per catalogue entry, with the defaults of the Settings path. Each
@@ -975,8 +976,9 @@ std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t
   const auto& entry = choose(integrator_catalogue(), section, default_integrator);
   const double exponent = step_exponent(entry.name);
   if (exponent == 0.0)
-    throw Error(fmt::format("{}: {}'s preconditioner already rescales its step by the size of the gradients; give "
-                            "its step_size as is",
+    throw Error(fmt::format("{}: {}'s step has no per-item form: its preconditioner G = 1/(λ + sqrt(V)) also "
+                            "changes with N, by a power that depends on whether minibatch noise or the gradient "
+                            "itself dominates V; give step_size as is, tuned at the data size you run",
                             section.describe("scale_step_with_n"), entry.name));
   if (!section.contains("step_size"))
     throw Error(fmt::format("{}: give integrator.step_size, the step for one data item, which is then divided by "
