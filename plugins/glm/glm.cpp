@@ -216,9 +216,9 @@ public:
   }
 
   /// (1/J) Σ_j log[(1/S) Σ_s p(y*_j | x*_j, β_s)] over the S draws evaluated so far.
-  void evaluate_metrics(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
+  void evaluate_metrics(std::span<const double> theta, sgmcmc::Workspace& base, std::span<double> out) const override {
     auto& workspace = static_cast<PredictiveWorkspace&>(base);
-    kernels_.log_likelihoods(constants(beta), test_, coefficients(beta), workspace.log_likelihoods);
+    kernels_.log_likelihoods(constants(theta), test_, coefficients(theta), workspace.log_likelihoods);
     out[0] = workspace.predictive.add(workspace.log_likelihoods);
   }
 
@@ -227,9 +227,9 @@ public:
   }
 
   /// One draw's mean held-out log-likelihood (1/J) Σ_j log p(y*_j | x*_j, β).
-  void evaluate_quantities(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
+  void evaluate_quantities(std::span<const double> theta, sgmcmc::Workspace& base, std::span<double> out) const override {
     auto& workspace = static_cast<PredictiveWorkspace&>(base);
-    kernels_.log_likelihoods(constants(beta), test_, coefficients(beta), workspace.log_likelihoods);
+    kernels_.log_likelihoods(constants(theta), test_, coefficients(theta), workspace.log_likelihoods);
     const auto& terms = workspace.log_likelihoods;
     out[0] = std::accumulate(terms.begin(), terms.end(), 0.0) / static_cast<double>(terms.size());
   }
@@ -237,7 +237,9 @@ public:
 private:
   bool sampled() const { return choices_.sampled_dispersion.has_value(); }
   /// β: θ without the sampled u = log r.
-  std::span<const double> coefficients(std::span<const double> theta) const { return theta.first(train_.columns()); }
+  std::span<const double> coefficients(std::span<const double> theta) const {
+    return theta.first(train_.columns());
+  }
   /// The likelihood's constants at θ: the sampled dispersion r = e^u, or the configured one.
   LikelihoodConstants constants(std::span<const double> theta) const {
     LikelihoodConstants at = choices_.constants;
@@ -284,10 +286,10 @@ sgmcmc::PluginInfo glm_info() {
           .description = fmt::format(
               "Generalised linear model chosen in the configuration (McCullagh & Nelder 1989): family and link "
               "({}; default bernoulli, the family's first link), independent prior on every coefficient "
-              "(normal, laplace, student_t; prior_scale 1, prior_df 3), intercept (true). Lipschitz bounds for every "
-              "family but poisson; the GLM form unless the dispersion is sampled. Keys: family, link, noise_sd "
-              "(gaussian, 1), dispersion (negative_binomial: r fixed; without it log r is sampled with r ~ "
-              "Gamma(dispersion_shape 1, dispersion_rate 1)), "
+              "(normal, laplace, student_t; prior_scale 1, prior_df 3), intercept (true). The GLM form and Lipschitz "
+              "bounds for every family but poisson (no bounds) and a sampled dispersion (neither). Keys: family, "
+              "link, noise_sd (gaussian, 1), dispersion (negative_binomial: r fixed; without it log r is sampled "
+              "with r ~ Gamma(dispersion_shape 1, dispersion_rate 1)), "
               "prior, prior_scale, prior_df (student_t), intercept, data (LIBSVM or CSV, .gz or plain), test_data, "
               "test_size (0.1), subsample (1.0), format (auto|libsvm|csv), labels (bernoulli: auto|0/1|1/2|-1/+1), "
               "features (LIBSVM dimension, or the simulated width: 10), n (1000 simulated rows), simulate_from_prior "

@@ -146,9 +146,11 @@ public:
       add_row(batch.items[k], batch.weight(k) * scalar(batch.items[k], beta), gradient);
   }
 
-  double data_potential(std::span<const double> beta, const sgmcmc::Batch& batch, sgmcmc::Workspace&) const override {
+  double data_potential(std::span<const double> beta, const sgmcmc::Batch& batch,
+                        sgmcmc::Workspace&) const override {
     double sum = 0.0;
-    for (std::size_t k = 0; k < batch.items.size(); ++k) sum -= batch.weight(k) * log_density(train_, batch.items[k], beta);
+    for (std::size_t k = 0; k < batch.items.size(); ++k)
+      sum -= batch.weight(k) * log_density(train_, batch.items[k], beta);
     return sum;
   }
 
@@ -175,7 +177,8 @@ public:
   std::vector<std::string> metric_names() const override {
     return test_.y.empty() ? std::vector<std::string>{} : std::vector<std::string>{"log_predictive_density"};
   }
-  void evaluate_metrics(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
+  void evaluate_metrics(std::span<const double> beta, sgmcmc::Workspace& base,
+                        std::span<double> out) const override {
     auto& workspace = static_cast<Workspace&>(base);
     for (std::size_t j = 0; j < test_.y.size(); ++j) workspace.log_densities[j] = log_density(test_, j, beta);
     out[0] = workspace.predictive.add(workspace.log_densities);
