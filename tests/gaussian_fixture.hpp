@@ -8,6 +8,7 @@
 #include <xtensor/xtensor.hpp>
 #include <xtensor-blas/xlinalg.hpp>
 
+#include "gaussian_posterior.hpp"
 #include "support.hpp"
 
 import sgmcmc;
@@ -54,9 +55,9 @@ struct GaussianFixture {
                                        "fixture.toml");
     model = plugin.create({config["model"], 1});
     config["model"].reject_unknown_keys();
-    precision = xt::linalg::dot(xt::transpose(x), x) / (noise_sd * noise_sd) +
-                xt::eye<double>(dim) / (prior_sd * prior_sd);
-    mean = xt::linalg::solve(precision, xt::linalg::dot(xt::transpose(x), y) / (noise_sd * noise_sd));
+    auto posterior = gaussian_posterior(x, y, noise_sd, prior_sd);
+    precision = std::move(posterior.precision);
+    mean = std::move(posterior.mean);
   }
 };
 

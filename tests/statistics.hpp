@@ -65,23 +65,4 @@ inline double ks_statistic_normal(std::vector<double> x, double mu, double sd) {
   return ks_statistic(std::move(x), [&](double v) { return normal_cdf(v, mu, sd); });
 }
 
-/// x with A x = b for a symmetric positive definite A (rows of A), by Gaussian elimination without
-/// pivoting (A's pivots are positive): for the closed-form posteriors of conjugate models.
-inline std::vector<double> solve_positive_definite(std::vector<std::vector<double>> a, std::vector<double> b) {
-  const std::size_t n = b.size();
-  for (std::size_t p = 0; p < n; ++p)
-    for (std::size_t r = p + 1; r < n; ++r) {
-      const double factor = a[r][p] / a[p][p];
-      for (std::size_t k = p; k < n; ++k) a[r][k] -= factor * a[p][k];
-      b[r] -= factor * b[p];
-    }
-  std::vector<double> x(n);
-  for (std::size_t j = n; j-- > 0;) {
-    double rest = b[j];
-    for (std::size_t k = j + 1; k < n; ++k) rest -= a[j][k] * x[k];
-    x[j] = rest / a[j][j];
-  }
-  return x;
-}
-
 }  // namespace test

@@ -28,11 +28,11 @@ double digamma_difference(double y, double r) {
 
 double negative_binomial_log_dispersion_derivative(double y, double z, double u) {
   const double r = std::exp(u);
-  // log(1 + μ/r) = softplus(z - u), and (y - μ)/(r + μ) = y/(r + μ) - 1/(1 + r e^{-z}): each
-  // finite for any z, where μ = e^z alone would overflow to inf/inf.
-  const double t = z - u;
+  // log(1 + μ/r) = softplus(z - u), and (y - μ)/(r + μ) = y/(r + μ) - 1/(1 + r/μ): each finite
+  // for any z, also where μ = e^z overflows to inf or underflows to 0 (then inf/inf or 0/0).
+  const double t = z - u, mu = std::exp(z);
   const double log1p_ratio = std::max(t, 0.0) + std::log1p(std::exp(-std::abs(t)));
-  const double residual = y / (r + std::exp(z)) - 1.0 / (1.0 + r * std::exp(-z));
+  const double residual = y / (r + mu) - 1.0 / (1.0 + r / mu);
   return r * (log1p_ratio + residual - digamma_difference(y, r));
 }
 
