@@ -17,13 +17,12 @@ out=$2
 rm -rf "$out" && mkdir -p "$out"
 short=(--set run.warmup=100 --set run.iterations=300 --set run.eval_every=50)
 
-for preset in demo gaussian-obabo-mh gaussian-sgld-cv covtype-sgld covtype-sgldcv covtype-saga pmf-sgld pmf-sgldcv \
-              pmf-saga lda-sgld lda-sgldcv; do
+for preset in $("$cli" presets | awk '{print $1}'); do
   "$cli" run --preset $preset "${short[@]}" --set run.chains=2 --seed 7 --out "$out/$preset" --quiet \
     --checkpoint-every 100 > "$out/$preset.log" 2>&1 || echo "failed: $preset" >&2
 done
 for pair in "sgld none" "mala mh" "obabo mh" "baoab mh" "hmc mh" "sghmc none" "obabo none" "baoab none" \
-            "mala none" "hmc none"; do
+            "mala none" "hmc none" "psgld none" "sgnht none" "badodab none"; do
   read -r integrator corrector <<< "$pair"
   for estimator in minibatch cv svrg saga exact; do
     name="c-$integrator-$corrector-$estimator"
