@@ -15,7 +15,9 @@ intercept and a Laplace(0, b = 1) prior on every coefficient, U(β) = Σ_j |β_j
 exp(-y_i x_iᵀβ)). Stan gets exactly these rows and this density (its lp__ = -U, checked at one
 point against sgmcmc's lp__); sgmcmc trains on all of them too.
 
-What is measured, at N = 20,000 (the real sample) and N = 581,012 (simulated, cover type's shape):
+What is measured, at N = 20,000 (the real sample), at random subsets of its rows (5,000 and 10,000
+by default: how the ratio changes with N on real data, with a NUTS reference at every size) and
+at N = 581,012 (simulated, cover type's shape):
 
 - the reference posterior: at 20,000 a long NUTS run (Hoffman & Gelman 2014, rstan 2.21), whose
   bulk ESS is printed so its own Monte Carlo error is known; at 581,012 NUTS is too slow, so a long
@@ -201,6 +203,15 @@ def read_libsvm(path: Path) -> tuple[np.ndarray, np.ndarray]:
             rows.append(row)
     y = np.array(labels)
     return np.array(rows), (y == y.max()).astype(np.int8)
+
+
+def write_libsvm(path: Path, X: np.ndarray, y: np.ndarray) -> Path:
+    """Rows as gzip LIBSVM (labels +1/-1, the nonzero features), for sgmcmc's model.data."""
+    with gzip.open(path, "wt") as f:
+        for label, row in zip(y, X):
+            items = " ".join(f"{j + 1}:{value!r}" for j, value in enumerate(row) if value != 0.0)
+            f.write(f"{'+1' if label else '-1'} {items}\n")
+    return path
 
 
 # ---- R and Stan -------------------------------------------------------------------------------------
@@ -405,6 +416,90 @@ def measure(batch: EssBatch, chains: Chains, rows: int, ref_mean, ref_sd, name: 
     return row
 
 
+def race_real(stan: Stan, cli: str, work: Path, data_path: Path, X: np.ndarray, y: np.ndarray, batch,
+              options, every_candidate: bool):
+    """NUTS's reference and race and sgmcmc's candidates on real rows (a file that both read): the
+    table rows, NUTS's, its seconds per gradient, the best sgmcmc row, and the reference's mean and sd.
+    Only the shipped presets run unless every_candidate (the tuned and adapted ones too)."""
+    quick, rows = options.quick, len(y)
+    (work / "x.bin").write_bytes(X.astype("<f8").tobytes())
+    (work / "y.bin").write_bytes(y.astype(np.int8).tobytes())
+    stan_data = dict(rows=rows, features=FEATURES, x=work / "x.bin", y=work / "y.bin", prior_scale=1)
+    # All rows train (as Stan's); the same file as model.test_data only gives metrics.csv its rows
+    # (seconds and cpu_seconds; the held-out evaluation's time is not counted in them).
+    real = {"model.data": json.dumps(str(data_path)), "model.test_data": json.dumps(str(data_path))}
+
+    # The same density: sgmcmc's lp__ (= -U) at a few draws against Stan's log_prob there.
+    check = sgmcmc_run(cli, work / "lp-check", options.reuse, preset="covtype-sgldcv",
+                       settings={**real, "run.iterations": 30, "run.thin": 10, "run.lp": "true", "run.chains": 1})
+    check_run = sgmcmc.read_run(check)
+    points = check_run.chains[0][check_run.parameter_names]
+    points.to_csv(work / "lp-points.csv", index=False)
+    run_r(stan, "log_prob", points=work / "lp-points.csv", out=work / "lp-stan.csv", **stan_data)
+    ours, theirs = check_run.chains[0]["lp__"].to_numpy(), pd.read_csv(work / "lp-stan.csv").lp.to_numpy()
+    gap = float(np.max(np.abs(ours - theirs) / np.abs(theirs)))
+    log(f"log density at {rows:,} rows: sgmcmc lp__ {ours[-1]:.6f}, Stan log_prob {theirs[-1]:.6f} "
+        f"(largest relative gap {gap:.1e})")
+    if gap > 1e-8:
+        sys.exit("the Stan program and the logistic plugin disagree on the log density")
+
+    # The reference posterior (Hoffman & Gelman 2014's NUTS, Stan's defaults otherwise).
+    # 4 × 2,000 draws: a median bulk ESS near 1,500, so the reference's own error is ≈ 0.025 sd, a
+    # quarter of the criterion (4 × 500 gave ≈ 365, an error half the criterion).
+    ref_chains, ref_warmup, ref_draws = (2, 300, 300) if quick else (4, 300, 2000)
+    reference = nuts(stan, stan_data, work / "nuts-reference", ref_chains, ref_warmup, ref_draws, 1, options.reuse)
+    pooled = np.vstack(reference.draws)
+    ref_mean, ref_sd = pooled.mean(0), pooled.std(0, ddof=1)
+    reference_draws = len(pooled)
+    batch.add(reference, f"reference-{rows}", lambda ess: log(
+        f"reference at {rows:,}: {reference_draws} draws, bulk ESS median {np.median(ess):.0f} (least {ess.min():.0f}): "
+        f"its mean's Monte Carlo error is ≈ {1 / np.sqrt(np.median(ess)):.3f} sd (median coordinate)"))
+
+    table: list[Row] = []
+    # NUTS's own race: an independent run (another seed), 2 chains, Stan's default warmup.
+    race_warmup, race_draws = (300, 300) if quick else (1000, 500)
+    race = nuts(stan, stan_data, work / "nuts-race", 2, race_warmup, race_draws, 2, options.reuse)
+    nuts_row = measure(batch, race, rows, ref_mean, ref_sd, f"nuts-race-{rows}")
+    table.append(nuts_row)
+    leapfrog_seconds = sum(race.total_seconds) / sum(g[-1] for g in race.gradients)
+
+    # sgmcmc: the candidates a user would try, 2 chains each (2 threads), long enough for the
+    # prior-held directions to mix (an iteration costs ≈ 20 µs here).
+    iterations = 100_000 if quick else 1_000_000
+    base = {**real, "run.chains": 2, "run.iterations": iterations, "run.thin": iterations // 2000,
+            "run.eval_every": iterations // 2000}
+    candidates = [  # label, folder, preset or tuned configuration, settings
+        ("SGLD-CV (covtype-sgldcv)", "sgldcv", dict(preset="covtype-sgldcv"), base),
+        ("SGLD (covtype-sgld)", "sgld", dict(preset="covtype-sgld"), base),
+        ("SAGA-LD (covtype-saga)", "saga", dict(preset="covtype-saga"), base),
+    ]
+    if every_candidate:
+        tuned = sgmcmc_tune(cli, work / f"tune-sgldcv-{rows}", options.reuse, "covtype-sgldcv",
+                            {**real, "run.thin": 10}, 20_000 if quick else 50_000)
+        # Stan-style mass adaptation needs a step for unit scale and a start mass near the curvature.
+        adapt = {"run.warmup": 20_000, "integrator.adapt_mass": "true", "integrator.mass": 10_000,
+                 "integrator.scale_step_with_n": "false", "integrator.step_size": 0.003}
+        # covtype-psgld's step is for 522,911 rows and no power of N carries it (modules/README.md,
+        # pSGLD): tune it here, on a grid centred on that step × 522,911 / 18,000 (its effective step
+        # shrinks about like N while minibatch noise dominates V).
+        tuned_psgld = sgmcmc_tune(cli, work / f"tune-psgld-{rows}", options.reuse, "covtype-psgld",
+                                  {**real, "run.thin": 10, "integrator.step_size": 1.5e-6}, 20_000 if quick else 50_000)
+        candidates += [
+            ("SGLD-CV, sgmcmc tune's step", "sgldcv-tuned", dict(config=tuned), base),
+            ("SGLD-CV, adapt_mass", "sgldcv-adapt-mass", dict(preset="covtype-sgldcv"), {**base, **adapt}),
+            ("SGNHT (covtype-sgnht)", "sgnht", dict(preset="covtype-sgnht"), base),
+            ("BADODAB (covtype-badodab)", "badodab", dict(preset="covtype-badodab"), base),
+            ("pSGLD, sgmcmc tune's step", "psgld-tuned", dict(config=tuned_psgld), base),
+        ]
+    sg_rows = []
+    for label, name, source, settings in candidates:
+        folder = sgmcmc_run(cli, work / f"sg-{rows}-{name}", options.reuse, settings=settings, **source)
+        sg_rows.append(measure(batch, sgmcmc_chains(label, folder), rows, ref_mean, ref_sd, f"sg-{rows}-{name}"))
+    table += sg_rows
+    best = min((r for r in sg_rows if r.result), key=lambda r: r.result["seconds"], default=None)
+    return table, nuts_row, leapfrog_seconds, best, ref_mean, ref_sd
+
+
 # ---- the race -------------------------------------------------------------------------------------
 
 def main() -> None:
@@ -416,6 +511,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="short runs, to check the wiring (≈ 10 min)")
     parser.add_argument("--reuse", action="store_true", help="keep the runs already in --work")
     parser.add_argument("--skip-full", action="store_true", help="N = 20,000 only")
+    parser.add_argument("--subsets", default="5000,10000", type=lambda text: [int(n) for n in text.split(",") if n],
+                        help="race also on random subsets of the real rows of these sizes (comma-separated; "
+                             "'' for none): how the ratio to NUTS changes with N on real data")
     options = parser.parse_args()
 
     if not options.data:
@@ -433,82 +531,22 @@ def main() -> None:
     stan.check()
     quick = options.quick
 
-    # ---- N = 20,000: the data as Stan reads it ----
+    # ---- N = 20,000, the real sample, and random subsets of it ----
     X, y = read_libsvm(data_path)
     rows = len(y)
-    (work / "x.bin").write_bytes(X.astype("<f8").tobytes())
-    (work / "y.bin").write_bytes(y.astype(np.int8).tobytes())
-    stan_data = dict(rows=rows, features=FEATURES, x=work / "x.bin", y=work / "y.bin", prior_scale=1)
-    # All rows train (as Stan's); the same file as model.test_data only gives metrics.csv its rows
-    # (seconds and cpu_seconds; the held-out evaluation's time is not counted in them).
-    real = {"model.data": json.dumps(str(data_path)), "model.test_data": json.dumps(str(data_path))}
     log(f"data: {rows:,} rows × {FEATURES} features, {y.mean():.3f} labelled +1")
-
-    # The same density: sgmcmc's lp__ (= -U) at a few draws against Stan's log_prob there.
-    check = sgmcmc_run(cli, work / "lp-check", options.reuse, preset="covtype-sgldcv",
-                       settings={**real, "run.iterations": 30, "run.thin": 10, "run.lp": "true", "run.chains": 1})
-    check_run = sgmcmc.read_run(check)
-    points = check_run.chains[0][check_run.parameter_names]
-    points.to_csv(work / "lp-points.csv", index=False)
-    run_r(stan, "log_prob", points=work / "lp-points.csv", out=work / "lp-stan.csv", **stan_data)
-    ours, theirs = check_run.chains[0]["lp__"].to_numpy(), pd.read_csv(work / "lp-stan.csv").lp.to_numpy()
-    gap = float(np.max(np.abs(ours - theirs) / np.abs(theirs)))
-    log(f"log density: sgmcmc lp__ {ours[-1]:.6f}, Stan log_prob {theirs[-1]:.6f} (largest relative gap {gap:.1e})")
-    if gap > 1e-8:
-        sys.exit("the Stan program and the logistic plugin disagree on the log density")
-
-    # The reference posterior (Hoffman & Gelman 2014's NUTS, Stan's defaults otherwise).
-    # 4 × 2,000 draws: a median bulk ESS near 1,500, so the reference's own error is ≈ 0.025 sd, a
-    # quarter of the criterion (4 × 500 gave ≈ 365, an error half the criterion).
-    ref_chains, ref_warmup, ref_draws = (2, 300, 300) if quick else (4, 300, 2000)
-    reference = nuts(stan, stan_data, work / "nuts-reference", ref_chains, ref_warmup, ref_draws, 1, options.reuse)
-    pooled = np.vstack(reference.draws)
-    ref_mean, ref_sd = pooled.mean(0), pooled.std(0, ddof=1)
     batch = EssBatch(stan, work)
-    reference_draws = len(pooled)
-    batch.add(reference, "reference-20000", lambda ess: log(
-        f"reference at {rows:,}: {reference_draws} draws, bulk ESS median {np.median(ess):.0f} (least {ess.min():.0f}): "
-        f"its mean's Monte Carlo error is ≈ {1 / np.sqrt(np.median(ess)):.3f} sd (median coordinate)"))
-
-    table: list[Row] = []
-    # NUTS's own race: an independent run (another seed), 2 chains, Stan's default warmup.
-    race_warmup, race_draws = (300, 300) if quick else (1000, 500)
-    race = nuts(stan, stan_data, work / "nuts-race", 2, race_warmup, race_draws, 2, options.reuse)
-    nuts_row = measure(batch, race, rows, ref_mean, ref_sd, "nuts-race-20000")
-    table.append(nuts_row)
-    leapfrog_seconds = sum(race.total_seconds) / sum(g[-1] for g in race.gradients)
-
-    # sgmcmc: the candidates a user would try, 2 chains each (2 threads), long enough for the
-    # prior-held directions to mix (an iteration costs ≈ 20 µs here).
-    iterations = 100_000 if quick else 1_000_000
-    base = {**real, "run.chains": 2, "run.iterations": iterations, "run.thin": iterations // 2000,
-            "run.eval_every": iterations // 2000}
-    tuned = sgmcmc_tune(cli, work / "tune-sgldcv-20000", options.reuse, "covtype-sgldcv",
-                        {**real, "run.thin": 10}, 20_000 if quick else 50_000)
-    # Stan-style mass adaptation needs a step for unit scale and a start mass near the curvature.
-    adapt = {"run.warmup": 20_000, "integrator.adapt_mass": "true", "integrator.mass": 10_000,
-             "integrator.scale_step_with_n": "false", "integrator.step_size": 0.003}
-    # covtype-psgld's step is for 522,911 rows and no power of N carries it (modules/README.md,
-    # pSGLD): tune it here, on a grid centred on that step × 522,911 / 18,000 (its effective step
-    # shrinks about like N while minibatch noise dominates V).
-    tuned_psgld = sgmcmc_tune(cli, work / "tune-psgld-20000", options.reuse, "covtype-psgld",
-                              {**real, "run.thin": 10, "integrator.step_size": 1.5e-6}, 20_000 if quick else 50_000)
-    candidates = [  # label, folder, preset or tuned configuration, settings
-        ("SGLD-CV (covtype-sgldcv)", "sg-20000-sgldcv", dict(preset="covtype-sgldcv"), base),
-        ("SGLD (covtype-sgld)", "sg-20000-sgld", dict(preset="covtype-sgld"), base),
-        ("SAGA-LD (covtype-saga)", "sg-20000-saga", dict(preset="covtype-saga"), base),
-        ("SGLD-CV, sgmcmc tune's step", "sg-20000-sgldcv-tuned", dict(config=tuned), base),
-        ("SGLD-CV, adapt_mass", "sg-20000-sgldcv-adapt-mass", dict(preset="covtype-sgldcv"), {**base, **adapt}),
-        ("SGNHT (covtype-sgnht)", "sg-20000-sgnht", dict(preset="covtype-sgnht"), base),
-        ("BADODAB (covtype-badodab)", "sg-20000-badodab", dict(preset="covtype-badodab"), base),
-        ("pSGLD, sgmcmc tune's step", "sg-20000-psgld-tuned", dict(config=tuned_psgld), base),
-    ]
-    sg_rows = []
-    for label, name, source, settings in candidates:
-        folder = sgmcmc_run(cli, work / name, options.reuse, settings=settings, **source)
-        sg_rows.append(measure(batch, sgmcmc_chains(label, folder), rows, ref_mean, ref_sd, f"{name}"))
-    table += sg_rows
-    best = min((r for r in sg_rows if r.result), key=lambda r: r.result["seconds"], default=None)
+    table, nuts_row, leapfrog_seconds, best, ref_mean, ref_sd = race_real(
+        stan, cli, work, data_path, X, y, batch, options, every_candidate=True)
+    for size in options.subsets:
+        if not 0 < size < rows:
+            sys.exit(f"--subsets: {size} is not between 0 and the sample's {rows:,} rows")
+        # A random subset (the same one for Stan and sgmcmc), its file in its own folder.
+        pick = np.sort(np.random.default_rng(size).choice(rows, size, replace=False))
+        folder = work / f"subset-{size}"
+        folder.mkdir(exist_ok=True)
+        subset_path = write_libsvm(folder / f"covtype-{size}.libsvm.gz", X[pick], y[pick])
+        table += race_real(stan, cli, folder, subset_path, X[pick], y[pick], batch, options, every_candidate=False)[0]
 
     # ---- N = 581,012 (simulated) ----
     if not options.skip_full:
