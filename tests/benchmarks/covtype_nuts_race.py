@@ -482,8 +482,8 @@ def race_real(stan: Stan, cli: str, work: Path, data_path: Path, X: np.ndarray, 
         adapt = {"run.warmup": 20_000, "integrator.adapt_mass": "true", "integrator.mass": 10_000,
                  "integrator.scale_step_with_n": "false", "integrator.step_size": 0.003}
         # covtype-psgld's step is for 522,911 rows and no power of N carries it (modules/README.md,
-        # pSGLD): tune it here, on a grid centred on that step × 522,911 / 18,000 (its effective step
-        # shrinks about like N while minibatch noise dominates V).
+        # pSGLD): tune it here, on a grid centred near that step × 522,911 / 20,000 (all 20,000 rows
+        # train here; its effective step shrinks about like N while minibatch noise dominates V).
         tuned_psgld = sgmcmc_tune(cli, work / f"tune-psgld-{rows}", options.reuse, "covtype-psgld",
                                   {**real, "run.thin": 10, "integrator.step_size": 1.5e-6}, 20_000 if quick else 50_000)
         candidates += [
