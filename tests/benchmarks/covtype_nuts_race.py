@@ -445,9 +445,9 @@ def race_real(stan: Stan, cli: str, work: Path, data_path: Path, X: np.ndarray, 
         sys.exit("the Stan program and the logistic plugin disagree on the log density")
 
     # The reference posterior (Hoffman & Gelman 2014's NUTS, Stan's defaults otherwise).
-    # 4 × 2,000 draws: a median bulk ESS near 1,500, so the reference's own error is ≈ 0.025 sd, a
-    # quarter of the criterion (4 × 500 gave ≈ 365, an error half the criterion); Stan's default
-    # 1,000 warmup iterations, as in NUTS's race.
+    # 4 × 2,000 draws: 4 × 500 gave a median bulk ESS of 365, an error half the criterion; four
+    # times the draws should bring it to ≈ 0.025 sd, a quarter (the log prints what it is). Stan's
+    # default 1,000 warmup iterations, as in NUTS's race.
     ref_chains, ref_warmup, ref_draws = (2, 300, 300) if quick else (4, 1000, 2000)
     reference = nuts(stan, stan_data, work / "nuts-reference", ref_chains, ref_warmup, ref_draws, 1, options.reuse)
     pooled = np.vstack(reference.draws)
