@@ -16,12 +16,15 @@ exp(-y_i x_iᵀβ)). Stan gets exactly these rows and this density (its lp__ = -
 point against sgmcmc's lp__); sgmcmc trains on all of them too.
 
 What is measured, at N = 20,000 (the real sample), at random subsets of its rows (5,000 and 10,000
-by default: how the ratio changes with N on real data, with a NUTS reference at every size) and
+by default: how the ratio changes with N on real data, NUTS racing at every size) and
 at N = 581,012 (simulated, cover type's shape):
 
-- the reference posterior: at 20,000 a long NUTS run (Hoffman & Gelman 2014, rstan 2.21), whose
-  bulk ESS is printed so its own Monte Carlo error is known; at 581,012 NUTS is too slow, so a long
-  exact-gradient sgmcmc chain (HMC + MH with step and diagonal mass adapted in the warmup);
+- the reference posterior: at every size, the exact sampler of logistic_reference.py (HMC with a
+  dense mass from the likelihood's Hessian, plus exact moves along the design's null directions:
+  the indicator groups sum to the intercept column, and the likelihood is constant along them),
+  4 × 2,000 draws (2 × 800 at 581,012); at 20,000 also a long NUTS run (Hoffman & Gelman 2014,
+  rstan 2.21), the gold standard, which is the table's reference there and which the exact
+  sampler's is checked against (the log prints their distance and the Monte Carlo error of both);
 - for each sampler, the time to accuracy: the first time at which the running estimate (all
   chains' draws so far after the warmup) has median_j |mean_j - ref_mean_j|/ref_sd_j ≤ 0.1 and
   median_j |sd_j/ref_sd_j - 1| ≤ 0.1. Time is per chain (the chains run side by side, one core
@@ -43,19 +46,17 @@ at N = 581,012 (simulated, cover type's shape):
 SG-MCMC without an MH test is biased (its sd criterion may never be met): such a sampler is
 reported as "not reached in T s", not given a wider criterion.
 
-Limits, as measured (tests/benchmarks/README.md has the numbers): a 20,000-row reference of
-4 × 500 NUTS draws had a median bulk ESS of a few hundred, so its own Monte Carlo error was about
-half the 0.1-sd criterion; the reference is now 4 × 2,000 draws, and each of its chains takes
-more than 14 CPU minutes at 20,000 rows. The 581,012-row reference (2 × 400 exact HMC draws) has
-not mixed, so the time to accuracy there is not measured (its rows say "not reached"), only ESS/s
-and NUTS's extrapolated time. Runtime: several CPU hours with the subsets, most of it NUTS;
---skip-full and --subsets '' shorten it; --quick runs short chains (the reference is then too
-short for the criterion to mean anything; it checks the wiring) in about 10 minutes.
+Runtime (tests/benchmarks/README.md has the numbers): the 4 × 2,000-draw NUTS reference at 20,000
+rows is the longest part (its trees are deep along the prior-held directions); the exact
+sampler needs ≈ 20 CPU s per chain at 20,000 rows and ≈ 6 CPU minutes at 581,012. --skip-full and
+--subsets '' shorten it; --quick runs short chains (the references are then too short for the
+criterion to mean anything; it checks the wiring).
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import gzip
 import json
 import os
@@ -68,16 +69,19 @@ from pathlib import Path
 try:
     import numpy as np
     import pandas as pd
-except ImportError as error:  # a Python without them (Debian: python3-numpy python3-pandas)
-    print(f"SKIP covtype_nuts_race: {error.name} is missing: apt install python3-numpy python3-pandas")
+    import scipy  # noqa: F401  (logistic_reference.py's sparse design: checked here, to SKIP without it)
+except ImportError as error:  # a Python without them (Debian: python3-numpy python3-pandas python3-scipy)
+    print(f"SKIP covtype_nuts_race: {error.name} is missing: apt install python3-numpy python3-pandas python3-scipy")
     sys.exit(0)
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent.parent / "runners" / "python"))
 import sgmcmc  # noqa: E402  (runners/python)
+import logistic_reference  # noqa: E402  (beside this script)
 
 FEATURES = 54
 FULL_ROWS = 581_012
+PARAMETER_NAMES = ["intercept"] + [f"beta.{j}" for j in range(1, FEATURES + 1)]  # as sgmcmc names them
 CRITERION = 0.1  # both criteria: 0.1 posterior sd for the mean, ±10% for the sd (medians over coordinates)
 BOOST_FIX = ("Debian's r-cran-bh leaves BH/include empty; link the system's Boost headers into it:\n"
              "  ln -s /usr/include/boost \"$(Rscript -e 'cat(find.package(\"BH\"))')/include/boost\"\n"
@@ -215,6 +219,21 @@ def write_libsvm(path: Path, X: np.ndarray, y: np.ndarray) -> Path:
     return path
 
 
+def simulate_covtype_shape(rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows with cover type's shape, as plugins/logistic simulates them (its README): 10 features
+    uniform on [0, 1], one of 4 wilderness areas and one of 40 soil types set per row, labels from
+    the model with β*_j = 2 sin(1 + j), j = 0 (intercept) … 54. Another random stream than the
+    plugin's, so other rows of the same law."""
+    rng = np.random.default_rng(seed)
+    X = np.zeros((rows, FEATURES))
+    X[:, :10] = rng.random((rows, 10))
+    X[np.arange(rows), 10 + rng.integers(0, 4, rows)] = 1.0
+    X[np.arange(rows), 14 + rng.integers(0, 40, rows)] = 1.0
+    beta_star = 2.0 * np.sin(1.0 + np.arange(FEATURES + 1))
+    y = rng.random(rows) < 1.0 / (1.0 + np.exp(-(beta_star[0] + X @ beta_star[1:])))
+    return X, y.astype(np.int8)
+
+
 # ---- R and Stan -------------------------------------------------------------------------------------
 
 class Stan:
@@ -289,6 +308,54 @@ def nuts(stan: Stan, data: dict, out: Path, chains: int, warmup: int, draws: int
         totals.append(warm + sample)
         all_draws.append(frame.to_numpy())
     return Chains("NUTS", all_draws, times, totals, gradients, names)
+
+
+def _exact_chain(arguments) -> dict:
+    X, y, warmup, draws, seed = arguments
+    return logistic_reference.sample(X, y, 1.0, 1, warmup, draws, seed)
+
+
+def exact_reference(X: np.ndarray, y: np.ndarray, out: Path, chains: int, warmup: int, draws: int, seed: int,
+                    reuse: bool) -> Chains:
+    """logistic_reference.py's sampler (HMC with a dense mass, exact moves along the design's null
+    directions), one chain per process, its draws kept in out/exact-reference.npz."""
+    path = out / "exact-reference.npz"
+    if not (reuse and path.exists()):
+        out.mkdir(parents=True, exist_ok=True)
+        log(f"exact reference: {chains} chains × ({warmup} warmup + {draws}) draws, seed {seed} → {path}")
+        with concurrent.futures.ProcessPoolExecutor(max_workers=2) as pool:
+            runs = list(pool.map(_exact_chain, [(X, y, warmup, draws, 1000 * seed + k) for k in range(chains)]))
+        np.savez(path, draws=np.array([r["draws"][0] for r in runs]), seconds=[r["seconds"][0] for r in runs],
+                 acceptance=[r["acceptance"][0] for r in runs], null_acceptance=[r["null_acceptance"][0] for r in runs],
+                 step=[r["step"][0] for r in runs], null_directions=runs[0]["null_directions"])
+    saved = np.load(path)
+    log(f"  exact reference at {len(y):,} rows: {int(saved['null_directions'])} null directions; acceptance "
+        f"{np.round(saved['acceptance'], 2).tolist()} (HMC), {np.round(saved['null_acceptance'], 3).tolist()} "
+        f"(null moves); step {np.round(saved['step'], 3).tolist()}; CPU s per chain {np.round(saved['seconds']).tolist()}")
+    return Chains("exact reference", list(saved["draws"]), [np.zeros(draws)] * chains, list(saved["seconds"]),
+                  names=PARAMETER_NAMES)
+
+
+def reference_moments(batch, chains: Chains, name: str, rows: int, ess_store: dict):
+    """The pooled mean and sd of a reference, its ESS logged (and kept in ess_store[name])."""
+    pooled = np.vstack(chains.draws)
+
+    def report(ess):
+        ess_store[name] = ess
+        log(f"{chains.label} at {rows:,}: {len(pooled)} draws, bulk ESS median {np.median(ess):.0f} (least "
+            f"{ess.min():.0f}): its mean's Monte Carlo error is ≈ {1 / np.sqrt(np.median(ess)):.3f} sd (median coordinate)")
+    batch.add(chains, name, report)
+    return pooled.mean(0), pooled.std(0, ddof=1)
+
+
+def compare_references(nuts_moments, exact_moments, nuts_ess, exact_ess, rows: int) -> None:
+    """How far the exact reference is from NUTS's, against the two runs' Monte Carlo error."""
+    (m1, s1), (m2, s2) = nuts_moments, exact_moments
+    z = (m2 - m1) / (s1 * np.sqrt(1 / nuts_ess + 1 / exact_ess))
+    log(f"exact reference against NUTS's at {rows:,}: median |Δmean| {np.median(np.abs(m2 - m1) / s1):.3f} sd "
+        f"(Monte Carlo error alone: ≈ {0.674 * np.median(np.sqrt(1 / nuts_ess + 1 / exact_ess)):.3f}), "
+        f"median |sd ratio - 1| {np.median(np.abs(s2 / s1 - 1)):.3f}; largest |z| of the mean {np.abs(z).max():.1f} "
+        f"over {len(z)} coordinates ({int((np.abs(z) > 3).sum())} beyond 3)")
 
 
 # ---- sgmcmc -------------------------------------------------------------------------------------
@@ -418,10 +485,12 @@ def measure(batch: EssBatch, chains: Chains, rows: int, ref_mean, ref_sd, name: 
 
 
 def race_real(stan: Stan, cli: str, work: Path, data_path: Path, X: np.ndarray, y: np.ndarray, batch,
-              options, every_candidate: bool):
-    """NUTS's reference and race and sgmcmc's candidates on real rows (a file that both read): the
+              options, references: dict, ess_store: dict, every_candidate: bool):
+    """The references, NUTS's race and sgmcmc's candidates on real rows (a file that both read): the
     table rows, NUTS's, its seconds per gradient, the best sgmcmc row, and the reference's mean and sd.
-    Only the shipped presets run unless every_candidate (the tuned and adapted ones too)."""
+    NUTS's long reference and every candidate (the tuned and adapted ones too, not only the shipped
+    presets) run only if every_candidate."""
+    nuts_reference = every_candidate
     quick, rows = options.quick, len(y)
     (work / "x.bin").write_bytes(X.astype("<f8").tobytes())
     (work / "y.bin").write_bytes(y.astype(np.int8).tobytes())
@@ -444,18 +513,19 @@ def race_real(stan: Stan, cli: str, work: Path, data_path: Path, X: np.ndarray, 
     if gap > 1e-8:
         sys.exit("the Stan program and the logistic plugin disagree on the log density")
 
-    # The reference posterior (Hoffman & Gelman 2014's NUTS, Stan's defaults otherwise).
-    # 4 × 2,000 draws: 4 × 500 gave a median bulk ESS of 365, an error half the criterion; four
-    # times the draws should bring it to ≈ 0.025 sd, a quarter (the log prints what it is). Stan's
-    # default 1,000 warmup iterations, as in NUTS's race.
-    ref_chains, ref_warmup, ref_draws = (2, 300, 300) if quick else (4, 1000, 2000)
-    reference = nuts(stan, stan_data, work / "nuts-reference", ref_chains, ref_warmup, ref_draws, 1, options.reuse)
-    pooled = np.vstack(reference.draws)
-    ref_mean, ref_sd = pooled.mean(0), pooled.std(0, ddof=1)
-    reference_draws = len(pooled)
-    batch.add(reference, f"reference-{rows}", lambda ess: log(
-        f"reference at {rows:,}: {reference_draws} draws, bulk ESS median {np.median(ess):.0f} (least {ess.min():.0f}): "
-        f"its mean's Monte Carlo error is ≈ {1 / np.sqrt(np.median(ess)):.3f} sd (median coordinate)"))
+    # The reference posterior: logistic_reference.py's exact sampler, 4 × 2,000 draws (its ESS
+    # per draw is ≈ 0.5 at the median coordinate, so its error is ≈ 0.015 sd), at every size. At
+    # the real sample also the gold standard, NUTS (Hoffman & Gelman 2014; Stan's defaults, 1,000
+    # warmup iterations), 4 × 2,000 draws: the table's reference there, and the exact sampler's check.
+    exact_chains, exact_warmup, exact_draws = (2, 100, 300) if quick else (4, 300, 2000)
+    exact = exact_reference(X, y, work / "exact-reference", exact_chains, exact_warmup, exact_draws, 1, options.reuse)
+    references[rows] = {"exact": reference_moments(batch, exact, f"exact-reference-{rows}", rows, ess_store)}
+    ref_mean, ref_sd = references[rows]["exact"]
+    if nuts_reference:
+        ref_chains, ref_warmup, ref_draws = (2, 300, 300) if quick else (4, 1000, 2000)
+        reference = nuts(stan, stan_data, work / "nuts-reference", ref_chains, ref_warmup, ref_draws, 1, options.reuse)
+        references[rows]["nuts"] = reference_moments(batch, reference, f"reference-{rows}", rows, ess_store)
+        ref_mean, ref_sd = references[rows]["nuts"]
 
     table: list[Row] = []
     # NUTS's own race: an independent run (another seed), 2 chains, Stan's default warmup.
@@ -538,8 +608,9 @@ def main() -> None:
     rows = len(y)
     log(f"data: {rows:,} rows × {FEATURES} features, {y.mean():.3f} labelled +1")
     batch = EssBatch(stan, work)
+    references, ess_store = {}, {}
     table, nuts_row, leapfrog_seconds, best, ref_mean, ref_sd = race_real(
-        stan, cli, work, data_path, X, y, batch, options, every_candidate=True)
+        stan, cli, work, data_path, X, y, batch, options, references, ess_store, every_candidate=True)
     for size in options.subsets:
         if not 0 < size < rows:
             sys.exit(f"--subsets: {size} is not between 0 and the sample's {rows:,} rows")
@@ -548,27 +619,27 @@ def main() -> None:
         folder = work / f"subset-{size}"
         folder.mkdir(exist_ok=True)
         subset_path = write_libsvm(folder / f"covtype-{size}.libsvm.gz", X[pick], y[pick])
-        table += race_real(stan, cli, folder, subset_path, X[pick], y[pick], batch, options, every_candidate=False)[0]
+        table += race_real(stan, cli, folder, subset_path, X[pick], y[pick], batch, options, references, ess_store,
+                           every_candidate=False)[0]
 
     # ---- N = 581,012 (simulated) ----
     if not options.skip_full:
-        # 581,013 simulated rows, one held out (so that metrics.csv has its time rows): 581,012 train.
-        simulated = {"model.n": FULL_ROWS + 1, "model.test_size": 1}
-        # The reference: exact gradients, HMC + MH, step (dual averaging) and diagonal mass adapted.
-        ref_iterations = 200 if quick else 400
-        exact = sgmcmc_run(cli, work / "full-reference-hmc", options.reuse, preset="covtype-sgld", settings={
-            **simulated, "estimator.name": "exact", "integrator.name": "hmc", "integrator.steps": 20,
-            "integrator.step_size": 0.001, "integrator.scale_step_with_n": "false",
-            "integrator.adapt_step_size": "true", "integrator.adapt_mass": "true", "corrector.name": "mh",
-            "run.warmup": ref_iterations // 2 if quick else 200, "run.iterations": ref_iterations, "run.thin": 1,
-            "run.eval_every": 1, "run.chains": 2})
-        full_reference = sgmcmc_chains("HMC + MH (exact)", exact)
-        pooled = np.vstack(full_reference.draws)
-        full_mean, full_sd = pooled.mean(0), pooled.std(0, ddof=1)
-        full_draws = len(pooled)
-        batch.add(full_reference, "reference-581012", lambda ess: log(
-            f"reference at {FULL_ROWS:,}: {full_draws} draws, bulk ESS median {np.median(ess):.0f} (least {ess.min():.0f}): "
-            f"its mean's Monte Carlo error is ≈ {1 / np.sqrt(np.median(ess)):.3f} sd (median coordinate)"))
+        # 581,012 training rows simulated with cover type's shape, written once so that the
+        # reference and sgmcmc read the same rows, and 1,000 test rows (metrics.csv's time rows).
+        full = work / "full"
+        full.mkdir(exist_ok=True)
+        X_full, y_full = simulate_covtype_shape(FULL_ROWS, seed=1)
+        train, test = full / "covtype-shape-581012.libsvm.gz", full / "covtype-shape-test.libsvm.gz"
+        if not (options.reuse and test.exists()):
+            log(f"writing {FULL_ROWS:,} simulated rows → {train}")
+            write_libsvm(train, X_full, y_full)
+            write_libsvm(test, *simulate_covtype_shape(1000, seed=2))
+        simulated = {"model.data": json.dumps(str(train)), "model.test_data": json.dumps(str(test))}
+        # The reference: the exact sampler (a dense mass makes its step independent of N).
+        full_reference = exact_reference(X_full, y_full, full / "exact-reference", 2, 50 if quick else 200,
+                                         100 if quick else 800, 3, options.reuse)
+        full_mean, full_sd = reference_moments(batch, full_reference, "exact-reference-581012", FULL_ROWS, ess_store)
+        del X_full, y_full
         # NUTS at full size, extrapolated from its gradients at 20,000.
         if not (options.reuse and (work / "gradient-581012.txt").exists()):
             log("timing Stan's grad_log_prob at 20,000 and at 581,012 rows")
@@ -602,6 +673,10 @@ def main() -> None:
     # ---- ESS, then the table ----
     log("bulk ESS of every run (R's posterior)")
     batch.run()
+    for size, moments in references.items():
+        if "nuts" in moments:
+            compare_references(moments["nuts"], moments["exact"], ess_store[f"reference-{size}"],
+                               ess_store[f"exact-reference-{size}"], size)
     if not options.skip_full:
         extrapolated_row.ess_per_second = nuts_row.ess_per_second * small / large  # the same ESS per gradient
     nuts_seconds = {r.rows: r.result["seconds"] for r in table if r.label.startswith("NUTS") and r.result}
