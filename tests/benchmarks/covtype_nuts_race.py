@@ -353,14 +353,41 @@ def reference_moments(batch, chains: Chains, name: str, rows: int, ess_store: di
     return pooled.mean(0), pooled.std(0, ddof=1)
 
 
-def compare_references(nuts_moments, exact_moments, nuts_ess, exact_ess, rows: int) -> None:
-    """How far the exact reference is from NUTS's, against the two runs' Monte Carlo error."""
-    (m1, s1), (m2, s2) = nuts_moments, exact_moments
+def geyer_ess(chains: np.ndarray) -> float:
+    """Effective sample size of one scalar over chains × draws, from the chain-averaged
+    autocorrelation summed in pairs until a pair is negative (Geyer 1992's initial positive sequence)."""
+    count, n = chains.shape
+    centred = chains - chains.mean(axis=1, keepdims=True)
+    spectrum = np.fft.rfft(centred, 2 * n, axis=1)
+    autocovariance = np.fft.irfft(spectrum * np.conj(spectrum), axis=1)[:, :n].mean(axis=0)
+    rho, total = autocovariance / autocovariance[0], 0.0
+    for k in range(0, n - 1, 2):
+        if rho[k] + rho[k + 1] < 0:
+            break
+        total += rho[k] + rho[k + 1]
+    return count * n / (2 * total - 1)
+
+
+def compare_references(moments: dict, ess_store: dict, rows: int) -> None:
+    """How far the exact reference is from NUTS's, against the two runs' Monte Carlo error: over the
+    coordinates, then along each null direction of the design (where the slow mixing is, and
+    which moves dozens of coordinates at once), then with those directions projected out."""
+    (m1, s1), (m2, s2) = moments["nuts"], moments["exact"]
+    nuts_ess, exact_ess = ess_store[moments["nuts_ess"]], ess_store[f"exact-reference-{rows}"]
     z = (m2 - m1) / (s1 * np.sqrt(1 / nuts_ess + 1 / exact_ess))
     log(f"exact reference against NUTS's at {rows:,}: median |Δmean| {np.median(np.abs(m2 - m1) / s1):.3f} sd "
-        f"(Monte Carlo error alone: ≈ {0.674 * np.median(np.sqrt(1 / nuts_ess + 1 / exact_ess)):.3f}), "
+        f"(Monte Carlo error alone, were the coordinates independent: ≈ {0.674 * np.median(np.sqrt(1 / nuts_ess + 1 / exact_ess)):.3f}), "
         f"median |sd ratio - 1| {np.median(np.abs(s2 / s1 - 1)):.3f}; largest |z| of the mean {np.abs(z).max():.1f} "
         f"over {len(z)} coordinates ({int((np.abs(z) > 3).sum())} beyond 3)")
+    difference = m2 - m1
+    for k, v in enumerate(moments["null"], start=1):
+        along = [np.array([d @ v for d in chains.draws]) for chains in (moments["nuts_chains"], moments["exact_chains"])]
+        means, sd = [a.mean() for a in along], float(np.concatenate(along[0]).std(ddof=1))
+        ess = [geyer_ess(a) for a in along]
+        log(f"  null direction {k}: NUTS {means[0]:+.3f} (ESS {ess[0]:.0f}), exact {means[1]:+.3f} (ESS {ess[1]:.0f}), "
+            f"sd {sd:.3f}: z = {(means[1] - means[0]) / (sd * np.sqrt(1 / ess[0] + 1 / ess[1])):+.2f}")
+        difference = difference - (difference @ v) * v
+    log(f"  with the null directions projected out: median |Δmean| {np.median(np.abs(difference) / s1):.3f} sd")
 
 
 # ---- sgmcmc -------------------------------------------------------------------------------------
@@ -524,13 +551,14 @@ def race_real(stan: Stan, cli: str, work: Path, data_path: Path, X: np.ndarray, 
     # with --nuts-reference a long run of 4 × 2,000 draws, which is then the table's reference.
     exact_chains, exact_warmup, exact_draws = (2, 100, 300) if quick else (4, 300, 2000)
     exact = exact_reference(X, y, work / "exact-reference", exact_chains, exact_warmup, exact_draws, 1, options.reuse)
-    references[rows] = {"exact": reference_moments(batch, exact, f"exact-reference-{rows}", rows, ess_store)}
+    references[rows] = {"exact": reference_moments(batch, exact, f"exact-reference-{rows}", rows, ess_store),
+                        "exact_chains": exact, "null": logistic_reference.LaplaceLogistic(X, y, 1.0).null_directions()}
     ref_mean, ref_sd = references[rows]["exact"]
     if nuts_reference:
         ref_chains, ref_warmup, ref_draws = (2, 300, 300) if quick else (4, 1000, 2000)
         reference = nuts(stan, stan_data, work / "nuts-reference", ref_chains, ref_warmup, ref_draws, 1, options.reuse)
         references[rows]["nuts"] = reference_moments(batch, reference, f"reference-{rows}", rows, ess_store)
-        references[rows]["nuts_ess"] = f"reference-{rows}"
+        references[rows]["nuts_ess"], references[rows]["nuts_chains"] = f"reference-{rows}", reference
         ref_mean, ref_sd = references[rows]["nuts"]
 
     table: list[Row] = []
@@ -541,7 +569,7 @@ def race_real(stan: Stan, cli: str, work: Path, data_path: Path, X: np.ndarray, 
     table.append(nuts_row)
     if not nuts_reference:
         references[rows]["nuts"] = reference_moments(batch, race, f"nuts-race-draws-{rows}", rows, ess_store)
-        references[rows]["nuts_ess"] = f"nuts-race-draws-{rows}"
+        references[rows]["nuts_ess"], references[rows]["nuts_chains"] = f"nuts-race-draws-{rows}", race
     leapfrog_seconds = sum(race.total_seconds) / sum(g[-1] for g in race.gradients)
 
     # sgmcmc: the candidates a user would try, 2 chains each (2 threads), long enough for the
@@ -693,8 +721,7 @@ def main() -> None:
     batch.run()
     for size, moments in references.items():
         if "nuts" in moments:
-            compare_references(moments["nuts"], moments["exact"], ess_store[moments["nuts_ess"]],
-                               ess_store[f"exact-reference-{size}"], size)
+            compare_references(moments, ess_store, size)
     if not options.skip_full:
         extrapolated_row.ess_per_second = nuts_row.ess_per_second * small / large  # the same ESS per gradient
     nuts_seconds = {r.rows: r.result["seconds"] for r in table if r.label.startswith("NUTS") and r.result}
