@@ -49,10 +49,12 @@ at N = 581,012 (simulated, cover type's shape):
 SG-MCMC without an MH test is biased (its sd criterion may never be met): such a sampler is
 reported as "not reached in T s", not given a wider criterion.
 
-Runtime (tests/benchmarks/README.md has the numbers): NUTS is the longest part (its trees are
-deep along the prior-held directions; --nuts-reference adds CPU hours); the exact
-sampler needs ≈ 20 CPU s per chain at 20,000 rows and ≈ 6 CPU minutes at 581,012. --skip-full and
---subsets '' shorten it; --quick runs short chains (the references are then too short for the
+Runtime on 2 cores (tests/benchmarks/README.md has the numbers): at 20,000 rows NUTS's race takes
+≈ 37 minutes (its trees are deep along the prior-held directions; --nuts-reference adds CPU
+hours), each sgmcmc candidate ≈ 12 minutes (10⁷ iterations, --iterations; fewer do not mix the
+prior-held directions), the exact sampler ≈ 40 CPU s per chain (≈ 7 CPU minutes at 581,012).
+The subsets take about N / 20,000 of that each. --skip-full, --subsets '', --presets and
+--skip-tuning shorten it; --quick runs short chains (the references are then too short for the
 criterion to mean anything; it checks the wiring).
 """
 
