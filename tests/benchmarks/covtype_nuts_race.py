@@ -53,7 +53,8 @@ Runtime on 2 cores (tests/benchmarks/README.md has the numbers): at 20,000 rows 
 ≈ 37 minutes (its trees are deep along the prior-held directions; --nuts-reference adds CPU
 hours), each sgmcmc candidate ≈ 12 minutes (10⁷ iterations, --iterations; fewer do not mix the
 prior-held directions), the exact sampler ≈ 40 CPU s per chain (≈ 7 CPU minutes at 581,012).
-The subsets take about N / 20,000 of that each. --skip-full, --subsets '', --presets and
+On the subsets the sgmcmc runs take about N / 20,000 of that and NUTS
+less still (≈ 5 and 17 minutes at 5,000 and 10,000 rows). --skip-full, --subsets '', --presets and
 --skip-tuning shorten it; --quick runs short chains (the references are then too short for the
 criterion to mean anything; it checks the wiring).
 """
