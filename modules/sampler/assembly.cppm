@@ -65,7 +65,7 @@ std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& 
 
 std::unique_ptr<Chain> make_chain(const RunConfig& config, std::shared_ptr<const Model> model, Rng rng) {
   auto integrator = make_integrator(config["integrator"], model->num_items());
-  check_mass_length(config["integrator"], model->dimension());
+  check_metric(config["integrator"], *model);
   auto corrector = make_corrector(config, *model, *integrator);
   auto estimator = make_estimator(config["estimator"], *model);
   return std::make_unique<Chain>(std::move(model), std::move(estimator), std::move(integrator), std::move(corrector),

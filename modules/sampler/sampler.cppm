@@ -118,7 +118,8 @@ public:
   /// from the block's end state here, and may rescale the momentum to a new mass; one that adapts
   /// its step size learns from the decision's accept_stat; after the warmup both are frozen.
   virtual void after_block(ChainState& /*state*/, std::uint64_t /*warmup*/, const Decision& /*decision*/) {}
-  /// The mass adapted during the warmup (d numbers), or empty when the mass is not adapted.
+  /// The mass adapted during the warmup (d numbers, or d² row by row for a dense metric), or empty
+  /// when the mass is not adapted.
   virtual std::vector<double> adapted_mass() const { return {}; }
   /// Whether the step size is adapted during the warmup (integrator.adapt_step_size), which needs
   /// an acceptance signal (an MH corrector) and a warmup.

@@ -328,6 +328,16 @@ void check_run(const PreparedRun& run) {
 
 namespace {
 
+/// integrator.adapt_mass: the adapted mass as d numbers (diagonal), or as d rows of d (dense).
+json mass_rows(const std::vector<double>& mass, std::size_t dimension) {
+  if (mass.size() != dimension * dimension || dimension == 1) return mass;
+  json rows = json::array();
+  for (std::size_t i = 0; i < dimension; ++i)
+    rows.push_back(std::vector<double>(mass.begin() + static_cast<std::ptrdiff_t>(i * dimension),
+                                       mass.begin() + static_cast<std::ptrdiff_t>((i + 1) * dimension)));
+  return rows;
+}
+
 json manifest_chains(const PreparedRun& run) {
   json chains = json::array();
   for (std::size_t k = 0; k < run.jobs.size(); ++k) {
@@ -343,7 +353,7 @@ json manifest_chains(const PreparedRun& run) {
                       {"resumed_at_iteration", run.jobs[k].resumed_at}});
     for (const auto& [name, value] : r.estimator_choices) chains.back()["estimator"][name] = value;  // e.g. cv's h_0, λ̂
     if (!run.jobs[k].start.empty()) chains.back()["start"] = run.jobs[k].start;  // run.init
-    if (!r.adapted_mass.empty()) chains.back()["adapted_mass"] = r.adapted_mass;  // integrator.adapt_mass
+    if (!r.adapted_mass.empty()) chains.back()["adapted_mass"] = mass_rows(r.adapted_mass, run.model()->dimension());
     if (r.adapted_step_size) {  // integrator.adapt_step_size: the step frozen at the end of the warmup
       chains.back()["adapted_step_size"] = *r.adapted_step_size;
       chains.back()["step_size_frozen_after_warmup"] = true;

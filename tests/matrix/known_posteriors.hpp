@@ -2,6 +2,7 @@
 // a Poisson–Gamma model on positive rates (closed form) and a normal mean whose noise precision
 // is drawn by a Gibbs step (marginal of θ by quadrature, in matrix_test.cpp).
 #pragma once
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -268,6 +269,55 @@ inline std::shared_ptr<const AnisotropicGaussian> anisotropic_target() {
   for (std::size_t i = 0; i < items; ++i)
     for (std::size_t j = 0; j < scales.size(); ++j) y[i * scales.size() + j] = scales[j] * (1.0 + rng.normal());
   return std::make_shared<AnisotropicGaussian>(scales, std::move(y));
+}
+
+/// A correlated normal posterior N(μ, Σ) in two dimensions, for the dense mass: one item, f_0 = 0
+/// and f_1(θ) = ½(θ - μ)ᵀΣ⁻¹(θ - μ). Σ has standard deviations (s_1, s_2) and correlation ρ; its
+/// precision is Σ⁻¹ = 1/(1 - ρ²) [[1/s_1², -ρ/(s_1 s_2)], [-ρ/(s_1 s_2), 1/s_2²]].
+class CorrelatedGaussian final : public sgmcmc::Model {
+public:
+  CorrelatedGaussian(std::array<double, 2> mean, std::array<double, 2> sd, double correlation)
+      : mean_(mean), covariance_{sd[0] * sd[0], correlation * sd[0] * sd[1], correlation * sd[0] * sd[1], sd[1] * sd[1]} {
+    const double scale = 1.0 / (1.0 - correlation * correlation);
+    precision_ = {scale / (sd[0] * sd[0]), -scale * correlation / (sd[0] * sd[1]), -scale * correlation / (sd[0] * sd[1]),
+                  scale / (sd[1] * sd[1])};
+  }
+  std::size_t dimension() const override { return 2; }
+  std::size_t num_items() const override { return 1; }
+  std::vector<std::string> parameter_names() const override { return {"x.1", "x.2"}; }
+  sgmcmc::Capabilities capabilities() const override { return {.exact_log_likelihood = true}; }
+  double prior_potential(std::span<const double>) const override { return 0.0; }
+  void add_prior_gradient(std::span<const double>, std::span<double>) const override {}
+  void add_data_gradient(std::span<const double> theta, const sgmcmc::Batch& batch, std::span<double> gradient,
+                         sgmcmc::Workspace&, sgmcmc::Rng&) const override {
+    const double e0 = theta[0] - mean_[0], e1 = theta[1] - mean_[1];
+    for (std::size_t k = 0; k < batch.items.size(); ++k) {
+      gradient[0] += batch.weight(k) * (precision_[0] * e0 + precision_[1] * e1);
+      gradient[1] += batch.weight(k) * (precision_[2] * e0 + precision_[3] * e1);
+    }
+  }
+  double data_potential(std::span<const double> theta, const sgmcmc::Batch& batch, sgmcmc::Workspace&) const override {
+    const double e0 = theta[0] - mean_[0], e1 = theta[1] - mean_[1];
+    const double quadratic = precision_[0] * e0 * e0 + 2.0 * precision_[1] * e0 * e1 + precision_[3] * e1 * e1;
+    double sum = 0.0;
+    for (std::size_t k = 0; k < batch.items.size(); ++k) sum += batch.weight(k) * 0.5 * quadratic;
+    return sum;
+  }
+
+  double posterior_mean(std::size_t j) const { return mean_[j]; }
+  /// Σ and Σ⁻¹, row by row.
+  const std::array<double, 4>& covariance() const { return covariance_; }
+  const std::array<double, 4>& precision() const { return precision_; }
+
+private:
+  std::array<double, 2> mean_;
+  std::array<double, 4> covariance_, precision_;
+};
+
+/// sd (0.1, 10) and correlation 0.99: principal standard deviations 10.0 and 0.014, 700× apart,
+/// along directions no diagonal mass follows. The mean (0.1, 10) is a few sd from the start at 0.
+inline std::shared_ptr<const CorrelatedGaussian> correlated_target() {
+  return std::make_shared<CorrelatedGaussian>(std::array{0.1, 10.0}, std::array{0.1, 10.0}, 0.99);
 }
 
 }  // namespace matrix

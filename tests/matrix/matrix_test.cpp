@@ -47,6 +47,7 @@
 // on an anisotropic Gaussian target, against the exact law of its chain, with the same 5 SE rule.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <memory>
@@ -591,6 +592,213 @@ TEST_CASE("adapted mass: obabo's warmup brings a wrong mass to 1/σ² per coordi
     INFO(line);
     CHECK(sampled.long_enough());
     CHECK(std::abs(adapted - variance) <= 5 * se + bias);
+    fmt::print("{}\n", line);
+  }
+}
+
+// ---- A dense mass (issue 17) ----------------------------------------------------------------------
+//
+// The correlated target (known_posteriors.hpp): N(μ, Σ) in two dimensions, sd (0.1, 10), correlation
+// 0.99, so its principal standard deviations are 10.0 and 0.014. No diagonal mass makes both
+// directions move at one speed: with M = diag(1/σ²) their frequencies are 1/sqrt(1 ± ρ), 0.71 and 7.1,
+// and a leapfrog step h = 0.3 sees hω = 2.1, beyond its stability limit of 2. With
+// integrator.metric = "dense" and the matching mass M = Σ⁻¹ (given as its 4 numbers), the whitened
+// coordinates z = K⁻¹(θ - μ), KKᵀ = Σ, are independent unit normals moving at frequency 1, like the
+// matching diagonal cells' coordinates; the steps are those cells' (mass_plans). The differing
+// mass is M' = Σ'⁻¹ with the same sd and correlation 0.95: frequencies sqrt(eig(Σ'Σ⁻¹)) = 0.99 and 2.24.
+//
+// The exact laws. With mh (mala, obabo, baoab, hmc): N(μ, Σ) for any mass. sgld with M' (M = Σ⁻¹ is the
+// case Σ' = Σ): θ' - μ = A(θ - μ) + sqrt(ε) η with A = I - (ε/2)Σ'Σ⁻¹ and η ~ N(0, Σ'), an AR(1) in
+// two dimensions with mean μ and stationary covariance S = A S Aᵀ + εΣ', that is
+// S = Σ_k A^k (εΣ') (A^k)ᵀ, summed here until A^k has decayed (its eigenvalues are
+// 1 - εω²/2 <= 0.95, so 2,000 terms leave less than e^-100); with M = Σ⁻¹ this is Σ/(1 - ε/4),
+// sgld_variance's value per whitened coordinate. sghmc with M = Σ⁻¹: each whitened coordinate is the
+// diagonal cells' chain with σ² = M = 1, so its law is Σ × sghmc_variance(1, 1, h, γ).
+//
+// Checks, as judge_exact: both means, both variances and the covariance, each |estimate - exact| <
+// 5 SE by batch means (the covariance's from the product series (θ_1 - μ_1)(θ_2 - μ_2), whose mean
+// is the covariance since μ is exact), trusted with the lag-n/100 autocorrelation below 0.05 in
+// both coordinates. 11 cells × 5 checks: a false alarm with probability ≈ 55 × 5.7e-7 ≈ 3e-5.
+
+namespace {
+
+/// A 2 × 2 symmetric matrix, row by row.
+using Matrix2 = std::array<double, 4>;
+
+Matrix2 times(const Matrix2& a, const Matrix2& b) {
+  return {a[0] * b[0] + a[1] * b[2], a[0] * b[1] + a[1] * b[3], a[2] * b[0] + a[3] * b[2], a[2] * b[1] + a[3] * b[3]};
+}
+Matrix2 inverse(const Matrix2& a) {
+  const double det = a[0] * a[3] - a[1] * a[2];
+  return {a[3] / det, -a[1] / det, -a[2] / det, a[0] / det};
+}
+Matrix2 covariance_of(double sd_1, double sd_2, double correlation) {
+  return {sd_1 * sd_1, correlation * sd_1 * sd_2, correlation * sd_1 * sd_2, sd_2 * sd_2};
+}
+
+/// sgld's stationary covariance with preconditioner P = M⁻¹ on precision Λ (derived above).
+Matrix2 sgld_covariance(const Matrix2& preconditioner, const Matrix2& precision, double epsilon) {
+  const Matrix2 pl = times(preconditioner, precision);
+  const Matrix2 a = {1.0 - epsilon / 2 * pl[0], -epsilon / 2 * pl[1], -epsilon / 2 * pl[2], 1.0 - epsilon / 2 * pl[3]};
+  const Matrix2 a_transposed = {a[0], a[2], a[1], a[3]};
+  Matrix2 term = {epsilon * preconditioner[0], epsilon * preconditioner[1], epsilon * preconditioner[2],
+                  epsilon * preconditioner[3]};
+  Matrix2 sum = {};
+  for (int k = 0; k < 2000; ++k) {
+    for (int e = 0; e < 4; ++e) sum[e] += term[e];
+    term = times(times(a, term), a_transposed);
+  }
+  return sum;
+}
+
+/// Moments of both coordinates and of the centred product, from a chain's draws.
+struct JointMoments {
+  std::vector<Moments> coordinates;
+  Moments product;  // of (θ_1 - μ_1)(θ_2 - μ_2)
+};
+
+std::optional<JointMoments> sample_joint(ChainUnderTest& built, std::uint64_t warmup, std::uint64_t iterations,
+                                         const matrix::CorrelatedGaussian& model) {
+  test::Draws draws;
+  const std::uint64_t k = built.block_length;
+  const auto result = built.chain->run({.warmup = warmup / k * k, .iterations = iterations / k * k, .thin = k,
+                                        .eval_every = iterations / k * k},
+                                       draws);
+  if (result.diverged) return std::nullopt;
+  JointMoments out;
+  for (std::size_t j = 0; j < 2; ++j) out.coordinates.push_back(moments(draws.coordinate(j)));
+  std::vector<double> product;
+  for (const auto& row : draws.rows) product.push_back((row[0] - model.posterior_mean(0)) * (row[1] - model.posterior_mean(1)));
+  out.product = moments(product);
+  return out;
+}
+
+/// judge_exact for the two coordinates, plus the covariance.
+Verdict judge_joint(const matrix::CorrelatedGaussian& model, const Matrix2& exact, const JointMoments& run) {
+  Target target{"correlated", nullptr, {model.posterior_mean(0), model.posterior_mean(1)}, {exact[0], exact[3]}};
+  Verdict verdict = judge_exact(target, run.coordinates);
+  const double z = (run.product.mean - exact[1]) / run.product.se_mean;
+  const bool passed = std::abs(z) < 5;
+  verdict.text += fmt::format(" [cov] {:+.2f}% ({:+.1f} SE){}", 100 * (run.product.mean / exact[1] - 1), z, passed ? "" : " FAIL");
+  verdict.passed = verdict.passed && passed;
+  return verdict;
+}
+
+std::string dense_mass_toml(const MassPlan& plan, const Matrix2& mass, const std::string& extra = "") {
+  return mass_toml(plan, std::vector<double>(mass.begin(), mass.end()), "metric = \"dense\"\n" + extra);
+}
+
+/// Runs `integrator` (one of mass_plans) on the correlated target with the matching dense mass and,
+/// where the exact law is derived above, the differing one.
+void run_dense_mass_cells(std::string_view integrator) {
+  const auto model = matrix::correlated_target();
+  const MassPlan& plan = *std::find_if(std::begin(mass_plans), std::end(mass_plans),
+                                       [&](const MassPlan& p) { return p.integrator == integrator; });
+  const Matrix2 sigma = model->covariance(), differing = covariance_of(0.1, 10.0, 0.95);
+  for (const bool matching : {true, false}) {
+    if (!matching && integrator == "sghmc") continue;  // its law with M' is not derived here
+    const Matrix2 inverse_mass = matching ? sigma : differing;
+    Matrix2 exact = sigma;
+    if (integrator == "sgld") exact = sgld_covariance(inverse_mass, model->precision(), plan.step_size);
+    if (integrator == "sghmc")
+      for (double& entry : exact) entry *= sghmc_variance(1.0, 1.0, plan.step_size, plan.friction);
+    auto built = build_chain(model, dense_mass_toml(plan, inverse(inverse_mass)), 2024);
+    const auto run = sample_joint(built, plan.iterations / 10, plan.iterations, *model);
+    const Verdict verdict = run ? judge_joint(*model, exact, *run) : Verdict{false, "FAIL diverged"};
+    const std::string line = fmt::format("correlated {} {} dense mass {} → {}", integrator, plan.corrector,
+                                         matching ? "Σ⁻¹" : "Σ'⁻¹ (correlation 0.95)", verdict.text);
+    INFO(line);
+    CHECK(verdict.passed);
+    fmt::print("{}\n", line);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("dense mass: sgld on a correlated gaussian") { run_dense_mass_cells("sgld"); }
+TEST_CASE("dense mass: mala with mh on a correlated gaussian") { run_dense_mass_cells("mala"); }
+TEST_CASE("dense mass: obabo with mh on a correlated gaussian") { run_dense_mass_cells("obabo"); }
+TEST_CASE("dense mass: baoab with mh on a correlated gaussian") { run_dense_mass_cells("baoab"); }
+TEST_CASE("dense mass: hmc with mh on a correlated gaussian") { run_dense_mass_cells("hmc"); }
+TEST_CASE("dense mass: sghmc on a correlated gaussian") { run_dense_mass_cells("sghmc"); }
+
+// The thermostats with a dense mass. sgnht and badodab with M = Σ⁻¹ and exact gradients see, in the
+// whitened coordinates, two independent unit normals with the mass 1, where the thermostat's
+// derivation below (sgnht's Euler step; BADODAB's bias is of higher order) gives a variance bias of
+// -ξ̄h/2 with ξ̄ = A when there is no gradient noise: B = Ah/2 = 2.5 % at h = 0.05, A = 1, relative to
+// every entry of Σ. The check allows 2B for the O(h²) terms plus 5 SE on both variances and the
+// covariance, and 5 SE on the means. Relaxation takes about 60 steps at this h; 2,000,000
+// iterations after 200,000 keep the lag-n/100 autocorrelation below 0.05.
+TEST_CASE("dense mass: sgnht and badodab on a correlated gaussian, within the thermostat's O(h) bias") {
+  const auto model = matrix::correlated_target();
+  const Matrix2 sigma = model->covariance(), mass = inverse(sigma);
+  constexpr double h = 0.05, diffusion = 1.0, bound = 2.0 * diffusion * h / 2.0;
+  for (const std::string integrator : {"sgnht", "badodab"}) {
+    auto built = build_chain(model,
+                             fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"{}\"\nstep_size = {}\n"
+                                         "diffusion = {}\nmetric = \"dense\"\nmass = [{}]\n[corrector]\nname = \"none\"\n",
+                                         integrator, h, diffusion, fmt::join(mass, ", ")),
+                             2024);
+    const auto run = sample_joint(built, 200'000, 2'000'000, *model);
+    REQUIRE(run);
+    std::string line = fmt::format("correlated {} dense mass Σ⁻¹, h = {}:", integrator, h);
+    bool passed = run->coordinates[0].long_enough() && run->coordinates[1].long_enough();
+    for (std::size_t j = 0; j < 2; ++j) {
+      const Moments& m = run->coordinates[j];
+      const double mean_z = (m.mean - model->posterior_mean(j)) / m.se_mean, exact = sigma[3 * j];
+      passed = passed && std::abs(mean_z) < 5 && std::abs(m.variance - exact) <= bound * exact + 5 * m.se_variance;
+      line += fmt::format(" [{}] mean {:+.1f} SE, variance {:+.2f}% (SE {:.2f}%)", j + 1, mean_z, 100 * (m.variance / exact - 1),
+                          100 * m.se_variance / exact);
+    }
+    const Moments& c = run->product;
+    passed = passed && std::abs(c.mean - sigma[1]) <= bound * sigma[1] + 5 * c.se_mean;
+    line += fmt::format(" [cov] {:+.2f}% (SE {:.2f}%); bound ±{:.1f}% + 5 SE", 100 * (c.mean / sigma[1] - 1),
+                        100 * c.se_mean / sigma[1], 100 * bound);
+    INFO(line);
+    CHECK(passed);
+    fmt::print("{}\n", line);
+  }
+}
+
+// An adapted dense mass. obabo with mh (every 4) on the correlated target from the mass M = I, with
+// metric = "dense", adapt_mass and adapt_step_size (the step must first shrink to the narrow
+// direction's scale, 0.014, and grow again as the metric whitens it), warmup W = 100,000: Stan's
+// windows as in the diagonal test above, so the last one holds n = 18,575 block ends, and its
+// regularised covariance v = n/(n+5) S + 10⁻³ · 5/(n+5) I = M⁻¹ estimates Σ with the bias
+// (5/(n+5))(10⁻³ I - Σ) and a Monte Carlo error measured, as there, on the sampling phase, which
+// runs with nearly the same metric: SE_n = SE_N sqrt(N/n) for the two variances and the
+// covariance (the product series' SE). Check |v_ij - Σ_ij| <= 5 SE_n + |bias_ij| for the three
+// entries: a false alarm with probability ≈ 3 × 5.7e-7.
+TEST_CASE("adapted dense mass: obabo's warmup brings M⁻¹ from I to the posterior covariance (Stan's windows)") {
+  const auto model = matrix::correlated_target();
+  const MassPlan& plan = *std::find_if(std::begin(mass_plans), std::end(mass_plans),
+                                       [](const MassPlan& p) { return p.integrator == "obabo"; });
+  auto built = build_chain(model, dense_mass_toml(plan, {1.0, 0.0, 0.0, 1.0}, "adapt_mass = true\nadapt_step_size = true\n"), 2024);
+  constexpr std::uint64_t warmup = 100'000, iterations = 100'000, block = 4;
+  constexpr double n = (99'952.0 - 25'656.0) / block + 1;
+  test::Draws draws;
+  const auto result = built.chain->run({.warmup = warmup, .iterations = iterations, .thin = block, .eval_every = iterations}, draws);
+  REQUIRE_FALSE(result.diverged);
+  REQUIRE(result.adapted_mass.size() == 4);
+  const Matrix2 adapted = inverse({result.adapted_mass[0], result.adapted_mass[1], result.adapted_mass[2], result.adapted_mass[3]});
+  const Matrix2& sigma = model->covariance();
+  std::vector<double> product;
+  for (const auto& row : draws.rows) product.push_back((row[0] - model->posterior_mean(0)) * (row[1] - model->posterior_mean(1)));
+  const Moments sampled[3] = {moments(draws.coordinate(0)), moments(product), moments(draws.coordinate(1))};
+  const double scale = std::sqrt(static_cast<double>(draws.rows.size()) / n);
+  constexpr std::size_t entries[3] = {0, 1, 3};  // Σ_11, Σ_12, Σ_22 row by row; sampled[] in that order
+  for (std::size_t e = 0; e < 3; ++e) {
+    const std::size_t at = entries[e];
+    const double exact = sigma[at], se = (e == 1 ? sampled[e].se_mean : sampled[e].se_variance) * scale;
+    const double bias = 5.0 / (n + 5.0) * std::abs((e == 1 ? 0.0 : 1e-3) - exact);
+    const std::string line = fmt::format("adapted dense mass, M⁻¹ entry ({}, {}): {:.6g} against Σ's {:.6g} ({:+.2f}%, {:+.1f} "
+                                         "SE of {:.2f}%); step {:.4g}; lag-N/100 autocorrelation {:.3f}",
+                                         at / 2 + 1, at % 2 + 1, adapted[at], exact, 100 * (adapted[at] / exact - 1),
+                                         (adapted[at] - exact) / se, 100 * se / exact,
+                                         result.adapted_step_size.value_or(0.0), sampled[e].autocorrelation);
+    INFO(line);
+    CHECK(sampled[e].long_enough());
+    CHECK(std::abs(adapted[at] - exact) <= 5 * se + bias);
     fmt::print("{}\n", line);
   }
 }

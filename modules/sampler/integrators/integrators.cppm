@@ -18,6 +18,7 @@ module;
 #include <fmt/format.h>
 export module sgmcmc.integrators;
 export import sgmcmc.sampler;
+export import :metric;
 export import :substeps;
 export import sgmcmc.schedules;
 import sgmcmc.error;
@@ -51,15 +52,6 @@ double step_exponent(const std::string& name);
 // then builds the integrator, refusing only values no step can use (a non-positive step size,
 // temperature, mass or friction, no steps), not the advice from_settings gives (sghmc's γh < 1,
 // the range of a decay's c).
-
-/// A diagonal mass M: one number for every coordinate, or d numbers, one per coordinate of the
-/// model (d is checked when a chain starts). Implicit from a number, so `.mass = 2.0` reads as
-/// before there were vectors.
-struct Mass {
-  Mass(double every = 1.0) : values{every} {}  // NOLINT(google-explicit-constructor)
-  Mass(std::vector<double> each) : values(std::move(each)) {}  // NOLINT(google-explicit-constructor)
-  std::vector<double> values;
-};
 
 /// Step-size adaptation by dual averaging (Hoffman & Gelman 2014, Alg. 5, after Nesterov 2009) to
 /// a target acceptance of the MH test, during the warmup; the step is then frozen at the averaged
@@ -171,9 +163,12 @@ std::unique_ptr<Integrator> make_integrator(const PsgldParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const SgnhtParameters& parameters);
 std::unique_ptr<Integrator> make_integrator(const BadodabParameters& parameters);
 
-/// Refuses an `integrator.mass` array whose length is not the model's dimension d, naming the
-/// key, where it was set, the length given and d (a chain would refuse it too, without the place).
-void check_mass_length(const Settings& section, std::size_t dimension);
+/// Refuses, naming the key and where it was set (a chain would refuse the first two too, without
+/// the place): an `integrator.mass` array whose length is not d, or d² with metric = "dense"; a
+/// dense metric above dense_metric_limit coordinates (d² numbers, d² work per step); a dense
+/// metric for a model with positive parameters (the reflection at 0 keeps ½mᵀM⁻¹m only for a
+/// diagonal M).
+void check_metric(const Settings& section, const Model& model);
 
 }  // namespace sgmcmc
 
@@ -194,148 +189,6 @@ void new_gradient(ChainState& state, Estimator& estimator, ChainContext& context
 void ensure_gradient(ChainState& state, Estimator& estimator, ChainContext& context) {
   if (!state.gradient_valid) new_gradient(state, estimator, context);
 }
-
-/// A diagonal mass matrix (`mass`, default 1): one number for every coordinate or one per
-/// coordinate, expanded to d entries of M⁻¹, M^{1/2} and M^{-1/2} when the chain's dimension is known.
-struct DiagonalMass {
-  explicit DiagonalMass(const Mass& mass) : values(mass.values) {
-    require_parameter(!values.empty(), "integrator", "at least one mass", values.size());
-    for (double value : values) require_parameter(value > 0.0, "integrator", "mass > 0", value);
-  }
-  /// A new mass, one number per coordinate (the warmup's adaptation).
-  void set(std::vector<double> each) {
-    values = std::move(each);
-    resize(values.size());
-  }
-  /// The d numbers of M.
-  std::vector<double> expanded() const {
-    return values.size() == inverse.size() ? values : std::vector<double>(inverse.size(), values[0]);
-  }
-  void resize(std::size_t dimension) {
-    if (values.size() != 1 && values.size() != dimension)
-      throw Error(fmt::format("integrator: mass has {} numbers, the model has d = {} coordinates (give one number "
-                              "for every coordinate, or d)", values.size(), dimension));
-    inverse.resize(dimension);
-    sqrt.resize(dimension);
-    inverse_sqrt.resize(dimension);
-    for (std::size_t j = 0; j < dimension; ++j) {
-      const double value = values.size() == 1 ? values[0] : values[j];
-      inverse[j] = 1.0 / value;
-      sqrt[j] = std::sqrt(value);
-      inverse_sqrt[j] = 1.0 / sqrt[j];
-    }
-  }
-  std::vector<double> values;  // as given: 1 or d numbers
-  std::vector<double> inverse, sqrt, inverse_sqrt;
-};
-
-/// Stan's windowed adaptation of a diagonal metric (Stan Development Team, Stan Reference Manual,
-/// "HMC algorithm parameters: automatic parameter tuning"; the window rules and the shrinkage as
-/// Stan's windowed_adaptation and var_adaptation apply them, no code taken) for a warmup of W
-/// iterations: an initial fast interval of 75 iterations in which the chain only finds
-/// the typical set, then slow windows of 25 iterations doubling in length, the last one stretched
-/// to the start of a terminal interval of 50 iterations whenever the next window would not fit
-/// twice. A warmup shorter than 75 + 25 + 50 is split 15 % / 75 % / 10 %; one below 20 iterations
-/// is not adapted. At the end of each slow window the mass becomes the inverse of the regularised
-/// variance of the window's draws, M_j⁻¹ = n/(n + 5) s_j² + 10⁻³ · 5/(n + 5) (s_j² the window's
-/// sample variance of θ_j from n draws: Stan's shrinkage towards 10⁻³), and the window's
-/// statistics restart. Draws are the states at the ends of corrector blocks, iterations count from
-/// 1 (a window ends at the first block end at or after its last iteration).
-class MassAdaptation {
-public:
-  /// θ at the end of the block that ended at `iteration` (<= warmup); the new mass when a slow
-  /// window closes there.
-  std::optional<std::vector<double>> observe(std::uint64_t iteration, std::uint64_t warmup,
-                                             std::span<const double> theta) {
-    if (!planned_) plan(warmup);
-    // No upper bound here: the last window closes at the first block end at or after slow_end_,
-    // which may lie a little beyond it; after that the adaptation is done.
-    if (done_ || iteration <= fast_end_) return std::nullopt;
-    add(theta);
-    if (iteration < window_end_) return std::nullopt;
-    std::optional<std::vector<double>> mass;
-    if (count_ >= 2) mass = regularised_inverse_variance();
-    restart();
-    next_window();
-    return mass;
-  }
-  void save(StateWriter& out) const {
-    out.section("mass adaptation");
-    out.flag(planned_);
-    out.flag(done_);
-    for (std::uint64_t value : {fast_end_, slow_end_, window_size_, window_end_, count_}) out.count(value);
-    out.numbers(mean_);
-    out.numbers(squares_);
-  }
-  void restore(StateReader& in) {
-    in.section("mass adaptation");
-    planned_ = in.flag();
-    done_ = in.flag();
-    for (std::uint64_t* value : {&fast_end_, &slow_end_, &window_size_, &window_end_, &count_}) *value = in.count();
-    mean_ = in.numbers();
-    in.numbers(squares_, mean_.size());  // add() indexes both by θ's coordinates
-  }
-
-private:
-  void plan(std::uint64_t warmup) {
-    planned_ = true;
-    std::uint64_t fast = 75, base = 25, terminal = 50;
-    if (warmup < 20) {
-      done_ = true;
-      return;
-    }
-    if (fast + base + terminal > warmup) {
-      fast = warmup * 15 / 100;
-      terminal = warmup / 10;
-      base = warmup - fast - terminal;
-    }
-    fast_end_ = fast;
-    slow_end_ = warmup - terminal;
-    window_size_ = base;
-    window_end_ = fast + base;
-  }
-  /// Welford's update of the window's running mean and sum of squared deviations.
-  void add(std::span<const double> theta) {
-    if (mean_.size() != theta.size()) {
-      mean_.assign(theta.size(), 0.0);
-      squares_.assign(theta.size(), 0.0);
-    }
-    ++count_;
-    for (std::size_t j = 0; j < theta.size(); ++j) {
-      const double deviation = theta[j] - mean_[j];
-      mean_[j] += deviation / static_cast<double>(count_);
-      squares_[j] += deviation * (theta[j] - mean_[j]);
-    }
-  }
-  void restart() {
-    count_ = 0;
-    std::fill(mean_.begin(), mean_.end(), 0.0);
-    std::fill(squares_.begin(), squares_.end(), 0.0);
-  }
-  /// The next slow window: twice as long, stretched to the terminal interval if the one after it
-  /// would not fit; none after the window that reaches it.
-  void next_window() {
-    if (window_end_ >= slow_end_) {
-      done_ = true;
-      return;
-    }
-    window_size_ *= 2;
-    window_end_ += window_size_;
-    if (window_end_ + 2 * window_size_ > slow_end_) window_end_ = slow_end_;
-  }
-  std::vector<double> regularised_inverse_variance() const {
-    const double n = static_cast<double>(count_);
-    std::vector<double> mass(mean_.size());
-    for (std::size_t j = 0; j < mass.size(); ++j)
-      mass[j] = 1.0 / (n / (n + 5.0) * (squares_[j] / (n - 1.0)) + 1e-3 * (5.0 / (n + 5.0)));
-    return mass;
-  }
-
-  bool planned_ = false, done_ = false;
-  std::uint64_t fast_end_ = 0, slow_end_ = 0, window_size_ = 0, window_end_ = 0;  // iterations
-  std::uint64_t count_ = 0;                                                       // draws in the window
-  std::vector<double> mean_, squares_;
-};
 
 /// Nesterov's dual averaging (Nesterov 2009) of the log step size, as Hoffman & Gelman (2014, §3.2.1,
 /// Algorithm 5) adapt NUTS's step and the Stan Reference Manual's step-size adaptation states it
@@ -397,7 +250,7 @@ public:
   /// Without `mass` and `adapt_mass` (psgld, whose preconditioner is its own): M = 1, not adapted.
   ScheduledIntegrator(const ScheduleParameters& schedule, double temperature, const Mass& mass = {},
                       bool adapt_mass = false, StepAdaptation step_adaptation = {})
-      : schedule_(schedule), temperature_(temperature), mass_(mass), adapt_mass_(adapt_mass),
+      : schedule_(schedule), temperature_(temperature), mass_(mass), adapt_mass_(adapt_mass), adaptation_(mass.dense),
         step_adaptation_(step_adaptation), adapted_step_(schedule_.at(1)) {
     require_parameter(temperature_ > 0.0, "integrator", "temperature > 0", temperature_);
     if (step_adaptation_.adapt) {
@@ -429,9 +282,7 @@ public:
     if (adapting_step) adapted_step_ = dual_averaging_.learn(decision.accept_stat, step_adaptation_.target_acceptance);
     if (adapt_mass_) {
       if (auto mass = adaptation_.observe(state.iteration, warmup, state.theta)) {
-        const std::vector<double> old_sqrt = mass_.sqrt;
-        mass_.set(std::move(*mass));
-        for (std::size_t j = 0; j < state.momentum.size(); ++j) state.momentum[j] *= mass_.sqrt[j] / old_sqrt[j];
+        mass_.adapt(std::move(*mass), state.momentum);
         if (adapting_step) dual_averaging_.restart(adapted_step_);
       }
     }
@@ -440,7 +291,7 @@ public:
       step_frozen_ = true;
     }
   }
-  std::vector<double> adapted_mass() const override { return adapt_mass_ ? mass_.expanded() : std::vector<double>{}; }
+  std::vector<double> adapted_mass() const override { return adapt_mass_ ? mass_.mass() : std::vector<double>{}; }
   bool adapts_step_size() const override { return step_adaptation_.adapt; }
   std::optional<double> adapted_step_size() const override {
     return step_frozen_ ? std::optional<double>(adapted_step_) : std::nullopt;
@@ -455,7 +306,7 @@ public:
     out.number(current_);
     if (adapt_mass_) {
       adaptation_.save(out);
-      out.numbers(mass_.expanded());
+      mass_.save(out);
     }
     if (step_adaptation_.adapt) {
       dual_averaging_.save(out);
@@ -468,9 +319,7 @@ public:
     current_ = in.number();
     if (adapt_mass_) {
       adaptation_.restore(in);
-      std::vector<double> adapted;  // initialise() sized the mass to d; a checkpoint's must match
-      in.numbers(adapted, mass_.inverse.size());
-      mass_.set(std::move(adapted));
+      mass_.restore(in);
     }
     if (step_adaptation_.adapt) {
       dual_averaging_.restore(in);
@@ -487,7 +336,7 @@ protected:
   StepSchedule schedule_;
   double temperature_;
   double current_ = 0.0;
-  DiagonalMass mass_;  // M: sgld's and mala's preconditioner M⁻¹, the others' kinetic energy ½mᵀM⁻¹m
+  Metric mass_;  // M: sgld's and mala's preconditioner M⁻¹, the others' kinetic energy ½mᵀM⁻¹m
   bool adapt_mass_;
   MassAdaptation adaptation_;
   StepAdaptation step_adaptation_;
@@ -496,8 +345,9 @@ protected:
   DualAveraging dual_averaging_;
 };
 
-/// SGLD as Baker et al. (2019, §2) write it, preconditioned by a constant diagonal M⁻¹:
-/// θ' = θ - (ε/2) M⁻¹ ĝ(θ) + sqrt(ε T) M^{-1/2} ξ, ξ ~ N(0, I) (Welling & Teh 2011, eq. 4, with M = I).
+/// SGLD as Baker et al. (2019, §2) write it, preconditioned by a constant M⁻¹ (diagonal or dense):
+/// θ' = θ - (ε/2) M⁻¹ ĝ(θ) + sqrt(ε T) M^{-1/2} ξ, ξ ~ N(0, I) (Welling & Teh 2011, eq. 4, with M = I),
+/// M^{-1/2}ξ standing for any draw of N(0, M⁻¹) (Kξ for a dense metric, Metric).
 /// It is the Euler–Maruyama step of the preconditioned Langevin diffusion
 /// dθ = -M⁻¹∇U dt + sqrt(2T) M^{-1/2} dW (ε = 2h), which leaves exp(-U/T) invariant for any
 /// constant positive M: the MALA proposal with a constant metric (Roberts & Stramer 2002;
@@ -512,15 +362,23 @@ public:
     estimator.estimate(state.theta, state.gradient, context);
     xi_.resize(state.theta.size());
     context.rng.fill_normal(xi_);  // one call, so the update below is a plain vectorisable loop
-    // With M = 1 the factors M⁻¹ and M^{-1/2} are exactly 1: the same bits as without a mass.
-    for (std::size_t j = 0; j < state.theta.size(); ++j)
-      state.theta[j] += -0.5 * epsilon * mass_.inverse[j] * state.gradient[j] + noise * mass_.inverse_sqrt[j] * xi_[j];
+    if (mass_.dense()) {
+      drift_.resize(state.theta.size());
+      mass_.times_inverse(state.gradient, drift_);
+      mass_.correlate_as_inverse(xi_);  // sqrt(εT) Kξ ~ N(0, εT M⁻¹)
+      for (std::size_t j = 0; j < state.theta.size(); ++j) state.theta[j] += -0.5 * epsilon * drift_[j] + noise * xi_[j];
+    } else {
+      // With M = 1 the factors M⁻¹ and M^{-1/2} are exactly 1: the same bits as without a mass.
+      const auto inverse = mass_.inverse(), inverse_sqrt = mass_.inverse_sqrt();
+      for (std::size_t j = 0; j < state.theta.size(); ++j)
+        state.theta[j] += -0.5 * epsilon * inverse[j] * state.gradient[j] + noise * inverse_sqrt[j] * xi_[j];
+    }
     if (state.reflect_at_zero) mirror_positive(state.theta);
     state.gradient_valid = false;  // the estimate was at the old θ
   }
 
 private:
-  std::vector<double> xi_;  // scratch: this step's ξ
+  std::vector<double> xi_, drift_;  // scratch: this step's ξ and, dense, M⁻¹ĝ
 };
 
 /// pSGLD (Li, Chen, Carlson & Carin 2016, Algorithm 1, with their Γ term dropped): SGLD
@@ -635,24 +493,24 @@ public:
   /// pᵀM⁻¹p/d = 2 K(p)/d with the mass in use now: the momentum the step ended with (after the
   /// final O of OBABO, the last kick of BAOAB, SGHMC, SGNHT, BADODAB; hmc and mala have none).
   std::optional<double> kinetic_temperature(const ChainState& state) const override {
-    return 2.0 * kinetic_energy(state.momentum, mass_.inverse) / static_cast<double>(state.momentum.size());
+    return 2.0 * kinetic_energy(state.momentum, mass_) / static_cast<double>(state.momentum.size());
   }
 
 protected:
   /// O with retention c: m ← c m + sqrt((1 - c²)T) M^{1/2} ξ.
   void refresh(ChainState& state, double retention, Rng& rng) const {
-    ornstein_uhlenbeck(state.momentum, retention, temperature_, mass_.sqrt, rng);
+    ornstein_uhlenbeck(state.momentum, retention, temperature_, mass_, rng);
   }
   /// A over h, reflecting at 0 where the model's parameters are positive.
   void move(ChainState& state, double h) const {
-    drift(state.theta, state.momentum, mass_.inverse, h, state.reflect_at_zero);
+    drift(state.theta, state.momentum, mass_, h, state.reflect_at_zero);
   }
   /// B(h/2) with the gradient in state.gradient, adding its change of ½mᵀM⁻¹m to
   /// state.energy_error (for BAOAB, whose O step sits between its two kicks).
   void half_kick(ChainState& state, double h) const {
-    const double before = kinetic_energy(state.momentum, mass_.inverse);
+    const double before = kinetic_energy(state.momentum, mass_);
     kick(state.momentum, state.gradient, h / 2);
-    state.energy_error += kinetic_energy(state.momentum, mass_.inverse) - before;
+    state.energy_error += kinetic_energy(state.momentum, mass_) - before;
   }
   /// BAB with step h (leapfrog): the volume-preserving, reversible core of a step. The first kick
   /// uses the gradient kept at θ (or a fresh one), the second a new estimate at the new θ, kept
@@ -660,12 +518,12 @@ protected:
   /// share of the energy error is the change of ½mᵀM⁻¹m over the whole BAB: two evaluations.
   void kick_drift_kick(ChainState& state, double h, Estimator& estimator, ChainContext& context) const {
     ensure_gradient(state, estimator, context);
-    const double before = kinetic_energy(state.momentum, mass_.inverse);
+    const double before = kinetic_energy(state.momentum, mass_);
     kick(state.momentum, state.gradient, h / 2);
     move(state, h);
     new_gradient(state, estimator, context);
     kick(state.momentum, state.gradient, h / 2);
-    state.energy_error += kinetic_energy(state.momentum, mass_.inverse) - before;
+    state.energy_error += kinetic_energy(state.momentum, mass_) - before;
   }
 };
 
@@ -767,7 +625,7 @@ public:
     const double h = advance(state), decay = friction_.per_step(h);
     const double noise = std::sqrt(2.0 * decay * temperature_);
     estimator.estimate(state.theta, state.gradient, context);
-    euler_momentum(state.momentum, state.gradient, decay, h, noise, mass_.sqrt, context.rng);
+    euler_momentum(state.momentum, state.gradient, decay, h, noise, mass_, context.rng);
     move(state, h);
     state.gradient_valid = false;
   }
@@ -808,7 +666,7 @@ protected:
   /// negates p_j and leaves it alone).
   void adjust_thermostat(const ChainState& state, double t) {
     const double d = static_cast<double>(state.momentum.size());
-    thermostat_ += t * (2.0 * kinetic_energy(state.momentum, mass_.inverse) / d - temperature_);
+    thermostat_ += t * (2.0 * kinetic_energy(state.momentum, mass_) / d - temperature_);
   }
   double diffusion_;   // A
   double thermostat_;  // ξ
@@ -825,7 +683,7 @@ public:
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double h = advance(state), noise = std::sqrt(2.0 * diffusion_ * h * temperature_);
     estimator.estimate(state.theta, state.gradient, context);
-    euler_momentum(state.momentum, state.gradient, thermostat_ * h, h, noise, mass_.sqrt, context.rng);
+    euler_momentum(state.momentum, state.gradient, thermostat_ * h, h, noise, mass_, context.rng);
     move(state, h);
     state.gradient_valid = false;
     adjust_thermostat(state, h);
@@ -848,7 +706,7 @@ public:
     kick(state.momentum, state.gradient, h / 2);
     move(state, h / 2);
     adjust_thermostat(state, h / 2);
-    thermostatted_ornstein_uhlenbeck(state.momentum, thermostat_, diffusion_, temperature_, h, mass_.sqrt, context.rng);
+    thermostatted_ornstein_uhlenbeck(state.momentum, thermostat_, diffusion_, temperature_, h, mass_, context.rng);
     adjust_thermostat(state, h / 2);
     move(state, h / 2);
     new_gradient(state, estimator, context);
@@ -871,7 +729,15 @@ Parameters read_scheduled(const Settings& section) {
   Parameters parameters;
   parameters.schedule = ScheduleParameters::from_settings(section);
   parameters.temperature = section.positive_number("temperature", 1.0);
-  parameters.mass = Mass(section.positive_number_or_numbers("mass", 1.0));
+  const std::string metric = section.text("metric", "diagonal");
+  if (metric != "diagonal" && metric != "dense")
+    throw Error(fmt::format("{}: expected \"diagonal\" (a mass per coordinate) or \"dense\" (a full mass matrix), "
+                            "found \"{}\"",
+                            section.describe("metric"), metric));
+  // A dense mass matrix has negative entries off its diagonal: the metric checks it when d is known.
+  parameters.mass = Mass(metric == "dense" ? section.number_or_numbers("mass", 1.0)
+                                           : section.positive_number_or_numbers("mass", 1.0));
+  parameters.mass.dense = metric == "dense";
   parameters.adapt_mass = section.flag("adapt_mass", false);
   return parameters;
 }
@@ -902,28 +768,28 @@ const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
       "warmup, then frozen; Hoffman & Gelman 2014, Alg. 5)";
   static const std::vector<CatalogueEntry<IntegratorFactory>> catalogue = {
       {"sgld", "overdamped Langevin, θ' = θ - (ε/2)M⁻¹ĝ + sqrt(εT)M^{-1/2}ξ (step_size = ε); mass M (1)",
-       with_schedule_keys({"mass", "adapt_mass"}),
+       with_schedule_keys({"mass", "metric", "adapt_mass"}),
        factory<SgldParameters>(),
        "sgld computes no gradient at its proposal, which the MH energy error needs; use integrator 'mala' (the same "
        "update, step_size = ε, written as OBABO with c = 0)"},
       {"mala", "OBABO with c = 0: SGLD's update with a gradient at the proposal, for MH (step_size = ε = h²); " +
                    adapt_step,
-       with_schedule_keys({"mass", "adapt_mass", "adapt_step_size", "target_acceptance"}), factory<MalaParameters>()},
+       with_schedule_keys({"mass", "metric", "adapt_mass", "adapt_step_size", "target_acceptance"}), factory<MalaParameters>()},
       {"obabo", "GGMC / OBABO splitting, each O keeps exp(-γh/2) (step_size = h); keys " + friction + "; " + adapt_step,
-       with_schedule_keys({"mass", "adapt_mass", "friction", "adapt_step_size", "target_acceptance"}),
+       with_schedule_keys({"mass", "metric", "adapt_mass", "friction", "adapt_step_size", "target_acceptance"}),
        factory<ObaboParameters>()},
       {"baoab", "BAOAB splitting, its O keeps exp(-γh) (step_size = h); keys " + friction + "; " + adapt_step,
-       with_schedule_keys({"mass", "adapt_mass", "friction", "adapt_step_size", "target_acceptance"}),
+       with_schedule_keys({"mass", "metric", "adapt_mass", "friction", "adapt_step_size", "target_acceptance"}),
        factory<BaoabParameters>()},
       {"hmc",
        "one leapfrog trajectory of `steps` (10) steps per iteration from fresh momentum (step_size = h); " + adapt_step,
-       with_schedule_keys({"mass", "adapt_mass", "steps", "adapt_step_size", "target_acceptance"}),
+       with_schedule_keys({"mass", "metric", "adapt_mass", "steps", "adapt_step_size", "target_acceptance"}),
        factory<HmcParameters>()},
       {"leapfrog", "the same as hmc",
-       with_schedule_keys({"mass", "adapt_mass", "steps", "adapt_step_size", "target_acceptance"}),
+       with_schedule_keys({"mass", "metric", "adapt_mass", "steps", "adapt_step_size", "target_acceptance"}),
        factory<HmcParameters>()},
       {"sghmc", "SGHMC, symplectic Euler-Maruyama, momentum decay 1 - γh (step_size = h); keys " + friction,
-       with_schedule_keys({"mass", "adapt_mass", "friction"}), factory<SghmcParameters>(),
+       with_schedule_keys({"mass", "metric", "adapt_mass", "friction"}), factory<SghmcParameters>(),
        "sghmc's Euler-Maruyama step has no realisable backward move (its momentum update is not an OU flow composed "
        "with reversible kicks), so every MH acceptance probability is exactly 0 (Garriga-Alonso & Fortuin 2021, "
        "Thm. 1); use 'obabo', which keeps a non-zero acceptance"},
@@ -938,13 +804,13 @@ const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
       {"sgnht",
        "SGNHT: sghmc's Euler step with a thermostat ξ for friction, ξ' = ξ + h(pᵀM⁻¹p/d - T) (Ding et al. 2014, "
        "Alg. 2; step_size = h); keys diffusion A (1), thermostat_start ξ₀ (A), mass (1)",
-       with_schedule_keys({"mass", "adapt_mass", "diffusion", "thermostat_start"}), factory<SgnhtParameters>(),
+       with_schedule_keys({"mass", "metric", "adapt_mass", "diffusion", "thermostat_start"}), factory<SgnhtParameters>(),
        "sgnht's Euler-Maruyama momentum step has no realisable backward move, as sghmc's (Garriga-Alonso & Fortuin "
        "2021, Thm. 1), and its thermostat ξ changes with every step's momentum; use 'obabo'"},
       {"badodab",
        "BADODAB: sgnht's thermostat, split B A D O D A B with D the thermostat's half step and O exact at the current ξ "
        "(Leimkuhler & Shang 2016; step_size = h); keys diffusion A (1), thermostat_start ξ₀ (A), mass (1)",
-       with_schedule_keys({"mass", "adapt_mass", "diffusion", "thermostat_start"}), factory<BadodabParameters>(),
+       with_schedule_keys({"mass", "metric", "adapt_mass", "diffusion", "thermostat_start"}), factory<BadodabParameters>(),
        "badodab's O step has the friction ξ but the noise sqrt(2AT), so it keeps N(0, TM) invariant only when ξ = A; "
        "the MH energy error drops every O step as reversible with respect to N(0, TM), which then fails (and ξ, which "
        "its D steps change with the momentum, is state the test does not carry); use 'baoab'"},
@@ -995,13 +861,34 @@ std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t
   return integrator;
 }
 
-void check_mass_length(const Settings& section, std::size_t dimension) {
-  if (!section.contains("mass")) return;
-  const auto* array = std::get_if<std::vector<double>>(&section.entries().at("mass").value);
-  if (array && array->size() != dimension)
-    throw Error(fmt::format("{}: expected one number or an array of d = {} numbers (the model's dimension), found "
-                            "an array of {}",
-                            section.describe("mass"), dimension, array->size()));
+void check_metric(const Settings& section, const Model& model) {
+  const std::size_t d = model.dimension();
+  // Read without marking the key as known: an integrator without a metric (psgld) refuses it as unknown.
+  const auto* metric = section.contains("metric") ? std::get_if<std::string>(&section.entries().at("metric").value) : nullptr;
+  const bool dense = metric && *metric == "dense";
+  if (section.contains("mass")) {
+    const auto* array = std::get_if<std::vector<double>>(&section.entries().at("mass").value);
+    if (array && array->size() != d && !(dense && array->size() == d * d))
+      throw Error(fmt::format("{}: expected one number or an array of d = {} numbers (the model's dimension){}, found "
+                              "an array of {}",
+                              section.describe("mass"), d,
+                              dense ? fmt::format(", or of d² = {} (the mass matrix row by row)", d * d)
+                                    : fmt::format(", or of d² = {} with metric = \"dense\"", d * d),
+                              array->size()));
+    if (array && dense && array->size() == d * d)
+      if (const std::string problem = dense_mass_problem(*array, d); !problem.empty())
+        throw Error(fmt::format("{}: the mass matrix {}", section.describe("mass"), problem));
+  }
+  if (!dense) return;
+  if (d > dense_metric_limit)
+    throw Error(fmt::format("{}: a dense metric holds d² numbers and costs d² operations per use; the model has d = {} "
+                            "coordinates, above the limit of {} (use metric = \"diagonal\")",
+                            section.describe("metric"), d, dense_metric_limit));
+  if (model.capabilities().positive_parameters)
+    throw Error(fmt::format("{}: this model's parameters are positive, and the integrators reflect a coordinate that "
+                            "crosses 0, which keeps the kinetic energy ½mᵀM⁻¹m only for a diagonal M (use metric = "
+                            "\"diagonal\")",
+                            section.describe("metric")));
 }
 
 /// `adapt_step_size` and `target_acceptance` of the integrators an MH test can follow. The
