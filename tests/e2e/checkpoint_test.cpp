@@ -99,20 +99,34 @@ TEST_CASE("every gaussian estimator x integrator x corrector stopped at a checkp
   CHECK(expected >= 40);  // the catalogues were read: 5 estimators × 7 integrators with none alone
 }
 
-TEST_CASE("runs with a mass per coordinate stopped at a checkpoint and resumed continue bit for bit") {
-  // The mass array is configuration, not chain state: it comes back from the run's config.toml.
+bool declares(const sgmcmc::CatalogueEntry<sgmcmc::IntegratorFactory>& integrator, const std::string& key) {
+  return std::find(integrator.keys.begin(), integrator.keys.end(), key) != integrator.keys.end();
+}
+
+/// Calls check(integrator, corrector, dir) for every integrator of the catalogue (that declares
+/// `key`, if given) with corrector `none`, and with `mh` where the integrator takes it, each in a
+/// new folder; returns how many.
+template <class Check>
+int for_each_integrator_and_corrector(Check check, const std::string& key = "") {
   int checked = 0;
   for (const auto& integrator : sgmcmc::integrator_catalogue())
     for (const std::string corrector : {"none", "mh"}) {
+      if (!key.empty() && !declares(integrator, key)) continue;
       if (corrector == "mh" && !integrator.mh_refusal.empty()) continue;
       INFO(integrator.name << " x " << corrector);
       test::TempDir dir;
-      check_stop_and_resume(dir.path(),
-                            gaussian_arguments("minibatch", integrator.name, corrector) +
-                                " --set 'integrator.mass=[0.5, 1, 2, 4, 8]'",
-                            40, 2, true);
+      check(integrator, corrector, dir.path());
       ++checked;
     }
+  return checked;
+}
+
+TEST_CASE("runs with a mass per coordinate stopped at a checkpoint and resumed continue bit for bit") {
+  // The mass array is configuration, not chain state: it comes back from the run's config.toml.
+  const int checked = for_each_integrator_and_corrector([](const auto& integrator, const std::string& corrector, const auto& dir) {
+    check_stop_and_resume(dir, gaussian_arguments("minibatch", integrator.name, corrector) + " --set 'integrator.mass=[0.5, 1, 2, 4, 8]'",
+                          40, 2, true);
+  });
   CHECK(checked >= 12);  // 7 integrators without a corrector, 5 of them with mh
 }
 
@@ -122,23 +136,15 @@ TEST_CASE("runs that adapt their mass, stopped mid-window and resumed, continue 
   // checkpoint carries its statistics, and the mass changes twice before the draws. psgld has no
   // adapt_mass: its RMSprop second moment V adapts at every warmup step and freezes at 200, when
   // λ + sqrt(V) becomes the mass of its sampling phase; the checkpoint at 90 carries V.
-  int checked = 0;
-  for (const auto& integrator : sgmcmc::integrator_catalogue())
-    for (const std::string corrector : {"none", "mh"}) {
-      if (corrector == "mh" && !integrator.mh_refusal.empty()) continue;
-      INFO(integrator.name << " x " << corrector);
-      const bool adapts_mass =
-          std::find(integrator.keys.begin(), integrator.keys.end(), "adapt_mass") != integrator.keys.end();
-      test::TempDir dir;
-      check_stop_and_resume(dir.path(),
-                            gaussian_arguments("minibatch", integrator.name, corrector) + " --set run.warmup=200" +
-                                (adapts_mass ? " --set integrator.adapt_mass=true" : ""),
-                            90, 2, true);
-      const auto manifest = nlohmann::json::parse(test::read_text(dir.path() / "stopped" / "manifest.json"));
-      if (adapts_mass) CHECK(manifest["config"]["integrator"]["adapt_mass"] == true);
-      CHECK(manifest["chains"][0]["adapted_mass"].size() == 5);
-      ++checked;
-    }
+  const int checked = for_each_integrator_and_corrector([](const auto& integrator, const std::string& corrector, const auto& dir) {
+    const bool adapts_mass = declares(integrator, "adapt_mass");
+    check_stop_and_resume(dir, gaussian_arguments("minibatch", integrator.name, corrector) + " --set run.warmup=200" +
+                                   (adapts_mass ? " --set integrator.adapt_mass=true" : ""),
+                          90, 2, true);
+    const auto manifest = nlohmann::json::parse(test::read_text(dir / "stopped" / "manifest.json"));
+    if (adapts_mass) CHECK(manifest["config"]["integrator"]["adapt_mass"] == true);
+    CHECK(manifest["chains"][0]["adapted_mass"].size() == 5);
+  });
   CHECK(checked >= 12);
 }
 
@@ -146,27 +152,18 @@ TEST_CASE("runs that adapt a dense mass, stopped mid-window and resumed, continu
   // As above with integrator.metric = "dense": the checkpoint at 90 carries the window's mean and
   // sum of outer products (d² numbers), and the Cholesky factor in use, which the momentum was
   // carried with when the mass changed; the manifest reports the adapted M as d rows of d.
-  int checked = 0;
-  for (const auto& integrator : sgmcmc::integrator_catalogue()) {
-    if (std::find(integrator.keys.begin(), integrator.keys.end(), "metric") == integrator.keys.end()) continue;
-    for (const std::string corrector : {"none", "mh"}) {
-      if (corrector == "mh" && !integrator.mh_refusal.empty()) continue;
-      INFO(integrator.name << " x " << corrector);
-      test::TempDir dir;
-      check_stop_and_resume(dir.path(),
-                            gaussian_arguments("minibatch", integrator.name, corrector) +
-                                " --set run.warmup=200 --set integrator.adapt_mass=true --set integrator.metric=dense",
-                            90, 2, true);
-      const auto manifest = nlohmann::json::parse(test::read_text(dir.path() / "stopped" / "manifest.json"));
-      CHECK(manifest["config"]["integrator"]["metric"] == "dense");
-      const auto& mass = manifest["chains"][0]["adapted_mass"];
-      REQUIRE(mass.size() == 5);
-      CHECK(mass[0].size() == 5);
-      CHECK(mass[1][2] == mass[2][1]);
-      ++checked;
-    }
-  }
-  CHECK(checked >= 12);  // 8 integrators with a mass, 5 of them with mh too
+  const int checked = for_each_integrator_and_corrector([](const auto& integrator, const std::string& corrector, const auto& dir) {
+    check_stop_and_resume(dir, gaussian_arguments("minibatch", integrator.name, corrector) +
+                                   " --set run.warmup=200 --set integrator.adapt_mass=true --set integrator.metric=dense",
+                          90, 2, true);
+    const auto manifest = nlohmann::json::parse(test::read_text(dir / "stopped" / "manifest.json"));
+    CHECK(manifest["config"]["integrator"]["metric"] == "dense");
+    const auto& mass = manifest["chains"][0]["adapted_mass"];
+    REQUIRE(mass.size() == 5);
+    CHECK(mass[0].size() == 5);
+    CHECK(mass[1][2] == mass[2][1]);
+  }, "metric");
+  CHECK(checked >= 14);  // 9 integrators with a metric, 5 of them with mh too
 }
 
 TEST_CASE("runs that adapt their step size, stopped mid-warmup and resumed, continue bit for bit") {
@@ -177,7 +174,7 @@ TEST_CASE("runs that adapt their step size, stopped mid-warmup and resumed, cont
   // report each chain's frozen step, and every draw's stepsize__ be that step.
   int checked = 0;
   for (const auto& integrator : sgmcmc::integrator_catalogue()) {
-    if (std::find(integrator.keys.begin(), integrator.keys.end(), "adapt_step_size") == integrator.keys.end()) continue;
+    if (!declares(integrator, "adapt_step_size")) continue;
     for (const bool adapt_mass : {false, true}) {
       INFO(integrator.name << (adapt_mass ? " with adapt_mass" : ""));
       test::TempDir dir;

@@ -187,7 +187,7 @@ TEST_CASE("bad input: a clear message, exit code 2, no crash, no results") {
   expect_error("run --preset demo --set integrator.temperature=-1", "integrator.temperature: expected a number > 0");
   expect_error("run --preset demo --set 'integrator.mass=[1.0,2.0]'",
                "--set integrator.mass=[1.0,2.0]: integrator.mass: expected one number or an array of d = 5 numbers (the "
-               "model's dimension), found an array of 2");
+               "model's dimension), or of d² = 25 with metric = \"dense\", found an array of 2");
   expect_error("run --preset demo --set 'integrator.mass=[1.0,2.0,0,1,1]'", "integrator.mass: expected numbers > 0, found 0 at position 3");
   expect_error("run --preset demo --set 'integrator.mass=[1.0,2.0'", "malformed array");
   expect_error("run --preset demo --set corrector.name=mh --set integrator.name=obabo --set corrector.every=0",

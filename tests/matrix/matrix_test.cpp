@@ -465,6 +465,18 @@ constexpr MassPlan mass_plans[] = {
     {"baoab", "mh", 0.3, 2.0, 400'000},   {"hmc", "mh", 0.3, 0.0, 100'000},    {"sghmc", "none", 0.1, 2.0, 400'000},
 };
 
+const MassPlan& mass_plan(std::string_view integrator) {
+  return *std::find_if(std::begin(mass_plans), std::end(mass_plans),
+                       [&](const MassPlan& p) { return p.integrator == integrator; });
+}
+
+/// One printed line of a test that checks several cells, and its check.
+void report(const std::string& line, bool passed) {
+  INFO(line);
+  CHECK(passed);
+  fmt::print("{}\n", line);
+}
+
 /// SGLD on a coordinate of variance σ² with mass M: x' = (1 - εω²/2) x + sqrt(ε/M) ξ, ω² = 1/(σ²M),
 /// an AR(1) with stationary variance (ε/M)/(1 - (1 - εω²/2)²) = σ²/(1 - εω²/4).
 double sgld_variance(double variance, double mass, double epsilon) {
@@ -519,8 +531,7 @@ std::string mass_toml(const MassPlan& plan, const std::vector<double>& mass, con
 /// Runs `integrator` on the anisotropic target with the matching mass and with the differing one.
 void run_mass_cells(std::string_view integrator) {
   const auto model = matrix::anisotropic_target();
-  const MassPlan& plan = *std::find_if(std::begin(mass_plans), std::end(mass_plans),
-                                       [&](const MassPlan& p) { return p.integrator == integrator; });
+  const MassPlan& plan = mass_plan(integrator);
   const std::vector<double> ratios = {1.0, 4.0, 0.25};
   for (const bool matching : {true, false}) {
     std::vector<double> mass;
@@ -529,11 +540,9 @@ void run_mass_cells(std::string_view integrator) {
     auto built = build_chain(model, mass_toml(plan, mass), 2024);
     const auto run = sample(built, plan.iterations);
     const Verdict verdict = run ? judge_exact(mass_target(model, plan, mass), *run) : Verdict{false, "FAIL diverged"};
-    const std::string line = fmt::format("anisotropic {} {} mass {} → {}", integrator, plan.corrector,
-                                         matching ? "1/σ²" : "(1, 4, 1/4)/σ²", verdict.text);
-    INFO(line);
-    CHECK(verdict.passed);
-    fmt::print("{}\n", line);
+    report(fmt::format("anisotropic {} {} mass {} → {}", integrator, plan.corrector, matching ? "1/σ²" : "(1, 4, 1/4)/σ²",
+                       verdict.text),
+           verdict.passed);
   }
 }
 
@@ -564,8 +573,7 @@ TEST_CASE("diagonal mass: sghmc on an anisotropic gaussian") { run_mass_cells("s
 // of the 3 coordinates: a false alarm with probability ≈ 3 × 5.7e-7.
 TEST_CASE("adapted mass: obabo's warmup brings a wrong mass to 1/σ² per coordinate (Stan's windows)") {
   const auto model = matrix::anisotropic_target();
-  const MassPlan& plan = *std::find_if(std::begin(mass_plans), std::end(mass_plans),
-                                       [](const MassPlan& p) { return p.integrator == "obabo"; });
+  const MassPlan& plan = mass_plan("obabo");
   const std::vector<double> ratios = {1.0, 4.0, 0.25};
   std::vector<double> start;
   for (std::size_t j = 0; j < model->dimension(); ++j) start.push_back(ratios[j] / model->posterior_variance(j));
@@ -692,8 +700,7 @@ std::string dense_mass_toml(const MassPlan& plan, const Matrix2& mass, const std
 /// where the exact law is derived above, the differing one.
 void run_dense_mass_cells(std::string_view integrator) {
   const auto model = matrix::correlated_target();
-  const MassPlan& plan = *std::find_if(std::begin(mass_plans), std::end(mass_plans),
-                                       [&](const MassPlan& p) { return p.integrator == integrator; });
+  const MassPlan& plan = mass_plan(integrator);
   const Matrix2 sigma = model->covariance(), differing = covariance_of(0.1, 10.0, 0.95);
   for (const bool matching : {true, false}) {
     if (!matching && integrator == "sghmc") continue;  // its law with M' is not derived here
@@ -705,11 +712,9 @@ void run_dense_mass_cells(std::string_view integrator) {
     auto built = build_chain(model, dense_mass_toml(plan, inverse(inverse_mass)), 2024);
     const auto run = sample_joint(built, plan.iterations / 10, plan.iterations, *model);
     const Verdict verdict = run ? judge_joint(*model, exact, *run) : Verdict{false, "FAIL diverged"};
-    const std::string line = fmt::format("correlated {} {} dense mass {} → {}", integrator, plan.corrector,
-                                         matching ? "Σ⁻¹" : "Σ'⁻¹ (correlation 0.95)", verdict.text);
-    INFO(line);
-    CHECK(verdict.passed);
-    fmt::print("{}\n", line);
+    report(fmt::format("correlated {} {} dense mass {} → {}", integrator, plan.corrector,
+                       matching ? "Σ⁻¹" : "Σ'⁻¹ (correlation 0.95)", verdict.text),
+           verdict.passed);
   }
 }
 
@@ -754,9 +759,7 @@ TEST_CASE("dense mass: sgnht and badodab on a correlated gaussian, within the th
     passed = passed && std::abs(c.mean - sigma[1]) <= bound * sigma[1] + 5 * c.se_mean;
     line += fmt::format(" [cov] {:+.2f}% (SE {:.2f}%); bound ±{:.1f}% + 5 SE", 100 * (c.mean / sigma[1] - 1),
                         100 * c.se_mean / sigma[1], 100 * bound);
-    INFO(line);
-    CHECK(passed);
-    fmt::print("{}\n", line);
+    report(line, passed);
   }
 }
 
@@ -771,8 +774,7 @@ TEST_CASE("dense mass: sgnht and badodab on a correlated gaussian, within the th
 // entries: a false alarm with probability ≈ 3 × 5.7e-7.
 TEST_CASE("adapted dense mass: obabo's warmup brings M⁻¹ from I to the posterior covariance (Stan's windows)") {
   const auto model = matrix::correlated_target();
-  const MassPlan& plan = *std::find_if(std::begin(mass_plans), std::end(mass_plans),
-                                       [](const MassPlan& p) { return p.integrator == "obabo"; });
+  const MassPlan& plan = mass_plan("obabo");
   auto built = build_chain(model, dense_mass_toml(plan, {1.0, 0.0, 0.0, 1.0}, "adapt_mass = true\nadapt_step_size = true\n"), 2024);
   constexpr std::uint64_t warmup = 100'000, iterations = 100'000, block = 4;
   constexpr double n = (99'952.0 - 25'656.0) / block + 1;
