@@ -747,6 +747,8 @@ def main() -> None:
         full_reference = exact_reference(X_full, y_full, full / "exact-reference", 2, 50 if quick else 200,
                                          100 if quick else 800, 3, options.reuse)
         full_mean, full_sd = reference_moments(batch, full_reference, "exact-reference-581012", FULL_ROWS, ess_store)
+        dense_row = (dense_mass_candidate(cli, full, options, X_full, y_full, simulated, batch, FULL_ROWS, full_mean, full_sd)
+                     if options.dense_step else None)
         del X_full, y_full
         # NUTS at full size, extrapolated from its gradients at 20,000.
         if not (options.reuse and (work / "gradient-581012.txt").exists()):
@@ -778,6 +780,8 @@ def main() -> None:
             label = f"{PRESET_METHODS.get(preset, preset)} ({preset})"
             folder = sgmcmc_run(cli, work / f"sg-581012-{preset}", options.reuse, preset=preset, settings=full_base)
             table.append(measure(batch, sgmcmc_chains(label, folder), FULL_ROWS, full_mean, full_sd, f"sg-581012-{preset}"))
+        if dense_row:
+            table.append(dense_row)
 
     # ---- ESS, then the table ----
     log("bulk ESS of every run (R's posterior)")
