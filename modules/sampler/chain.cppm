@@ -108,7 +108,7 @@ struct ChainResult {
   std::uint64_t non_finite_proposals = 0;  // rejected because ΔH̃ or the potential was NaN/Inf
   double mean_accept_stat = 0.0;
   std::vector<std::pair<std::string, double>> estimator_choices;  // Estimator::choices()
-  std::vector<double> adapted_mass;  // integrator.adapt_mass: the mass the warmup left, else empty
+  std::vector<double> adapted_mass;  // adapt_mass: the mass the warmup left; mass = "fisher": the one computed; else empty
   std::optional<double> adapted_step_size;  // integrator.adapt_step_size: the step frozen after the warmup
 };
 
@@ -345,6 +345,7 @@ void Chain::start(ChainContext& context) {
     model_->initial_point(state_.theta, rng_);
   integrator_->initialise(state_, model_->dimension(), rng_);
   estimator_->prepare(state_.theta, context);
+  integrator_->prepare(state_, context);
 }
 
 double Chain::log_density(ChainContext& context) {

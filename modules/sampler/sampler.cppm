@@ -101,6 +101,10 @@ public:
     state.theta.resize(dimension);
     state.gradient.resize(dimension);
   }
+  /// Work before the first iteration, after the estimator's prepare() (so at cv's centre): an
+  /// integrator whose mass is computed from the target (integrator.mass = "fisher") computes it here.
+  /// Not called on resume: what it computed is in the checkpoint.
+  virtual void prepare(ChainState& /*state*/, ChainContext& /*context*/) {}
   /// One step from state.theta (and momentum) at iteration state.iteration; `estimator` gives
   /// every gradient the step needs.
   virtual void step(ChainState& state, Estimator& estimator, ChainContext& context) = 0;
@@ -118,8 +122,8 @@ public:
   /// from the block's end state here, and may rescale the momentum to a new mass; one that adapts
   /// its step size learns from the decision's accept_stat; after the warmup both are frozen.
   virtual void after_block(ChainState& /*state*/, std::uint64_t /*warmup*/, const Decision& /*decision*/) {}
-  /// The mass adapted during the warmup (d numbers, or d² row by row for a dense metric), or empty
-  /// when the mass is not adapted.
+  /// The mass learnt from the target, adapted during the warmup or computed by prepare() (d numbers,
+  /// or d² row by row for a dense metric), or empty when the mass is given.
   virtual std::vector<double> adapted_mass() const { return {}; }
   /// Whether the step size is adapted during the warmup (integrator.adapt_step_size), which needs
   /// an acceptance signal (an MH corrector) and a warmup.

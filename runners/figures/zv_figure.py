@@ -9,7 +9,7 @@ model's quantity `held_out_log_density` (one draw's mean held-out log-likelihood
 Writes zv_figure2.png and prints the estimates and their spread across seeds.
 
   runners/figures/zv_figure.py --sgmcmc build/release/bin/sgmcmc --out runs/figure2
-  [--rows 581012 | --data FILE] [--step-size H] [--seeds 5] [--iterations 5000]
+  [--rows 581012 | --data FILE] [--step-size H] [--seeds 5] [--iterations 5000] [--set KEY=VALUE ...]
 
 Needs Debian's python3-matplotlib.
 """
@@ -38,6 +38,8 @@ def estimates(args, seed):
     command += ["--set", f'model.data="{args.data}"'] if args.data else ["--set", f"model.n={args.rows}"]
     if args.step_size:
         command += ["--set", f"integrator.step_size={args.step_size!r}"]
+    for setting in args.set:
+        command += ["--set", setting]
     check(command)
     check([args.sgmcmc, "zv", str(out), "--order", "1", "--csv", str(out / "zv.csv")])
     with open(out / "zv.csv", newline="") as f:
@@ -55,6 +57,8 @@ def main():
     parser.add_argument("--seeds", type=int, default=5)
     parser.add_argument("--gradients", default="cv", help="recorded gradient: cv (Baker et al. 2019's choice) or exact")
     parser.add_argument("--iterations", type=int, default=50000)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="more settings for every run, as sgmcmc's --set (repeatable)")
     args = parser.parse_args()
     import matplotlib
     matplotlib.use("Agg")

@@ -166,6 +166,24 @@ TEST_CASE("runs that adapt a dense mass, stopped mid-window and resumed, continu
   CHECK(checked >= 14);  // 9 integrators with a metric, 5 of them with mh too
 }
 
+TEST_CASE("runs with a Fisher mass, stopped and resumed, continue bit for bit") {
+  // integrator.mass = "fisher" (dense): the mass is computed once, before the first iteration, and
+  // the resumed run does not compute it again: the checkpoint carries its Cholesky factor. The
+  // manifest reports it as d rows of d.
+  const int checked = for_each_integrator_and_corrector([](const auto& integrator, const std::string& corrector, const auto& dir) {
+    check_stop_and_resume(dir, gaussian_arguments("minibatch", integrator.name, corrector) +
+                                   " --set integrator.mass=fisher --set integrator.metric=dense",
+                          40, 2, true);
+    const auto manifest = nlohmann::json::parse(test::read_text(dir / "stopped" / "manifest.json"));
+    CHECK(manifest["config"]["integrator"]["mass"] == "fisher");
+    const auto& mass = manifest["chains"][0]["adapted_mass"];
+    REQUIRE(mass.size() == 5);
+    CHECK(mass[0].size() == 5);
+    CHECK(mass[1][2] == mass[2][1]);
+  }, "metric");
+  CHECK(checked >= 14);  // 9 integrators with a metric, 5 of them with mh too
+}
+
 TEST_CASE("runs that adapt their step size, stopped mid-warmup and resumed, continue bit for bit") {
   // integrator.adapt_step_size with mh (blocks of 2): dual averaging at every block of the
   // warmup of 200, stopped at 90, so the checkpoint carries H̄, x̄, μ, the count and the current

@@ -271,53 +271,121 @@ inline std::shared_ptr<const AnisotropicGaussian> anisotropic_target() {
   return std::make_shared<AnisotropicGaussian>(scales, std::move(y));
 }
 
-/// A correlated normal posterior N(μ, Σ) in two dimensions, for the dense mass: one item, f_0 = 0
-/// and f_1(θ) = ½(θ - μ)ᵀΣ⁻¹(θ - μ). Σ has standard deviations (s_1, s_2) and correlation ρ; its
-/// precision is Σ⁻¹ = 1/(1 - ρ²) [[1/s_1², -ρ/(s_1 s_2)], [-ρ/(s_1 s_2), 1/s_2²]].
+/// A correlated normal posterior N(μ, Σ) in two dimensions, for the dense mass: f_0 = 0 and N items
+/// f_i(θ) = ½(θ - x_i)ᵀ(Σ⁻¹/N)(θ - x_i), whose sum is ½(θ - μ)ᵀΣ⁻¹(θ - μ) + const when the x_i
+/// average to μ. Σ has standard deviations (s_1, s_2) and correlation ρ; its precision is
+/// Σ⁻¹ = 1/(1 - ρ²) [[1/s_1², -ρ/(s_1 s_2)], [-ρ/(s_1 s_2), 1/s_2²]].
+/// One item (the default): x_1 = μ. N = 4k items: x_i = μ ± sqrt(2N) L e_j (L Lᵀ = Σ, j = 1, 2, each sign
+/// and j k times), so Σ_i (x_i - μ)(x_i - μ)ᵀ = 2k · 2N Σ = N² Σ, and the empirical Fisher information at θ,
+/// Σ_i ∇f_i ∇f_iᵀ = (Σ⁻¹/N)[N(θ - μ)(θ - μ)ᵀ + N²Σ](Σ⁻¹/N) = Σ⁻¹ + Σ⁻¹(θ - μ)(θ - μ)ᵀΣ⁻¹/N
+/// (fisher_information below). The model declares per-item gradients as `item_gradients` says: none,
+/// dense, or sparse (whose support lists the coordinates in reverse order, 1 then 0).
 class CorrelatedGaussian final : public sgmcmc::Model {
 public:
-  CorrelatedGaussian(std::array<double, 2> mean, std::array<double, 2> sd, double correlation)
-      : mean_(mean), covariance_{sd[0] * sd[0], correlation * sd[0] * sd[1], correlation * sd[0] * sd[1], sd[1] * sd[1]} {
+  enum class ItemGradients { none, dense, sparse };
+  CorrelatedGaussian(std::array<double, 2> mean, std::array<double, 2> sd, double correlation, std::size_t items = 1,
+                     ItemGradients item_gradients = ItemGradients::none)
+      : mean_(mean), covariance_{sd[0] * sd[0], correlation * sd[0] * sd[1], correlation * sd[0] * sd[1], sd[1] * sd[1]},
+        item_gradients_(item_gradients), x_(2 * items) {
     const double scale = 1.0 / (1.0 - correlation * correlation);
     precision_ = {scale / (sd[0] * sd[0]), -scale * correlation / (sd[0] * sd[1]), -scale * correlation / (sd[0] * sd[1]),
                   scale / (sd[1] * sd[1])};
+    const std::array<double, 4> l = {sd[0], 0.0, correlation * sd[1], sd[1] * std::sqrt(1.0 - correlation * correlation)};
+    const double spread = items == 1 ? 0.0 : std::sqrt(2.0 * static_cast<double>(items));
+    for (std::size_t i = 0; i < items; ++i) {
+      const std::size_t column = (i / 2) % 2;  // ± L e_1, then ± L e_2
+      const double sign = i % 2 == 0 ? 1.0 : -1.0;
+      for (std::size_t j = 0; j < 2; ++j) x_[2 * i + j] = mean_[j] + sign * spread * l[2 * j + column];
+    }
   }
   std::size_t dimension() const override { return 2; }
-  std::size_t num_items() const override { return 1; }
+  std::size_t num_items() const override { return x_.size() / 2; }
   std::vector<std::string> parameter_names() const override { return {"x.1", "x.2"}; }
-  sgmcmc::Capabilities capabilities() const override { return {.exact_log_likelihood = true}; }
+  sgmcmc::Capabilities capabilities() const override {
+    return {.exact_log_likelihood = true,
+            .per_item_gradients = item_gradients_ == ItemGradients::dense,
+            .sparse_item_gradients = item_gradients_ == ItemGradients::sparse};
+  }
   double prior_potential(std::span<const double>) const override { return 0.0; }
   void add_prior_gradient(std::span<const double>, std::span<double>) const override {}
   void add_data_gradient(std::span<const double> theta, const sgmcmc::Batch& batch, std::span<double> gradient,
                          sgmcmc::Workspace&, sgmcmc::Rng&) const override {
-    const double e0 = theta[0] - mean_[0], e1 = theta[1] - mean_[1];
     for (std::size_t k = 0; k < batch.items.size(); ++k) {
-      gradient[0] += batch.weight(k) * (precision_[0] * e0 + precision_[1] * e1);
-      gradient[1] += batch.weight(k) * (precision_[2] * e0 + precision_[3] * e1);
+      const auto g = item_gradient(theta, batch.items[k]);
+      for (std::size_t j = 0; j < 2; ++j) gradient[j] += batch.weight(k) * g[j];
     }
   }
   double data_potential(std::span<const double> theta, const sgmcmc::Batch& batch, sgmcmc::Workspace&) const override {
-    const double e0 = theta[0] - mean_[0], e1 = theta[1] - mean_[1];
-    const double quadratic = precision_[0] * e0 * e0 + 2.0 * precision_[1] * e0 * e1 + precision_[3] * e1 * e1;
     double sum = 0.0;
-    for (std::size_t k = 0; k < batch.items.size(); ++k) sum += batch.weight(k) * 0.5 * quadratic;
+    for (std::size_t k = 0; k < batch.items.size(); ++k) {
+      const double e0 = theta[0] - x_[2 * batch.items[k]], e1 = theta[1] - x_[2 * batch.items[k] + 1];
+      const double quadratic = precision_[0] * e0 * e0 + 2.0 * precision_[1] * e0 * e1 + precision_[3] * e1 * e1;
+      sum += batch.weight(k) * 0.5 * quadratic / static_cast<double>(num_items());
+    }
     return sum;
+  }
+  void item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
+                      sgmcmc::Workspace&) const override {
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      const auto g = item_gradient(theta, items[k]);
+      out[2 * k] = g[0];
+      out[2 * k + 1] = g[1];
+    }
+  }
+  std::size_t item_gradient_support_size() const override { return 2; }
+  void item_gradient_support(std::span<const std::size_t> items, std::span<std::size_t> coordinates) const override {
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      coordinates[2 * k] = 1;
+      coordinates[2 * k + 1] = 0;
+    }
+  }
+  void sparse_item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> values,
+                             sgmcmc::Workspace&) const override {
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      const auto g = item_gradient(theta, items[k]);
+      values[2 * k] = g[1];
+      values[2 * k + 1] = g[0];
+    }
   }
 
   double posterior_mean(std::size_t j) const { return mean_[j]; }
   /// Σ and Σ⁻¹, row by row.
   const std::array<double, 4>& covariance() const { return covariance_; }
   const std::array<double, 4>& precision() const { return precision_; }
+  /// The empirical Fisher information Σ_i ∇f_i ∇f_iᵀ at θ, from the closed form above (N = 4k items).
+  std::array<double, 4> fisher_information(std::array<double, 2> theta) const {
+    const double e0 = theta[0] - mean_[0], e1 = theta[1] - mean_[1];
+    const std::array<double, 2> v = {precision_[0] * e0 + precision_[1] * e1, precision_[2] * e0 + precision_[3] * e1};
+    const double n = static_cast<double>(num_items());
+    return {precision_[0] + v[0] * v[0] / n, precision_[1] + v[0] * v[1] / n, precision_[2] + v[1] * v[0] / n,
+            precision_[3] + v[1] * v[1] / n};
+  }
 
 private:
+  /// ∇f_i(θ) = (Σ⁻¹/N)(θ - x_i).
+  std::array<double, 2> item_gradient(std::span<const double> theta, std::size_t i) const {
+    const double e0 = theta[0] - x_[2 * i], e1 = theta[1] - x_[2 * i + 1], n = static_cast<double>(num_items());
+    return {(precision_[0] * e0 + precision_[1] * e1) / n, (precision_[2] * e0 + precision_[3] * e1) / n};
+  }
+
   std::array<double, 2> mean_;
   std::array<double, 4> covariance_, precision_;
+  ItemGradients item_gradients_;
+  std::vector<double> x_;  // the items x_i, row by row
 };
 
 /// sd (0.1, 10) and correlation 0.99: principal standard deviations 10.0 and 0.014, 700× apart,
 /// along directions no diagonal mass follows. The mean (0.1, 10) is a few sd from the start at 0.
 inline std::shared_ptr<const CorrelatedGaussian> correlated_target() {
   return std::make_shared<CorrelatedGaussian>(std::array{0.1, 10.0}, std::array{0.1, 10.0}, 0.99);
+}
+
+/// The same posterior from N = 8 items (CorrelatedGaussian) with per-item gradients, for the Fisher
+/// mass; with `sparse`, in the sparse form.
+inline std::shared_ptr<const CorrelatedGaussian> split_correlated_target(bool sparse = false) {
+  using Gradients = CorrelatedGaussian::ItemGradients;
+  return std::make_shared<CorrelatedGaussian>(std::array{0.1, 10.0}, std::array{0.1, 10.0}, 0.99, 8,
+                                              sparse ? Gradients::sparse : Gradients::dense);
 }
 
 }  // namespace matrix

@@ -374,7 +374,32 @@ TEST_CASE("a dense metric's draws: K⁻ᵀξ has covariance M and Kξ has covari
   }
 }
 
-TEST_CASE("a dense metric is refused, naming the key, where it cannot be right, and accepted as 1, d or d² numbers") {
+// Stan's windows, as the Stan Reference Manual describes them (fast interval, slow windows doubling,
+// the last stretched to the terminal interval when the next would not fit twice). For a warmup of
+// 1,000 with the defaults (75, 25, 50) the windows end at 100, 150, 250, 450 and 950: Stan's
+// documented schedule. With adapt_init_buffer = 10, adapt_window = 5, adapt_term_buffer = 5 and a
+// warmup of 100: 15, 25, 45, then 85, but the window after it (80) would not fit in the 10 left before
+// the terminal interval at 95, so this one is stretched to 95.
+TEST_CASE("adapt_mass's windows end where Stan's rule puts them, for the default and for given intervals") {
+  const auto windows_closing = [](sgmcmc::AdaptationWindows windows, std::uint64_t warmup) {
+    sgmcmc::MassAdaptation adaptation(false, windows);
+    std::vector<std::uint64_t> closed;
+    for (std::uint64_t iteration = 1; iteration <= warmup; ++iteration) {
+      const double value = static_cast<double>(iteration % 7);  // the values do not move the windows
+      if (adaptation.observe(iteration, warmup, std::span<const double>(&value, 1))) closed.push_back(iteration);
+    }
+    return closed;
+  };
+  CHECK(windows_closing({}, 1000) == std::vector<std::uint64_t>{100, 150, 250, 450, 950});
+  CHECK(windows_closing({.init_buffer = 10, .window = 5, .term_buffer = 5}, 100) == std::vector<std::uint64_t>{15, 25, 45, 95});
+  const auto correlated = matrix::correlated_target();
+  auto refused = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\nadapt_init_buffer = 500\n", "m.toml");
+  CHECK_THROWS_WITH(sgmcmc::make_chain(refused, correlated, sgmcmc::Rng(1, 1)),
+                    Catch::Matchers::Contains("m.toml:3: integrator.adapt_init_buffer: adapt_init_buffer sets a window of "
+                                              "adapt_mass's adaptation, and adapt_mass is false"));
+}
+
+TEST_CASE("a dense metric or a Fisher mass is refused, naming the key, where it cannot be right; 1, d or d² numbers are accepted") {
   const auto correlated = matrix::correlated_target();  // d = 2
   const auto refused = [](std::shared_ptr<const sgmcmc::Model> model, const std::string& lines, const std::string& expected) {
     INFO(lines);
@@ -387,6 +412,11 @@ TEST_CASE("a dense metric is refused, naming the key, where it cannot be right, 
   refused(correlated, "metric = \"dense\"\nmass = [1, 0.5, 0.4, 1]\n", "m.toml:4: integrator.mass: the mass matrix is not symmetric");
   refused(correlated, "metric = \"dense\"\nmass = [1, 2, 2, 1]\n", "m.toml:4: integrator.mass: the mass matrix is not positive definite");
   refused(matrix::poisson_target(), "metric = \"dense\"\n", "parameters are positive");
+  refused(correlated, "mass = \"laplace\"\n", "m.toml:3: integrator.mass: expected a number, an array of numbers or \"fisher\"");
+  refused(correlated, "mass_ridge = 2.0\n", "m.toml:3: integrator.mass_ridge: mass_ridge is the ridge of mass = \"fisher\"");
+  refused(correlated, "mass = \"fisher\"\n", "m.toml:3: integrator.mass: the Fisher mass sums ∇f_i ∇f_iᵀ over the items, and this "
+                                            "model declares neither 'per-item-gradients' nor 'sparse-item-gradients'");
+  refused(matrix::split_correlated_target(), "mass = \"fisher\"\nmass_ridge = 0\n", "m.toml:4: integrator.mass_ridge: expected a number > 0");
   const auto wide = std::make_shared<matrix::AnisotropicGaussian>(std::vector<double>(1001, 1.0), std::vector<double>(1001, 0.0));
   refused(wide, "metric = \"dense\"\n", "d = 1001 coordinates, above the limit of 1000");
   // psgld has its own preconditioner and no metric: the key is unknown to it.

@@ -250,7 +250,7 @@ public:
   /// Without `mass` and `adapt_mass` (psgld, whose preconditioner is its own): M = 1, not adapted.
   ScheduledIntegrator(const ScheduleParameters& schedule, double temperature, const Mass& mass = {},
                       bool adapt_mass = false, StepAdaptation step_adaptation = {})
-      : schedule_(schedule), temperature_(temperature), mass_(mass), adapt_mass_(adapt_mass), adaptation_(mass.dense),
+      : schedule_(schedule), temperature_(temperature), mass_(mass), adapt_mass_(adapt_mass), adaptation_(mass.dense, mass.windows),
         step_adaptation_(step_adaptation), adapted_step_(schedule_.at(1)) {
     require_parameter(temperature_ > 0.0, "integrator", "temperature > 0", temperature_);
     if (step_adaptation_.adapt) {
@@ -269,6 +269,15 @@ public:
   void initialise(ChainState& state, std::size_t dimension, Rng& rng) override {
     Integrator::initialise(state, dimension, rng);
     mass_.resize(dimension);
+  }
+  /// mass = "fisher": the empirical Fisher mass at the chain's point once the estimator has prepared
+  /// (cv's centre), the momentum drawn for M = 1 carried to N(0, T M) as a window's new mass is.
+  void prepare(ChainState& state, ChainContext& context) override {
+    if (!mass_.fisher()) return;
+    mass_.set_mass(fisher_mass(context.model, state.theta, context.workspace, mass_.dense(), mass_.ridge()),
+                   state.momentum);
+    context.cost.item_gradients += context.model.num_items();  // one pass, counted as the centre's is
+    ++context.cost.full_passes;
   }
   /// During the warmup, with adapt_mass: a new mass at the end of each slow window, the momentum
   /// rescaled with it (m ~ N(0, T M_old) becomes m ~ N(0, T M_new): m_j × sqrt(M_new,j / M_old,j)).
@@ -291,7 +300,9 @@ public:
       step_frozen_ = true;
     }
   }
-  std::vector<double> adapted_mass() const override { return adapt_mass_ ? mass_.mass() : std::vector<double>{}; }
+  std::vector<double> adapted_mass() const override {
+    return adapt_mass_ || mass_.fisher() ? mass_.mass() : std::vector<double>{};
+  }
   bool adapts_step_size() const override { return step_adaptation_.adapt; }
   std::optional<double> adapted_step_size() const override {
     return step_frozen_ ? std::optional<double>(adapted_step_) : std::nullopt;
@@ -299,15 +310,13 @@ public:
   double step_size() const override { return current_; }
   double temperature() const override { return temperature_; }
   bool constant_step_size() const override { return schedule_.constant(); }
-  /// A fixed mass or step is configuration, not state: only what adapts is saved (so a checkpoint
-  /// without adaptation reads as before there was any).
+  /// A given mass or step is configuration, not state: only what adapts or was computed is saved
+  /// (so a checkpoint without either reads as before there was any).
   void save_state(StateWriter& out) const override {
     out.section("integrator");
     out.number(current_);
-    if (adapt_mass_) {
-      adaptation_.save(out);
-      mass_.save(out);
-    }
+    if (adapt_mass_) adaptation_.save(out);
+    if (adapt_mass_ || mass_.fisher()) mass_.save(out);
     if (step_adaptation_.adapt) {
       dual_averaging_.save(out);
       out.number(adapted_step_);
@@ -317,10 +326,8 @@ public:
   void restore_state(StateReader& in) override {
     in.section("integrator");
     current_ = in.number();
-    if (adapt_mass_) {
-      adaptation_.restore(in);
-      mass_.restore(in);
-    }
+    if (adapt_mass_) adaptation_.restore(in);
+    if (adapt_mass_ || mass_.fisher()) mass_.restore(in);
     if (step_adaptation_.adapt) {
       dual_averaging_.restore(in);
       adapted_step_ = in.number();
@@ -722,8 +729,33 @@ std::vector<std::string> with_schedule_keys(std::vector<std::string> keys) {
   return keys;
 }
 
+/// The schedule's keys, the mass's (mass, metric, mass_ridge, adapt_mass and its windows) and `keys`:
+/// those of an integrator with a mass.
+std::vector<std::string> with_mass_keys(std::vector<std::string> keys) {
+  keys.insert(keys.begin(), {"mass", "metric", "mass_ridge", "adapt_mass", "adapt_init_buffer", "adapt_window",
+                             "adapt_term_buffer"});
+  return with_schedule_keys(std::move(keys));
+}
+
+/// adapt_mass's windows (CmdStan's adapt init_buffer, window and term_buffer): read only with adapt_mass,
+/// and refused without it, where they would change nothing.
+AdaptationWindows read_adaptation_windows(const Settings& section, bool adapt_mass) {
+  AdaptationWindows windows;
+  const std::pair<const char*, std::uint64_t*> keys[] = {
+      {"adapt_init_buffer", &windows.init_buffer}, {"adapt_window", &windows.window}, {"adapt_term_buffer", &windows.term_buffer}};
+  for (const auto& [key, value] : keys) {
+    if (!adapt_mass && section.contains(key))
+      throw Error(fmt::format("{}: {} sets a window of adapt_mass's adaptation, and adapt_mass is false",
+                              section.describe(key), key));
+    *value = static_cast<std::uint64_t>(
+        section.integer_at_least(key, static_cast<std::int64_t>(*value), std::string_view(key) == "adapt_window" ? 1 : 0));
+  }
+  return windows;
+}
+
 /// What every integrator reads first, in this order: the schedule, the temperature and the mass
-/// (one number, or an array of d: one per coordinate).
+/// (one number, an array of d: one per coordinate, or of d² with metric = "dense"; or "fisher",
+/// computed at the start, with its `mass_ridge`).
 template <class Parameters>
 Parameters read_scheduled(const Settings& section) {
   Parameters parameters;
@@ -734,11 +766,23 @@ Parameters read_scheduled(const Settings& section) {
     throw Error(fmt::format("{}: expected \"diagonal\" (a mass per coordinate) or \"dense\" (a full mass matrix), "
                             "found \"{}\"",
                             section.describe("metric"), metric));
+  const bool fisher = section.contains("mass") && std::holds_alternative<std::string>(section.entries().at("mass").value);
+  if (fisher && section.text("mass", "") != "fisher")
+    throw Error(fmt::format("{}: expected a number, an array of numbers or \"fisher\" (the empirical Fisher information "
+                            "at the chain's start), found \"{}\"",
+                            section.describe("mass"), section.text("mass", "")));
+  if (!fisher && section.contains("mass_ridge"))
+    throw Error(fmt::format("{}: mass_ridge is the ridge of mass = \"fisher\", and the mass here is given",
+                            section.describe("mass_ridge")));
   // A dense mass matrix has negative entries off its diagonal: the metric checks it when d is known.
-  parameters.mass = Mass(metric == "dense" ? section.number_or_numbers("mass", 1.0)
-                                           : section.positive_number_or_numbers("mass", 1.0));
+  parameters.mass = fisher ? Mass(1.0)  // where the chain starts; prepare() computes the mass
+                    : Mass(metric == "dense" ? section.number_or_numbers("mass", 1.0)
+                                             : section.positive_number_or_numbers("mass", 1.0));
   parameters.mass.dense = metric == "dense";
+  parameters.mass.fisher = fisher;
+  if (fisher) parameters.mass.ridge = section.positive_number("mass_ridge", 1.0);
   parameters.adapt_mass = section.flag("adapt_mass", false);
+  parameters.mass.windows = read_adaptation_windows(section, parameters.adapt_mass);
   return parameters;
 }
 
@@ -762,34 +806,34 @@ IntegratorFactory factory() {
 using namespace integrator_parts;
 
 const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
-  static const std::string friction = "friction γ (default 0.1/step_size: γh = 0.1), mass (1)";
+  static const std::string friction = "friction γ (default 0.1/step_size: γh = 0.1), mass (1, or \"fisher\")";
   static const std::string adapt_step =
       "with corrector mh: adapt_step_size (false: dual averaging of step_size to target_acceptance (0.8) during the "
       "warmup, then frozen; Hoffman & Gelman 2014, Alg. 5)";
   static const std::vector<CatalogueEntry<IntegratorFactory>> catalogue = {
-      {"sgld", "overdamped Langevin, θ' = θ - (ε/2)M⁻¹ĝ + sqrt(εT)M^{-1/2}ξ (step_size = ε); mass M (1)",
-       with_schedule_keys({"mass", "metric", "adapt_mass"}),
+      {"sgld", "overdamped Langevin, θ' = θ - (ε/2)M⁻¹ĝ + sqrt(εT)M^{-1/2}ξ (step_size = ε); mass M (1, or \"fisher\")",
+       with_mass_keys({}),
        factory<SgldParameters>(),
        "sgld computes no gradient at its proposal, which the MH energy error needs; use integrator 'mala' (the same "
        "update, step_size = ε, written as OBABO with c = 0)"},
       {"mala", "OBABO with c = 0: SGLD's update with a gradient at the proposal, for MH (step_size = ε = h²); " +
                    adapt_step,
-       with_schedule_keys({"mass", "metric", "adapt_mass", "adapt_step_size", "target_acceptance"}), factory<MalaParameters>()},
+       with_mass_keys({"adapt_step_size", "target_acceptance"}), factory<MalaParameters>()},
       {"obabo", "GGMC / OBABO splitting, each O keeps exp(-γh/2) (step_size = h); keys " + friction + "; " + adapt_step,
-       with_schedule_keys({"mass", "metric", "adapt_mass", "friction", "adapt_step_size", "target_acceptance"}),
+       with_mass_keys({"friction", "adapt_step_size", "target_acceptance"}),
        factory<ObaboParameters>()},
       {"baoab", "BAOAB splitting, its O keeps exp(-γh) (step_size = h); keys " + friction + "; " + adapt_step,
-       with_schedule_keys({"mass", "metric", "adapt_mass", "friction", "adapt_step_size", "target_acceptance"}),
+       with_mass_keys({"friction", "adapt_step_size", "target_acceptance"}),
        factory<BaoabParameters>()},
       {"hmc",
        "one leapfrog trajectory of `steps` (10) steps per iteration from fresh momentum (step_size = h); " + adapt_step,
-       with_schedule_keys({"mass", "metric", "adapt_mass", "steps", "adapt_step_size", "target_acceptance"}),
+       with_mass_keys({"steps", "adapt_step_size", "target_acceptance"}),
        factory<HmcParameters>()},
       {"leapfrog", "the same as hmc",
-       with_schedule_keys({"mass", "metric", "adapt_mass", "steps", "adapt_step_size", "target_acceptance"}),
+       with_mass_keys({"steps", "adapt_step_size", "target_acceptance"}),
        factory<HmcParameters>()},
       {"sghmc", "SGHMC, symplectic Euler-Maruyama, momentum decay 1 - γh (step_size = h); keys " + friction,
-       with_schedule_keys({"mass", "metric", "adapt_mass", "friction"}), factory<SghmcParameters>(),
+       with_mass_keys({"friction"}), factory<SghmcParameters>(),
        "sghmc's Euler-Maruyama step has no realisable backward move (its momentum update is not an OU flow composed "
        "with reversible kicks), so every MH acceptance probability is exactly 0 (Garriga-Alonso & Fortuin 2021, "
        "Thm. 1); use 'obabo', which keeps a non-zero acceptance"},
@@ -803,14 +847,14 @@ const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
        "'mala' with a mass, or adapt_mass for one learnt during the warmup"},
       {"sgnht",
        "SGNHT: sghmc's Euler step with a thermostat ξ for friction, ξ' = ξ + h(pᵀM⁻¹p/d - T) (Ding et al. 2014, "
-       "Alg. 2; step_size = h); keys diffusion A (1), thermostat_start ξ₀ (A), mass (1)",
-       with_schedule_keys({"mass", "metric", "adapt_mass", "diffusion", "thermostat_start"}), factory<SgnhtParameters>(),
+       "Alg. 2; step_size = h); keys diffusion A (1), thermostat_start ξ₀ (A), mass (1, or \"fisher\")",
+       with_mass_keys({"diffusion", "thermostat_start"}), factory<SgnhtParameters>(),
        "sgnht's Euler-Maruyama momentum step has no realisable backward move, as sghmc's (Garriga-Alonso & Fortuin "
        "2021, Thm. 1), and its thermostat ξ changes with every step's momentum; use 'obabo'"},
       {"badodab",
        "BADODAB: sgnht's thermostat, split B A D O D A B with D the thermostat's half step and O exact at the current ξ "
-       "(Leimkuhler & Shang 2016; step_size = h); keys diffusion A (1), thermostat_start ξ₀ (A), mass (1)",
-       with_schedule_keys({"mass", "metric", "adapt_mass", "diffusion", "thermostat_start"}), factory<BadodabParameters>(),
+       "(Leimkuhler & Shang 2016; step_size = h); keys diffusion A (1), thermostat_start ξ₀ (A), mass (1, or \"fisher\")",
+       with_mass_keys({"diffusion", "thermostat_start"}), factory<BadodabParameters>(),
        "badodab's O step has the friction ξ but the noise sqrt(2AT), so it keeps N(0, TM) invariant only when ξ = A; "
        "the MH energy error drops every O step as reversible with respect to N(0, TM), which then fails (and ξ, which "
        "its D steps change with the momentum, is state the test does not carry); use 'baoab'"},
@@ -866,6 +910,13 @@ void check_metric(const Settings& section, const Model& model) {
   // Read without marking the key as known: an integrator without a metric (psgld) refuses it as unknown.
   const auto* metric = section.contains("metric") ? std::get_if<std::string>(&section.entries().at("metric").value) : nullptr;
   const bool dense = metric && *metric == "dense";
+  if (section.contains("mass") && std::holds_alternative<std::string>(section.entries().at("mass").value)) {
+    const Capabilities capabilities = model.capabilities();
+    if (!capabilities.per_item_gradients && !capabilities.sparse_item_gradients)
+      throw Error(fmt::format("{}: the Fisher mass sums ∇f_i ∇f_iᵀ over the items, and this model declares neither "
+                              "'per-item-gradients' nor 'sparse-item-gradients' (give the mass, or adapt_mass)",
+                              section.describe("mass")));
+  }
   if (section.contains("mass")) {
     const auto* array = std::get_if<std::vector<double>>(&section.entries().at("mass").value);
     if (array && array->size() != d && !(dense && array->size() == d * d))

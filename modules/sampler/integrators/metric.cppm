@@ -2,7 +2,8 @@
 // preconditioner M⁻¹ of sgld and mala. Diagonal (one number per coordinate, Stan's diag_e) or dense
 // (Stan's dense_e: M⁻¹ close to the posterior covariance makes a posterior whose directions
 // differ in scale and are correlated look like a unit normal to the integrator). Given, or adapted
-// during the warmup in Stan's windows (MassAdaptation).
+// during the warmup in Stan's windows (MassAdaptation), or computed before the first iteration from
+// the empirical Fisher information of the data terms (fisher_mass).
 module;
 #include <algorithm>
 #include <cmath>
@@ -16,9 +17,19 @@ module;
 #include <fmt/format.h>
 export module sgmcmc.integrators:metric;
 import sgmcmc.error;
+import sgmcmc.model;
 import sgmcmc.state;
 
 export namespace sgmcmc {
+
+/// The intervals of Stan's windowed adaptation (MassAdaptation), in iterations: CmdStan's
+/// adapt init_buffer, window and term_buffer (integrator.adapt_init_buffer, adapt_window,
+/// adapt_term_buffer).
+struct AdaptationWindows {
+  std::uint64_t init_buffer = 75;  // the fast interval: the chain finds its typical set
+  std::uint64_t window = 25;       // the first slow window; each next one is twice as long
+  std::uint64_t term_buffer = 50;  // the terminal interval (the step size settles at the final metric)
+};
 
 /// The mass M as configured: one number for every coordinate, d numbers (a diagonal), or, with
 /// `dense` (integrator.metric = "dense"), d² numbers, M row by row, symmetric positive definite.
@@ -28,7 +39,26 @@ struct Mass {
   Mass(std::vector<double> each) : values(std::move(each)) {}  // NOLINT(google-explicit-constructor)
   std::vector<double> values;
   bool dense = false;
+  /// integrator.mass = "fisher": computed at the chain's start (fisher_mass), `ridge` on its diagonal.
+  bool fisher = false;
+  double ridge = 1.0;
+  /// With adapt_mass: the windows it adapts in.
+  AdaptationWindows windows = {};
 };
+
+/// The empirical Fisher information of the data terms at θ, plus a ridge r on the diagonal:
+///   M = Σ_i ∇f_i(θ) ∇f_i(θ)ᵀ + r I,
+/// d² numbers row by row (dense) or its diagonal (d numbers). Near the posterior mode of a model
+/// that fits its data, E[∇f_i ∇f_iᵀ] = E[∇²f_i] (the information identity), so M approximates the
+/// posterior precision (the Laplace approximation's) from one pass of per-item gradients, with no
+/// second derivative (Ahn, Korattikara & Welling 2012 precondition stochastic gradient Fisher scoring
+/// with the same matrix). The ridge stands in for the prior's curvature, which the data
+/// terms lack: along a direction the data do not identify the Fisher matrix is 0 and the prior
+/// alone holds θ (a Laplace prior of scale b has variance 2b², so r ≈ 1/(2b²) there). Needs the
+/// model's per-item gradients, dense or sparse (capability `per-item-gradients` or
+/// `sparse-item-gradients`).
+std::vector<double> fisher_mass(const Model& model, std::span<const double> theta, Workspace& workspace, bool dense,
+                                double ridge);
 
 /// A dense metric needs d² numbers and d² operations per use: refused above this dimension.
 inline constexpr std::size_t dense_metric_limit = 1000;
@@ -45,6 +75,9 @@ std::string dense_mass_problem(std::span<const double> m, std::size_t d);
 class Metric {
 public:
   explicit Metric(const Mass& mass);
+  /// integrator.mass = "fisher": the mass is computed at the chain's start (computed()).
+  bool fisher() const { return fisher_; }
+  double ridge() const { return ridge_; }
   /// Expands the configured mass to d coordinates; a dense one is factored here, refused (naming
   /// integrator.mass) unless symmetric positive definite.
   void resize(std::size_t dimension);
@@ -66,6 +99,9 @@ public:
   /// covariance (dense). The momentum m ~ N(0, T M_old) is carried to N(0, T M_new): whitened by the
   /// old metric and coloured by the new one (diagonal: m_j × sqrt(M_new,j / M_old,j)).
   void adapt(std::vector<double> adapted, std::span<double> momentum);
+  /// M itself (d numbers, or d² row by row), the momentum carried as by adapt(); refused (naming
+  /// integrator.mass) unless positive definite.
+  void set_mass(std::span<const double> m, std::span<double> momentum);
   /// M: d numbers, or d² row by row (dense).
   std::vector<double> mass() const;
   /// What a checkpoint holds: M (diagonal) or K (dense), bit for bit.
@@ -77,6 +113,8 @@ private:
   void set_inverse_factor(std::vector<double> factor);
 
   bool dense_;
+  bool fisher_;
+  double ridge_;
   std::vector<double> given_;  // as configured: 1, d or (dense) d² numbers
   std::size_t dimension_ = 0;
   std::vector<double> values_, inverse_, sqrt_, inverse_sqrt_;  // diagonal
@@ -87,11 +125,11 @@ private:
 /// Stan's windowed adaptation of the metric (Stan Development Team, Stan Reference Manual, "HMC
 /// algorithm parameters: automatic parameter tuning"; the window rules and the shrinkage as Stan's
 /// windowed_adaptation, var_adaptation and covar_adaptation apply them, no code taken) for a
-/// warmup of W iterations: an initial fast interval of 75 iterations in which the chain only finds
-/// the typical set, then slow windows of 25 iterations doubling in length, the last one stretched
-/// to the start of a terminal interval of 50 iterations whenever the next window would not fit
-/// twice. A warmup shorter than 75 + 25 + 50 is split 15 % / 75 % / 10 %; one below 20 iterations
-/// is not adapted. At the end of each slow window the metric becomes the regularised covariance
+/// warmup of W iterations: an initial fast interval (init_buffer, 75 by default) in which the chain
+/// only finds the typical set, then slow windows (window, 25) doubling in length, the last one
+/// stretched to the start of a terminal interval (term_buffer, 50) whenever the next window would
+/// not fit twice. A warmup shorter than the three together is split 15 % / 75 % / 10 %; one below
+/// 20 iterations is not adapted. At the end of each slow window the metric becomes the regularised covariance
 /// of the window's n draws, shrunk towards 10⁻³ I:
 ///   diagonal  M_j⁻¹ = n/(n + 5) s_j² + 10⁻³ · 5/(n + 5)   (s_j² the sample variance of θ_j),
 ///   dense     M⁻¹  = n/(n + 5) S + 10⁻³ · 5/(n + 5) I     (S the sample covariance),
@@ -99,7 +137,7 @@ private:
 /// iterations count from 1 (a window ends at the first block end at or after its last iteration).
 class MassAdaptation {
 public:
-  explicit MassAdaptation(bool dense = false) : dense_(dense) {}
+  explicit MassAdaptation(bool dense = false, AdaptationWindows windows = {}) : dense_(dense), windows_(windows) {}
   /// θ at the end of the block that ended at `iteration` (<= warmup); the new metric when a slow
   /// window closes there, in Metric::adapt's form: d numbers of M, or d² of M⁻¹ (dense).
   std::optional<std::vector<double>> observe(std::uint64_t iteration, std::uint64_t warmup,
@@ -115,11 +153,13 @@ private:
   std::vector<double> regularised() const;
 
   bool dense_;
+  AdaptationWindows windows_;
   bool planned_ = false, done_ = false;
   std::uint64_t fast_end_ = 0, slow_end_ = 0, window_size_ = 0, window_end_ = 0;  // iterations
   std::uint64_t count_ = 0;                                                       // draws in the window
   std::vector<double> mean_;
   std::vector<double> squares_;  // Σ (θ - θ̄)(θ - θ̄)ᵀ: d numbers (diagonal) or d² (dense)
+  std::vector<double> before_;   // add()'s scratch: θ - θ̄ before the update
 };
 
 }  // namespace sgmcmc
@@ -202,8 +242,9 @@ std::string dense_mass_problem(std::span<const double> m, std::size_t d) {
   return "";
 }
 
-Metric::Metric(const Mass& mass) : dense_(mass.dense), given_(mass.values) {
+Metric::Metric(const Mass& mass) : dense_(mass.dense), fisher_(mass.fisher), ridge_(mass.ridge), given_(mass.values) {
   require_parameter(!given_.empty(), "integrator", "at least one mass", given_.size());
+  if (fisher_) require_parameter(ridge_ > 0.0, "integrator", "mass_ridge > 0", ridge_);
   if (!dense_)
     for (double value : given_) require_parameter(value > 0.0, "integrator", "mass > 0", value);
 }
@@ -304,6 +345,20 @@ void Metric::adapt(std::vector<double> adapted, std::span<double> momentum) {
   std::copy(whitened.begin(), whitened.end(), momentum.begin());
 }
 
+void Metric::set_mass(std::span<const double> m, std::span<double> momentum) {
+  const std::string source = fisher_ ? "integrator: the Fisher mass (mass = \"fisher\") " : "integrator: mass ";
+  if (!dense_) {
+    for (double value : m)
+      if (!(value > 0.0 && std::isfinite(value))) throw Error(fmt::format("{}has an entry {}, not a positive number", source, value));
+    adapt(std::vector<double>(m.begin(), m.end()), momentum);
+    return;
+  }
+  std::size_t row = 0;
+  const auto l = metric_parts::cholesky(m, dimension_, row);
+  if (!l) throw Error(fmt::format("{}is not positive definite (its Cholesky factorisation fails at row {})", source, row + 1));
+  adapt(metric_parts::inverse_from_cholesky(*l, dimension_), momentum);  // adapt() takes M⁻¹
+}
+
 std::vector<double> Metric::mass() const {
   if (!dense_) return values_;
   // M = (KKᵀ)⁻¹; KKᵀ's Cholesky factor is K itself. The lower triangle is mirrored, so that the
@@ -324,6 +379,40 @@ void Metric::restore(StateReader& in) {
   in.numbers(numbers, dense_ ? dimension_ * dimension_ : dimension_);
   if (dense_) set_inverse_factor(std::move(numbers));
   else set_diagonal(std::move(numbers));
+}
+
+std::vector<double> fisher_mass(const Model& model, std::span<const double> theta, Workspace& workspace, bool dense,
+                                double ridge) {
+  const std::size_t d = model.dimension(), items = model.num_items();
+  const bool sparse = !model.capabilities().per_item_gradients;
+  const std::size_t support = sparse ? model.item_gradient_support_size() : d;
+  constexpr std::size_t chunk = 256;  // items per call: the models' per-item loops amortise their set-up
+  std::vector<double> m(dense ? d * d : d, 0.0), values(chunk * support);
+  std::vector<std::size_t> batch, coordinates(sparse ? chunk * support : 0);
+  for (std::size_t first = 0; first < items; first += chunk) {
+    batch.resize(std::min(chunk, items - first));
+    for (std::size_t k = 0; k < batch.size(); ++k) batch[k] = first + k;
+    const std::span<double> rows(values.data(), batch.size() * support);
+    if (sparse) {
+      model.item_gradient_support(batch, std::span(coordinates.data(), batch.size() * support));
+      model.sparse_item_gradients(theta, batch, rows, workspace);
+    } else {
+      model.item_gradients(theta, batch, rows, workspace);
+    }
+    for (std::size_t k = 0; k < batch.size(); ++k) {
+      const double* g = &rows[k * support];
+      const auto coordinate = [&](std::size_t a) { return sparse ? coordinates[k * support + a] : a; };
+      for (std::size_t a = 0; a < support; ++a) {
+        if (!dense) {
+          m[coordinate(a)] += g[a] * g[a];
+          continue;
+        }
+        for (std::size_t b = 0; b < support; ++b) m[coordinate(a) * d + coordinate(b)] += g[a] * g[b];
+      }
+    }
+  }
+  for (std::size_t j = 0; j < d; ++j) m[dense ? j * d + j : j] += ridge;
+  return m;
 }
 
 std::optional<std::vector<double>> MassAdaptation::observe(std::uint64_t iteration, std::uint64_t warmup,
@@ -362,7 +451,7 @@ void MassAdaptation::restore(StateReader& in) {
 
 void MassAdaptation::plan(std::uint64_t warmup) {
   planned_ = true;
-  std::uint64_t fast = 75, base = 25, terminal = 50;
+  std::uint64_t fast = windows_.init_buffer, base = windows_.window, terminal = windows_.term_buffer;
   if (warmup < 20) {
     done_ = true;
     return;
@@ -387,17 +476,17 @@ void MassAdaptation::add(std::span<const double> theta) {
     squares_.assign(dense_ ? d * d : d, 0.0);
   }
   ++count_;
-  std::vector<double> before(d);
+  before_.resize(d);
   for (std::size_t j = 0; j < d; ++j) {
-    before[j] = theta[j] - mean_[j];
-    mean_[j] += before[j] / static_cast<double>(count_);
+    before_[j] = theta[j] - mean_[j];
+    mean_[j] += before_[j] / static_cast<double>(count_);
   }
   for (std::size_t i = 0; i < d; ++i) {
     if (!dense_) {
-      squares_[i] += before[i] * (theta[i] - mean_[i]);
+      squares_[i] += before_[i] * (theta[i] - mean_[i]);
       continue;
     }
-    for (std::size_t j = 0; j < d; ++j) squares_[i * d + j] += before[i] * (theta[j] - mean_[j]);
+    for (std::size_t j = 0; j < d; ++j) squares_[i * d + j] += before_[i] * (theta[j] - mean_[j]);
   }
 }
 

@@ -105,10 +105,17 @@ void decay_with_noise(std::span<double> momentum, double retention, double noise
 }
 }  // namespace substep_parts
 
+namespace substep_parts {
+/// The O step's noise sqrt((1 - c²)T), which keeps N(0, TM) invariant under m ← cm + noise M^{1/2}ξ.
+double ornstein_uhlenbeck_noise(double retention, double temperature) {
+  return std::sqrt((1.0 - retention * retention) * temperature);
+}
+}  // namespace substep_parts
+
 void ornstein_uhlenbeck(std::span<double> momentum, double retention, double temperature,
                         std::span<const double> sqrt_mass, Rng& rng) {
-  substep_parts::decay_with_noise(momentum, retention, std::sqrt((1.0 - retention * retention) * temperature), sqrt_mass,
-                                  rng);
+  substep_parts::decay_with_noise(momentum, retention, substep_parts::ornstein_uhlenbeck_noise(retention, temperature),
+                                  sqrt_mass, rng);
 }
 
 namespace substep_parts {
@@ -153,8 +160,8 @@ void drift(std::span<double> theta, std::span<double> momentum, const Metric& me
 }
 
 void ornstein_uhlenbeck(std::span<double> momentum, double retention, double temperature, const Metric& metric, Rng& rng) {
-  substep_parts::decay_with_noise(momentum, retention, std::sqrt((1.0 - retention * retention) * temperature), metric,
-                                  rng);
+  substep_parts::decay_with_noise(momentum, retention, substep_parts::ornstein_uhlenbeck_noise(retention, temperature),
+                                  metric, rng);
 }
 
 void thermostatted_ornstein_uhlenbeck(std::span<double> momentum, double friction, double diffusion, double temperature,
