@@ -399,7 +399,7 @@ TEST_CASE("adapt_mass's windows end where Stan's rule puts them, for the default
                                               "adapt_mass's adaptation, and adapt_mass is false"));
 }
 
-TEST_CASE("a dense metric or a Fisher mass is refused, naming the key, where it cannot be right; 1, d or d² numbers are accepted") {
+TEST_CASE("a dense metric or a Fisher mass is refused, naming the key, where it cannot be right, and 1, d or d² numbers are accepted") {
   const auto correlated = matrix::correlated_target();  // d = 2
   const auto refused = [](std::shared_ptr<const sgmcmc::Model> model, const std::string& lines, const std::string& expected) {
     INFO(lines);
