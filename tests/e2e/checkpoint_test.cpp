@@ -148,14 +148,16 @@ TEST_CASE("runs that adapt their mass, stopped mid-window and resumed, continue 
   CHECK(checked >= 12);
 }
 
-TEST_CASE("runs that adapt a dense mass, stopped mid-window and resumed, continue bit for bit") {
-  // As above with integrator.metric = "dense": the checkpoint at 90 carries the window's mean and
-  // sum of outer products (d² numbers), and the Cholesky factor in use, which the momentum was
-  // carried with when the mass changed; the manifest reports the adapted M as d rows of d.
-  const int checked = for_each_integrator_and_corrector([](const auto& integrator, const std::string& corrector, const auto& dir) {
+namespace {
+
+/// Every integrator with a metric, with and without mh, run with integrator.metric = "dense" and
+/// `settings`, stopped at `stop` and resumed: bit for bit, and the manifest reports M as d rows of
+/// d, symmetric. Returns the runs checked: 9 integrators with a metric, 5 of them with mh too.
+int check_dense_mass_resumes(const std::string& settings, std::uint64_t stop) {
+  return for_each_integrator_and_corrector([&](const auto& integrator, const std::string& corrector, const auto& dir) {
     check_stop_and_resume(dir, gaussian_arguments("minibatch", integrator.name, corrector) +
-                                   " --set run.warmup=200 --set integrator.adapt_mass=true --set integrator.metric=dense",
-                          90, 2, true);
+                                   " --set integrator.metric=dense " + settings,
+                          stop, 2, true);
     const auto manifest = nlohmann::json::parse(test::read_text(dir / "stopped" / "manifest.json"));
     CHECK(manifest["config"]["integrator"]["metric"] == "dense");
     const auto& mass = manifest["chains"][0]["adapted_mass"];
@@ -163,25 +165,21 @@ TEST_CASE("runs that adapt a dense mass, stopped mid-window and resumed, continu
     CHECK(mass[0].size() == 5);
     CHECK(mass[1][2] == mass[2][1]);
   }, "metric");
-  CHECK(checked >= 14);  // 9 integrators with a metric, 5 of them with mh too
+}
+
+}  // namespace
+
+TEST_CASE("runs that adapt a dense mass, stopped mid-window and resumed, continue bit for bit") {
+  // As above with integrator.metric = "dense": the checkpoint at 90 carries the window's mean and
+  // sum of outer products (d² numbers), and the Cholesky factor in use, which the momentum was
+  // carried with when the mass changed.
+  CHECK(check_dense_mass_resumes("--set run.warmup=200 --set integrator.adapt_mass=true", 90) >= 14);
 }
 
 TEST_CASE("runs with a Fisher mass, stopped and resumed, continue bit for bit") {
-  // integrator.mass = "fisher" (dense): the mass is computed once, before the first iteration, and
-  // the resumed run does not compute it again: the checkpoint carries its Cholesky factor. The
-  // manifest reports it as d rows of d.
-  const int checked = for_each_integrator_and_corrector([](const auto& integrator, const std::string& corrector, const auto& dir) {
-    check_stop_and_resume(dir, gaussian_arguments("minibatch", integrator.name, corrector) +
-                                   " --set integrator.mass=fisher --set integrator.metric=dense",
-                          40, 2, true);
-    const auto manifest = nlohmann::json::parse(test::read_text(dir / "stopped" / "manifest.json"));
-    CHECK(manifest["config"]["integrator"]["mass"] == "fisher");
-    const auto& mass = manifest["chains"][0]["adapted_mass"];
-    REQUIRE(mass.size() == 5);
-    CHECK(mass[0].size() == 5);
-    CHECK(mass[1][2] == mass[2][1]);
-  }, "metric");
-  CHECK(checked >= 14);  // 9 integrators with a metric, 5 of them with mh too
+  // integrator.mass = "fisher": the mass is computed once, before the first iteration, and the
+  // resumed run does not compute it again: the checkpoint carries its Cholesky factor.
+  CHECK(check_dense_mass_resumes("--set integrator.mass=fisher", 40) >= 14);
 }
 
 TEST_CASE("runs that adapt their step size, stopped mid-warmup and resumed, continue bit for bit") {

@@ -75,7 +75,7 @@ std::string dense_mass_problem(std::span<const double> m, std::size_t d);
 class Metric {
 public:
   explicit Metric(const Mass& mass);
-  /// integrator.mass = "fisher": the mass is computed at the chain's start (computed()).
+  /// integrator.mass = "fisher": the integrator computes the mass at the chain's start (set_mass).
   bool fisher() const { return fisher_; }
   double ridge() const { return ridge_; }
   /// Expands the configured mass to d coordinates; a dense one is factored here, refused (naming
@@ -100,7 +100,7 @@ public:
   /// old metric and coloured by the new one (diagonal: m_j × sqrt(M_new,j / M_old,j)).
   void adapt(std::vector<double> adapted, std::span<double> momentum);
   /// M itself (d numbers, or d² row by row), the momentum carried as by adapt(); refused (naming
-  /// integrator.mass) unless positive definite.
+  /// integrator.mass) unless positive (definite, and invertible in double precision).
   void set_mass(std::span<const double> m, std::span<double> momentum);
   /// M: d numbers, or d² row by row (dense).
   std::vector<double> mass() const;
@@ -353,10 +353,10 @@ void Metric::set_mass(std::span<const double> m, std::span<double> momentum) {
     adapt(std::vector<double>(m.begin(), m.end()), momentum);
     return;
   }
+  // Checked here, since adapt() keeps the metric in use when M⁻¹ does not factor.
+  if (const std::string problem = dense_mass_problem(m, dimension_); !problem.empty()) throw Error(source + problem);
   std::size_t row = 0;
-  const auto l = metric_parts::cholesky(m, dimension_, row);
-  if (!l) throw Error(fmt::format("{}is not positive definite (its Cholesky factorisation fails at row {})", source, row + 1));
-  adapt(metric_parts::inverse_from_cholesky(*l, dimension_), momentum);  // adapt() takes M⁻¹
+  adapt(metric_parts::inverse_from_cholesky(*metric_parts::cholesky(m, dimension_, row), dimension_), momentum);  // M⁻¹
 }
 
 std::vector<double> Metric::mass() const {
