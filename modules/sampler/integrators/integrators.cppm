@@ -780,7 +780,7 @@ Parameters read_scheduled(const Settings& section) {
                                              : section.positive_number_or_numbers("mass", 1.0));
   parameters.mass.dense = metric == "dense";
   parameters.mass.fisher = fisher;
-  if (fisher) parameters.mass.ridge = section.positive_number("mass_ridge", 1.0);
+  parameters.mass.ridge = section.positive_number("mass_ridge", 1.0);
   parameters.adapt_mass = section.flag("adapt_mass", false);
   parameters.mass.windows = read_adaptation_windows(section, parameters.adapt_mass);
   return parameters;
