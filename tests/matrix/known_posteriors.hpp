@@ -326,26 +326,18 @@ public:
   }
   void item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
                       sgmcmc::Workspace&) const override {
-    for (std::size_t k = 0; k < items.size(); ++k) {
-      const auto g = item_gradient(theta, items[k]);
-      out[2 * k] = g[0];
-      out[2 * k + 1] = g[1];
-    }
+    write_item_gradients(theta, items, out, {0, 1});
   }
   std::size_t item_gradient_support_size() const override { return 2; }
   void item_gradient_support(std::span<const std::size_t> items, std::span<std::size_t> coordinates) const override {
     for (std::size_t k = 0; k < items.size(); ++k) {
-      coordinates[2 * k] = 1;
-      coordinates[2 * k + 1] = 0;
+      coordinates[2 * k] = sparse_order[0];
+      coordinates[2 * k + 1] = sparse_order[1];
     }
   }
   void sparse_item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> values,
                              sgmcmc::Workspace&) const override {
-    for (std::size_t k = 0; k < items.size(); ++k) {
-      const auto g = item_gradient(theta, items[k]);
-      values[2 * k] = g[1];
-      values[2 * k + 1] = g[0];
-    }
+    write_item_gradients(theta, items, values, sparse_order);
   }
 
   double posterior_mean(std::size_t j) const { return mean_[j]; }
@@ -362,6 +354,17 @@ public:
   }
 
 private:
+  static constexpr std::array<std::size_t, 2> sparse_order = {1, 0};  // the sparse support's coordinates
+
+  /// Row k of `out` ← ∇f_{items[k]}(θ) at the coordinates `order`.
+  void write_item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
+                            std::array<std::size_t, 2> order) const {
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      const auto g = item_gradient(theta, items[k]);
+      out[2 * k] = g[order[0]];
+      out[2 * k + 1] = g[order[1]];
+    }
+  }
   /// ∇f_i(θ) = (Σ⁻¹/N)(θ - x_i).
   std::array<double, 2> item_gradient(std::span<const double> theta, std::size_t i) const {
     const double e0 = theta[0] - x_[2 * i], e1 = theta[1] - x_[2 * i + 1], n = static_cast<double>(num_items());
