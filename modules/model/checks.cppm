@@ -6,6 +6,7 @@ module;
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -31,9 +32,25 @@ struct CheckOutcome {
 /// Builds a model from [model] settings and a seed (a loaded plugin's factory).
 using ModelBuilder = std::function<std::shared_ptr<const Model>(const Settings&, std::uint64_t seed)>;
 
+/// The stages of check_model, in order; each gives one or more outcomes.
+inline constexpr const char* check_stages[] = {
+    "the model builds from the given settings", "dimensions", "gradients", "batches", "capabilities",
+    "quantities", "reproducibility"};
+
+/// What check_model reports while it runs, for a caller that runs it in a child process (a plugin
+/// can crash any process it is loaded into): the stage about to run, and each outcome as it is
+/// made. A caller whose child died in stage s starts another at s + 1 (`first_stage`); the model
+/// is built again there, and the stages before are not repeated.
+struct CheckProgress {
+  std::size_t first_stage = 0;
+  std::function<void(std::size_t stage)> on_stage = [](std::size_t) {};
+  std::function<void(const CheckOutcome&)> on_outcome = [](const CheckOutcome&) {};
+};
+
 /// Runs every check on the model `build` makes from `settings`. Never throws for a faulty model:
 /// an exception from it is a failed check.
-std::vector<CheckOutcome> check_model(const ModelBuilder& build, const Settings& settings);
+std::vector<CheckOutcome> check_model(const ModelBuilder& build, const Settings& settings,
+                                      const CheckProgress& progress = {});
 
 }  // namespace sgmcmc
 
@@ -434,35 +451,49 @@ std::vector<CheckOutcome> reproducibility_checks(const Probe& probe, const Model
 
 }  // namespace
 
-std::vector<CheckOutcome> check_model(const ModelBuilder& build, const Settings& settings) {
+std::vector<CheckOutcome> check_model(const ModelBuilder& build, const Settings& settings,
+                                      const CheckProgress& progress) {
   std::vector<CheckOutcome> outcomes;
+  const auto add = [&](CheckOutcome outcome) {
+    progress.on_outcome(outcome);
+    outcomes.push_back(std::move(outcome));
+  };
   const auto guarded = [&](const std::string& stage, auto&& run) {
     try {
       run();
     } catch (const std::exception& failure) {
-      outcomes.push_back({stage, CheckOutcome::Status::failed, failure.what()});
+      add({stage, CheckOutcome::Status::failed, failure.what()});
     }
   };
+  const auto runs = [&](std::size_t stage) {
+    if (stage < progress.first_stage) return false;
+    progress.on_stage(stage);
+    return true;
+  };
+  // Stage 0 reports its outcome only when it fails; a later process builds the model again silently.
   std::shared_ptr<const Model> model;
-  guarded("the model builds from the given settings", [&] {
+  if (progress.first_stage == 0) progress.on_stage(0);
+  guarded(check_stages[0], [&] {
     model = build(settings, 1);
     settings.reject_unknown_keys();
   });
   if (!model) return outcomes;
   const std::size_t d = model->dimension(), names = model->parameter_names().size();
-  outcomes.push_back(compare("dimensions are consistent (parameter names, items)",
-                             names == d && d > 0 && model->num_items() > 0 ? 0.0 : 2.0,
-                             fmt::format("dimension {}, {} parameter names, {} items", d, names, model->num_items())));
-  if (outcomes.back().status == CheckOutcome::Status::failed) return outcomes;
+  const bool consistent = names == d && d > 0 && model->num_items() > 0;
+  if (runs(1))
+    add(compare("dimensions are consistent (parameter names, items)", consistent ? 0.0 : 2.0,
+                fmt::format("dimension {}, {} parameter names, {} items", d, names, model->num_items())));
+  if (!consistent) return outcomes;
 
   const Probe probe = make_probe(model);
-  for (auto* group : {&gradient_checks, &batch_checks, &capability_checks, &quantity_checks})
-    guarded("checks raised an error", [&] {
-      for (auto& outcome : (*group)(probe)) outcomes.push_back(std::move(outcome));
-    });
-  guarded("reproducibility checks raised an error", [&] {
-    for (auto& outcome : reproducibility_checks(probe, build, settings)) outcomes.push_back(std::move(outcome));
-  });
+  const std::function<std::vector<CheckOutcome>(const Probe&)> groups[] = {
+      gradient_checks, batch_checks, capability_checks, quantity_checks,
+      [&](const Probe& p) { return reproducibility_checks(p, build, settings); }};
+  for (std::size_t k = 0; k < std::size(groups); ++k)
+    if (runs(2 + k))
+      guarded(fmt::format("{} checks raised an error", check_stages[2 + k]), [&] {
+        for (auto& outcome : groups[k](probe)) add(std::move(outcome));
+      });
   return outcomes;
 }
 

@@ -179,6 +179,7 @@ public:
   }
   void evaluate_metrics(std::span<const double> beta, sgmcmc::Workspace& base,
                         std::span<double> out) const override {
+    if (out.empty()) return;  // no held-out rows (test_rows = 0): no metric, and `out` has no element
     auto& workspace = static_cast<Workspace&>(base);
     for (std::size_t j = 0; j < test_.y.size(); ++j) workspace.log_densities[j] = log_density(test_, j, beta);
     out[0] = workspace.predictive.add(workspace.log_densities);
@@ -189,6 +190,7 @@ public:
     return test_.y.empty() ? std::vector<std::string>{} : std::vector<std::string>{"held_out_rmse"};
   }
   void evaluate_quantities(std::span<const double> beta, sgmcmc::Workspace&, std::span<double> out) const override {
+    if (out.empty()) return;  // as evaluate_metrics
     double sum = 0.0;
     for (std::size_t j = 0; j < test_.y.size(); ++j) sum += std::pow(test_.y[j] - test_.predictor(j, beta), 2);
     out[0] = std::sqrt(sum / static_cast<double>(test_.y.size()));

@@ -126,6 +126,12 @@ TEST_CASE("install, new-model, out-of-tree build, check-model and a chain with t
   CHECK(step.exit_code == 0);
   CHECK_THAT(step.output, Contains("0 failed") && Contains("PASS  batch gradient matches finite differences") &&
                               Contains("PASS  per-item gradients") && Contains("PASS  GLM form"));
+  // Without held-out rows the template has no metric, and its evaluate_metrics gets an empty span
+  // (it wrote out[0] there, and check-model died of SIGSEGV with no message).
+  step = shell(fmt::format("cd {} && {} check-model {} --set model.test_rows=0", quote(project), installed, quote(plugin)));
+  INFO(step.output);
+  CHECK(step.exit_code == 0);
+  CHECK_THAT(step.output, Contains("0 failed"));
 
   const fs::path out = dir.path() / "run";
   step = shell(fmt::format("cd {} && {} run --config mymodel.toml --plugin-dir build/plugins --quiet --out {}", quote(project),
@@ -214,6 +220,16 @@ TEST_CASE("check-model names each deliberate fault and exits non-zero") {
   CHECK_THAT(infinite.output, Contains("FAIL  quantities are finite functions of θ") && Contains("precision = inf"));
   CHECK_THAT(infinite.output, Contains("PASS  quantity names are new, distinct CSV columns"));
   CHECK_THAT(infinite.output, Contains("PASS  the capabilities in PluginInfo are the model's"));
+  // A plugin that crashes the process: the stage it crashed in fails, naming how the check process
+  // ended (a signal; under AddressSanitizer, its report's exit code), and the later stages still run.
+  const auto crash = test::run_cli("check-model " + fixture("crashes_in_quantities"));
+  INFO(crash.output);
+  CHECK(crash.exit_code == 1);
+  CHECK_THAT(crash.output, Contains("FAIL  quantities — the check process ended with ") && Contains("the plugin crashed it"));
+  CHECK_THAT(crash.output, Contains("PASS  batch gradient equals the sum of single-item gradients"));
+  CHECK_THAT(crash.output, Contains("PASS  thread safety: 4 workspaces in 4 threads agree with one"));
+  CHECK_THAT(crash.output, Contains("PASS  the capabilities in PluginInfo are the model's"));
+  CHECK_THAT(crash.output, Contains("checks, 1 failed"));
   const auto disagree = test::run_cli("check-model " + fixture("capabilities_disagree"));
   INFO(disagree.output);
   CHECK(disagree.exit_code == 1);
