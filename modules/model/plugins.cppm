@@ -143,6 +143,16 @@ std::string plugin_file_problem(const std::filesystem::path& path) {
   return "";
 }
 
+namespace {
+/// The model name a plugin file's name gives (sgmcmc-model-<name>.so), or "" for another name.
+std::string plugin_name_of(const std::filesystem::path& file) {
+  const std::string name = file.filename().string();
+  const std::string prefix = plugin_file_prefix, suffix = plugin_file_suffix;
+  if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix)) return "";
+  return name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+}
+}  // namespace
+
 LoadedPlugin load_plugin_file(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path)) throw Error(fmt::format("plugin {}: no such file", quoted(path)));
   if (const auto problem = plugin_file_problem(path); !problem.empty())
@@ -178,6 +188,13 @@ LoadedPlugin load_plugin_file(const std::filesystem::path& path) {
   } catch (const std::exception& error) {
     throw Error(fmt::format("plugin {}: its info function failed: {}", quoted(path), error.what()));
   }
+  // A file named for one model that holds another would run under the wrong name (a copy or a
+  // rename gone wrong); a path of another form names no model, so there is nothing to compare.
+  if (const auto named = plugin_name_of(path); !named.empty() && named != loaded.info_.name)
+    throw Error(fmt::format("plugin {}: the file is named for model '{}', but the plugin says it is model '{}'; "
+                            "rename it {}{}{} or rebuild it as '{}'",
+                            quoted(path), named, loaded.info_.name, plugin_file_prefix, loaded.info_.name,
+                            plugin_file_suffix, named));
   loaded.factory_ = &library.get_alias<ModelFactoryFunction>(model_factory_symbol);
   return loaded;
 }
@@ -214,14 +231,6 @@ std::vector<std::filesystem::path> plugin_search_path(const std::optional<std::f
   return folders;
 }
 
-namespace {
-std::string plugin_name_of(const std::filesystem::path& file) {
-  const std::string name = file.filename().string();
-  const std::string prefix = plugin_file_prefix, suffix = plugin_file_suffix;
-  if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) || !name.ends_with(suffix)) return "";
-  return name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
-}
-}  // namespace
 
 LoadedPlugin load_plugin(const std::string& name_or_path, const std::vector<std::filesystem::path>& search_path) {
   if (name_or_path.find('/') != std::string::npos || name_or_path.ends_with(plugin_file_suffix))

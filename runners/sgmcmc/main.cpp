@@ -2,6 +2,10 @@
 // loaded at run time.
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <system_error>
 #include <vector>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -38,9 +42,27 @@ int main(int argc, char** argv) {
   return 0;
 }
 
+namespace {
+
+/// Errors of the system rather than of sgmcmc, which are the user's input or machine, not a bug: a
+/// path the file system refuses (too long, a loop of symbolic links, no permission; the message
+/// names it), and a thread the system will not start (too many --threads or --jobs), for which the
+/// returned hint is added to the message. None when `error` is neither.
+std::optional<std::string> system_refusal(const std::exception& error) {
+  if (dynamic_cast<const std::filesystem::filesystem_error*>(&error)) return "";
+  const auto* system = dynamic_cast<const std::system_error*>(&error);
+  if (system && system->code() == std::errc::resource_unavailable_try_again)
+    return " (the system refused to start a thread: ask for fewer --threads or --jobs)";
+  return std::nullopt;
+}
+
+}  // namespace
+
 int report_error(const std::exception& error, const std::string& where) {
-  const bool bad_input = dynamic_cast<const sgmcmc::Error*>(&error) != nullptr;
-  fmt::print(stderr, "sgmcmc: {}{}: {}\n", bad_input ? "error" : "internal error", where, error.what());
+  const auto refusal = system_refusal(error);
+  const bool bad_input = dynamic_cast<const sgmcmc::Error*>(&error) != nullptr || refusal;
+  fmt::print(stderr, "sgmcmc: {}{}: {}{}\n", bad_input ? "error" : "internal error", where, error.what(),
+             refusal.value_or(""));
   std::fflush(stderr);
   return bad_input ? exit_bad_input : exit_internal_error;
 }

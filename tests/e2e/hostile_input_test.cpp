@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <string>
 #include <csignal>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -186,17 +187,17 @@ TEST_CASE("a truncated plugin file is an error naming it, in run, check-model an
   const auto plugins = dir.path() / "plugins";
   fs::create_directories(plugins);
   const auto broken = truncated_plugin(plugins, "broken");
-  fs::copy_file(test::gaussian_plugin_path, plugins / "sgmcmc-model-intact.so");
+  fs::copy_file(test::gaussian_plugin_path, plugins / "sgmcmc-model-gaussian.so");
   const std::string plugin_dir = " --plugin-dir " + quoted(plugins);
   const std::string truncated = "truncated";
   const std::string run = "run --preset demo --quiet --set run.iterations=20 --out " + quoted(dir.path() / "out") + plugin_dir;
   expect_exit(2, run + " --set model.name=broken", {broken.string(), truncated});
   expect_exit(2, "check-model " + quoted(broken), {broken.string(), truncated});
   // The did-you-mean lookup loads every plugin of the folders; the broken one must not stop it.
-  expect_exit(2, run + " --set model.name=intactt", {"did you mean 'intact'?"});
+  expect_exit(2, run + " --set model.name=gausian", {"did you mean 'gaussian'?"});
   // One bad file in a folder: `list` names it and goes on listing the others.
   const auto listed = expect_exit(0, "list" + plugin_dir, {"broken", "NOT LOADABLE", broken.string(), truncated});
-  CHECK_THAT(listed.output, Contains((plugins / "sgmcmc-model-intact.so").string()));
+  CHECK_THAT(listed.output, Contains((plugins / "sgmcmc-model-gaussian.so").string()));
   // Not an ELF file at all, and an ELF file of another machine (e_machine, bytes 18-19, set to 0xffff).
   const auto text = dir.write("plugins/sgmcmc-model-text.so", "not a shared library\n");
   expect_exit(2, "check-model " + quoted(text), {text.string(), "not an ELF file"});
@@ -204,4 +205,16 @@ TEST_CASE("a truncated plugin file is an error naming it, in run, check-model an
   fs::copy_file(test::gaussian_plugin_path, foreign);
   std::fstream(foreign, std::ios::in | std::ios::out | std::ios::binary).seekp(18).write("\xff\xff", 2);
   expect_exit(2, "check-model " + quoted(foreign), {foreign.string(), "machine 65535"});
+}
+
+TEST_CASE("the file system's refusals are input errors naming the path") {
+  test::TempDir dir;
+  // A name longer than the file system's limit (255 bytes a component): exit 2 naming it, not an
+  // internal error, as --out, as model.name and as run.init.
+  const std::string long_name(300, 'x');
+  const std::string demo = "run --preset demo --quiet --set run.iterations=10";
+  expect_exit(2, demo + " --out " + quoted(dir.path() / long_name), {"error:", long_name});
+  expect_exit(2, demo + " --set model.name=" + long_name + " --out " + quoted(dir.path() / "a"), {"error:", long_name});
+  expect_exit(2, demo + " --set run.init='\"" + (dir.path() / long_name).string() + "\"' --out " + quoted(dir.path() / "b"),
+              {"error:", long_name});
 }
