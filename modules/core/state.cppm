@@ -33,7 +33,7 @@ export namespace sgmcmc {
 /// "Elapsed Time" lines). 4: a run's checkpoint records the CRC-32 of each output file's bytes up
 /// to the checkpoint beside their length. 5: the chain and its metric rows keep CPU seconds beside
 /// wall seconds.
-inline constexpr std::uint32_t state_format_version = 5;
+inline constexpr std::uint32_t state_format_version = 6;
 
 class StateWriter {
 public:

@@ -60,6 +60,16 @@ std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& 
     throw Error(fmt::format("{}: the mh corrector needs the model's 'exact-log-likelihood' capability, which this "
                             "model does not declare (its likelihood is intractable or not implemented)",
                             where));
+  // Blocks of one step with exact endpoints hand the exact estimator to every step (each is the
+  // last of its block), so a stochastic estimator would never be called and each step would cost a
+  // full data pass while the configuration says minibatches.
+  if (corrector->block_length() == 1 && corrector->endpoint_estimator() && estimator_entry.name != "exact")
+    throw Error(fmt::format("{}: with corrector.every = 1 and exact_endpoints = true (the defaults) every step ends a "
+                            "block and takes exact gradients, so estimator '{}' would never be used and each step "
+                            "would cost a full data pass; set estimator.name = \"exact\" (MALA, HMC, exact OBABO), "
+                            "or corrector.every = K >= 2 for one MH test over K stochastic-gradient steps "
+                            "(Garriga-Alonso & Fortuin 2021), or exact_endpoints = false",
+                            where, estimator_entry.name));
   return corrector;
 }
 

@@ -44,7 +44,10 @@ struct ChainSchedule {
   std::uint64_t iterations = 1000;  // recorded iterations after the warmup
   std::uint64_t thin = 1;         // record every thin-th iteration
   std::uint64_t eval_every = 10;  // evaluate the model's metrics every eval_every-th iteration
-  bool compute_lp = false;        // lp__ = -U(θ) with a full pass per recorded draw; else NaN
+  /// lp__ = -U(θ) with a full pass per recorded draw; else 0, as CmdStan's variational output
+  /// writes it (a NaN stops R's bayesplot and posterior on the whole file), which the chain
+  /// files' comment line and the readers of runners/python mark as not computed.
+  bool compute_lp = false;
   /// Adds the temperatures to every metric row (run.temperatures): kinetic_temperature pᵀM⁻¹p/d
   /// for integrators with a momentum, and configurational_temperature θ·∇U(θ)/d with the
   /// full-data gradient (one full pass per row, not counted in the cost or the seconds); both are
@@ -56,6 +59,12 @@ struct ChainSchedule {
   /// Polled after every iteration that ends a block: once it is set, the chain takes a checkpoint
   /// there (checkpoint_every or not) and stops, ChainResult::interrupted (Ctrl-C in `sgmcmc run`).
   const std::atomic<bool>* stop_requested = nullptr;
+  /// A chain stops as diverged when θ is not finite at a block's end, or when some |θ_j| there
+  /// exceeds divergence_threshold × max(1, max_j |θ_j| where sampling started) (run.divergence_threshold;
+  /// 0 keeps only the finiteness check). A runaway chain can stay finite for a long time (|θ| ≈ 1e78
+  /// with a step past the stability limit, an adaptation feeding back on itself) while nothing it
+  /// draws means anything; 1e10 times the start's scale is far beyond any posterior reached from it.
+  double divergence_threshold = 1e10;
 };
 
 struct Draw {
@@ -80,6 +89,11 @@ struct MetricsRow {
 
 inline constexpr const char* kinetic_temperature_column = "kinetic_temperature";
 inline constexpr const char* configurational_temperature_column = "configurational_temperature";
+/// With an MH corrector, every metric row ends with the fraction of MH blocks accepted so far
+/// (the warmup's included) and since the previous row (so the rate's course over the run shows
+/// without recording every block's draw).
+inline constexpr const char* accept_rate_column = "accept_rate";
+inline constexpr const char* accept_rate_window_column = "accept_rate_window";
 
 /// Where a chain's output goes (the runner writes files; tests keep vectors).
 class ChainObserver {
@@ -145,7 +159,8 @@ public:
 
   /// The columns of the metric rows under `schedule`: the model's metrics (Model::metric_names()),
   /// then, with schedule.temperatures, kinetic_temperature (only for an integrator with a
-  /// momentum) and configurational_temperature.
+  /// momentum) and configurational_temperature, then, with a corrector that tests acceptance,
+  /// accept_rate and accept_rate_window.
   std::vector<std::string> metric_names(const ChainSchedule& schedule) const;
 
   const ChainState& state() const { return state_; }
@@ -159,6 +174,13 @@ private:
   void start(ChainContext& context);
   /// The temperatures of metric_names() at the current state into `out`.
   void evaluate_temperatures(std::span<double> out);
+  /// The acceptance columns of metric_names() into `out`; starts the next window.
+  void evaluate_acceptance(std::span<double> out);
+  /// Counts a corrector block's decision (the warmup's included) for the acceptance columns.
+  void count_block(const Decision& decision);
+  /// Why the chain must stop at the end of a block (θ not finite, or a runaway beyond
+  /// schedule.divergence_threshold), or an empty string.
+  std::string divergence(const ChainSchedule& schedule) const;
 
   /// What run() accumulates and a checkpoint must carry across a restart.
   struct Tally {
@@ -168,6 +190,9 @@ private:
     double warmup_seconds = 0.0;  // sampling (wall) seconds at the end of the warmup
     std::uint64_t target_changes = 0;  // after_step's changes of the target (prior or data)
     std::uint64_t data_changes = 0;    // of the data terms among them
+    double start_scale = 1.0;          // max(1, max_j |θ_j|) where sampling started (divergence)
+    std::uint64_t decided_blocks = 0, decided_accepted = 0;  // every MH block so far, warmup included
+    std::uint64_t window_blocks = 0, window_accepted = 0;    // since the previous metric row
   };
 
   // The model is declared first so that everything it made (the workspace) is destroyed
@@ -234,11 +259,47 @@ void Chain::check(const ChainSchedule& schedule) const {
 
 std::vector<std::string> Chain::metric_names(const ChainSchedule& schedule) const {
   auto names = model_->metric_names();
-  if (!schedule.temperatures) return names;
-  // Whether there is a value, not the value, which before the chain starts is that of no momentum.
-  if (integrator_->kinetic_temperature(state_)) names.push_back(kinetic_temperature_column);
-  names.push_back(configurational_temperature_column);
+  if (schedule.temperatures) {
+    // Whether there is a value, not the value, which before the chain starts is that of no momentum.
+    if (integrator_->kinetic_temperature(state_)) names.push_back(kinetic_temperature_column);
+    names.push_back(configurational_temperature_column);
+  }
+  if (corrector_->tests_acceptance()) {
+    names.push_back(accept_rate_column);
+    names.push_back(accept_rate_window_column);
+  }
   return names;
+}
+
+void Chain::count_block(const Decision& decision) {
+  ++tally_.decided_blocks;
+  ++tally_.window_blocks;
+  tally_.decided_accepted += decision.accepted ? 1 : 0;
+  tally_.window_accepted += decision.accepted ? 1 : 0;
+}
+
+/// NaN for a window without a block (eval_every is a multiple of the block length, so only a
+/// row at the start could have none).
+void Chain::evaluate_acceptance(std::span<double> out) {
+  const auto rate = [](std::uint64_t accepted, std::uint64_t blocks) {
+    return blocks ? static_cast<double>(accepted) / static_cast<double>(blocks) : std::nan("");
+  };
+  out[0] = rate(tally_.decided_accepted, tally_.decided_blocks);
+  out[1] = rate(tally_.window_accepted, tally_.window_blocks);
+  tally_.window_blocks = tally_.window_accepted = 0;
+}
+
+std::string Chain::divergence(const ChainSchedule& schedule) const {
+  const auto& theta = state_.theta;
+  if (!all_finite(theta)) return "θ is no longer finite (NaN or Inf)";
+  if (schedule.divergence_threshold == 0.0) return {};
+  const auto largest = std::ranges::max_element(theta, {}, [](double x) { return std::abs(x); });
+  const double bound = schedule.divergence_threshold * tally_.start_scale;
+  if (largest == theta.end() || std::abs(*largest) <= bound) return {};
+  return fmt::format("|θ_{}| = {:.3g} is beyond run.divergence_threshold × the start's scale = {:.3g} × {:.3g}, a "
+                     "runaway chain (raise run.divergence_threshold if such values are plausible)",
+                     largest - theta.begin() + 1, std::abs(*largest), schedule.divergence_threshold,
+                     tally_.start_scale);
 }
 
 /// Configurational temperature: for π ∝ exp(-U/T) with U growing at infinity (at the boundary
@@ -284,6 +345,9 @@ void Chain::save_state(StateWriter& out) const {
   out.number(tally_.warmup_seconds);
   out.count(tally_.target_changes);
   out.count(tally_.data_changes);
+  out.number(tally_.start_scale);
+  for (const auto count : {tally_.decided_blocks, tally_.decided_accepted, tally_.window_blocks, tally_.window_accepted})
+    out.count(count);
   rng_.save_state(out);
   integrator_->save_state(out);
   estimator_->save_state(out);
@@ -318,6 +382,9 @@ void Chain::restore_state(StateReader& in) {
   tally_.warmup_seconds = in.number();
   tally_.target_changes = in.count();
   tally_.data_changes = in.count();
+  tally_.start_scale = in.number();
+  for (auto* count : {&tally_.decided_blocks, &tally_.decided_accepted, &tally_.window_blocks, &tally_.window_accepted})
+    *count = in.count();
   rng_.restore_state(in);
   integrator_->restore_state(in);
   estimator_->restore_state(in);
@@ -346,6 +413,7 @@ void Chain::start(ChainContext& context) {
   integrator_->initialise(state_, model_->dimension(), rng_);
   estimator_->prepare(state_.theta, context);
   integrator_->prepare(state_, context);
+  for (const double x : state_.theta) tally_.start_scale = std::max(tally_.start_scale, std::abs(x));
 }
 
 double Chain::log_density(ChainContext& context) {
@@ -405,16 +473,15 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
       state_.iteration = iteration;  // a rejection restored the block's first state, iteration included
       model_step(iteration, context);
       tally_.non_finite_proposals += decision.non_finite ? 1 : 0;
+      if (corrector_->tests_acceptance()) count_block(decision);
       if (iteration > schedule.warmup) {  // acceptance statistics of the recorded part
         ++tally_.blocks;
         tally_.accepted_blocks += decision.accepted ? 1 : 0;
         tally_.accept_sum += decision.accept_stat;
       }
-      if (!all_finite(state_.theta)) {
+      if (const auto why = divergence(schedule); !why.empty()) {
         result.diverged = true;
-        result.message = fmt::format("diverged at iteration {}: θ is no longer finite (NaN or Inf); "
-                                     "try a smaller integrator.step_size",
-                                     iteration);
+        result.message = fmt::format("diverged at iteration {}: {}; try a smaller integrator.step_size", iteration, why);
         break;
       }
       integrator_->after_block(state_, schedule.warmup, decision);
@@ -426,15 +493,16 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
     if (records_draw || evaluates) {  // the clock is read only around bookkeeping, not every iteration
       const Seconds bookkeeping_start = clock_now();
       if (records_draw) {
-        const double lp = schedule.compute_lp ? log_density(context) : std::nan("");
+        const double lp = schedule.compute_lp ? log_density(context) : 0.0;
         observer.on_draw(
             {iteration, lp, integrator_->step_size(), decision, state_.theta, *workspace_, tally_.target_changes,
              tally_.data_changes});
       }
       if (evaluates) {
         const Seconds sampling = seconds() - since(bookkeeping_start);
-        model_->evaluate_metrics(state_.theta, *workspace_, std::span(metric_values).first(model_metrics));
+        if (model_metrics) model_->evaluate_metrics(state_.theta, *workspace_, std::span(metric_values).first(model_metrics));
         if (schedule.temperatures) evaluate_temperatures(std::span(metric_values).subspan(model_metrics));
+        if (corrector_->tests_acceptance()) evaluate_acceptance(std::span(metric_values).last(2));
         observer.on_metrics({iteration, sampling.wall, sampling.cpu, cost_, metric_values});
       }
       bookkeeping += since(bookkeeping_start);

@@ -104,7 +104,8 @@ std::vector<std::string> stan_argument_lines(const sgmcmc::ChainSchedule& schedu
                                              bool adapts);
 
 /// metrics.csv: chain, iteration, seconds, cpu_seconds, item_gradients, then the columns `names`
-/// (Chain::metric_names: the model's metrics, then the temperatures with run.temperatures);
+/// (Chain::metric_names: the model's metrics, then the temperatures with run.temperatures, then the
+/// acceptance rates with an MH corrector);
 /// the rows of chain 1, then of chain 2, and so on.
 void write_metrics(const std::filesystem::path& path, const std::vector<std::string>& names,
                    const std::vector<const ChainFiles*>& chains);

@@ -79,6 +79,14 @@ RunSchedule read_schedule(const sgmcmc::Settings& run) {
   // Read only when set: runs without checkpoints record no such key (their files are unchanged).
   if (run.contains("checkpoint_every"))
     schedule.chain.checkpoint_every = static_cast<std::uint64_t>(run.integer_at_least("checkpoint_every", 0, 0));
+  // Read only when set, as temperatures (the default, 1e10, is ChainSchedule's).
+  if (run.contains("divergence_threshold")) {
+    schedule.chain.divergence_threshold = run.number("divergence_threshold", 0.0);
+    if (schedule.chain.divergence_threshold != 0.0 && !(schedule.chain.divergence_threshold > 1.0))
+      throw sgmcmc::Error(fmt::format("{}: expected 0 (only a θ that is not finite stops a chain) or a factor above 1 "
+                                      "of the start's scale, found {}",
+                                      run.describe("divergence_threshold"), schedule.chain.divergence_threshold));
+  }
   schedule.chains = static_cast<std::uint64_t>(run.integer_at_least("chains", 1, 1));
   schedule.seed = static_cast<std::uint64_t>(run.integer_at_least("seed", 1, 0));
   // Separate, so that chains of several seeds can sample one data set (box plots across seeds).
@@ -372,7 +380,7 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
   auto comments = config_comment_lines(manifest["config"]);
   comments.insert(comments.begin(), fmt::format("sgmcmc {} ({})", SGMCMC_VERSION, run.source));
   comments.push_back(run.schedule.chain.compute_lp ? "lp__ = -U(theta), up to a constant"
-                                                   : "lp__ = nan: not computed (set run.lp = true for -U(theta), one data pass per draw)");
+                                                   : std::string(run_folder::not_computed_lp_comment));
   const auto names = run.model()->parameter_names();
   const auto quantity_names = run.model()->quantity_names();
   const bool adapts = manifest["config"]["integrator"].value("adapt_mass", false) ||

@@ -4,7 +4,8 @@
 //   chain-<k>.csv      Stan CSV draws of chain k (written as the chain runs)
 //   gradients-<k>.csv  ∇log π at each draw of chain k, when [output] gradients is not "none"
 //   metrics.csv        chain, iteration, seconds, cpu_seconds, item_gradients, then the model's metrics
-//                      and, with run.temperatures, the temperatures (Chain::metric_names)
+//                      and, with run.temperatures, the temperatures, with an MH corrector accept_rate
+//                      and accept_rate_window (Chain::metric_names)
 //   manifest.json      resolved configuration, seed, versions, timings, cost; written last, through
 //                      a temporary name, so a folder without it is an interrupted run; one with
 //                      status "interrupted" was stopped by SIGINT/SIGTERM and can be resumed.
@@ -29,6 +30,12 @@ inline constexpr const char* manifest = "manifest.json";
 inline constexpr const char* metrics = "metrics.csv";
 inline constexpr const char* config = "config.toml";
 inline constexpr const char* checkpoint_record = "checkpoint.json";
+
+/// The comment line of a chain file whose lp__ column is not the log density: R's readers need a
+/// finite number there, and runners/python reads this line to give NaN instead.
+inline constexpr const char* not_computed_lp_comment =
+    "lp__ = 0: not computed, as in CmdStan's variational output (set run.lp = true for -U(theta), one data pass per "
+    "draw)";
 
 /// The numbered files' names start so; each chain's file is the prefix, k and an extension.
 inline constexpr const char* chain_prefix = "chain-";

@@ -51,8 +51,10 @@ TEST_CASE("sgmcmc run --preset demo writes manifest, Stan CSV chains and metrics
     CHECK(csv.columns == std::vector<std::string>{"lp__", "accept_stat__", "stepsize__", "beta.1", "beta.2", "beta.3",
                                                   "beta.4", "beta.5"});
     CHECK(csv.rows.size() == static_cast<std::size_t>(400 / thin));
-    for (const auto& row : csv.rows) {  // 8 numbers, all finite but lp__ (not computed)
+    CHECK(test::read_text(out / fmt::format("chain-{}.csv", k)).find("# lp__ = 0: not computed") != std::string::npos);
+    for (const auto& row : csv.rows) {  // 8 finite numbers, lp__ 0 (not computed, as the comment says)
       CHECK(row.size() == 8);
+      CHECK(row[0] == 0.0);
       for (std::size_t j = 1; j < row.size(); ++j) CHECK(std::isfinite(row[j]));
     }
   }
@@ -139,6 +141,85 @@ TEST_CASE("a diverging chain stops with a message and keeps what it wrote") {
   CHECK(stopped < 5000);
 }
 
+TEST_CASE("a runaway chain that stays finite stops as diverged beyond run.divergence_threshold") {
+  // SGLD on the demo's posterior (λ_max ≈ 8,000: 8,000 training rows of unit-variance features)
+  // at ε = 5.5e-4 has ελ_max/2 ≈ 2.2, so its largest mode grows by |1 - ελ/2| ≈ 1.2 per step:
+  // after 600 steps |θ| ≈ 1e54, still finite, and past 1e10 (the default threshold × the start's
+  // scale 1 at θ = 0) within about 120 steps.
+  test::TempDir dir;
+  const auto run = [&](const std::string& name, const std::string& extra) {
+    return test::run_cli("run --preset demo --chains 1 --set integrator.step_size=5.5e-4 --set run.thin=1 "
+                         "--set run.warmup=0 --set run.iterations=600 " + extra + " --out '" + (dir.path() / name).string() + "'");
+  };
+  const auto largest_draw = [&](const std::string& name) {
+    const auto csv = sgmcmc::read_stan_csv(dir.path() / name / "chain-1.csv");
+    double largest = 0.0;
+    for (const auto& row : csv.rows)
+      for (std::size_t j = 3; j < row.size(); ++j) largest = std::max(largest, std::abs(row[j]));
+    return std::pair{largest, csv.rows.size()};
+  };
+
+  // Only the finiteness check (today's behaviour before the threshold): the runaway completes.
+  const auto unchecked = run("unchecked", "--set run.divergence_threshold=0");
+  INFO(unchecked.output);
+  REQUIRE(unchecked.exit_code == 0);
+  const auto [unchecked_largest, unchecked_rows] = largest_draw("unchecked");
+  CHECK(unchecked_rows == 600);
+  CHECK(std::isfinite(unchecked_largest));
+  CHECK(unchecked_largest > 1e30);
+
+  const auto stopped = run("stopped", "");
+  INFO(stopped.output);
+  CHECK(stopped.exit_code == 1);
+  CHECK_THAT(stopped.output, Contains("chain 1 diverged at iteration") && Contains("run.divergence_threshold") &&
+                                 Contains("a runaway chain"));
+  const auto manifest = nlohmann::json::parse(test::read_text(dir.path() / "stopped" / "manifest.json"));
+  CHECK(manifest["status"] == "diverged");
+  const std::uint64_t iterations = manifest["chains"][0]["iterations"];
+  const auto [largest, rows] = largest_draw("stopped");
+  CHECK(rows == iterations);  // every draw before the runaway step kept, the runaway one not written
+  CHECK(rows < 300);
+  CHECK(largest <= 1e10);
+
+  // A threshold that is neither 0 nor above 1 is refused, naming the key.
+  const auto refused = run("refused", "--set run.divergence_threshold=0.5");
+  CHECK(refused.exit_code == 2);
+  CHECK_THAT(refused.output, Contains("run.divergence_threshold") && Contains("above 1"));
+}
+
+TEST_CASE("metrics.csv of an MH run carries the acceptance rate so far and since the previous row") {
+  // OBABO + MH over K = 10 steps, a row every 50 iterations: 5 blocks per row. From the chain's
+  // accepted__ column (thin = K: every block's decision) the rates are recomputed independently.
+  test::TempDir dir;
+  const auto out = dir.path() / "mh";
+  const auto result = test::run_cli("run --preset gaussian-obabo-mh --chains 1 --set run.warmup=0 --set run.iterations=1000 "
+                                    "--set integrator.step_size=0.006 --out '" + out.string() + "'");
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  const auto csv = sgmcmc::read_stan_csv(out / "chain-1.csv");
+  const auto accepted_column = std::ranges::find(csv.columns, "accepted__") - csv.columns.begin();
+  REQUIRE(csv.rows.size() == 100);
+  const auto metrics = lines_of(test::read_text(out / "metrics.csv"));
+  const auto header = test::csv_fields(metrics.front());
+  const auto column = [&](const std::string& name) { return std::ranges::find(header, name) - header.begin(); };
+  REQUIRE(column("accept_rate") + 1 == column("accept_rate_window"));
+  REQUIRE(column("accept_rate_window") + 1 == static_cast<std::ptrdiff_t>(header.size()));
+  REQUIRE(metrics.size() == 1 + 20);
+  double accepted = 0.0, some_rejected = 0.0;
+  for (std::size_t row = 0; row < 20; ++row) {
+    const auto fields = test::csv_fields(metrics[row + 1]);
+    double window = 0.0;
+    for (std::size_t block = 5 * row; block < 5 * row + 5; ++block) window += csv.rows[block][accepted_column];
+    accepted += window;
+    some_rejected += window < 5.0;
+    CHECK(std::stod(fields[column("accept_rate_window")]) == window / 5.0);
+    CHECK(std::stod(fields[column("accept_rate")]) == Approx(accepted / (5.0 * (row + 1))).epsilon(1e-15));
+  }
+  CHECK(some_rejected > 0);  // the step is large enough for rejections: the columns are not all 1
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  CHECK(manifest["chains"][0]["accepted_blocks"] == accepted);
+}
+
 TEST_CASE("a mass per coordinate given with --set is recorded as an array in the manifest and the chains") {
   test::TempDir dir;
   const auto out = dir.path() / "mass";
@@ -178,6 +259,9 @@ TEST_CASE("bad input: a clear message, exit code 2, no crash, no results") {
   expect_error("run --preset demo --set corrector.name=mh", "the mh corrector cannot follow integrator 'sgld': sgld computes no gradient");
   expect_error("run --preset demo --set corrector.name=mh --set integrator.name=obabo --set integrator.schedule=cyclical",
                "the mh corrector needs a constant step size");
+  // The defaults every = 1 and exact_endpoints = true would replace every minibatch gradient.
+  expect_error("run --preset demo --set corrector.name=mh --set integrator.name=obabo",
+               "estimator 'minibatch' would never be used and each step would cost a full data pass");
   expect_error("run --preset demo --set corrector.name=mh --set integrator.name=obabo --set corrector.every=3",
                "run.thin = 5 must be a multiple of corrector.every = 3");
   expect_error("run --preset demo --set integrator.schedule=linear", "unknown schedule 'linear'");
@@ -225,22 +309,39 @@ TEST_CASE("bad plugins are refused with the reason, before anything in them runs
 }
 
 TEST_CASE("plugins are found through --plugin-dir and SGMCMC_PLUGIN_PATH, in that order") {
+  // A copy of the gaussian plugin in folder a shadows the build tree's: which file ran is the
+  // manifest's model.plugin.
   test::TempDir dir;
   fs::create_directories(dir.path() / "a");
-  fs::copy_file(test::gaussian_plugin_path, dir.path() / "a" / "sgmcmc-model-copied.so");
+  const auto copy = dir.path() / "a" / "sgmcmc-model-gaussian.so";
+  fs::copy_file(test::gaussian_plugin_path, copy);
   const auto by_dir = test::run_cli("list --plugin-dir '" + (dir.path() / "a").string() + "'");
-  CHECK_THAT(by_dir.output, Contains((dir.path() / "a" / "sgmcmc-model-copied.so").string()));
-  const auto by_env = test::run_cli("run --preset demo --quiet --set run.iterations=10 --set model.name=copied --out '" +
-                                    (dir.path() / "o").string() + "'");
-  CHECK(by_env.exit_code == 2);  // not on the search path yet
-  const auto found = test::run_cli("run --preset demo --quiet --set run.iterations=10 --set model.name=copied --plugin-dir '" +
-                                   (dir.path() / "a").string() + "' --out '" + (dir.path() / "o").string() + "'");
-  INFO(found.output);
-  CHECK(found.exit_code == 0);
+  CHECK_THAT(by_dir.output, Contains(copy.string()) && Contains("shadowed"));
+  const auto plugin_of = [&](const std::string& name) {
+    return nlohmann::json::parse(test::read_text(dir.path() / name / "manifest.json"))["model"]["plugin"].get<std::string>();
+  };
+  const std::string run = "run --preset demo --quiet --set run.iterations=10 --out '";
+  REQUIRE(test::run_cli(run + (dir.path() / "o").string() + "'").exit_code == 0);
+  CHECK(plugin_of("o") != copy.string());  // not on the search path yet
+  REQUIRE(test::run_cli(run + (dir.path() / "d").string() + "' --plugin-dir '" + (dir.path() / "a").string() + "'").exit_code == 0);
+  CHECK(plugin_of("d") == copy.string());
   const std::string env = "SGMCMC_PLUGIN_PATH='" + (dir.path() / "a").string() + "' ";
-  const auto result = std::system((env + "'" + SGMCMC_CLI + "' run --preset demo --quiet --set run.iterations=10 --set model.name=copied --out '" +
-                                   (dir.path() / "e").string() + "' >/dev/null 2>&1").c_str());
+  const auto result = std::system((env + "'" + SGMCMC_CLI + "' " + run + (dir.path() / "e").string() + "' >/dev/null 2>&1").c_str());
   CHECK(result == 0);
+  CHECK(plugin_of("e") == copy.string());
+}
+
+TEST_CASE("a plugin file named for another model than its own is refused, not run under the file's name") {
+  test::TempDir dir;
+  fs::create_directories(dir.path() / "p");
+  fs::copy_file(test::gaussian_plugin_path, dir.path() / "p" / "sgmcmc-model-logistic.so");
+  const auto result = test::run_cli("run --preset demo --quiet --set run.iterations=10 --set model.name=logistic "
+                                    "--plugin-dir '" + (dir.path() / "p").string() + "' --out '" + (dir.path() / "o").string() + "'");
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Contains("sgmcmc-model-logistic.so") &&
+                                Contains("the file is named for model 'logistic', but the plugin says it is model 'gaussian'"));
+  CHECK(!fs::exists(dir.path() / "o" / "manifest.json"));
 }
 
 TEST_CASE("an existing output folder is never overwritten without --replace") {

@@ -64,7 +64,9 @@ TEST_CASE("rstan, posterior and bayesplot read every model's chains, and the num
          "r-cran-bayesplot");
   const std::string lda_corpus = "--set model.topics=4 --set model.true_topics=3 --set model.docs=100 --set model.words=30";
   const std::vector<ModelRun> runs = {
-      // lp__ computed for two models (rstan then has a log density), NaN for the others.
+      // lp__ computed for two models (rstan then has a log density), 0 for "not computed" for the
+      // others: with a NaN there, bayesplot::mcmc_trace on the whole array stops ("NAs not allowed").
+      // Every run uses the defaults of its preset otherwise.
       {"gaussian", "--preset gaussian-obabo-mh --set run.eval_every=50 --set run.lp=true", 2, 100, 300, 10},
       {"logistic", "--preset covtype-sgld --set model.n=2000 --set run.eval_every=50", 2, 50, 200, 5},
       // pmf names U.<user>.<k> and V.<item>.<k> by the data's ids and leaves out items without a

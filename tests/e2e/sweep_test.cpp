@@ -137,6 +137,7 @@ TEST_CASE("sgmcmc sweep skips a combination that cannot work and lists its reaso
   test::TempDir dir;
   const auto file = dir.write("mh.toml",
                               "preset = \"demo\"\n[base.run]\nwarmup = 0\niterations = 100\nchains = 1\neval_every = 50\nthin = 5\n"
+                              "[base.corrector]\nevery = 5\n"  // minibatch kicks inside MH blocks (every = 1 would refuse them)
                               "[axes]\n\"integrator.name\" = [\"sghmc\", \"obabo\"]\n\"corrector.name\" = [\"none\", \"mh\"]\n");
   const auto result = test::run_cli("sweep '" + file.string() + "' --out '" + (dir.path() / "out").string() + "' --jobs 2");
   INFO(result.output);

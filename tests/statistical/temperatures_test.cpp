@@ -93,7 +93,8 @@ TEST_CASE("temperatures of exact samplers: obabo + mh with a mass M = 4 and baoa
   const auto obabo = run_temperatures(
       "[estimator]\nname = \"exact\"\n[integrator]\nname = \"obabo\"\nstep_size = 1.0\nfriction = 1.0\nmass = 4.0\n"
       "[corrector]\nname = \"mh\"\n");
-  CHECK(obabo.names == std::vector<std::string>{"kinetic_temperature", "configurational_temperature"});
+  CHECK(obabo.names == std::vector<std::string>{"kinetic_temperature", "configurational_temperature", "accept_rate",
+                                                "accept_rate_window"});
   check_mean(obabo.kinetic, 1.0, "obabo + mh, kinetic");
   check_mean(obabo.configurational, 1.0, "obabo + mh, configurational");
   // BAOAB's O sits between deterministic parts reversible under a momentum flip, so the block's

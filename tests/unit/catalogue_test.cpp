@@ -57,12 +57,13 @@ TEST_CASE("every catalogue entry declares exactly the keys it reads") {
   const test::NormalTarget exact_model(0.0, 1.0);  // has an exact log-likelihood
   check_declared_keys(sgmcmc::corrector_catalogue(), "corrector",
                       [&](const auto& c) { sgmcmc::make_corrector(c, exact_model, *integrator); },
-                      "[integrator]\nname = \"obabo\"\n");
+                      "[integrator]\nname = \"obabo\"\n[estimator]\nname = \"exact\"\n");
 }
 
 TEST_CASE("mh is refused on a model without an exact log-likelihood, naming the capability") {
   const TinyModel model;
-  auto config = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\n[corrector]\nname = \"mh\"\n", "m.toml");
+  auto config = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\n[corrector]\nname = \"mh\"\n[estimator]\nname = \"exact\"\n",
+                                     "m.toml");
   const auto integrator = sgmcmc::make_integrator(config["integrator"]);
   CHECK_THROWS_WITH(sgmcmc::make_corrector(config, model, *integrator),
                     Contains("m.toml:4: corrector.name") && Contains("'exact-log-likelihood' capability"));
@@ -96,9 +97,34 @@ TEST_CASE("mh is refused after the history-dependent estimators svrg and saga, n
   }
   for (const char* estimator : {"exact", "minibatch", "cv"}) {  // these draw each batch afresh: accepted
     auto config = sgmcmc::parse_config(
-        fmt::format("[estimator]\nname = \"{}\"\n[integrator]\nname = \"obabo\"\n[corrector]\nname = \"mh\"\n", estimator),
+        fmt::format("[estimator]\nname = \"{}\"\n[integrator]\nname = \"obabo\"\n[corrector]\nname = \"mh\"\nevery = 2\n",
+                    estimator),
         "h.toml");
     const auto integrator = sgmcmc::make_integrator(config["integrator"]);
     CHECK(sgmcmc::make_corrector(config, exact_model, *integrator)->tests_acceptance());
   }
+}
+
+TEST_CASE("mh over blocks of one step with exact endpoints refuses a stochastic estimator it would never call") {
+  // Every step ends a block, and a block's last step takes the exact estimator: minibatch and cv
+  // gradients would be replaced, each step a full pass. Blocks of 2 steps, or stochastic endpoints,
+  // use them; the exact estimator is what such a chain runs anyway (MALA, HMC, exact OBABO).
+  const test::NormalTarget model(0.0, 1.0);
+  const auto corrector = [&](const std::string& estimator, const std::string& corrector_keys) {
+    auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"{}\"\n[integrator]\nname = \"obabo\"\n"
+                                                   "[corrector]\nname = \"mh\"\n{}",
+                                                   estimator, corrector_keys),
+                                       "e.toml");
+    const auto integrator = sgmcmc::make_integrator(config["integrator"]);
+    return sgmcmc::make_corrector(config, model, *integrator);
+  };
+  for (const char* estimator : {"minibatch", "cv"}) {
+    INFO(estimator);
+    CHECK_THROWS_WITH(corrector(estimator, ""), Contains("e.toml:6: corrector.name") &&
+                                                    Contains(fmt::format("estimator '{}' would never be used", estimator)));
+    CHECK_THROWS_WITH(corrector(estimator, "every = 1\nexact_endpoints = true\n"), Contains("would never be used"));
+    CHECK(corrector(estimator, "every = 2\n")->tests_acceptance());
+    CHECK(corrector(estimator, "exact_endpoints = false\n")->tests_acceptance());
+  }
+  CHECK(corrector("exact", "")->tests_acceptance());
 }

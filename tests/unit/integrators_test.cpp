@@ -617,7 +617,8 @@ TEST_CASE("step-size adaptation is refused, naming the key and the reason, where
   const auto model = std::make_shared<test::NormalTarget>(0.0, 1.0);
   const auto chain = [&](const std::string& integrator, const std::string& corrector) {
     auto config = sgmcmc::parse_config(
-        fmt::format("[integrator]\n{}\n[corrector]\nname = \"{}\"\n", integrator, corrector), "a.toml");
+        fmt::format("[integrator]\n{}\n[corrector]\nname = \"{}\"\n[estimator]\nname = \"exact\"\n", integrator, corrector),
+        "a.toml");
     return sgmcmc::make_chain(config, model, sgmcmc::Rng(1, 2));
   };
   using Catch::Matchers::Contains;

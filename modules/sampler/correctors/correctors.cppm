@@ -158,7 +158,8 @@ CorrectorFactory factory() {
 const std::vector<CatalogueEntry<CorrectorFactory>>& corrector_catalogue() {
   static const std::vector<CatalogueEntry<CorrectorFactory>> catalogue = {
       {"none", "accept every move (no Metropolis-Hastings test)", {}, factory<NoCorrectionParameters>()},
-      {"mh", "Metropolis-Hastings test every `every` (1) steps with the exact potential; exact_endpoints (true)",
+      {"mh", "Metropolis-Hastings test every `every` (1) steps with the exact potential; exact_endpoints (true: exact "
+       "gradients at a block's end, so with every = 1 every gradient is exact and the estimator must be 'exact')",
        {"every", "exact_endpoints"}, factory<MhParameters>()},
   };
   return catalogue;

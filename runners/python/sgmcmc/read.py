@@ -27,6 +27,10 @@ import pandas as pd
 
 #: The sampler columns that precede the parameters in every ``chain-<k>.csv``.
 STAT_COLUMNS = ("lp__", "accept_stat__", "stepsize__")
+# The comment line of a chain file whose lp__ column holds 0 in place of a log density that was not
+# computed (run.lp = false), as CmdStan's variational output does; read back as NaN.
+LP_NOT_COMPUTED = "lp__ = 0: not computed"
+
 #: The columns that precede the model's metrics in ``metrics.csv``.
 METRIC_KEY_COLUMNS = ("chain", "iteration", "seconds", "cpu_seconds", "item_gradients")
 GRADIENT_PREFIX = "grad_lp."
@@ -288,6 +292,8 @@ def read_run(path: Path | str) -> Run:
         if dimension >= 0 and len(table.columns) < len(STAT_COLUMNS) + dimension:
             raise RunFolderError(f"{chain_path}: {len(table.columns) - len(STAT_COLUMNS)} parameter column(s), but "
                                  f"{manifest_path} says the model has dimension {dimension}", chain_path)
+        if any(line.startswith(LP_NOT_COMPUTED) for line in lines):
+            table["lp__"] = np.nan  # written as 0 for R's readers, which refuse a NaN
         chains.append(table)
         comments.append(lines)
 
