@@ -190,8 +190,18 @@ FileFormat parse_file_format(const std::string& text, const std::string& where) 
 LabelledRows read_labelled_rows(const std::string& path, FileFormat format, LabelCoding coding,
                                 std::size_t declared_features) {
   sgmcmc::TextLines in(path);
-  if (format == FileFormat::automatic) format = sniff_format(in);
-  RawRows raw = format == FileFormat::libsvm ? read_libsvm(in, declared_features) : read_csv(in, declared_features);
+  const bool sniffed = format == FileFormat::automatic;
+  if (sniffed) format = sniff_format(in);
+  RawRows raw;
+  try {
+    raw = format == FileFormat::libsvm ? read_libsvm(in, declared_features) : read_csv(in, declared_features);
+  } catch (const sgmcmc::Error& error) {
+    // A LIBSVM file whose first row has no features has no ':' on its first line.
+    if (!sniffed || format != FileFormat::csv) throw;
+    throw sgmcmc::Error(fmt::format("{} (read as CSV, since its first data line has no ':'; for a LIBSVM file whose first "
+                                    "row has no features, set model.format = \"libsvm\")",
+                                    error.what()));
+  }
   if (raw.label.empty()) throw sgmcmc::Error(fmt::format("{}: no data rows", path));
   sgmcmc::note_rows_read(path, raw.label.size(), raw.header);
   if (coding != LabelCoding::as_read) map_labels(raw, coding, path);

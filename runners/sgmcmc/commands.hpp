@@ -7,7 +7,9 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <limits>
 #include <vector>
+#include <CLI/CLI.hpp>
 
 namespace CLI {
 class App;
@@ -37,6 +39,11 @@ Command add_gradient_variance_command(CLI::App& app);
 
 /// Exit codes: 0 done, 1 a chain diverged (its draws up to then are kept), 2 bad input, 3 a bug,
 /// 130 (128 + SIGINT, as shells report Ctrl-C) a run stopped by SIGINT or SIGTERM, resumable.
+/// Checks of options that count things, whose messages name the bounds as whole numbers
+/// (CLI::PositiveNumber's names its range up to the largest double: 309 digits).
+inline const CLI::Range at_least_one(1, std::numeric_limits<int>::max());
+inline const CLI::Range at_least_zero(0, std::numeric_limits<int>::max());
+
 inline constexpr int exit_diverged = 1;
 inline constexpr int exit_bad_input = 2;
 inline constexpr int exit_internal_error = 3;

@@ -612,14 +612,15 @@ Command add_run_command(CLI::App& app) {
   add_configuration_options(*command, run->preset, run->config_file, run->overrides);
   command->add_option("--seed", run->seed, "run.seed");
   command->add_option("--chains", run->chains, "run.chains");
-  command->add_option("--threads", run->threads, "threads running chains (default: one per chain, at most the cores)");
+  command->add_option("--threads", run->threads, "threads running chains (default: one per chain, at most the cores)")
+      ->check(at_least_zero);
   command->add_option("--out", run->out, "output folder (default: runs/<preset or config>-<time>)");
   command->add_flag("--replace", run->replace, "replace the output folder's files if it is not empty");
   command->add_flag("--quiet", run->quiet, "no progress bar, no summary");
   command->add_option("--plugin-dir", run->plugin_dir, "search this folder for model plugins first");
   command->add_option("--checkpoint-every", run->checkpoint_every,
                       "run.checkpoint_every: save every chain's state every K iterations, for --resume")
-      ->check(CLI::NonNegativeNumber);
+      ->check(at_least_zero);
   command->add_option("--stop-after", run->stop_after,
                       "stop every chain after iteration K's checkpoint (K a multiple of the checkpoint interval)");
   auto* resume = command->add_option("--resume", run->resume, "continue the interrupted run in this folder from its checkpoints");

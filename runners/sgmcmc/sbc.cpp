@@ -262,13 +262,13 @@ Command add_sbc_command(CLI::App& app) {
   command->add_option("--draws", sbc->draws, "L, the draws each θ* is ranked among (99: ranks 0..99)");
   command->add_option("--bins", sbc->bins, "bins of the χ² test (20)");
   command->add_option("--alpha", sbc->alpha, "level of each test (0.05)");
-  command->add_option("--simulations", sbc->simulations, "uniform rank sets simulated for the ECDF band (10000)");
+  command->add_option("--simulations", sbc->simulations, "uniform rank sets simulated for the ECDF band (10000)")->check(at_least_one);
   command->add_option("--quantities", sbc->quantities,
                       "also rank these at θ* among their draws: lp__ (sets run.lp) or the model's quantities (sets "
                       "output.quantities)")
       ->delimiter(',');
   command->add_option("--seed", sbc->seed, "replication r uses run.seed = run.data_seed = r + R·(seed - 1) (1)");
-  command->add_option("--jobs", sbc->jobs, "replications run at once (default: the number of cores)")->check(CLI::PositiveNumber);
+  command->add_option("--jobs", sbc->jobs, "replications run at once (default: the number of cores)")->check(at_least_one);
   command->add_option("--out", sbc->out, "output folder (default: runs/sbc-<preset>)");
   command->add_flag("--resume", sbc->resume, "keep the replications this folder already finished, run the rest");
   command->add_flag("--quiet", sbc->quiet, "no line per replication (the verdicts are printed)");

@@ -26,8 +26,13 @@ void prepare_sweep_folder(const Sweep& sweep, const fs::path& out, bool resume) 
   }
   require_folder_or_absent(out);
   if (fs::exists(out) && !fs::is_empty(out))
-    throw sgmcmc::Error(fmt::format("output folder '{}' is not empty and holds no sweep.toml to resume; choose another --out",
-                                    out.string()));
+    throw sgmcmc::Error(fs::exists(recorded)
+                            ? fmt::format("output folder '{}' holds an earlier sweep (its sweep.toml); add --resume to "
+                                          "continue it, or choose another --out",
+                                          out.string())
+                            : fmt::format("output folder '{}' is not empty and holds no sweep.toml to resume; choose "
+                                          "another --out",
+                                          out.string()));
   std::error_code error;
   fs::create_directories(out, error);
   if (error) throw sgmcmc::Error(fmt::format("output folder '{}': {}", out.string(), error.message()));

@@ -127,7 +127,7 @@ Command add_topics_command(CLI::App& app) {
   auto* command = app.add_subcommand("topics", "the top words of each topic of an lda run (posterior mean of π)");
   command->footer("Example: sgmcmc topics runs/kos --top 10 --vocab vocab.kos.txt");
   command->add_option("folder", topics->folder, "an lda run's output folder")->required();
-  command->add_option("--top", topics->top, "words per topic (10)")->check(CLI::PositiveNumber);
+  command->add_option("--top", topics->top, "words per topic (10)")->check(at_least_one);
   command->add_option("--vocab", topics->vocabulary, "a vocabulary file, word k on line k (UCI vocab.<name>.txt)");
   return {command, [topics] { return topics_command(topics->folder, topics->top, topics->vocabulary); }};
 }

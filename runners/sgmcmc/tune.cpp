@@ -276,7 +276,7 @@ Command add_tune_command(CLI::App& app) {
   command->add_option("--iterations", tune->iterations, "each pilot's run.iterations (default: the configuration's)");
   command->add_option("--warmup", tune->warmup, "each pilot's run.warmup (default: the configuration's)");
   command->add_option("--draws", tune->draws, "about this many draws per pilot, each with a full-data gradient, score it (500)");
-  command->add_option("--jobs", tune->jobs, "pilots run at once (default: the number of cores)")->check(CLI::PositiveNumber);
+  command->add_option("--jobs", tune->jobs, "pilots run at once (default: the number of cores)")->check(at_least_one);
   command->add_option("--out", tune->out, "output folder (default: runs/tune-<preset>)");
   command->add_flag("--resume", tune->resume, "keep the pilots this folder already finished, run the rest");
   command->add_flag("--quiet", tune->quiet, "no line per pilot (the table and the choice are printed)");

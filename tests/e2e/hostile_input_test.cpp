@@ -218,3 +218,27 @@ TEST_CASE("the file system's refusals are input errors naming the path") {
   expect_exit(2, demo + " --set run.init='\"" + (dir.path() / long_name).string() + "\"' --out " + quoted(dir.path() / "b"),
               {"error:", long_name});
 }
+
+TEST_CASE("messages: a LIBSVM file read as CSV says how to read it as LIBSVM, an earlier sweep folder asks for --resume, counts name whole-number bounds") {
+  test::TempDir dir;
+  // The first row has no features, so its line has no ':' and the file is sniffed as CSV.
+  const auto data = dir.write("first-empty.libsvm", "+1\n-1 1:2.0 2:0.25\n+1 1:-1.5 2:1.0\n-1 1:0.5 2:0.5\n+1 1:1.0\n");
+  const std::string run = "run --preset covtype-sgld --quiet --set run.iterations=20 --set model.test_size=0 "
+                          "--set estimator.batch_size=2 " + data_key("data", data);
+  expect_exit(2, run + " --out " + quoted(dir.path() / "csv"), {data.string(), "read as CSV", "model.format = \"libsvm\""});
+  expect_exit(0, run + " --set model.format='\"libsvm\"' --out " + quoted(dir.path() / "libsvm"), {});
+
+  // A sweep's folder run again without --resume: it does hold a sweep.toml.
+  const auto sweep = dir.write("s.toml", "preset = \"demo\"\n[base.run]\niterations = 20\nchains = 1\nwarmup = 0\n"
+                                         "eval_every = 10\nthin = 5\n[axes]\n\"integrator.step_size\" = [1e-5, 2e-5]\n");
+  const std::string again = "sweep " + quoted(sweep) + " --quiet --out " + quoted(dir.path() / "sweep");
+  expect_exit(0, again, {});
+  const auto second = expect_exit(2, again, {"holds an earlier sweep", "--resume"});
+  CHECK_THAT(second.output, !Contains("holds no sweep.toml"));
+
+  // A count of 0 where at least 1 is needed: the bound as a whole number, not a 309-digit double.
+  for (const std::string& option : {"sweep " + quoted(sweep) + " --jobs 0", "sbc --config " + quoted(sweep) + " --simulations 0"}) {
+    const auto refused = expect_exit(2, option, {"not in range 1 to 2147483647"});
+    CHECK(refused.output.size() < 300);
+  }
+}
