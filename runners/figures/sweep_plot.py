@@ -45,11 +45,32 @@ def fail(message):
 
 
 def read_table(path):
+    """The header and rows of a sweep table; a row with too few or too many fields (a cut or
+    damaged file) fails naming its line."""
     if not path.is_file():
         fail(f"{path}: missing; give the output folder of a finished `sgmcmc sweep`")
     with open(path, newline="") as f:
         reader = csv.DictReader(f)
-        return reader.fieldnames or [], list(reader)
+        rows = list(reader)
+        header = reader.fieldnames or []
+    for line, row in enumerate(rows, start=2):
+        fields = sum(value is not None for key, value in row.items() if key is not None) + len(row.get(None, []))
+        if fields != len(header):
+            fail(f"{path}:{line}: {fields} fields, expected {len(header)} (a cut or damaged file: run the sweep "
+                 "again with --resume)")
+    return header, rows
+
+
+def check_numbers(path, rows, columns):
+    """Fails naming the line of the first value of `columns` that is neither empty nor a number."""
+    for line, row in enumerate(rows, start=2):
+        for column in columns:
+            try:
+                if row[column] != "":
+                    float(row[column])
+            except ValueError:
+                fail(f"{path}:{line}: {column} = '{row[column]}' is not a number (a damaged file: run the sweep "
+                     "again with --resume)")
 
 
 def check_choice(what, name, choices):
@@ -181,10 +202,12 @@ def main():
 
     header, rows = read_table(args.folder / "results.csv")
     _, summary = read_table(args.folder / "summary.csv")
-    if "cell" not in header or "chain" not in header:
-        fail(f"{args.folder / 'results.csv'}: not a sweep's results table (no cell or chain column)")
+    if any(column not in header for column in ("cell", "chain", "item_gradients")):
+        fail(f"{args.folder / 'results.csv'}: not a sweep's results table (no cell, chain or item_gradients column; "
+             "a cut file?)")
     sweep_axes = header[header.index("cell") + 1:header.index("chain")]
     metrics = header[header.index("item_gradients") + 1:]
+    check_numbers(args.folder / "results.csv", rows, header[header.index("chain"):])
     if args.panel:
         check_choice("--panel axis", args.panel, sweep_axes)
     args.metric = args.metric or (metrics[0] if metrics else None)

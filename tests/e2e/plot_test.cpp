@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 #include <vector>
@@ -162,4 +163,24 @@ TEST_CASE("sgmcmc plot: axes zipped with the panel axis name panels, and an unkn
   const auto missing = test::shell(fmt::format("SGMCMC_PYTHON=/nonexistent/python3 '{}' plot '{}'", SGMCMC_CLI, out.string()));
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.output, Contains("cannot run '/nonexistent/python3'"));
+}
+
+TEST_CASE("sgmcmc plot on a cut results.csv names the file and line, with no Python traceback") {
+  test::TempDir dir;
+  const auto out = dir.path() / "cut";
+  const std::string sweep = "preset = \"demo\"\n[base.run]\niterations = 50\nchains = 1\nwarmup = 0\neval_every = 10\n"
+                            "thin = 5\n[axes]\n\"integrator.step_size\" = [1e-5, 2e-5]\n";
+  REQUIRE(test::run_cli("sweep '" + dir.write("cut.toml", sweep).string() + "' --out '" + out.string() + "' --quiet").exit_code == 0);
+  const std::string whole = test::read_text(out / "results.csv");
+  // Cut inside the header, inside the first row's fields and inside a later row: as a copy or a
+  // full disk leaves a file. (A cut at a line's end leaves a shorter table that is still valid.)
+  const auto second_row = whole.find('\n', whole.find('\n') + 1);
+  for (const std::size_t length : {std::size_t{40}, whole.find('\n') + 5, second_row + 30}) {
+    INFO(length);
+    std::ofstream(out / "results.csv", std::ios::trunc) << whole.substr(0, length);
+    const auto plotted = test::run_cli("plot '" + out.string() + "'");
+    INFO(plotted.output);
+    CHECK(plotted.exit_code == 2);
+    CHECK_THAT(plotted.output, Contains("results.csv") && Contains("sgmcmc plot: error:") && !Contains("Traceback"));
+  }
 }
