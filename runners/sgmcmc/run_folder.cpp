@@ -46,9 +46,31 @@ std::map<int, fs::path> numbered_files(const fs::path& folder, const std::string
   return paths;
 }
 
+namespace {
+
+/// With a manifest, the folder's chain files are exactly chain-1 … chain-K of its run.chains = K: a
+/// file left from an earlier run in the folder, or one lost, would change every statistic.
+void check_chains_of_manifest(const fs::path& folder, const std::map<int, fs::path>& paths, const std::string& command) {
+  const auto manifest = manifest_if_any(folder);
+  if (!manifest.is_object() || !manifest.contains("config")) return;
+  const auto chains = manifest["config"].value("run", nlohmann::json::object()).value("chains", 0);
+  const fs::path manifest_path = folder / run_folder::manifest;
+  for (int k = 1; k <= chains; ++k)
+    if (!paths.contains(k))
+      throw sgmcmc::Error(fmt::format("{}: {} is missing ({} lists {} chain(s))", command,
+                                      (folder / run_folder::chain_draws(k)).string(), manifest_path.string(), chains));
+  for (const auto& [k, path] : paths)
+    if (k > chains)
+      throw sgmcmc::Error(fmt::format("{}: {} is not one of the {} chain(s) that {} lists (left from another run?)",
+                                      command, path.string(), chains, manifest_path.string()));
+}
+
+}  // namespace
+
 Chains read_chains(const fs::path& folder, const std::string& command, std::size_t minimum_draws) {
   const auto paths = numbered_files(folder, run_folder::chain_prefix, command);
   if (paths.empty()) throw sgmcmc::Error(fmt::format("{}: '{}' has no chain-<k>.csv files", command, folder.string()));
+  check_chains_of_manifest(folder, paths, command);
   Chains chains;
   for (const auto& [k, path] : paths) {
     auto csv = sgmcmc::read_stan_csv(path);

@@ -3,6 +3,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -65,6 +66,42 @@ MetricsTable read_metrics(const fs::path& path) {
   return table;
 }
 
+constexpr std::array<const char*, 5> run_columns = {"chain", "iteration", "seconds", "cpu_seconds", "item_gradients"};
+
+/// A finished cell's metrics.csv against its manifest: each chain's rows are one per `eval_every`
+/// iterations it ran, and every field of the run columns is a number. A cut or damaged file (a
+/// full disk, a copy stopped mid-way) would otherwise enter results.csv as if it were the run's.
+void check_metrics(const MetricsTable& table, const json& manifest, const fs::path& path) {
+  const auto damaged = [&](const std::string& what) {
+    return sgmcmc::Error(fmt::format("{}: {}; the cell's files are damaged: delete its folder and run the sweep again "
+                                     "with --resume",
+                                     path.string(), what));
+  };
+  const auto chain_column = std::find(table.header.begin(), table.header.end(), "chain") - table.header.begin();
+  const auto iteration_column = std::find(table.header.begin(), table.header.end(), "iteration") - table.header.begin();
+  if (chain_column == std::ssize(table.header) || iteration_column == std::ssize(table.header))
+    throw damaged("no chain or iteration column");
+  const std::uint64_t every = manifest["config"]["run"].value("eval_every", std::uint64_t{10});
+  std::vector<std::uint64_t> rows(manifest["chains"].size(), 0);
+  for (const auto& row : table.rows) {
+    for (std::size_t k = 0; k < row.size(); ++k) {
+      char* end = nullptr;
+      std::strtod(row[k].c_str(), &end);
+      if (row[k].empty() || *end != '\0') throw damaged(fmt::format("{} = '{}' is not a number", table.header[k], row[k]));
+    }
+    const auto chain = std::strtoull(row[chain_column].c_str(), nullptr, 10);
+    if (chain < 1 || chain > rows.size()) throw damaged(fmt::format("chain {} is not one of the run's", row[chain_column]));
+    ++rows[chain - 1];
+  }
+  const bool has_metrics = table.header.size() > run_columns.size();  // a chain without metrics writes no row
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const std::uint64_t expected = has_metrics ? manifest["chains"][k].value("iterations", std::uint64_t{0}) / every : 0;
+    if (rows[k] != expected)
+      throw damaged(fmt::format("{} row(s) of chain {}, but the manifest's {} iterations at eval_every = {} make {}", rows[k],
+                                k + 1, manifest["chains"][k].value("iterations", std::uint64_t{0}), every, expected));
+  }
+}
+
 json read_manifest(const fs::path& path) {
   std::ifstream in(path);
   try {
@@ -74,7 +111,6 @@ json read_manifest(const fs::path& path) {
   }
 }
 
-constexpr std::array<const char*, 5> run_columns = {"chain", "iteration", "seconds", "cpu_seconds", "item_gradients"};
 
 /// The cell column and the axis values that start every row of both tables.
 std::string cell_prefix(const Sweep& sweep, const Cell& cell) {
@@ -212,6 +248,7 @@ std::size_t write_tables(const Sweep& sweep, const std::vector<Cell>& cells, con
     if (cells[c].status == "skipped" || !fs::exists(folder / run_folder::manifest)) continue;
     manifests[c] = read_manifest(folder / run_folder::manifest);
     tables[c] = read_metrics(folder / run_folder::metrics);
+    check_metrics(tables[c], manifests[c], folder / run_folder::metrics);
   }
   const auto metrics = metric_union(tables);
   write_atomically(out / "results.csv", results_csv(sweep, cells, tables, metrics));

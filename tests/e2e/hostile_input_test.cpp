@@ -242,3 +242,33 @@ TEST_CASE("messages: a LIBSVM file read as CSV says how to read it as LIBSVM, an
     CHECK(refused.output.size() < 300);
   }
 }
+
+TEST_CASE("summary holds a run folder's chain files to its manifest, and sweep --resume checks a cell's metrics before its tables") {
+  test::TempDir dir;
+  const auto run = dir.path() / "run";
+  REQUIRE(test::run_cli("run --preset demo --quiet --chains 2 --set run.iterations=100 --out " + quoted(run)).exit_code == 0);
+  expect_exit(0, "summary " + quoted(run), {"2 chains"});
+  // A chain file left from another run: summarised with the others before, now named.
+  fs::copy_file(run / "chain-1.csv", run / "chain-3.csv");
+  expect_exit(2, "summary " + quoted(run), {(run / "chain-3.csv").string(), "not one of the 2 chain(s)"});
+  fs::remove(run / "chain-3.csv");
+  fs::remove(run / "chain-2.csv");
+  expect_exit(2, "summary " + quoted(run), {(run / "chain-2.csv").string(), "is missing"});
+
+  // A finished cell whose metrics.csv lost its last rows, or holds a field that is not a number.
+  const auto sweep = dir.write("s.toml", "preset = \"demo\"\n[base.run]\niterations = 50\nchains = 1\nwarmup = 0\n"
+                                         "eval_every = 10\nthin = 5\n[axes]\n\"integrator.step_size\" = [1e-5, 2e-5]\n");
+  const auto out = dir.path() / "sweep";
+  const std::string resume = "sweep " + quoted(sweep) + " --quiet --resume --out " + quoted(out);
+  REQUIRE(test::run_cli("sweep " + quoted(sweep) + " --quiet --out " + quoted(out)).exit_code == 0);
+  const auto metrics = out / "integrator.step_size=1e-05" / "metrics.csv";
+  REQUIRE(fs::exists(metrics));
+  const auto whole = test::read_text(metrics);
+  expect_exit(0, resume, {});
+  std::ofstream(metrics, std::ios::trunc) << whole.substr(0, whole.rfind('\n', whole.size() - 2) + 1);  // the last row lost
+  expect_exit(2, resume, {metrics.string(), "4 row(s) of chain 1", "make 5", "damaged"});
+  std::string garbled = whole;
+  garbled.replace(garbled.rfind(',') + 1, 1, "x");
+  std::ofstream(metrics, std::ios::trunc) << garbled;
+  expect_exit(2, resume, {metrics.string(), "is not a number", "damaged"});
+}

@@ -273,7 +273,7 @@ TEST_CASE("sgmcmc sweep --resume reruns only a deleted cell and gives the same t
   // Without --resume the folder is refused; with --resume a different sweep file is refused.
   const auto again = sweep(file, out);
   CHECK(again.exit_code == 2);
-  CHECK_THAT(again.output, Contains("not empty"));
+  CHECK_THAT(again.output, Contains("holds an earlier sweep") && Contains("add --resume"));
   const auto other = sweep(dir.write("other.toml", small_sweep(100)), out, "--resume");
   CHECK(other.exit_code == 2);
   CHECK_THAT(other.output, Contains("holds another sweep"));
