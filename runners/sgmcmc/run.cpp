@@ -16,6 +16,8 @@
 #include <thread>
 #include <variant>
 #include <vector>
+#include <cstdio>
+#include <malloc.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -121,6 +123,27 @@ fs::path prepare_output(const RunOptions& options, const std::string& label) {
                                                             name.starts_with(run_folder::checkpoint_prefix))
       fs::remove(entry.path(), error);
   return out;
+}
+
+/// The bytes malloc has handed out and not had back (0 where the allocator keeps no count, as
+/// under AddressSanitizer).
+std::size_t heap_bytes_in_use() {
+  const auto info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
+
+/// Refuses, naming run.chains, more chains than the memory budget holds: each holds what building
+/// chain 1 took (its state, estimator, integrator, corrector and model workspace), and at least
+/// its state's vectors and its output file's stdio buffer.
+void check_chain_memory(const sgmcmc::Settings& run, std::uint64_t chains, std::size_t measured, std::size_t dimension) {
+  const std::size_t floor = 8 * sizeof(double) * dimension + 2 * BUFSIZ;
+  const double each = static_cast<double>(std::max(measured, floor));
+  const double budget = static_cast<double>(sgmcmc::memory_budget_bytes());
+  if (budget > 0 && each * static_cast<double>(chains) > budget)
+    throw sgmcmc::Error(fmt::format("{}: {} chains of about {:.3g} MB each (measured while building chain 1) need {:.3g} GB, "
+                                    "more than {}; run fewer chains at once",
+                                    run.describe("chains"), chains, each / 1e6, each * static_cast<double>(chains) / 1e9,
+                                    sgmcmc::memory_budget_description()));
 }
 
 double seconds_since_epoch(std::chrono::system_clock::time_point t) {
@@ -286,16 +309,23 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   // saga's tables of all the chains together are checked before any is allocated.
   if (const auto refusal = sgmcmc::estimator_memory_refusal(cfg["estimator"], *run->model(), schedule.chains); !refusal.empty())
     throw sgmcmc::Error(refusal);
-  // Every chain gets its own parts, all built here, before any thread starts.
-  run->jobs.resize(schedule.chains);
-  for (std::uint64_t k = 0; k < schedule.chains; ++k) {
+  // Every chain gets its own parts, all built here, before any thread starts; the first is
+  // measured, so that all of them are checked against the memory budget before the others exist.
+  const auto make = [&](std::uint64_t k) {
     try {
-      run->jobs[k].chain = sgmcmc::make_chain(cfg, run->model(), sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
+      return sgmcmc::make_chain(cfg, run->model(), sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
     } catch (const sgmcmc::Error& error) {  // a refusal for want of a capability names the plugin
       throw sgmcmc::Error(fmt::format("{} (model '{}')", error.what(), run->model_name));
     }
-    run->tests_acceptance = run->jobs[k].chain->corrector().tests_acceptance();
-  }
+  };
+  const std::size_t before = heap_bytes_in_use();
+  auto first = make(0);
+  const std::size_t after = heap_bytes_in_use();
+  check_chain_memory(cfg["run"], schedule.chains, after > before ? after - before : 0, run->model()->dimension());
+  run->jobs.resize(schedule.chains);
+  run->jobs[0].chain = std::move(first);
+  for (std::uint64_t k = 1; k < schedule.chains; ++k) run->jobs[k].chain = make(k);
+  run->tests_acceptance = run->jobs[0].chain->corrector().tests_acceptance();
   // Read on --resume too: a chain interrupted before its first checkpoint starts again.
   const auto starts = read_start_points(cfg["run"], *run->model(), schedule.chains);
   for (std::size_t k = 0; k < starts.size(); ++k) {

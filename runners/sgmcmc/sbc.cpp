@@ -230,6 +230,13 @@ int sbc_command(const SbcOptions& options) {
   if (options.bins < 2) throw sgmcmc::Error("sbc: --bins must be at least 2");
   if (!(options.alpha > 0.0 && options.alpha < 1.0)) throw sgmcmc::Error("sbc: --alpha must be in (0, 1)");
   if (options.replications < 2) throw sgmcmc::Error("sbc: --replications must be at least 2");
+  // Each replication is a cell of the generated sweep: its two seeds in the sweep file, its name,
+  // its cell and its rows of the tables hold at least 100 bytes, before any of its runs.
+  if (const double budget = static_cast<double>(sgmcmc::memory_budget_bytes());
+      budget > 0 && 100.0 * static_cast<double>(options.replications) > budget)
+    throw sgmcmc::Error(fmt::format("sbc: --replications {}: the replications' bookkeeping alone (at least 100 bytes "
+                                    "each) needs more than {}",
+                                    options.replications, sgmcmc::memory_budget_description()));
   if (options.seed < 1) throw sgmcmc::Error("sbc: --seed must be at least 1");
   const auto [config, label] = load_sbc_config(options);
   check_model(config, options);

@@ -272,3 +272,20 @@ TEST_CASE("summary holds a run folder's chain files to its manifest, and sweep -
   std::ofstream(metrics, std::ios::trunc) << garbled;
   expect_exit(2, resume, {metrics.string(), "is not a number", "damaged"});
 }
+
+TEST_CASE("sizes from settings are checked against memory before they are allocated: run.chains, sbc --replications") {
+  // Chain 1 is measured while it is built (at least its state and its output buffer, where the
+  // allocator keeps no count), and 10⁹ of anything holds far more than any machine's memory.
+  test::TempDir dir;
+  expect_exit(2, "run --preset demo --quiet --chains 1000000000 --set run.iterations=10 --out " + quoted(dir.path() / "a"),
+              {"run.chains", "1000000000 chains of about", "run fewer chains at once"});
+  CHECK(!fs::exists(dir.path() / "a" / "chain-1.csv"));
+  const auto limited = test::shell("SGMCMC_MEMORY_LIMIT_MB=10 '" + std::string(SGMCMC_CLI) + "' run --preset demo --quiet "
+                                   "--chains 3000 --set run.iterations=10 --out " + quoted(dir.path() / "b"));
+  INFO(limited.output);
+  CHECK(limited.exit_code == 2);
+  CHECK_THAT(limited.output, Contains("run.chains") && Contains("SGMCMC_MEMORY_LIMIT_MB = 10"));
+  const std::string config = std::string(SGMCMC_SOURCE_DIR) + "/runners/presets/sbc/gaussian-mala-mh.toml";
+  expect_exit(2, "sbc --config '" + config + "' --replications 1000000000 --out " + quoted(dir.path() / "s"),
+              {"--replications 1000000000", "bookkeeping"});
+}
