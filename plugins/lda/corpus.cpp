@@ -64,6 +64,9 @@ Corpus read_bag_of_words(const std::string& path) {
   std::string line;
   const std::size_t documents = header_count(in, line, "D, the number of documents");
   const std::size_t words = header_count(in, line, "W, the number of words");
+  if (words > UINT32_MAX)  // word ids are held in 32 bits: a larger one would be cut and merged into another
+    throw sgmcmc::Error(fmt::format("{}: W = {} words; at most {} word ids can be told apart", in.where(), words,
+                                    std::uint64_t{UINT32_MAX}));
   const std::size_t declared_entries = header_count(in, line, "NNZ, the number of `docID wordID count` lines");
   // Every token is held as a word id in the training set, and a document's tokens are listed again
   // with a topic each while the Gibbs step sweeps it: 12 bytes a token. A count no memory can hold

@@ -289,3 +289,12 @@ TEST_CASE("sizes from settings are checked against memory before they are alloca
   expect_exit(2, "sbc --config '" + config + "' --replications 1000000000 --out " + quoted(dir.path() / "s"),
               {"--replications 1000000000", "bookkeeping"});
 }
+
+TEST_CASE("silent substitutions refused: a docword word id beyond 32 bits is not cut into another word") {
+  // W = 2³² + 1: word id 2³² + 1 held in 32 bits became word 1 and merged with it, without a word.
+  test::TempDir dir;
+  const auto docword = dir.write("docword.wide.txt", "2\n4294967297\n3\n1 1 2\n1 4294967297 3\n2 1 1\n");
+  expect_exit(2, "run --preset lda-sgld --quiet --set model.test_docs=0 " + data_key("data", docword) + " --out " +
+                     quoted(dir.path() / "out"),
+              {docword.string() + ":2", "W = 4294967297", "word ids"});
+}
