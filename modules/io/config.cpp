@@ -52,7 +52,15 @@ Value toml_value(const toml::node& node, const std::string& where) {
   if (auto v = node.as_boolean()) return v->get();
   if (auto v = node.as_integer()) return v->get();
   if (auto v = node.as_floating_point()) return v->get();
-  if (auto v = node.as_string()) return v->get();
+  if (auto v = node.as_string()) {
+    // TOML allows \u0000; a file name holding one would be cut there when opened, reading
+    // another file than the one the manifest records, and no other setting has a use for it.
+    if (v->get().find('\0') != std::string::npos)
+      throw Error(fmt::format("{}: a string with a NUL character (\\u0000), which no setting takes (a file name would "
+                              "be cut there)",
+                              where));
+    return v->get();
+  }
   if (auto v = node.as_array()) return toml_array(*v, where);
   throw Error(fmt::format("{}: expected a boolean, integer, number, string or array of numbers or strings", where));
 }

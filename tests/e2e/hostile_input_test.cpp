@@ -298,3 +298,14 @@ TEST_CASE("silent substitutions refused: a docword word id beyond 32 bits is not
                      quoted(dir.path() / "out"),
               {docword.string() + ":2", "W = 4294967297", "word ids"});
 }
+
+TEST_CASE("silent substitutions refused: a NUL character in a configuration string is an error naming the key") {
+  // model.data = "rows.csv\u0000.other": opened as rows.csv, recorded as the whole string.
+  test::TempDir dir;
+  dir.write("rows.csv", logistic_rows);
+  const auto config = dir.write("nul.toml", "[model]\nname = \"logistic\"\ndata = \"" + (dir.path() / "rows.csv").string() +
+                                                "\\u0000.other\"\n[run]\niterations = 10\n");
+  expect_exit(2, "run --quiet --config " + quoted(config) + " --out " + quoted(dir.path() / "out"),
+              {"nul.toml:3: model.data", "NUL character"});
+  CHECK(!fs::exists(dir.path() / "out" / "manifest.json"));
+}
