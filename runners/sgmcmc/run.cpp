@@ -86,9 +86,9 @@ RunSchedule read_schedule(const sgmcmc::Settings& run) {
   return schedule;
 }
 
-/// An empty folder for the run's files. A folder that holds files is kept unless --replace: a
-/// run never silently overwrites another's results.
-fs::path prepare_output(const RunOptions& options, const std::string& label) {
+/// The folder for the run's files, created if need be. A folder that holds files is kept unless
+/// --replace: a run never silently overwrites another's results.
+fs::path create_output(const RunOptions& options, const std::string& label) {
   fs::path out;
   if (options.out) {
     out = *options.out;
@@ -105,6 +105,13 @@ fs::path prepare_output(const RunOptions& options, const std::string& label) {
     throw sgmcmc::Error(fmt::format("output folder '{}' is not empty; choose another --out, or add --replace", out.string()));
   fs::create_directories(out, error);
   if (error) throw sgmcmc::Error(fmt::format("output folder '{}': {}", out.string(), error.message()));
+  return out;
+}
+
+/// With --replace, removes the files of the run `out` held (under the folder's lock: they may
+/// still be another process's files until it is taken).
+void remove_run_files(const fs::path& out) {
+  std::error_code error;
   for (const char* stale : {run_folder::manifest, run_folder::metrics, run_folder::config, run_folder::checkpoint_record})
     fs::remove(out / stale, error);
   for (const auto& entry : fs::directory_iterator(out))
@@ -112,7 +119,6 @@ fs::path prepare_output(const RunOptions& options, const std::string& label) {
                                                             name.starts_with(run_folder::gradients_prefix) ||
                                                             name.starts_with(run_folder::checkpoint_prefix))
       fs::remove(entry.path(), error);
-  return out;
 }
 
 double seconds_since_epoch(std::chrono::system_clock::time_point t) {
@@ -523,7 +529,13 @@ int run_command(const RunOptions& options) {
   const auto& schedule = run->schedule;
   const auto& jobs = run->jobs;
 
-  const fs::path out = options.resume ? *options.resume : prepare_output(options, label);
+  const fs::path out = options.resume ? *options.resume : create_output(options, label);
+  const RunFolderLock lock(out);
+  if (options.resume) {  // again under the lock: the run may have completed since
+    if (const auto refusal = resume_refusal(out); !refusal.empty()) throw sgmcmc::Error("--resume: " + refusal);
+  } else {
+    remove_run_files(out);
+  }
   const unsigned threads = options.threads ? options.threads
                                            : static_cast<unsigned>(std::min<std::uint64_t>(
                                                  schedule.chains, std::max(1u, std::thread::hardware_concurrency())));

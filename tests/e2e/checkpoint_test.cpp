@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 #include <sys/wait.h>
@@ -354,11 +355,56 @@ TEST_CASE("sgmcmc run killed with SIGKILL mid-run and resumed writes the uninter
     return std::chrono::steady_clock::now() - *since > std::chrono::milliseconds(50);
   }));
   REQUIRE(!fs::exists(out / "manifest.json"));
+  // The killed run's lock file stays, naming it, but the kernel released its lock.
+  CHECK_THAT(test::read_text(out / ".lock"), Contains(fmt::format("pid {} ", child)));
 
   const auto resumed = test::run_cli("run --resume '" + out.string() + "' --quiet");
   INFO(resumed.output);
   REQUIRE(resumed.exit_code == 0);
   CHECK(outputs(out, 2, true) == outputs(dir.path() / "whole", 2, true));
+  CHECK(!fs::exists(out / ".lock"));  // removed by the resumed run as it released it
+}
+
+TEST_CASE("a run folder has one writer: --resume, --replace and --out into a live run's folder are refused, naming its pid") {
+  test::TempDir dir;
+  // A run of a few seconds with checkpoints (so that --resume gets as far as the lock).
+  const std::vector<std::string> arguments = {"run", "--preset", "demo", "--chains", "1", "--set", "run.iterations=400000",
+                                              "--set", "run.thin=10", "--checkpoint-every", "10000", "--quiet"};
+  std::string joined;
+  for (const auto& argument : arguments) joined += argument + " ";
+  const auto out = dir.path() / "live", log = dir.path() / "live.log";
+  auto live_arguments = arguments;
+  live_arguments.insert(live_arguments.end(), {"--out", out.string()});
+  const pid_t live = test::spawn_cli(live_arguments, log.string());
+  REQUIRE(live > 0);
+  // Once it has written draws (its file past a stdio buffer) and a checkpoint, far from its end.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  std::error_code absent;
+  while (!(fs::exists(out / "checkpoint-1.bin") && fs::file_size(out / "chain-1.csv", absent) > 4096 && !absent) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto holder = fmt::format("pid {} on ", live);
+  const std::vector<std::string> intruders = {
+      fmt::format("run --resume '{}' --quiet", out.string()),
+      fmt::format("{} --out '{}' --replace --seed 2", joined, out.string())};
+  for (const auto& intruder : intruders) {
+    const auto refused = test::run_cli(intruder);
+    INFO(intruder << "\n" << refused.output);
+    CHECK(refused.exit_code == 2);
+    CHECK_THAT(refused.output, Contains(out.string()) && Contains(holder));
+  }
+  int status = 0;
+  REQUIRE(waitpid(live, &status, WNOHANG) == 0);  // the refusals came while it was running
+  REQUIRE(waitpid(live, &status, 0) == live);
+  INFO(test::read_text(log));
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(nlohmann::json::parse(test::read_text(out / "manifest.json"))["status"] == "complete");
+  CHECK(!fs::exists(out / ".lock"));
+  // Intact: the bytes of the same run that nobody disturbed.
+  const auto alone = test::run_cli(joined + "--out '" + (dir.path() / "alone").string() + "'");
+  REQUIRE(alone.exit_code == 0);
+  CHECK(outputs(out, 1, false) == outputs(dir.path() / "alone", 1, false));
 }
 
 TEST_CASE("sgmcmc run --resume refuses a corrupt or truncated checkpoint, naming the file, and changes nothing") {
