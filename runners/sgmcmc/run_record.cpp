@@ -1,13 +1,18 @@
 // The record of a checkpointed run (see run_record.hpp).
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "configuration.hpp"
 #include "files.hpp"
 #include "run_folder.hpp"
 #include "run_record.hpp"
@@ -36,11 +41,94 @@ std::vector<std::string> config_differences(const json& here, const json& record
 
 }  // namespace
 
-void record_run(const fs::path& out, const std::string& source, const sgmcmc::RunConfig& config, const json& resolved) {
+json file_fingerprint(const fs::path& path) {
+  std::error_code error;
+  const auto status = fs::status(path, error);
+  if (status.type() == fs::file_type::not_found) return {{"path", path.string()}, {"kind", "absent"}};
+  if (status.type() == fs::file_type::directory) {
+    json chains = json::object();
+    for (const auto& [k, file] : numbered_files(path, run_folder::chain_prefix, "run.init"))
+      chains[file.filename().string()] = file_fingerprint(file);
+    return {{"path", path.string()}, {"kind", "folder"}, {"files", chains}};
+  }
+  if (error || status.type() != fs::file_type::regular) return {{"path", path.string()}, {"kind", "not a regular file"}};
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> buffer(1 << 20);
+  std::uint64_t hash = 0xcbf29ce484222325ULL, size = 0;  // FNV-1a's 64-bit offset basis and prime
+  while (in.read(buffer.data(), static_cast<std::streamsize>(buffer.size())) || in.gcount() > 0) {
+    const auto count = static_cast<std::size_t>(in.gcount());
+    for (std::size_t i = 0; i < count; ++i) hash = (hash ^ static_cast<unsigned char>(buffer[i])) * 0x100000001b3ULL;
+    size += count;
+  }
+  const auto modified = fs::last_write_time(path, error);
+  const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::file_clock::to_sys(modified).time_since_epoch());
+  return {{"path", path.string()}, {"kind", "file"}, {"size", size}, {"fnv1a_64", fmt::format("{:016x}", hash)},
+          {"modified", error ? std::string() : fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", std::chrono::sys_seconds(seconds))}};
+}
+
+json data_fingerprints(const json& resolved, const std::vector<std::string>& sections) {
+  json files = json::object();
+  for (const auto& section : sections) {
+    if (!resolved.contains(section)) continue;
+    for (const auto& [key, value] : resolved[section].items())
+      if (names_a_file(section, key) && value.is_string() && !value.get<std::string>().empty())
+        files[section + "." + key] = file_fingerprint(value.get<std::string>());
+  }
+  return files;
+}
+
+namespace {
+
+/// What differs between two fingerprints of one file ("" when the bytes are the same).
+std::string fingerprint_difference(const json& now, const json& recorded) {
+  const auto field = [](const json& print, const char* name) -> std::string {
+    if (!print.contains(name)) return "none";
+    return print[name].is_string() ? print[name].get<std::string>() : print[name].dump();
+  };
+  if (now.value("kind", "") != recorded.value("kind", ""))
+    return fmt::format("{} now, {} recorded", now.value("kind", "none"), recorded.value("kind", "none"));
+  std::vector<std::string> differences;
+  if (now.value("size", json()) != recorded.value("size", json()))
+    differences.push_back(fmt::format("{} bytes now, {} recorded", field(now, "size"), field(recorded, "size")));
+  else if (now.value("fnv1a_64", json()) != recorded.value("fnv1a_64", json()))
+    differences.push_back(fmt::format("same size but other bytes (FNV-1a hash {} now, {} recorded; modified {} now, {} "
+                                      "recorded)",
+                                      field(now, "fnv1a_64"), field(recorded, "fnv1a_64"), field(now, "modified"),
+                                      field(recorded, "modified")));
+  if (recorded.contains("files")) {
+    const json none = json::object();
+    const json& files_now = now.contains("files") ? now["files"] : none;
+    for (const auto& [name, print] : recorded["files"].items())
+      if (const auto difference = fingerprint_difference(files_now.value(name, json::object()), print); !difference.empty())
+        differences.push_back(fmt::format("{}: {}", name, difference));
+    for (const auto& [name, print] : files_now.items())
+      if (!recorded["files"].contains(name)) differences.push_back(fmt::format("{}: new", name));
+  }
+  return fmt::format("{}", fmt::join(differences, ", "));
+}
+
+}  // namespace
+
+std::vector<std::string> changed_data(const json& recorded_run, const json& now) {
+  std::vector<std::string> changes;
+  if (!recorded_run.contains("data_files")) return changes;
+  const json& recorded = recorded_run["data_files"];
+  for (const auto& [key, print] : recorded.items()) {
+    const json here = now.value(key, json::object());
+    if (const auto difference = fingerprint_difference(here, print); !difference.empty())
+      changes.push_back(fmt::format("{} '{}': {}", key, print.value("path", "?"), difference));
+  }
+  return changes;
+}
+
+void record_run(const fs::path& out, const std::string& source, const sgmcmc::RunConfig& config, const json& resolved,
+                const json& data_files) {
   write_atomically(out / run_folder::config,
                    fmt::format("# The keys set for this run ({}), which `sgmcmc run --resume` rebuilds it from.\n{}",
                                source, sgmcmc::format_config(config)));
-  const json recorded = {{"sgmcmc_version", SGMCMC_VERSION}, {"source", source}, {"config", resolved}};
+  const json recorded = {
+      {"sgmcmc_version", SGMCMC_VERSION}, {"source", source}, {"config", resolved}, {"data_files", data_files}};
   write_atomically(out / run_folder::checkpoint_record, recorded.dump(2) + "\n");
 }
 

@@ -5,7 +5,9 @@
 // (Gibbs-updated hyperparameters in its workspace) and logistic (running predictive averages).
 // So does a run stopped by Ctrl-C (SIGINT) or SIGTERM, with or without checkpoints of its own.
 // Bad input: a corrupt or truncated checkpoint, another configuration, a finished run, an output
-// file cut or changed before its checkpoint (refused before any file is touched).
+// file cut or changed before its checkpoint, a data file changed since the run began (refused
+// before any file is touched). One writer per folder: a second `run` into a live run's folder is
+// refused, naming the holder, and a kill -9 leaves no lock behind.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <chrono>
@@ -511,6 +513,54 @@ std::size_t digit_in_first_row(const std::string& text) {
 }
 
 }  // namespace
+
+TEST_CASE("sgmcmc run --resume refuses a data file changed since the run began, naming it, unless --allow-changed-data") {
+  test::TempDir dir;
+  std::string rows = "x1,x2,y\n";
+  for (int i = 0; i < 200; ++i) rows += fmt::format("{},{},{}\n", (i % 7) * 0.25 - 0.7, (i % 5) * 0.3, (i % 11) * 0.2 - 1.0);
+  const auto data = dir.write("data.csv", rows);
+  const auto config = dir.write("run.toml", "[model]\nname = \"gaussian\"\ndata = \"data.csv\"\n[estimator]\nname = "
+                                            "\"minibatch\"\nbatch_size = 20\n[integrator]\nname = \"sgld\"\nstep_size = 1e-3\n"
+                                            "[run]\niterations = 40\nthin = 1\nchains = 1\ncheckpoint_every = 10\n");
+  const auto out = dir.path() / "run", whole = dir.path() / "whole";
+  const std::string arguments = fmt::format("--config '{}' --quiet", config.string());
+  REQUIRE(test::run_cli(fmt::format("run {} --out '{}'", arguments, whole.string())).exit_code == 0);
+  REQUIRE(test::run_cli(fmt::format("run {} --stop-after 20 --out '{}'", arguments, out.string())).exit_code == 0);
+  const auto checkpoint = nlohmann::json::parse(test::read_text(out / "checkpoint.json"));
+  CHECK(checkpoint["data_files"]["model.data"]["size"] == rows.size());
+  const auto before = folder_bytes(out);
+
+  SECTION("a value changed, the size the same") {
+    std::string changed = rows;
+    changed[changed.find("-0.7")] = '+';
+    dir.write("data.csv", changed);
+    const auto refused = test::run_cli(fmt::format("run --resume '{}' --quiet", out.string()));
+    INFO(refused.output);
+    CHECK(refused.exit_code == 2);
+    CHECK_THAT(refused.output, Contains("model.data '" + data.string() + "'") && Contains("other bytes") &&
+                                   Contains("--allow-changed-data"));
+    CHECK(folder_bytes(out) == before);
+    const auto allowed = test::run_cli(fmt::format("run --resume '{}' --allow-changed-data --quiet", out.string()));
+    INFO(allowed.output);
+    CHECK(allowed.exit_code == 0);
+    CHECK_THAT(allowed.output, Contains("warning: --allow-changed-data") && Contains(data.string()));
+  }
+  SECTION("rows appended") {
+    dir.write("data.csv", rows + "0.1,0.2,0.3\n");
+    const auto refused = test::run_cli(fmt::format("run --resume '{}' --quiet", out.string()));
+    INFO(refused.output);
+    CHECK(refused.exit_code == 2);
+    CHECK_THAT(refused.output, Contains(data.string()) && Contains(fmt::format("{} bytes now, {} recorded", rows.size() + 12, rows.size())));
+    CHECK(folder_bytes(out) == before);
+  }
+  SECTION("the file touched, its bytes the same, resumes bit for bit") {
+    fs::last_write_time(data, fs::last_write_time(data) + std::chrono::hours(1));
+    const auto resumed = test::run_cli(fmt::format("run --resume '{}' --quiet", out.string()));
+    INFO(resumed.output);
+    CHECK(resumed.exit_code == 0);
+    CHECK(outputs(out, 1, false) == outputs(whole, 1, false));
+  }
+}
 
 TEST_CASE("sgmcmc run --resume checks every chain's files before changing any, and refuses bytes changed before the checkpoint") {
   test::TempDir dir;
