@@ -395,7 +395,7 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
     const auto stan = stan_argument_lines(run.schedule.chain, k + 1, run.schedule.seed, adapts);
     chain_comments.insert(chain_comments.end(), stan.begin(), stan.end());
     const ChainPaths paths{out / run_folder::chain_draws(k + 1), out / run_folder::chain_gradients(k + 1),
-                           checkpoint_path(out, k)};
+                           checkpoint_path(out, k), out / run_folder::chain_checkpoint_metrics(k + 1)};
     run.jobs[k].files = std::make_unique<ChainFiles>(paths, chain_comments, run.tests_acceptance, names, run.written,
                                                      std::move(run.recorders[k]), quantity_names);
   }
@@ -519,7 +519,10 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
   if (interrupted) return RunOutcome::interrupted;  // the checkpoints stay for --resume
   // Complete: the checkpoints go, whether run.checkpoint_every or an interruption wrote them.
   std::error_code absent;
-  for (std::size_t k = 0; k < run.jobs.size(); ++k) fs::remove(checkpoint_path(out, k), absent);
+  for (std::size_t k = 0; k < run.jobs.size(); ++k) {
+    fs::remove(checkpoint_path(out, k), absent);
+    fs::remove(out / run_folder::chain_checkpoint_metrics(k + 1), absent);
+  }
   return any_diverged ? RunOutcome::diverged : RunOutcome::complete;
 }
 

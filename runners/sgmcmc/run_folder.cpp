@@ -26,6 +26,7 @@ namespace run_folder {
 std::string chain_draws(std::size_t k) { return fmt::format("{}{}.csv", chain_prefix, k); }
 std::string chain_gradients(std::size_t k) { return fmt::format("{}{}.csv", gradients_prefix, k); }
 std::string chain_checkpoint(std::size_t k) { return fmt::format("{}{}.bin", checkpoint_prefix, k); }
+std::string chain_checkpoint_metrics(std::size_t k) { return fmt::format("{}{}-metrics.bin", checkpoint_prefix, k); }
 
 }  // namespace run_folder
 

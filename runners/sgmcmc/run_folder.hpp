@@ -14,6 +14,9 @@
 //   checkpoint.json    the source and resolved configuration, which a resumed run must match
 //   checkpoint-<k>.bin chain k's state (sgmcmc.state) and where its files stood; removed when
 //                      the run is complete
+//   checkpoint-<k>-metrics.bin  chain k's metric rows (sgmcmc.state values), appended at each
+//                      checkpoint, so that a checkpoint costs the same late in a run as early;
+//                      removed with checkpoint-<k>.bin
 #pragma once
 #include <cstddef>
 #include <filesystem>
@@ -41,6 +44,7 @@ inline constexpr const char* checkpoint_prefix = "checkpoint-";
 std::string chain_draws(std::size_t k);
 std::string chain_gradients(std::size_t k);
 std::string chain_checkpoint(std::size_t k);
+std::string chain_checkpoint_metrics(std::size_t k);
 
 }  // namespace run_folder
 
