@@ -15,10 +15,10 @@ void record_run(const std::filesystem::path& out, const std::string& source, con
                 const nlohmann::json& resolved, const nlohmann::json& data_files);
 
 /// What a file the configuration names holds, cheaply told apart from any other content: its
-/// size, its modification time and a 64-bit FNV-1a hash of its bytes (Fowler, Noll and Vo; one
-/// pass at well over a GB/s, small beside parsing the file). A resumed chain continues bit for bit
-/// only on the data it began with. For a folder (run.init may name a run folder) its chain-<k>.csv
-/// files; for a path that is not there or not a regular file, what it is.
+/// size, its modification time and the 64-bit XXH64 hash of its bytes (one pass at memory speed,
+/// small beside parsing the file). A resumed chain continues bit for bit only on the data it began
+/// with. For a folder (run.init may name a run folder) its chain-<k>.csv files; for a path that is
+/// not there or not a regular file, what it is.
 nlohmann::json file_fingerprint(const std::filesystem::path& path);
 
 /// The fingerprints of the files the `sections` of the resolved configuration name
