@@ -98,9 +98,10 @@ bool TextLines::next(std::string& line) {
     const std::size_t end = ended ? newline : buffer_.size();
     // Binary data, or UTF-16 text: a NUL would otherwise cut the line short or join two lines.
     // Looked for in each block as it comes, so /dev/zero through a pipe stops at its first block.
-    if (const auto nul = buffer_.find('\0', start_); nul < end)
+    const std::string_view piece(buffer_.data() + start_, end - start_);  // this line's bytes only
+    if (const auto nul = piece.find('\0'); nul != std::string_view::npos)
       throw Error(fmt::format("{}:{}: a NUL byte; a text data file has none (is it binary, or UTF-16?)",
-                              where_next(), line.size() + (nul - start_) + 1));
+                              where_next(), line.size() + nul + 1));
     line.append(buffer_, start_, end - start_);
     start_ = ended ? end + 1 : end;
     if (line.size() > max_line_bytes)
