@@ -23,9 +23,21 @@ import sgmcmc.error;
 
 export namespace sgmcmc {
 
+/// Throws, naming the file, when `path` is a folder, a character or block device (/dev/zero,
+/// /dev/random) or a socket: reading it to its end would never end, or read what is no file of
+/// `what` ("a data file"). Regular files and pipes pass (a FIFO or `<(zcat ...)` is read once).
+void require_readable_file(const std::filesystem::path& path, std::string_view what);
+
+/// The longest line a text reader accepts (TextLines, read_stan_csv): far beyond any real file's
+/// (a Stan CSV row of 10 million parameters is about 220 MB), but a bound, so that a file without
+/// line ends (/dev/zero through a pipe, a binary file) is an error naming it, not all memory.
+inline constexpr std::size_t max_line_bytes = std::size_t{256} << 20;
+
 /// The lines of a text file, plain or gzip-compressed: zlib reads both, telling them apart by
 /// the gzip magic bytes, so no data reader needs to care. A CR before a line end is dropped, so
-/// CRLF files read like LF files.
+/// CRLF files read like LF files. Bounded: a line longer than max_line_bytes, or more text in all
+/// (after decompression: a gzip bomb) than the memory budget (memory_budget_bytes: the machine's
+/// memory or SGMCMC_MEMORY_LIMIT_MB) is an error naming the file.
 class TextLines {
 public:
   explicit TextLines(const std::filesystem::path& path);
@@ -46,10 +58,13 @@ public:
 
 private:
   bool refill();
+  std::string where_next() const;  // "path:line" of the line being read
 
   std::filesystem::path path_;
   void* file_ = nullptr;  // a gzFile; zlib stays out of the interface (see text_lines.cpp)
   std::size_t line_number_ = 0;
+  std::uint64_t bytes_read_ = 0;  // after decompression, against budget_
+  std::uint64_t budget_ = 0;      // memory_budget_bytes(); 0 if unknown
   std::string buffer_;  // bytes read and not yet returned start at start_
   std::size_t start_ = 0;
   std::string read_error_;  // a read error seen after the bytes in buffer_, thrown once they are used
@@ -262,12 +277,11 @@ NumericTable read_numeric_csv(TextLines& in) {
 }
 
 StanCsv read_stan_csv(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(fmt::format("{}: cannot open ({})", path.string(), std::strerror(errno)));
+  TextLines in(path);  // bounded: see TextLines
   StanCsv csv;
   std::string line;
-  for (std::size_t line_number = 1; std::getline(in, line); ++line_number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  while (in.next(line)) {
+    const std::size_t line_number = in.line_number();
     if (line.empty() || line.starts_with("#")) continue;
     const auto fields = split_fields(line);
     if (csv.columns.empty()) {

@@ -14,8 +14,10 @@ module;
 #include <utility>
 #include <fmt/format.h>
 #include <zlib.h>
+#include <sys/stat.h>
 module sgmcmc.io;
 import sgmcmc.error;
+import sgmcmc.data;
 
 namespace sgmcmc {
 
@@ -23,10 +25,22 @@ namespace {
 gzFile handle(void* file) { return static_cast<gzFile>(file); }
 }  // namespace
 
-TextLines::TextLines(const std::filesystem::path& path) : path_(path) {
+void require_readable_file(const std::filesystem::path& path, std::string_view what) {
+  std::error_code ignored;
+  const auto type = std::filesystem::status(path, ignored).type();
   // A folder opens for reading and then fails at the first read, which reads like a damaged file.
-  if (std::error_code ignored; std::filesystem::is_directory(path, ignored))
-    throw Error(fmt::format("{}: is a folder, not a data file", path.string()));
+  if (type == std::filesystem::file_type::directory) throw Error(fmt::format("{}: is a folder, not {}", path.string(), what));
+  const char* kind = type == std::filesystem::file_type::character ? "a character device"
+                     : type == std::filesystem::file_type::block   ? "a block device"
+                     : type == std::filesystem::file_type::socket  ? "a socket"
+                                                                   : nullptr;
+  if (kind)
+    throw Error(fmt::format("{}: is {}, not {} (a regular file or a pipe is read)", path.string(), kind, what));
+}
+
+TextLines::TextLines(const std::filesystem::path& path) : path_(path) {
+  require_readable_file(path, "a data file");
+  budget_ = memory_budget_bytes();
   // zlib opens a file that is not gzip-compressed for transparent reading.
   file_ = gzopen(path.c_str(), "rb");
   if (!file_) throw Error(fmt::format("{}: cannot open ({})", path.string(), std::strerror(errno)));
@@ -38,6 +52,8 @@ TextLines::~TextLines() {
 }
 
 std::string TextLines::where() const { return fmt::format("{}:{}", path_.string(), line_number_); }
+
+std::string TextLines::where_next() const { return fmt::format("{}:{}", path_.string(), line_number_ + 1); }
 
 void TextLines::unread(std::string line) {
   unread_ = std::move(line);
@@ -53,6 +69,10 @@ bool TextLines::refill() {
   const int count = gzread(handle(file_), buffer_.data(), static_cast<unsigned>(buffer_.size()));
   buffer_.resize(count > 0 ? static_cast<std::size_t>(count) : 0);
   start_ = 0;
+  bytes_read_ += buffer_.size();
+  if (budget_ != 0 && bytes_read_ > budget_)
+    throw Error(fmt::format("{}: more text (after decompression) than {}, by line {}; is it really a text file of data?",
+                            path_.string(), memory_budget_description(), line_number_ + 1));
   int status = Z_OK;
   const char* message = gzerror(handle(file_), &status);
   if (status == Z_ERRNO)
@@ -76,14 +96,20 @@ bool TextLines::next(std::string& line) {
     const std::size_t newline = buffer_.find('\n', start_);
     ended = newline != std::string::npos;
     const std::size_t end = ended ? newline : buffer_.size();
+    // Binary data, or UTF-16 text: a NUL would otherwise cut the line short or join two lines.
+    // Looked for in each block as it comes, so /dev/zero through a pipe stops at its first block.
+    const std::string_view piece(buffer_.data() + start_, end - start_);  // this line's bytes only
+    if (const auto nul = piece.find('\0'); nul != std::string_view::npos)
+      throw Error(fmt::format("{}:{}: a NUL byte; a text data file has none (is it binary, or UTF-16?)",
+                              where_next(), line.size() + nul + 1));
     line.append(buffer_, start_, end - start_);
     start_ = ended ? end + 1 : end;
+    if (line.size() > max_line_bytes)
+      throw Error(fmt::format("{}: a line longer than {} MiB; no text file sgmcmc reads has one (is it binary?)",
+                              where_next(), max_line_bytes >> 20));
   }
   if (!ended && line.empty()) return false;
   ++line_number_;
-  // Binary data, or UTF-16 text: a NUL would otherwise cut the line short or join two lines.
-  if (const auto nul = line.find('\0'); nul != std::string::npos)
-    throw Error(fmt::format("{}:{}: a NUL byte; a text data file has none (is it binary, or UTF-16?)", where(), nul + 1));
   if (line_number_ == 1 && line.starts_with("\xEF\xBB\xBF")) line.erase(0, 3);  // a UTF-8 byte-order mark
   if (!line.empty() && line.back() == '\r') line.pop_back();
   return true;

@@ -451,12 +451,23 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
   check(schedule);
   const std::size_t block_length = corrector_->block_length();
   ChainContext context{*model_, *workspace_, rng_, cost_};
+  context.stop_requested = schedule.stop_requested;
   ChainResult result;
   std::vector<double> metric_values(metric_names(schedule).size());
   const std::size_t model_metrics = model_->metric_names().size();
   Decision decision;
 
-  if (!restored_) start(context);
+  if (!restored_) {
+    try {
+      start(context);
+    } catch (const StopRequested&) {  // in cv's centring phase: no state worth a checkpoint yet
+      result.stopped = result.interrupted = true;
+      result.message = "interrupted before its first iteration (in the estimator's centring phase); a resumed run "
+                       "starts this chain afresh";
+      result.cost = cost_;
+      return result;
+    }
+  }
   result.iterations = state_.iteration;
   if (progress) progress->fetch_add(state_.iteration, std::memory_order_relaxed);
   const std::uint64_t last = schedule.warmup + schedule.iterations;

@@ -4,6 +4,7 @@
 // each other, so any estimator runs with any integrator and any corrector.
 module;
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -34,7 +35,21 @@ struct ChainContext {
   /// estimator prepares). Estimators that refresh on a period (svrg's snapshot) count
   /// iterations with it, not calls: an hmc iteration makes `steps` estimates.
   std::uint64_t iteration = 0;
+  /// Ctrl-C or SIGTERM (ChainSchedule::stop_requested), for work before the first iteration that
+  /// can take long (cv's centring phase): it polls the flag at every step and throws
+  /// StopRequested once it is set, as the chain loop stops at the next block's end.
+  const std::atomic<bool>* stop_requested = nullptr;
 };
+
+/// Thrown by a chain's preparation (before its first iteration) when a stop was requested;
+/// Chain::run ends the chain there, interrupted at iteration 0 with no checkpoint, so that a
+/// resumed run starts that chain afresh.
+struct StopRequested {};
+
+/// Throws StopRequested when `context`'s stop flag is set.
+inline void throw_if_stop_requested(const ChainContext& context) {
+  if (context.stop_requested && context.stop_requested->load(std::memory_order_relaxed)) throw StopRequested{};
+}
 
 /// What a chain carries from step to step.
 struct ChainState {

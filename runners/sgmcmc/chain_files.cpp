@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <span>
 #include <string>
@@ -22,6 +23,42 @@ std::vector<std::string> sampler_columns(bool tests_acceptance) {
   std::vector<std::string> columns{"lp__", "accept_stat__", "stepsize__"};
   if (tests_acceptance) columns.insert(columns.end(), {"delta_energy__", "accepted__"});
   return columns;
+}
+
+/// The part of a chain's checkpoint ChainFiles writes. Named anew when its layout changed (the
+/// metric rows moved to checkpoint-<k>-metrics.bin), so that a checkpoint of the former layout
+/// is refused, naming both, rather than misread.
+constexpr const char* state_section = "chain files, metric rows appended";
+
+/// One metric row as the checkpoint's metrics file holds it: the values of a double exactly, so
+/// that a resumed run's metrics.csv is the uninterrupted run's.
+void save_row(const ChainFiles::Row& row, sgmcmc::StateWriter& out) {
+  out.count(row.iteration);
+  out.number(row.seconds);
+  out.number(row.cpu_seconds);
+  out.count(row.cost.item_gradients);
+  out.count(row.cost.full_passes);
+  out.numbers(row.values);
+}
+
+ChainFiles::Row restore_row(sgmcmc::StateReader& in) {
+  ChainFiles::Row row;
+  row.iteration = in.count();
+  row.seconds = in.number();
+  row.cpu_seconds = in.number();
+  row.cost.item_gradients = in.count();
+  row.cost.full_passes = in.count();
+  row.values = in.numbers();
+  return row;
+}
+
+/// The first `length` bytes of `path` (checked by check_file_prefix before).
+std::string file_prefix(const fs::path& path, std::uint64_t length) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(length, '\0');
+  if (!in.read(bytes.data(), static_cast<std::streamsize>(length)))
+    throw sgmcmc::Error(fmt::format("{}: cannot read its first {} bytes", path.string(), length));
+  return bytes;
 }
 
 }  // namespace
@@ -53,41 +90,42 @@ ChainFiles::ChainFiles(ChainPaths paths, std::vector<std::string> comments, bool
 }
 
 void ChainFiles::restore_state(sgmcmc::StateReader& in) {
-  in.section("chain files");
+  in.section(state_section);
   const auto mark = [&in] {
     const std::uint64_t length = in.count();
     return sgmcmc::FileMark{length, static_cast<std::uint32_t>(in.count())};
   };
   const auto draws = mark();
-  continue_at_ = Lengths{draws, mark()};
-  rows_.resize(in.count());
-  for (auto& row : rows_) {
-    row.iteration = in.count();
-    row.seconds = in.number();
-    row.cpu_seconds = in.number();
-    row.cost.item_gradients = in.count();
-    row.cost.full_passes = in.count();
-    row.values = in.numbers();
-  }
+  const auto gradients = mark();
+  const std::uint64_t rows = in.count();
+  continue_at_ = Lengths{draws, gradients, mark(), rows};
   if (recorder_) recorder_->restore_state(in);
 }
 
-void ChainFiles::check_files() const {
+void ChainFiles::check_files() {
   if (!continue_at_) return;
   try {
     sgmcmc::check_file_prefix(paths_.draws, continue_at_->draws);
     if (records_gradients()) sgmcmc::check_file_prefix(paths_.gradients, continue_at_->gradients);
+    sgmcmc::check_file_prefix(paths_.checkpoint_metrics, continue_at_->metrics);
   } catch (const sgmcmc::Error& error) {
     throw sgmcmc::Error(fmt::format("{}; this chain cannot continue from {} (delete it to run the chain again; nothing "
                                     "was changed)",
                                     error.what(), paths_.checkpoint.filename().string()));
   }
+  sgmcmc::StateReader in(file_prefix(paths_.checkpoint_metrics, continue_at_->metrics.length),
+                         paths_.checkpoint_metrics.string());
+  rows_.clear();
+  for (std::uint64_t r = 0; r < continue_at_->rows; ++r) rows_.push_back(restore_row(in));
+  in.finish();
 }
 
 void ChainFiles::open() {
   if (continue_at_) {
     draws_.emplace(paths_.draws, continue_at_->draws);
     if (records_gradients()) gradients_.emplace(paths_.gradients, continue_at_->gradients);
+    metrics_file_.emplace(paths_.checkpoint_metrics, continue_at_->metrics);
+    rows_in_file_ = rows_.size();
     return;
   }
   auto columns = written_names_;
@@ -135,22 +173,25 @@ void ChainFiles::on_metrics(const sgmcmc::MetricsRow& row) {
 }
 
 void ChainFiles::on_checkpoint(std::uint64_t, sgmcmc::StateWriter& state) {
-  state.section("chain files");
+  state.section(state_section);
   for (const auto mark : {draws_->flush(), gradients_ ? gradients_->flush() : sgmcmc::FileMark{}}) {
     state.count(mark.length);
     state.count(mark.crc);
   }
   state.count(rows_.size());
-  for (const auto& row : rows_) {
-    state.count(row.iteration);
-    state.number(row.seconds);
-    state.number(row.cpu_seconds);
-    state.count(row.cost.item_gradients);
-    state.count(row.cost.full_passes);
-    state.numbers(row.values);
-  }
+  const auto metrics = append_metric_rows();
+  state.count(metrics.length);
+  state.count(metrics.crc);
   if (recorder_) recorder_->save_state(state);
   sgmcmc::write_state_file(paths_.checkpoint, state);
+}
+
+sgmcmc::FileMark ChainFiles::append_metric_rows() {
+  if (!metrics_file_) metrics_file_.emplace(paths_.checkpoint_metrics);
+  sgmcmc::StateWriter rows;
+  for (; rows_in_file_ < rows_.size(); ++rows_in_file_) save_row(rows_[rows_in_file_], rows);
+  metrics_file_->write(rows.bytes());
+  return metrics_file_->flush();
 }
 
 void ChainFiles::close(const sgmcmc::ChainResult& result) {
@@ -163,6 +204,7 @@ void ChainFiles::close(const sgmcmc::ChainResult& result) {
   }
   draws_->close();
   if (gradients_) gradients_->close();
+  if (metrics_file_) metrics_file_->close();
 }
 
 void write_metrics(const fs::path& path, const std::vector<std::string>& names, const std::vector<const ChainFiles*>& chains) {

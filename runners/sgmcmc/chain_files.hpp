@@ -30,14 +30,15 @@ private:
 
 /// Where chain k's files go.
 struct ChainPaths {
-  std::filesystem::path draws, gradients, checkpoint;
+  std::filesystem::path draws, gradients, checkpoint, checkpoint_metrics;
 };
 
 /// One chain's output: draws of the parameters chosen by [output] (and the model's quantities,
 /// when recorded, as generated-quantity columns after them) streamed to its Stan CSV, their
-/// gradients to gradients-<k>.csv, metric rows kept for metrics.csv. At a checkpoint it adds where
-/// its files stand, its metric rows and its recorder to the chain's state and writes
-/// checkpoint-<k>.bin.
+/// gradients to gradients-<k>.csv, metric rows kept for metrics.csv. At a checkpoint it appends
+/// the metric rows since the last one to checkpoint-<k>-metrics.bin, adds where its files stand
+/// and its recorder to the chain's state and writes checkpoint-<k>.bin: what a checkpoint writes
+/// does not grow with the run.
 class ChainFiles final : public sgmcmc::ChainObserver {
 public:
   /// `names`: all the model's parameters; `written`: the indices of those the files hold.
@@ -47,9 +48,10 @@ public:
   /// Reads what on_checkpoint added to a chain's state; open() then continues the files there.
   void restore_state(sgmcmc::StateReader& in);
   /// After restore_state: throws, naming the file, unless each file is still as long as the
-  /// checkpoint recorded and its bytes up to there are unchanged (their CRC-32). Changes nothing,
-  /// so that a refused resume leaves every chain's files as they were.
-  void check_files() const;
+  /// checkpoint recorded and its bytes up to there are unchanged (their CRC-32); then reads the
+  /// metric rows up to the checkpoint. Changes no file, so that a refused resume leaves every
+  /// chain's files as they were.
+  void check_files();
   /// New files with comments and headers, or, after restore_state, the files cut to where the
   /// checkpoint left them (an interrupted run may have written beyond it) and continued.
   void open();
@@ -79,8 +81,13 @@ private:
   /// row_ ← the written coordinates of `values`, followed by `quantities` slots.
   std::span<double> gather(std::span<const double> values, std::size_t quantities);
 
+  /// Appends the rows not yet in checkpoint-<k>-metrics.bin; returns where the file then stands.
+  sgmcmc::FileMark append_metric_rows();
+
   struct Lengths {
     sgmcmc::FileMark draws, gradients;  // chain-<k>.csv and gradients-<k>.csv at the checkpoint
+    sgmcmc::FileMark metrics;           // checkpoint-<k>-metrics.bin, holding `rows` rows
+    std::uint64_t rows = 0;
   };
   ChainPaths paths_;
   std::vector<std::string> comments_;
@@ -92,6 +99,8 @@ private:
   std::optional<Lengths> continue_at_;
   std::optional<sgmcmc::StanCsvWriter> draws_;
   std::optional<GradientFile> gradients_;
+  std::optional<sgmcmc::OutputFile> metrics_file_;  // opened at the first checkpoint
+  std::size_t rows_in_file_ = 0;
   std::vector<double> row_, score_;
   std::vector<Row> rows_;
 };

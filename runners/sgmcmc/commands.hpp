@@ -68,6 +68,7 @@ struct RunOptions {
   std::optional<std::int64_t> checkpoint_every;  // run.checkpoint_every
   std::uint64_t stop_after = 0;                  // stop after this iteration's checkpoint (0: never)
   std::optional<std::filesystem::path> resume;   // continue the run in this folder
+  bool allow_changed_data = false;               // resume even though a data file changed
 };
 
 int run_command(const RunOptions& options);

@@ -14,15 +14,19 @@ import sgmcmc;
 
 namespace fs = std::filesystem;
 
-std::string read_file(const fs::path& path, std::string_view what) {
+std::string read_file(const fs::path& path, std::string_view what, std::uint64_t max_bytes) {
   // A folder opens as an empty stream: its "contents" would be parsed as an empty file.
-  if (std::error_code ignored; fs::is_directory(path, ignored))
-    throw sgmcmc::Error(fmt::format("{}: is a folder, not {}", path.string(), what));
+  sgmcmc::require_readable_file(path, what);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw sgmcmc::Error(fmt::format("{}: cannot open {}", path.string(), what));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::string text;
+  std::vector<char> block(1 << 16);
+  while (in.read(block.data(), static_cast<std::streamsize>(block.size())) || in.gcount() > 0) {
+    text.append(block.data(), static_cast<std::size_t>(in.gcount()));
+    if (text.size() > max_bytes)
+      throw sgmcmc::Error(fmt::format("{}: more than {} bytes, too many for {}", path.string(), max_bytes, what));
+  }
+  return text;
 }
 
 void require_folder_or_absent(const fs::path& out) {

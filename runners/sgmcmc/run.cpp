@@ -96,9 +96,9 @@ RunSchedule read_schedule(const sgmcmc::Settings& run) {
   return schedule;
 }
 
-/// An empty folder for the run's files. A folder that holds files is kept unless --replace: a
-/// run never silently overwrites another's results.
-fs::path prepare_output(const RunOptions& options, const std::string& label) {
+/// The folder for the run's files, created if need be. A folder that holds files is kept unless
+/// --replace: a run never silently overwrites another's results.
+fs::path create_output(const RunOptions& options, const std::string& label) {
   fs::path out;
   if (options.out) {
     out = *options.out;
@@ -115,6 +115,13 @@ fs::path prepare_output(const RunOptions& options, const std::string& label) {
     throw sgmcmc::Error(fmt::format("output folder '{}' is not empty; choose another --out, or add --replace", out.string()));
   fs::create_directories(out, error);
   if (error) throw sgmcmc::Error(fmt::format("output folder '{}': {}", out.string(), error.message()));
+  return out;
+}
+
+/// With --replace, removes the files of the run `out` held (under the folder's lock: they may
+/// still be another process's files until it is taken).
+void remove_run_files(const fs::path& out) {
+  std::error_code error;
   for (const char* stale : {run_folder::manifest, run_folder::metrics, run_folder::config, run_folder::checkpoint_record})
     fs::remove(out / stale, error);
   for (const auto& entry : fs::directory_iterator(out))
@@ -122,7 +129,6 @@ fs::path prepare_output(const RunOptions& options, const std::string& label) {
                                                             name.starts_with(run_folder::gradients_prefix) ||
                                                             name.starts_with(run_folder::checkpoint_prefix))
       fs::remove(entry.path(), error);
-  return out;
 }
 
 /// The bytes malloc has handed out and not had back (0 where the allocator keeps no count, as
@@ -160,14 +166,17 @@ json to_json(const sgmcmc::Value& value) {
   return std::visit([](const auto& v) { return json(v); }, value);
 }
 
+/// A section's every key in force, defaults included.
+json resolved_section(const sgmcmc::Settings& settings) {
+  json keys = json::object();
+  for (const auto& [key, value] : settings.resolved()) keys[key] = to_json(value);
+  return keys;
+}
+
 /// The resolved configuration: every key in force, defaults included, by section.
 json resolved_config(const sgmcmc::RunConfig& config) {
   json sections = json::object();
-  for (const auto& [name, settings] : config.sections) {
-    json keys = json::object();
-    for (const auto& [key, value] : settings.resolved()) keys[key] = to_json(value);
-    sections[name] = keys;
-  }
+  for (const auto& [name, settings] : config.sections) sections[name] = resolved_section(settings);
   return sections;
 }
 
@@ -231,6 +240,7 @@ struct PreparedRun {
   std::vector<ChainJob> jobs;
   std::vector<std::unique_ptr<sgmcmc::DrawRecorder>> recorders;
   std::vector<std::string> warnings;
+  bool allow_changed_data = false;    // --allow-changed-data: resume on data other than the run began with
   bool print_zv = false;              // [output] zv = true
   std::vector<std::size_t> written;  // the parameters the draws files hold ([output] parameters)
 
@@ -254,7 +264,9 @@ std::shared_ptr<const BuiltModel> build_model(const sgmcmc::RunConfig& config, s
     throw ModelNotLoadable(error.what());
   }
   auto model = plugin->create({config["model"], data_seed});
-  return std::make_shared<const BuiltModel>(BuiltModel{*plugin, std::move(model), config["model"]});
+  // Taken once the model has read its files, once per model (a sweep's cells share it).
+  auto data_files = data_fingerprints({{"model", resolved_section(config["model"])}}, {"model"});
+  return std::make_shared<const BuiltModel>(BuiltModel{*plugin, std::move(model), config["model"], std::move(data_files)});
 }
 
 /// What makes two cells' models the same: the [model] keys and values, the data seed and where
@@ -421,7 +433,7 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
     const auto stan = stan_argument_lines(run.schedule.chain, k + 1, run.schedule.seed, adapts);
     chain_comments.insert(chain_comments.end(), stan.begin(), stan.end());
     const ChainPaths paths{out / run_folder::chain_draws(k + 1), out / run_folder::chain_gradients(k + 1),
-                           checkpoint_path(out, k)};
+                           checkpoint_path(out, k), out / run_folder::chain_checkpoint_metrics(k + 1)};
     run.jobs[k].files = std::make_unique<ChainFiles>(paths, chain_comments, run.tests_acceptance, names, run.written,
                                                      std::move(run.recorders[k]), quantity_names);
   }
@@ -437,6 +449,24 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
   if (resume)
     for (const char* stale : {run_folder::manifest, run_folder::metrics}) fs::remove(out / stale);
   for (auto& job : run.jobs) job.files->open();
+}
+
+/// Throws, naming each file, if a file the resumed run reads differs from the one the run began
+/// with (checkpoint.json's data_files): its chains would continue on data they did not sample.
+/// With --allow-changed-data, a warning (printed and in the manifest) instead.
+void check_recorded_data(const PreparedRun& run, const fs::path& out, const json& data_files, json& manifest) {
+  const auto changes = changed_data(read_recorded_run(out), data_files);
+  if (changes.empty()) return;
+  const auto what = fmt::format("{}", fmt::join(changes, "; "));
+  if (!run.allow_changed_data)
+    throw sgmcmc::Error(fmt::format("{}: the data differ from those the run began with ({}); its chains would not continue "
+                                    "on the data they sampled. Restore the file(s), start a new run, or add "
+                                    "--allow-changed-data to continue on the new data (nothing was changed)",
+                                    (out / run_folder::checkpoint_record).string(), what));
+  const auto warning = fmt::format("--allow-changed-data: the resumed chains continue on data other than the run began "
+                                   "with ({})", what);
+  fmt::print(stderr, "sgmcmc: warning: {}\n", warning);
+  manifest["warnings"].push_back(warning);
 }
 
 }  // namespace
@@ -487,11 +517,16 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
       at_truth["lp__"] = -sgmcmc::potential(*run.model(), truth, sgmcmc::every_item(*run.model()), *workspace);
     manifest["model"]["simulated_quantities"] = at_truth;
   }
+  json data_files = run.built->data_files;
+  data_files.update(data_fingerprints(manifest["config"], {"run"}));  // run.init
+  manifest["data_files"] = data_files;
   const bool checkpoints = run.schedule.chain.checkpoint_every > 0;
-  if (resume)
+  if (resume) {
     check_recorded_run(out, manifest["config"]);
-  else if (checkpoints)
-    record_run(out, run.source, run.config, manifest["config"]);
+    check_recorded_data(run, out, data_files, manifest);
+  } else if (checkpoints) {
+    record_run(out, run.source, run.config, manifest["config"], data_files);
+  }
   open_chain_files(run, out, manifest, resume);
   run_jobs(run.jobs, run.schedule.chain, threads, progress);
   for (auto& job : run.jobs)
@@ -503,7 +538,7 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
   if (!interrupted && any(&sgmcmc::ChainResult::stopped)) return RunOutcome::stopped;  // the checkpoints stay for --resume
   // Interrupted: what --resume needs (a run without checkpoints has no record yet) and, as for a
   // complete run, the metrics so far and a manifest that says so.
-  if (interrupted && !checkpoints && !resume) record_run(out, run.source, run.config, manifest["config"]);
+  if (interrupted && !checkpoints && !resume) record_run(out, run.source, run.config, manifest["config"], data_files);
 
   std::vector<const ChainFiles*> files;
   for (const auto& job : run.jobs) files.push_back(job.files.get());
@@ -522,7 +557,10 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
   if (interrupted) return RunOutcome::interrupted;  // the checkpoints stay for --resume
   // Complete: the checkpoints go, whether run.checkpoint_every or an interruption wrote them.
   std::error_code absent;
-  for (std::size_t k = 0; k < run.jobs.size(); ++k) fs::remove(checkpoint_path(out, k), absent);
+  for (std::size_t k = 0; k < run.jobs.size(); ++k) {
+    fs::remove(checkpoint_path(out, k), absent);
+    fs::remove(out / run_folder::chain_checkpoint_metrics(k + 1), absent);
+  }
   return any_diverged ? RunOutcome::diverged : RunOutcome::complete;
 }
 
@@ -555,13 +593,20 @@ int run_command(const RunOptions& options) {
   // A resumed run keeps the first run's source: chains that restart write the same headers.
   if (options.resume) source = read_recorded_run(*options.resume).value("source", source);
   const auto run = prepare_run(std::move(config), source, options.plugin_dir);
+  run->allow_changed_data = options.allow_changed_data;
   for (const auto& warning : check_keys(*run)) fmt::print(stderr, "sgmcmc: warning: {}\n", warning);
   run->schedule.chain.stop_after = options.stop_after;
   check_run(*run);
   const auto& schedule = run->schedule;
   const auto& jobs = run->jobs;
 
-  const fs::path out = options.resume ? *options.resume : prepare_output(options, label);
+  const fs::path out = options.resume ? *options.resume : create_output(options, label);
+  const RunFolderLock lock(out);
+  if (options.resume) {  // again under the lock: the run may have completed since
+    if (const auto refusal = resume_refusal(out); !refusal.empty()) throw sgmcmc::Error("--resume: " + refusal);
+  } else {
+    remove_run_files(out);
+  }
   const unsigned threads = options.threads ? options.threads
                                            : static_cast<unsigned>(std::min<std::uint64_t>(
                                                  schedule.chains, std::max(1u, std::thread::hardware_concurrency())));
@@ -655,6 +700,9 @@ Command add_run_command(CLI::App& app) {
                       "stop every chain after iteration K's checkpoint (K a multiple of the checkpoint interval)");
   auto* resume = command->add_option("--resume", run->resume, "continue the interrupted run in this folder from its checkpoints");
   resume->excludes("--out")->excludes("--replace");
+  command->add_flag("--allow-changed-data", run->allow_changed_data,
+                    "with --resume: continue even though a data file differs from the one the run began with")
+      ->needs(resume);
   return {command, [run] {
             if (!run->preset && !run->config_file && !run->resume)
               throw sgmcmc::Error("sgmcmc run: give --preset NAME, --config FILE.toml or --resume DIR");

@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <vector>
+#include <nlohmann/json.hpp>
 
 import sgmcmc;
 
@@ -32,6 +33,7 @@ struct BuiltModel {
   sgmcmc::LoadedPlugin plugin;
   std::shared_ptr<const sgmcmc::Model> model;
   sgmcmc::Settings section;  // the [model] section as the model read it (which keys it knows)
+  nlohmann::json data_files;  // the fingerprints of the files the section names (run_record.hpp)
 };
 
 /// The models of a sweep's cells, one per distinct [model] section, data seed and plugin folder:

@@ -8,6 +8,12 @@
 #include <map>
 #include <string>
 #include <vector>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -20,8 +26,71 @@ namespace run_folder {
 std::string chain_draws(std::size_t k) { return fmt::format("{}{}.csv", chain_prefix, k); }
 std::string chain_gradients(std::size_t k) { return fmt::format("{}{}.csv", gradients_prefix, k); }
 std::string chain_checkpoint(std::size_t k) { return fmt::format("{}{}.bin", checkpoint_prefix, k); }
+std::string chain_checkpoint_metrics(std::size_t k) { return fmt::format("{}{}-metrics.bin", checkpoint_prefix, k); }
 
 }  // namespace run_folder
+
+namespace {
+
+/// "pid 1234 on host": what the holder wrote into the lock file, or that it has not yet.
+std::string lock_holder(int descriptor) {
+  char text[512] = {};
+  const ssize_t count = pread(descriptor, text, sizeof text - 1, 0);
+  std::string holder = count > 0 ? std::string(text, static_cast<std::size_t>(count)) : std::string();
+  while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\r')) holder.pop_back();
+  return holder.empty() ? "a process that has not yet written its pid" : holder;
+}
+
+std::string this_process() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
+  return fmt::format("pid {} on {}", getpid(), host[0] ? host : "an unnamed host");
+}
+
+/// Whether `descriptor` is still the file at `path`: a holder that released the lock removed the
+/// file, and a lock taken on the removed file would not exclude a writer that made a new one.
+bool still_linked(int descriptor, const fs::path& path) {
+  struct stat held {}, named {};
+  return fstat(descriptor, &held) == 0 && stat(path.c_str(), &named) == 0 && held.st_dev == named.st_dev &&
+         held.st_ino == named.st_ino;
+}
+
+}  // namespace
+
+RunFolderLock::RunFolderLock(const fs::path& folder) : path_(folder / run_folder::lock) {
+  while (true) {
+    descriptor_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (descriptor_ < 0)
+      throw sgmcmc::Error(fmt::format("'{}': cannot create its lock file {} ({})", folder.string(), run_folder::lock,
+                                      std::strerror(errno)));
+    if (flock(descriptor_, LOCK_EX | LOCK_NB) != 0) {
+      const int error = errno;
+      const std::string holder = error == EWOULDBLOCK ? lock_holder(descriptor_) : "";
+      ::close(descriptor_);
+      if (error == EWOULDBLOCK)
+        throw sgmcmc::Error(fmt::format("'{}' is in use by another sgmcmc process ({}), which holds its lock file {}; "
+                                        "wait until it ends, or choose another folder (nothing was changed)",
+                                        folder.string(), holder, run_folder::lock));
+      throw sgmcmc::Error(fmt::format("'{}': cannot lock {} ({})", folder.string(), run_folder::lock, std::strerror(error)));
+    }
+    if (still_linked(descriptor_, path_)) break;
+    ::close(descriptor_);  // locked a file its holder removed as it released it: lock the new one
+  }
+  const std::string holder = this_process() + "\n";
+  const bool noted = ftruncate(descriptor_, 0) == 0 && pwrite(descriptor_, holder.data(), holder.size(), 0) > 0;
+  (void)noted;  // the lock holds without the note: a refused writer then says the pid is not yet written
+}
+
+RunFolderLock::~RunFolderLock() {
+  // Removed while still held, so that no writer locks the file being removed (see still_linked).
+  ::unlink(path_.c_str());
+  ::close(descriptor_);
+}
+
+void clear_folder_but_lock(const fs::path& folder) {
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.path().filename() != run_folder::lock) fs::remove_all(entry.path());
+}
 
 nlohmann::json manifest_if_any(const fs::path& folder) {
   nlohmann::json manifest;

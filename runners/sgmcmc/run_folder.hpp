@@ -9,11 +9,15 @@
 //   manifest.json      resolved configuration, seed, versions, timings, cost; written last, through
 //                      a temporary name, so a folder without it is an interrupted run; one with
 //                      status "interrupted" was stopped by SIGINT/SIGTERM and can be resumed.
+//   .lock              held (flock) by the process writing the folder: see RunFolderLock
 // With run.checkpoint_every (for `sgmcmc run --resume DIR`):
 //   config.toml        the keys set, which --resume rebuilds the run from
 //   checkpoint.json    the source and resolved configuration, which a resumed run must match
 //   checkpoint-<k>.bin chain k's state (sgmcmc.state) and where its files stood; removed when
 //                      the run is complete
+//   checkpoint-<k>-metrics.bin  chain k's metric rows (sgmcmc.state values), appended at each
+//                      checkpoint, so that a checkpoint costs the same late in a run as early;
+//                      removed with checkpoint-<k>.bin
 #pragma once
 #include <cstddef>
 #include <filesystem>
@@ -30,6 +34,7 @@ inline constexpr const char* manifest = "manifest.json";
 inline constexpr const char* metrics = "metrics.csv";
 inline constexpr const char* config = "config.toml";
 inline constexpr const char* checkpoint_record = "checkpoint.json";
+inline constexpr const char* lock = ".lock";
 
 /// The comment line of a chain file whose lp__ column is not the log density: R's readers need a
 /// finite number there, and runners/python reads this line to give NaN instead.
@@ -46,8 +51,33 @@ inline constexpr const char* checkpoint_prefix = "checkpoint-";
 std::string chain_draws(std::size_t k);
 std::string chain_gradients(std::size_t k);
 std::string chain_checkpoint(std::size_t k);
+std::string chain_checkpoint_metrics(std::size_t k);
 
 }  // namespace run_folder
+
+/// The one writer of a run folder. Two processes writing the same chain files (a --resume or
+/// --replace into the folder of a run still alive, two resumes at once) interleave their lines
+/// and leave holes, while each ends "complete". So run, resume, replace and every sweep cell first
+/// take an exclusive advisory lock (flock) on the folder's `.lock` file, and a second writer is
+/// refused, naming the holder's pid and host, which the holder writes into the file. The kernel
+/// releases the lock when the holder's process ends, however it ends: a kill -9 leaves at most a
+/// `.lock` file that nobody holds, which the next writer takes over.
+class RunFolderLock {
+public:
+  /// Locks `folder` (which exists) or throws an sgmcmc::Error naming it and the holder.
+  explicit RunFolderLock(const std::filesystem::path& folder);
+  /// Releases the lock and removes the `.lock` file.
+  ~RunFolderLock();
+  RunFolderLock(const RunFolderLock&) = delete;
+  RunFolderLock& operator=(const RunFolderLock&) = delete;
+
+private:
+  std::filesystem::path path_;
+  int descriptor_ = -1;
+};
+
+/// Removes everything in `folder` but its `.lock` (a cell rerun from scratch under its lock).
+void clear_folder_but_lock(const std::filesystem::path& folder);
 
 struct Chains {
   std::vector<std::string> columns;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "run.hpp"
+#include "run_folder.hpp"
 #include "sweep_cells.hpp"
 #include "thread_pool.hpp"
 
@@ -66,11 +67,10 @@ void run_cell(const Sweep& sweep, Cell& cell, const fs::path& folder, const std:
     cell.model.reset();  // the run holds it now; the last run using it frees it
     check_keys(*run);
     check_run(*run);
+    fs::create_directories(folder);
+    const RunFolderLock lock(folder);  // another sweep on the same folder may be running this cell
     const bool resumable = resume_refusal(folder).empty();
-    if (!resumable) {
-      fs::remove_all(folder);
-      fs::create_directories(folder);
-    }
+    if (!resumable) clear_folder_but_lock(folder);
     // One thread per cell: the pool's threads are the cells.
     cell.status = execute_run(*run, folder, 1, nullptr, resumable) == RunOutcome::diverged ? "diverged" : "complete";
   } catch (const sgmcmc::Error& error) {

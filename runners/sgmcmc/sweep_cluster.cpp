@@ -1,6 +1,7 @@
 // A sweep across the ranks of a cluster (see sweep_cluster.hpp).
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -43,7 +44,8 @@ std::string cell_message(const Cell& cell, const Finished& finished, const fs::p
   for (const auto& entry : fs::recursive_directory_iterator(folder)) {
     if (!entry.is_regular_file()) continue;
     pack(message, fs::relative(entry.path(), folder).generic_string());
-    pack(message, read_file(entry.path(), "a finished cell's file"));
+    const std::uint64_t budget = sgmcmc::memory_budget_bytes();  // a cell's chains can be large
+    pack(message, read_file(entry.path(), "a finished cell's file", budget ? budget : UINT64_MAX));
   }
   return message;
 }

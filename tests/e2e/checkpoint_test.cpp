@@ -5,7 +5,9 @@
 // (Gibbs-updated hyperparameters in its workspace) and logistic (running predictive averages).
 // So does a run stopped by Ctrl-C (SIGINT) or SIGTERM, with or without checkpoints of its own.
 // Bad input: a corrupt or truncated checkpoint, another configuration, a finished run, an output
-// file cut or changed before its checkpoint (refused before any file is touched).
+// file cut or changed before its checkpoint, a data file changed since the run began (refused
+// before any file is touched). One writer per folder: a second `run` into a live run's folder is
+// refused, naming the holder, and a kill -9 leaves no lock behind.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <chrono>
@@ -14,6 +16,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 #include <sys/wait.h>
@@ -354,11 +357,56 @@ TEST_CASE("sgmcmc run killed with SIGKILL mid-run and resumed writes the uninter
     return std::chrono::steady_clock::now() - *since > std::chrono::milliseconds(50);
   }));
   REQUIRE(!fs::exists(out / "manifest.json"));
+  // The killed run's lock file stays, naming it, but the kernel released its lock.
+  CHECK_THAT(test::read_text(out / ".lock"), Contains(fmt::format("pid {} ", child)));
 
   const auto resumed = test::run_cli("run --resume '" + out.string() + "' --quiet");
   INFO(resumed.output);
   REQUIRE(resumed.exit_code == 0);
   CHECK(outputs(out, 2, true) == outputs(dir.path() / "whole", 2, true));
+  CHECK(!fs::exists(out / ".lock"));  // removed by the resumed run as it released it
+}
+
+TEST_CASE("a run folder has one writer: --resume, --replace and --out into a live run's folder are refused, naming its pid") {
+  test::TempDir dir;
+  // A run of a few seconds with checkpoints (so that --resume gets as far as the lock).
+  const std::vector<std::string> arguments = {"run", "--preset", "demo", "--chains", "1", "--set", "run.iterations=400000",
+                                              "--set", "run.thin=10", "--checkpoint-every", "10000", "--quiet"};
+  std::string joined;
+  for (const auto& argument : arguments) joined += argument + " ";
+  const auto out = dir.path() / "live", log = dir.path() / "live.log";
+  auto live_arguments = arguments;
+  live_arguments.insert(live_arguments.end(), {"--out", out.string()});
+  const pid_t live = test::spawn_cli(live_arguments, log.string());
+  REQUIRE(live > 0);
+  // Once it has written draws (its file past a stdio buffer) and a checkpoint, far from its end.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  std::error_code absent;
+  while (!(fs::exists(out / "checkpoint-1.bin") && fs::file_size(out / "chain-1.csv", absent) > 4096 && !absent) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto holder = fmt::format("pid {} on ", live);
+  const std::vector<std::string> intruders = {
+      fmt::format("run --resume '{}' --quiet", out.string()),
+      fmt::format("{} --out '{}' --replace --seed 2", joined, out.string())};
+  for (const auto& intruder : intruders) {
+    const auto refused = test::run_cli(intruder);
+    INFO(intruder << "\n" << refused.output);
+    CHECK(refused.exit_code == 2);
+    CHECK_THAT(refused.output, Contains(out.string()) && Contains(holder));
+  }
+  int status = 0;
+  REQUIRE(waitpid(live, &status, WNOHANG) == 0);  // the refusals came while it was running
+  REQUIRE(waitpid(live, &status, 0) == live);
+  INFO(test::read_text(log));
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(nlohmann::json::parse(test::read_text(out / "manifest.json"))["status"] == "complete");
+  CHECK(!fs::exists(out / ".lock"));
+  // Intact: the bytes of the same run that nobody disturbed.
+  const auto alone = test::run_cli(joined + "--out '" + (dir.path() / "alone").string() + "'");
+  REQUIRE(alone.exit_code == 0);
+  CHECK(outputs(out, 1, false) == outputs(dir.path() / "alone", 1, false));
 }
 
 TEST_CASE("sgmcmc run --resume refuses a corrupt or truncated checkpoint, naming the file, and changes nothing") {
@@ -465,6 +513,54 @@ std::size_t digit_in_first_row(const std::string& text) {
 }
 
 }  // namespace
+
+TEST_CASE("sgmcmc run --resume refuses a data file changed since the run began, naming it, unless --allow-changed-data") {
+  test::TempDir dir;
+  std::string rows = "x1,x2,y\n";
+  for (int i = 0; i < 200; ++i) rows += fmt::format("{},{},{}\n", (i % 7) * 0.25 - 0.7, (i % 5) * 0.3, (i % 11) * 0.2 - 1.0);
+  const auto data = dir.write("data.csv", rows);
+  const auto config = dir.write("run.toml", "[model]\nname = \"gaussian\"\ndata = \"data.csv\"\n[estimator]\nname = "
+                                            "\"minibatch\"\nbatch_size = 20\n[integrator]\nname = \"sgld\"\nstep_size = 1e-3\n"
+                                            "[run]\niterations = 40\nthin = 1\nchains = 1\ncheckpoint_every = 10\n");
+  const auto out = dir.path() / "run", whole = dir.path() / "whole";
+  const std::string arguments = fmt::format("--config '{}' --quiet", config.string());
+  REQUIRE(test::run_cli(fmt::format("run {} --out '{}'", arguments, whole.string())).exit_code == 0);
+  REQUIRE(test::run_cli(fmt::format("run {} --stop-after 20 --out '{}'", arguments, out.string())).exit_code == 0);
+  const auto checkpoint = nlohmann::json::parse(test::read_text(out / "checkpoint.json"));
+  CHECK(checkpoint["data_files"]["model.data"]["size"] == rows.size());
+  const auto before = folder_bytes(out);
+
+  SECTION("a value changed, the size the same") {
+    std::string changed = rows;
+    changed[changed.find("-0.7")] = '+';
+    dir.write("data.csv", changed);
+    const auto refused = test::run_cli(fmt::format("run --resume '{}' --quiet", out.string()));
+    INFO(refused.output);
+    CHECK(refused.exit_code == 2);
+    CHECK_THAT(refused.output, Contains("model.data '" + data.string() + "'") && Contains("other bytes") &&
+                                   Contains("--allow-changed-data"));
+    CHECK(folder_bytes(out) == before);
+    const auto allowed = test::run_cli(fmt::format("run --resume '{}' --allow-changed-data --quiet", out.string()));
+    INFO(allowed.output);
+    CHECK(allowed.exit_code == 0);
+    CHECK_THAT(allowed.output, Contains("warning: --allow-changed-data") && Contains(data.string()));
+  }
+  SECTION("rows appended") {
+    dir.write("data.csv", rows + "0.1,0.2,0.3\n");
+    const auto refused = test::run_cli(fmt::format("run --resume '{}' --quiet", out.string()));
+    INFO(refused.output);
+    CHECK(refused.exit_code == 2);
+    CHECK_THAT(refused.output, Contains(data.string()) && Contains(fmt::format("{} bytes now, {} recorded", rows.size() + 12, rows.size())));
+    CHECK(folder_bytes(out) == before);
+  }
+  SECTION("the file touched, its bytes the same, resumes bit for bit") {
+    fs::last_write_time(data, fs::last_write_time(data) + std::chrono::hours(1));
+    const auto resumed = test::run_cli(fmt::format("run --resume '{}' --quiet", out.string()));
+    INFO(resumed.output);
+    CHECK(resumed.exit_code == 0);
+    CHECK(outputs(out, 1, false) == outputs(whole, 1, false));
+  }
+}
 
 TEST_CASE("sgmcmc run --resume checks every chain's files before changing any, and refuses bytes changed before the checkpoint") {
   test::TempDir dir;
@@ -581,4 +677,50 @@ TEST_CASE("SIGTERM on sgmcmc run with checkpoints and MH blocks of 3: the chains
                               "run.warmup=600", "--set", "run.iterations=30000", "--set", "run.thin=3", "--set", "run.eval_every=300", "--chains", "2",
                               "--threads", "2", "--checkpoint-every", "600", "--quiet"},
                              2, false, SIGTERM);
+}
+
+TEST_CASE("Ctrl-C during cv's centring phase stops the chain in it: exit 130, no checkpoint, and a resume starts it afresh") {
+  test::TempDir dir;
+  // A centring phase of 5·10⁵ SGD steps on batches of 100 (5·10⁷ item gradients, seconds long),
+  // then a short chain, 1 chain with no checkpoints of its own.
+  constexpr std::uint64_t centring_steps = 500'000, batch = 100;
+  std::vector<std::string> arguments = {"run", "--preset", "demo", "--chains", "1", "--set", "estimator.name=cv",
+                                        "--set", fmt::format("estimator.sgd_iterations={}", centring_steps),
+                                        "--set", "run.warmup=0", "--set", "run.iterations=200", "--quiet"};
+  std::string joined;
+  for (const auto& argument : arguments) joined += argument + " ";
+  const auto out = dir.path() / "interrupted", log = dir.path() / "interrupted.log";
+  arguments.insert(arguments.end(), {"--out", out.string()});
+  const pid_t child = test::spawn_cli(arguments, log.string());
+  REQUIRE(child > 0);
+  // The chain's files are opened, with the handler installed, just before the chain starts its
+  // centring; the signal is sent a little later, into the centring.
+  const auto status = test::signal_when(child, SIGINT, [&, since = std::optional<std::chrono::steady_clock::time_point>()]() mutable {
+    if (!fs::exists(out / "chain-1.csv")) return false;
+    if (!since) since = std::chrono::steady_clock::now();
+    return std::chrono::steady_clock::now() - *since > std::chrono::milliseconds(100);
+  });
+  const auto said = test::read_text(log);
+  INFO(said);
+  REQUIRE(status);
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 130);
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  CHECK(manifest["status"] == "interrupted");
+  const auto& chain = manifest["chains"][0];
+  CHECK(chain["status"] == "interrupted");
+  CHECK(chain["iterations"] == 0);
+  CHECK_THAT(chain["message"].get<std::string>(), Contains("centring phase"));
+  // Stopped inside the centring: fewer item gradients than its steps take (without the stop
+  // flag polled there, the whole centring ran before the chain stopped).
+  CHECK(chain["item_gradients"].get<std::uint64_t>() < centring_steps * batch);
+  CHECK(!fs::exists(out / "checkpoint-1.bin"));  // nothing to continue: the chain starts afresh
+  CHECK(fs::exists(out / "checkpoint.json"));
+
+  const auto resumed = test::run_cli("run --resume '" + out.string() + "' --quiet");
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  const auto whole = test::run_cli(joined + "--out '" + (dir.path() / "whole").string() + "'");
+  REQUIRE(whole.exit_code == 0);
+  CHECK(outputs(out, 1, false) == outputs(dir.path() / "whole", 1, false));
 }

@@ -1,6 +1,7 @@
 // Hostile input and interruptions through the real CLI (issue #21): non-finite data, values and
 // settings accepted without a word, misleading messages, a data file that can be read only once,
-// truncated plugin files, and the exit code of each outcome the README lists.
+// truncated plugin files, the exit code of each outcome the README lists, and input without end
+// (devices, endless pipes, a gzip bomb: issue 41 item 13).
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <sys/wait.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include "support.hpp"
 
@@ -308,4 +310,69 @@ TEST_CASE("silent substitutions refused: a NUL character in a configuration stri
   expect_exit(2, "run --quiet --config " + quoted(config) + " --out " + quoted(dir.path() / "out"),
               {"nul.toml:3: model.data", "NUL character"});
   CHECK(!fs::exists(dir.path() / "out" / "manifest.json"));
+
+namespace {
+
+/// `path` gzip-compressed from `blocks` copies of `block`: a few hundred kB that inflate to
+/// blocks × block.size() bytes (a gzip bomb, when that is more than memory).
+void write_gzip(const fs::path& path, const std::string& block, std::size_t blocks) {
+  gzFile file = gzopen(path.c_str(), "wb9");
+  REQUIRE(file != nullptr);
+  bool written = true;
+  for (std::size_t b = 0; b < blocks; ++b) written = written && gzwrite(file, block.data(), static_cast<unsigned>(block.size())) > 0;
+  REQUIRE(gzclose(file) == Z_OK);
+  REQUIRE(written);
+}
+
+}  // namespace
+
+TEST_CASE("unbounded input is refused naming the file: /dev/zero as data, configuration, chain file or run.init, a gzip bomb, an endless line") {
+  test::TempDir dir;
+  const fs::path zero = "/dev/zero";
+  REQUIRE(fs::is_character_file(zero));
+  const auto out = dir.path() / "out";
+  // Devices where a file is read to its end: refused before a byte is read.
+  expect_exit(2, gaussian_run(dir, zero), {"/dev/zero: is a character device, not a data file"});
+  expect_exit(2, "run --config /dev/zero --out " + quoted(out), {"/dev/zero: is a character device, not the configuration file"});
+  expect_exit(2, "run --preset demo --quiet --set run.init='\"/dev/zero\"' --out " + quoted(out),
+              {"/dev/zero: is a character device"});
+  const auto run = dir.path() / "run";
+  fs::create_directories(run);
+  fs::create_symlink(zero, run / "chain-1.csv");
+  expect_exit(2, "summary " + quoted(run), {(run / "chain-1.csv").string(), "is a character device"});
+
+  // A pipe is read (a FIFO works as data), but bounded. The writers give up after a minute, so a
+  // regression fails instead of hanging.
+  const auto fifo = dir.path() / "endless.fifo";
+  REQUIRE(test::shell("mkfifo " + quoted(fifo)).exit_code == 0);
+  const auto writer = [&](const std::string& source) {
+    return fmt::format("timeout 60 sh -c '{} > {}' >/dev/null 2>&1 & timeout 120 '{}' ", source, quoted(fifo), SGMCMC_CLI);
+  };
+  // NUL bytes: the first block of /dev/zero is refused, naming the file and line.
+  auto result = test::shell(writer("cat /dev/zero") + gaussian_run(dir, fifo));
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Contains(fifo.string() + ":1:1: a NUL byte"));
+  // A line without end: refused at 256 MiB.
+  result = test::shell(writer("tr \"\\\\0\" 1 < /dev/zero") + gaussian_run(dir, fifo));
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Contains(fifo.string() + ":1: a line longer than 256 MiB"));
+  // A configuration without end: refused at 64 MiB.
+  result = test::shell(writer("cat /dev/zero") + "run --config " + quoted(fifo) + " --out " + quoted(out));
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Contains(fifo.string() + ": more than 67108864 bytes, too many for the configuration file"));
+
+  // A gzip bomb: 240 kB that inflate to 200 MB of rows, against a budget of 64 MB.
+  const auto bomb = dir.path() / "bomb.csv.gz";
+  std::string rows;
+  for (int i = 0; i < 1 << 14; ++i) rows += "0.5,1.5,2.5\n";
+  write_gzip(bomb, rows, (200u << 20) / rows.size());
+  CHECK(fs::file_size(bomb) < (1u << 20));
+  result = test::shell("SGMCMC_MEMORY_LIMIT_MB=64 '" + std::string(SGMCMC_CLI) + "' " + gaussian_run(dir, bomb));
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Contains(bomb.string() + ": more text (after decompression) than the 0.0671 GB that "
+                                                     "SGMCMC_MEMORY_LIMIT_MB = 64 allows"));
 }

@@ -280,6 +280,37 @@ TEST_CASE("sgmcmc sweep --resume reruns only a deleted cell and gives the same t
   CHECK(without_seconds(test::read_text(out / "results.csv")) == before);
 }
 
+TEST_CASE("a sweep cell whose folder another process is writing fails naming its pid, and runs once the writer is gone") {
+  test::TempDir dir;
+  const auto file = dir.write("small.toml", small_sweep());
+  const auto out = dir.path() / "out";
+  REQUIRE(sweep(file, out, "--jobs 2").exit_code == 0);
+  const auto before = without_seconds(test::read_text(out / "results.csv"));
+  const fs::path cell = out / "estimator.name=exact+integrator.step_size=2e-05+run.seed=2";
+  fs::remove_all(cell);
+  // Another writer in the cell's folder: a long run (killed below, never finished).
+  const pid_t writer = test::spawn_cli({"run", "--preset", "demo", "--chains", "1", "--set", "run.iterations=100000000",
+                                        "--quiet", "--out", cell.string()});
+  REQUIRE(writer > 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (!fs::exists(cell / "chain-1.csv") && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto refused = sweep(file, out, "--resume --jobs 2");
+  INFO(refused.output);
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.output, Contains("cell " + cell.filename().string() + " failed") &&
+                                 Contains("in use by another sgmcmc process (pid " + std::to_string(writer) + " on "));
+  int status = 0;
+  REQUIRE(waitpid(writer, &status, WNOHANG) == 0);  // the refusal came while it was writing
+  kill(writer, SIGKILL);
+  waitpid(writer, &status, 0);
+  // Its lock died with it: the cell runs (from scratch: the writer left no checkpoint).
+  const auto resumed = sweep(file, out, "--resume --jobs 2");
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(without_seconds(test::read_text(out / "results.csv")) == before);
+}
+
 TEST_CASE("sgmcmc sweep killed mid-way and resumed gives the uninterrupted table") {
   test::TempDir dir;
   // Longer cells, so that the kill lands while cells are still to run.

@@ -304,6 +304,7 @@ private:
     const bool mirror = model.capabilities().positive_parameters;  // as the integrators reflect at 0
     const std::uint64_t burn_in = sgd_iterations_ / 2;
     for (std::uint64_t k = 1; k <= sgd_iterations_; ++k) {
+      throw_if_stop_requested(context);  // Ctrl-C stops a long centring at once, as it stops sampling
       scaled_batch_plus_prior(theta, batches.draw(context.rng), scale, gradient, context);
       const double h = schedule_.at(k);
       for (std::size_t j = 0; j < theta.size(); ++j) theta[j] -= h * gradient[j];
