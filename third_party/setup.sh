@@ -23,11 +23,12 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # (tests/e2e/read_with_rstan.R); r-cran-codetools silences rstan's notes at start-up. OpenMPI
 # (libopenmpi-dev to build, openmpi-bin for mpirun) runs sweeps across processes and machines:
 # `mpirun -n P sgmcmc sweep FILE`. Stan Math's headers (r-cran-stanheaders) and Eigen
-# (libeigen3-dev) build plugins that derive their gradients with sgmcmc/autodiff.hpp.
+# (libeigen3-dev) build plugins that derive their gradients with sgmcmc/autodiff.hpp. libxxhash-dev hashes the data
+# files a run names (XXH64), so that --resume sees when they changed.
 debian_packages=(
   clang-19 clang-tools-19 libclang-rt-19-dev llvm-19 ninja-build
   libboost-dev libfmt-dev xtensor-dev libxtensor-blas-dev libopenblas-dev
-  catch2 libbenchmark-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libpcg-cpp-dev zlib1g-dev
+  catch2 libbenchmark-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libpcg-cpp-dev zlib1g-dev libxxhash-dev
   python3-matplotlib python3-numpy python3-pandas python3-xarray python3-netcdf4
   r-base-core r-cran-rstan r-cran-posterior r-cran-bayesplot r-cran-codetools
   r-cran-stanheaders libeigen3-dev

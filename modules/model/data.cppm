@@ -156,9 +156,10 @@ std::size_t row_count(const Settings& settings, const std::string& key, double f
                       std::size_t minimum, std::size_t maximum) {
   double count = std::round(fallback_fraction * static_cast<double>(rows));
   if (settings.contains(key)) {
-    const auto& value = settings.entries().at(key).value;
-    const double number = settings.number(key, 0.0);  // marks the key as read; type-checks it
-    const bool is_count = std::holds_alternative<std::int64_t>(value);
+    const bool is_count = std::holds_alternative<std::int64_t>(settings.entries().at(key).value);
+    // Read as what it is, so that the resolved configuration records a count as an integer: a
+    // count of 1 recorded as 1.0 would read back, on --resume, as the fraction 1 (every row).
+    const double number = is_count ? static_cast<double>(settings.integer(key, 0)) : settings.number(key, 0.0);
     if (!is_count && (number < 0.0 || number > 1.0))
       throw Error(fmt::format("{}: a fraction must lie in [0, 1], found {} (write a whole number for a count of rows)",
                               settings.describe(key), number));

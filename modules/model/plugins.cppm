@@ -111,8 +111,11 @@ std::string beyond_end(const char* what, std::uint64_t offset, std::uint64_t cou
 }  // namespace
 
 std::string plugin_file_problem(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
   std::error_code error;
+  // Before opening it: opening a FIFO for reading waits for a writer, for ever.
+  if (!std::filesystem::is_regular_file(path, error))
+    return error ? fmt::format("cannot read it ({})", error.message()) : "not a regular file (a FIFO, a device or a folder)";
+  std::ifstream in(path, std::ios::binary);
   const std::uint64_t length = std::filesystem::file_size(path, error);
   if (!in || error) return fmt::format("cannot read it ({})", error ? error.message() : "cannot open");
   ElfW(Ehdr) header{};
@@ -154,7 +157,8 @@ std::string plugin_name_of(const std::filesystem::path& file) {
 }  // namespace
 
 LoadedPlugin load_plugin_file(const std::filesystem::path& path) {
-  if (!std::filesystem::exists(path)) throw Error(fmt::format("plugin {}: no such file", quoted(path)));
+  if (std::error_code error; !std::filesystem::exists(path, error))
+    throw Error(fmt::format("plugin {}: {}", quoted(path), error ? error.message() : "no such file"));
   if (const auto problem = plugin_file_problem(path); !problem.empty())
     throw Error(fmt::format("plugin {}: not a loadable shared library: {}", quoted(path), problem));
   LoadedPlugin loaded;
@@ -238,9 +242,13 @@ LoadedPlugin load_plugin(const std::string& name_or_path, const std::vector<std:
   const std::string file = plugin_file_prefix + name_or_path + plugin_file_suffix;
   std::vector<std::string> searched, found;
   for (const auto& folder : search_path) {
+    // A folder that cannot be read (a loop of symbolic links, no permission, a name too long) is
+    // passed over, as one that does not hold the file: one bad entry of SGMCMC_PLUGIN_PATH must not
+    // stop every run.
     const auto candidate = folder / file;
-    if (std::filesystem::exists(candidate)) return load_plugin_file(candidate);
-    searched.push_back(folder.string());
+    std::error_code error;
+    if (std::filesystem::exists(candidate, error)) return load_plugin_file(candidate);
+    searched.push_back(error ? fmt::format("{} ({})", folder.string(), error.message()) : folder.string());
   }
   for (const auto& listing : discover_plugins(search_path))
     if (!listing.shadowed) found.push_back(listing.name);

@@ -310,6 +310,7 @@ TEST_CASE("silent substitutions refused: a NUL character in a configuration stri
   expect_exit(2, "run --quiet --config " + quoted(config) + " --out " + quoted(dir.path() / "out"),
               {"nul.toml:3: model.data", "NUL character"});
   CHECK(!fs::exists(dir.path() / "out" / "manifest.json"));
+}
 
 namespace {
 
@@ -375,4 +376,45 @@ TEST_CASE("unbounded input is refused naming the file: /dev/zero as data, config
   CHECK(result.exit_code == 2);
   CHECK_THAT(result.output, Contains(bomb.string() + ": more text (after decompression) than the 0.0671 GB that "
                                                      "SGMCMC_MEMORY_LIMIT_MB = 64 allows"));
+}
+
+TEST_CASE("no plugin folder entry hangs or stops a run: a FIFO named like a plugin, a loop of symbolic links") {
+  test::TempDir dir;
+  const std::string demo = "run --preset demo --quiet --set run.iterations=10";
+  // A FIFO named like a plugin: opening it would wait for a writer for ever. `timeout` turns such a
+  // hang into exit 124, which fails the checks below instead of the whole suite's time limit.
+  const auto plugins = dir.path() / "plugins";
+  fs::create_directories(plugins);
+  const auto fifo = plugins / "sgmcmc-model-pipe.so";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string plugin_dir = " --plugin-dir " + quoted(plugins);
+  const auto within = [&](int code, const std::string& arguments, std::initializer_list<std::string> messages) {
+    const auto result = test::shell("timeout 120 '" + std::string(SGMCMC_CLI) + "' " + arguments);
+    INFO(arguments << "\n" << result.output);
+    CHECK(result.exit_code == code);
+    for (const auto& message : messages) CHECK_THAT(result.output, Contains(message));
+  };
+  within(0, "list" + plugin_dir, {"pipe", "NOT LOADABLE", "not a regular file"});
+  within(2, "check-model " + quoted(fifo), {fifo.string(), "not a regular file"});
+  within(2, demo + plugin_dir + " --set model.name=gausian --out " + quoted(dir.path() / "c"), {"did you mean 'gaussian'?"});
+
+  // A loop of symbolic links first on SGMCMC_PLUGIN_PATH is passed over: the run finds gaussian later.
+  const auto loop = dir.path() / "loop";
+  fs::create_directory_symlink(loop, loop);
+  const auto run = test::shell("SGMCMC_PLUGIN_PATH=" + quoted(loop) + " '" + std::string(SGMCMC_CLI) + "' " + demo +
+                               " --out " + quoted(dir.path() / "d"));
+  INFO(run.output);
+  CHECK(run.exit_code == 0);
+}
+
+TEST_CASE("test_size = 1 is one held-out row, recorded as the integer 1, not the fraction 1.0 (every row) a resume would read") {
+  test::TempDir dir;
+  const auto rows = dir.write("rows.csv", logistic_rows);
+  const auto out = dir.path() / "one";
+  expect_exit(0, "run --preset covtype-sgld --quiet --set run.iterations=20 --set estimator.batch_size=2 "
+                 "--set model.test_size=1 --checkpoint-every 10 " + data_key("data", rows) + " --out " + quoted(out), {});
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  CHECK(manifest["config"]["model"]["test_size"].is_number_integer());
+  CHECK(manifest["config"]["model"]["test_size"] == 1);
+  CHECK(manifest["model"]["items"] == 5);  // 6 rows, 1 held out
 }
