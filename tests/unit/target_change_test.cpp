@@ -118,7 +118,8 @@ TEST_CASE("psgld's V holds the data term alone: the prior it subtracts is the on
   // (0, then 5 from iteration 1 on, as a Gibbs step of a hyperparameter would set it): the exact
   // ĝ is the prior's gradient given μ, so ḡ = 0 and V = 0 at every step, and the mass frozen
   // after the warmup is λ + sqrt(V) = λ exactly. Subtracting the prior without the workspace
-  // (add_prior_gradient, here 0) leaves ḡ = x - μ ≈ -5 from iteration 2: V ≈ 12.5, mass ≈ 3.5.
+  // (add_prior_gradient, here 0) leaves ḡ = x - μ ≈ -5 from iteration 2 on: V of order 10 (the
+  // mass was 1.83 when this was broken on purpose).
   const auto model = std::make_shared<ShiftingTarget>(sgmcmc::TargetChange::prior);
   const auto run = test::run_chain(model, "[estimator]\nname = \"exact\"\n[integrator]\nname = \"psgld\"\nstep_size = 0.1\n"
                                           "alpha = 0.5\nlambda = 0.001\n",
