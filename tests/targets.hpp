@@ -58,14 +58,14 @@ struct ChainRun {
 };
 
 /// Runs one chain of `model` with the sections of `toml` ([estimator], [integrator], [corrector])
-/// for `iterations` iterations, recording every `thin`-th, from the chain stream of `seed`.
+/// for `iterations` iterations after `warmup`, recording every `thin`-th, from the chain stream of `seed`.
 inline ChainRun run_chain(std::shared_ptr<const sgmcmc::Model> model, const std::string& toml, std::uint64_t iterations,
-                          std::uint64_t thin = 1, std::uint64_t seed = 2024) {
+                          std::uint64_t thin = 1, std::uint64_t seed = 2024, std::uint64_t warmup = 0) {
   auto config = sgmcmc::parse_config(toml, "test.toml");
   auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
   for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
   ChainRun run;
-  run.result = chain->run({.iterations = iterations, .thin = thin, .eval_every = iterations}, run.draws);
+  run.result = chain->run({.warmup = warmup, .iterations = iterations, .thin = thin, .eval_every = iterations}, run.draws);
   return run;
 }
 

@@ -20,6 +20,19 @@
 //    minima, so that P(γ̂ < γ) ≤ α up to Monte Carlo error; the simultaneous 1 - α band at z_k is
 //    {c : p_k(c) ≥ γ} and the test rejects when the ECDF leaves it at any point (γ̂ < γ). The
 //    Monte Carlo p-value is (1 + #{m : γ_m ≤ γ̂})/(M + 1).
+//
+// Ties: with discrete parameters or repeated draws (an MH rejection, a thinned chain that did not
+// move) some draws may equal θ*. Counting only the draws strictly below θ* then puts θ* below
+// every tied draw, and the ranks pile up low. Breaking the ties at random, θ* taking each of its
+// k + 1 places among the k tied draws with probability 1/(k + 1), makes θ* and the L draws
+// exchangeable again, so the rank is uniform on {0, ..., L} for an exact sampler whatever the ties.
+//
+// A verdict over several parameters and both tests corrects for multiplicity by Holm's step-down
+// procedure (Holm 1979, "A simple sequentially rejective multiple test procedure", Scand. J.
+// Statist. 6, 65-70): with the m p-values sorted, p_(1) ≤ ... ≤ p_(m), the adjusted p-value of the
+// i-th is max over j ≤ i of min(1, (m - j + 1) p_(j)); rejecting where it is below α keeps the
+// probability of any false rejection at most α (the family-wise error rate) under any dependence
+// between the tests.
 module;
 #include <algorithm>
 #include <cmath>
@@ -65,6 +78,13 @@ struct EcdfBandTest {
 /// `simulations` uniform rank sets drawn from stream (seed, 0); deterministic for a given seed.
 EcdfBandTest rank_ecdf_test(std::span<const std::size_t> ranks, std::size_t max_rank, double alpha,
                             std::size_t simulations, std::uint64_t seed);
+
+/// The SBC rank of `truth` among `draws`: the number of draws below it plus, when k draws equal it,
+/// a uniform draw from {0, ..., k} from `rng` (ties broken at random; no draw is taken without ties).
+std::size_t rank_among(std::span<const double> draws, double truth, Rng& rng);
+
+/// Holm's step-down adjusted p-values, in the order of `p_values` (each in [0, 1]).
+std::vector<double> holm_adjusted(std::span<const double> p_values);
 
 }  // namespace sgmcmc
 
@@ -184,6 +204,34 @@ EcdfBandTest rank_ecdf_test(std::span<const std::size_t> ranks, std::size_t max_
     test.upper.push_back(upper);
   }
   return test;
+}
+
+std::size_t rank_among(std::span<const double> draws, double truth, Rng& rng) {
+  std::size_t below = 0, tied = 0;
+  for (double draw : draws) {
+    if (draw < truth) ++below;
+    else if (draw == truth) ++tied;
+  }
+  return tied == 0 ? below : below + static_cast<std::size_t>(rng.index(tied + 1));
+}
+
+std::vector<double> holm_adjusted(std::span<const double> p_values) {
+  const std::size_t m = p_values.size();
+  std::vector<std::size_t> order(m);
+  for (std::size_t i = 0; i < m; ++i) {
+    if (!(p_values[i] >= 0.0 && p_values[i] <= 1.0)) throw std::invalid_argument("holm_adjusted: a p-value outside [0, 1]");
+    order[i] = i;
+  }
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return p_values[a] < p_values[b] || (p_values[a] == p_values[b] && a < b);
+  });
+  std::vector<double> adjusted(m);
+  double running = 0.0;  // the step-down maximum keeps the adjusted values in the p-values' order
+  for (std::size_t j = 0; j < m; ++j) {
+    running = std::max(running, std::min(1.0, static_cast<double>(m - j) * p_values[order[j]]));
+    adjusted[order[j]] = running;
+  }
+  return adjusted;
 }
 
 }  // namespace sgmcmc

@@ -199,6 +199,17 @@ OutputOptions read_output_options(const Settings& output, const Model& model) {
     throw Error(fmt::format("{}: the model Gibbs-samples latent variables inside its gradient, so a gradient recorded "
                             "apart from the chain would not be the chain's; recording is not supported for it",
                             output.describe("gradients")));
+  // What recorded gradients serve (ZV control variates, the kernel Stein discrepancy of `zv`,
+  // `summary` and `tune`) rests on Stein's identity E_π[∇·g + g·∇log π] = 0, which integration by
+  // parts gives only when the boundary term g·π vanishes. On θ_j > 0 it is g_j π at θ_j = 0,
+  // which is not zero for these scores (z_j itself is the first-order control; π need not vanish
+  // at 0): their estimates would be biased without a word.
+  if (options.gradients != GradientSource::none && model.capabilities().positive_parameters)
+    throw Error(fmt::format("{}: the model declares positive parameters (θ > 0, reflected at 0), and what recorded "
+                            "gradients serve (zero-variance control variates, the kernel Stein discrepancy, `sgmcmc tune`) "
+                            "rests on Stein's identity, whose boundary term at θ = 0 does not vanish for such a model; "
+                            "recording is not supported for it",
+                            output.describe("gradients")));
   return options;
 }
 

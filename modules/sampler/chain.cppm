@@ -241,6 +241,7 @@ void Chain::check(const ChainSchedule& schedule) const {
     throw Error("integrator.adapt_step_size = true needs a warmup (run.warmup > 0): the step size is adapted during "
                 "the warmup and frozen at its end, and without one the whole run would be an adaptive, not a fixed, "
                 "kernel");
+  if (const auto refusal = integrator_->warmup_refusal(schedule.warmup); !refusal.empty()) throw Error(refusal);
   if (schedule.temperatures && capabilities_.latent_gibbs_step)
     throw Error("run.temperatures = true needs a model whose full-data gradient is a function of θ; this one "
                 "Gibbs-samples latent variables inside its gradient (latent-gibbs-step), so θ·∇U would draw from the "

@@ -146,6 +146,9 @@ public:
   /// The step size frozen at the end of the warmup, in the units of integrator.step_size; none
   /// when the step is not adapted or the warmup has not ended.
   virtual std::optional<double> adapted_step_size() const { return std::nullopt; }
+  /// Why this integrator cannot target π with a warmup of `warmup` iterations (empty: it can).
+  /// One whose kernel changes until the end of the warmup freezes it needs a warmup that ends.
+  virtual std::string warmup_refusal(std::uint64_t /*warmup*/) const { return {}; }
   /// The kinetic temperature pᵀM⁻¹p/d of `state`'s momentum under the mass in use now (the
   /// adapted one after adapt_mass), which is T for momentum ~ N(0, TM); none for an integrator
   /// without a momentum of its own (sgld, psgld, and mala, hmc and leapfrog, whose momentum is

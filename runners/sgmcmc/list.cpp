@@ -25,7 +25,8 @@ void print_catalogue(const char* title, const Catalogue& catalogue) {
 void print_combinations() {
   fmt::print("\ncombinations:\n"
              "  corrector none: every estimator with every integrator; biased: the bias shrinks with the step size\n"
-             "    (and with the gradient noise), but is never 0\n"
+             "    (and with the gradient noise), but is never 0; psgld's only once its preconditioner is frozen, so it\n"
+             "    needs run.warmup > 0 (without Γ a changing preconditioner leaves a bias no step size removes)\n"
              "  corrector mh: exact, on models with 'exact-log-likelihood' and with a constant step size; refused "
              "after\n");
   const auto print_refusals = [](const char* kind, const auto& catalogue) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace fs = std::filesystem;
 
@@ -41,9 +42,29 @@ void locate_columns(Recorded& recorded, const fs::path& gradient_path, const std
 
 }  // namespace
 
+namespace {
+
+/// integrator.temperature of the manifest's resolved configuration; 1 when it holds none (a run
+/// resolves every key it reads, so an absent key is the default).
+void read_temperature(Recorded& recorded, const fs::path& folder, const std::string& command) {
+  const nlohmann::json manifest = manifest_if_any(folder);
+  if (!manifest.is_object() || !manifest.contains("config")) return;
+  recorded.temperature_from_manifest = true;
+  const auto& config = manifest["config"];
+  if (!config.contains("integrator") || !config["integrator"].contains("temperature")) return;
+  const auto& value = config["integrator"]["temperature"];
+  if (!value.is_number() || !(value.get<double>() > 0.0) || !std::isfinite(value.get<double>()))
+    throw sgmcmc::Error(fmt::format("{}: {}: config.integrator.temperature is {}; expected a positive number",
+                                    command, (folder / run_folder::manifest).string(), value.dump()));
+  recorded.temperature = value.get<double>();
+}
+
+}  // namespace
+
 Recorded read_recorded(const fs::path& folder, const std::string& command) {
   Recorded recorded;
   recorded.chains = read_chains(folder, command, 1);
+  read_temperature(recorded, folder, command);
   const auto chain_paths = numbered_files(folder, run_folder::chain_prefix, command);
   const auto gradient_paths = numbered_files(folder, run_folder::gradients_prefix, command);
   if (gradient_paths.empty())
@@ -104,8 +125,10 @@ Pooled pool(const Recorded& recorded, const std::string& command) {
       for (std::size_t index : recorded.quantity_columns) names.push_back(recorded.chains.columns[index]);
       check_finite(quantities, names, recorded.chains.paths[k], t + 1, command);
       check_finite(recorded.gradients[k].rows[t], recorded.gradients[k].columns, recorded.gradient_paths[k], t + 1, command);
+      std::vector<double> score = recorded.gradients[k].rows[t];
+      for (double& s : score) s /= recorded.temperature;  // ∇log π^{1/T} = z/T
       pooled.points.push_back(std::move(theta));
-      pooled.scores.push_back(recorded.gradients[k].rows[t]);
+      pooled.scores.push_back(std::move(score));
       pooled.quantities.push_back(std::move(quantities));
     }
   return pooled;

@@ -13,6 +13,10 @@ import sgmcmc;
 
 struct Recorded {
   Chains chains;
+  /// integrator.temperature T of the run (manifest.json; 1 without one): the chain samples
+  /// π^{1/T}, whose score is z/T for the recorded z = ∇log π.
+  double temperature = 1.0;
+  bool temperature_from_manifest = false;
   std::vector<std::string> parameters;         // from the gradient files' grad_lp.<name> header
   std::vector<std::size_t> parameter_columns;  // their columns in chain-<k>.csv
   std::vector<std::size_t> quantity_columns;   // the other non-sampler columns
@@ -24,12 +28,16 @@ struct Recorded {
 Recorded read_recorded(const std::filesystem::path& folder, const std::string& command);
 
 struct Pooled {
-  sgmcmc::DrawMatrix points, scores, quantities;  // rows: chain 1's draws, then chain 2's, ...
+  sgmcmc::DrawMatrix points, quantities;  // rows: chain 1's draws, then chain 2's, ...
+  /// The score of the target the chain samples, ∇log π^{1/T} = z/T: what ZV's controls and the
+  /// KSD need (Stein's identity holds for the chain's target, not for π when T ≠ 1).
+  sgmcmc::DrawMatrix scores;
 };
 
 /// Every chain cut to the shortest's length and stacked; the quantities are the parameters
-/// themselves (q = θ_j) followed by the model's quantity columns. A NaN or Inf is an error naming
-/// its file, draw and column.
+/// themselves (q = θ_j) followed by the model's quantity columns; the scores are the recorded
+/// gradients divided by the run's temperature. A NaN or Inf is an error naming its file, draw and
+/// column.
 Pooled pool(const Recorded& recorded, const std::string& command);
 
 /// Per coordinate, the mean and the standard deviation of the rows of `points`.

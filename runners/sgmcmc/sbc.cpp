@@ -3,15 +3,16 @@
 // from the sweep machinery): the model draws θ* from its prior and simulates a data set from it
 // (model.simulate_from_prior = true, from the data stream of run.data_seed), the configured sampler
 // runs on that data, and the rank of θ*_j among L draws of θ_j (evenly spaced over all chains'
-// draws, so near-independent when the ESS is at least L) is recorded. Uniform ranks are tested by
-// χ² and by the ECDF test with simultaneous bands (sgmcmc.calibration says how).
+// draws, so near-independent when the ESS is at least L; ties with θ* broken at random) is recorded.
+// Uniform ranks are tested by χ² and by the ECDF test with simultaneous bands, and the verdict
+// adjusts all their p-values by Holm's procedure (sgmcmc.calibration says how).
 //
 // Output folder:
 //   sbc-sweep.toml   the generated sweep (the configuration as `config = '''...'''`, R seeds zipped)
 //   replications/    the sweep's folder: one run per replication, results.csv, summary.csv
 //   ranks.csv        replication, run_seed, parameter, truth, rank, draws, ess_bulk (parameter: also
 //                    a quantity of --quantities, lp__ or the model's, with truth its value at θ*)
-//   tests.csv        per parameter: both tests' statistics, p-values and the verdict
+//   tests.csv        per parameter: both tests' statistics, p-values, Holm-adjusted p-values and the verdict
 //   ecdf.csv         per parameter and point z_k: ECDF - z and the band's limits (for the plot)
 //   sbc_ecdf.png     the ECDF-difference plots (runners/figures/sbc_plot.py)
 #include <algorithm>
@@ -44,6 +45,10 @@ namespace {
 
 constexpr const char* sweep_file_name = "sbc-sweep.toml";
 constexpr const char* replications_folder = "replications";
+/// The stream of a replication's run seed that breaks ties between θ* and its draws: far from the
+/// streams its chains (2k + 1), recorders (2k + 2) and data (0) draw from, so reproducible and
+/// independent of them.
+constexpr std::uint64_t tie_breaking_stream = 0xFFFF'FFFF'FFFF'FF00;
 
 struct Replication {
   std::int64_t seed = 0;
@@ -139,6 +144,7 @@ int analyse(const fs::path& out, const SbcOptions& options) {
     const auto& parameters = manifest["model"]["simulated_parameters"];
     const auto quantities = manifest["model"].value("simulated_quantities", nlohmann::json::object());
     const Chains chains = read_chains(replication.folder, "sbc");
+    sgmcmc::Rng ties(static_cast<std::uint64_t>(replication.seed), tie_breaking_stream);
     std::vector<std::pair<std::size_t, double>> ranked;  // column and its value at θ*
     for (std::size_t c = 0; c < chains.columns.size(); ++c)
       if (parameters.contains(chains.columns[c])) ranked.emplace_back(c, parameters[chains.columns[c]].get<double>());
@@ -161,12 +167,13 @@ int analyse(const fs::path& out, const SbcOptions& options) {
       if (all.size() < L)
         throw sgmcmc::Error(fmt::format("sbc: {} holds {} draws of {}, fewer than --draws {}; raise run.iterations",
                                         replication.folder.string(), all.size(), name, L));
-      std::size_t rank = 0;
+      std::vector<double> spaced(L);
       for (std::size_t l = 0; l < L; ++l) {
         // Draw l of L evenly spaced over the S draws: floor((l + 1/2)·S/L).
         const auto at = static_cast<std::size_t>((static_cast<double>(l) + 0.5) * static_cast<double>(all.size()) / static_cast<double>(L));
-        if (all[at] < star) ++rank;
+        spaced[l] = all[at];
       }
+      const std::size_t rank = sgmcmc::rank_among(spaced, star, ties);
       const double ess = sgmcmc::ess_bulk(draws);
       if (!(ess >= static_cast<double>(L))) ++low_ess[name];
       ranks[name].push_back(rank);
@@ -182,34 +189,52 @@ int analyse(const fs::path& out, const SbcOptions& options) {
                  name);
 
   std::string tests = "parameter,replications,max_rank,bins,chi_square,degrees_of_freedom,chi_square_p,ecdf_gamma,"
-                      "ecdf_statistic,ecdf_p,ecdf_rejected,alpha,low_ess_replications,verdict\n";
+                      "ecdf_statistic,ecdf_p,ecdf_rejected,alpha,low_ess_replications,chi_square_p_holm,ecdf_p_holm,verdict\n";
   std::string ecdf = "parameter,z,ecdf_difference,lower,upper\n";
   const std::size_t bins = std::min(options.bins, L + 1);
   fmt::print("SBC: {} replications, ranks among {} draws{}\n", replications.size(), L,
                                  unfinished ? fmt::format(" ({} replication(s) not complete, left out)", unfinished) : "");
-  bool all_calibrated = true;
+  // Both tests of every parameter, then one verdict over all of them: Holm's adjustment of the
+  // 2 × (parameters) p-values keeps the chance of any false alarm at most alpha.
+  std::vector<sgmcmc::ChiSquareTest> chi_tests;
+  std::vector<sgmcmc::EcdfBandTest> band_tests;
+  std::vector<double> p_values;  // parameter by parameter: χ², then ECDF
   for (const auto& name : order) {
     const auto& r = ranks[name];
     if (r.size() != replications.size())
       throw sgmcmc::Error(fmt::format("sbc: parameter {} is missing from some replications", name));
-    const auto chi = sgmcmc::rank_chi_square(r, L, bins);
-    const auto band = sgmcmc::rank_ecdf_test(r, L, options.alpha, options.simulations, 1);
-    const bool calibrated = !band.rejected && chi.p_value >= options.alpha;
-    all_calibrated = all_calibrated && calibrated;
+    chi_tests.push_back(sgmcmc::rank_chi_square(r, L, bins));
+    band_tests.push_back(sgmcmc::rank_ecdf_test(r, L, options.alpha, options.simulations, 1));
+    p_values.push_back(chi_tests.back().p_value);
+    p_values.push_back(band_tests.back().p_value);
+  }
+  const auto adjusted = sgmcmc::holm_adjusted(p_values);
+  for (std::size_t index = 0; index < order.size(); ++index) {
+    const auto& name = order[index];
+    const auto& r = ranks[name];
+    const auto& chi = chi_tests[index];
+    const auto& band = band_tests[index];
+    const double chi_holm = adjusted[2 * index], ecdf_holm = adjusted[2 * index + 1];
+    const bool calibrated = chi_holm >= options.alpha && ecdf_holm >= options.alpha;
     const std::string verdict = calibrated ? "calibrated" : "miscalibrated";
-    tests += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, r.size(), L, bins, csv_number(chi.statistic),
+    tests += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}\n", name, r.size(), L, bins, csv_number(chi.statistic),
                          chi.degrees_of_freedom, csv_number(chi.p_value), csv_number(band.gamma), csv_number(band.statistic),
-                         csv_number(band.p_value), band.rejected, csv_number(options.alpha), low_ess[name], verdict);
+                         csv_number(band.p_value), band.rejected, csv_number(options.alpha), low_ess[name],
+                         csv_number(chi_holm), csv_number(ecdf_holm), verdict);
     const double n = static_cast<double>(r.size());
     for (std::size_t k = 0; k < band.z.size(); ++k)
       ecdf += fmt::format("{},{},{},{},{}\n", name, csv_number(band.z[k]), csv_number(static_cast<double>(band.count[k]) / n - band.z[k]),
                           csv_number(static_cast<double>(band.lower[k]) / n - band.z[k]),
                           csv_number(static_cast<double>(band.upper[k]) / n - band.z[k]));
-    fmt::print("{}: {} (ECDF {} the {:.0f}% simultaneous band, p = {:.3g}; χ² = {:.1f} on {} df, p = {:.3g}){}\n", name,
-                 verdict, band.rejected ? "leaves" : "stays inside", 100 * (1 - options.alpha), band.p_value, chi.statistic,
-                 chi.degrees_of_freedom, chi.p_value,
-                 low_ess[name] ? fmt::format("; {} replication(s) with bulk ESS < {}", low_ess[name], L) : "");
+    fmt::print("{}: {} (ECDF {} the {:.0f}% simultaneous band, p = {:.3g}, Holm {:.3g}; χ² = {:.1f} on {} df, p = {:.3g}, "
+               "Holm {:.3g}){}\n",
+               name, verdict, band.rejected ? "leaves" : "stays inside", 100 * (1 - options.alpha), band.p_value, ecdf_holm,
+               chi.statistic, chi.degrees_of_freedom, chi.p_value, chi_holm,
+               low_ess[name] ? fmt::format("; {} replication(s) with bulk ESS < {}", low_ess[name], L) : "");
   }
+  fmt::print("verdict: miscalibrated where a Holm-adjusted p-value is below --alpha {} ({} tests: χ² and ECDF for each of {} "
+             "parameters)\n",
+             options.alpha, p_values.size(), order.size());
   write_atomically(out / "tests.csv", tests);
   write_atomically(out / "ecdf.csv", ecdf);
   std::size_t low = 0;
@@ -219,7 +244,6 @@ int analyse(const fs::path& out, const SbcOptions& options) {
                "alone bends the ranks; raise run.iterations (or lower --draws)\n",
                L);
   if (!options.no_plot && draw_plot(out) && !options.quiet) fmt::print("figure: {}\n", (out / "sbc_ecdf.png").string());
-  (void)all_calibrated;
   return unfinished ? exit_diverged : 0;
 }
 

@@ -70,6 +70,16 @@ void print_ksd(const Recorded& recorded, const Pooled& pooled, const std::string
     fmt::print("  (from '{}' gradient estimates: their noise adds to the KSD; record exact gradients to compare samplers)\n", source);
 }
 
+/// The target the controls and the KSD are built for: π^{1/T} when the run was tempered.
+void print_target(const Recorded& recorded) {
+  if (!recorded.temperature_from_manifest)
+    fmt::print("no manifest.json: the draws are taken to sample π itself (integrator.temperature = 1)\n");
+  else if (recorded.temperature != 1.0)
+    fmt::print("target π^(1/T) at integrator.temperature T = {}: its score z/T (z the recorded ∇log π) builds the controls "
+               "and the KSD\n",
+               number(recorded.temperature));
+}
+
 /// Controls left out as constant or collinear over the draws (sgmcmc::ZvResult::dropped).
 void print_dropped(const sgmcmc::ZvResult& result, int order) {
   if (result.dropped.empty()) return;
@@ -117,20 +127,21 @@ bool gradient_diagnostics(const fs::path& folder) {
   const std::size_t d = recorded.parameters.size(), chains = recorded.chains.files.size(), draws = recorded.chains.draws;
   // Configurational temperature: for π ∝ exp(-U/T), integration by parts gives E[θ_j ∂_j U] = T
   // for every coordinate j (the equipartition theorem's configurational form; Leimkuhler &
-  // Matthews 2015, §6.1), so ⟨θ·∇U⟩/d = -⟨θ·z⟩/d is 1 for an exact sampler at T = 1. Over the
-  // written coordinates only, which holds coordinate by coordinate.
+  // Matthews 2015, §6.1), so ⟨θ·∇U⟩/d = -⟨θ·z⟩/d is T for an exact sampler. Over the written
+  // coordinates only, which holds coordinate by coordinate. z = T × the pooled score of π^{1/T}.
+  const double temperature = recorded.temperature;
   std::vector<double> per_draw;
   for (std::size_t row = 0; row < pooled.points.size(); ++row) {
     double sum = 0.0;
-    for (std::size_t j = 0; j < d; ++j) sum -= pooled.points[row][j] * pooled.scores[row][j];
+    for (std::size_t j = 0; j < d; ++j) sum -= pooled.points[row][j] * temperature * pooled.scores[row][j];
     per_draw.push_back(sum / static_cast<double>(d));
   }
   double mean = 0.0;
   for (double x : per_draw) mean += x / static_cast<double>(per_draw.size());
   const std::string source = gradient_source(folder);
-  fmt::print("configurational temperature <θ·∇U>/d = {} (mcse {}; 1 for an exact sampler at T = 1; {} coordinates, "
+  fmt::print("configurational temperature <θ·∇U>/d = {} (mcse {}; T = {} for an exact sampler; {} coordinates, "
              "gradients '{}')\n",
-             number(mean), number(mcse(per_draw, chains, draws)), d, source);
+             number(mean), number(mcse(per_draw, chains, draws)), number(temperature), d, source);
   // KSD costs O(n² d) per chain: summary leaves it to `sgmcmc zv` beyond 100 coordinates.
   if (d <= 100) print_ksd(recorded, pooled, source);
   else fmt::print("kernel Stein discrepancy: not computed for {} coordinates here (O(n² d)); `sgmcmc zv` computes it\n", d);
@@ -152,6 +163,7 @@ int zv_command(const fs::path& folder, const ZvOptions& options) {
 
   fmt::print("zero-variance control variates (Mira et al. 2013; Baker et al. 2019, §4): {} chains × {} draws, gradients '{}'{}\n", chains,
              draws, source, order == 1 ? fmt::format("; first order only (d = {}: --order 2 for second)", d) : "");
+  print_target(recorded);
   fmt::print("{}\n", options.cross_fit ? "coefficients cross-fitted: each half of every chain is corrected by the fit on the "
                                          "other half, so var_ratio is honest (below 1 when the controls do not help)"
                                        : "coefficients fitted in sample: var_ratio >= 1 by construction (--cross-fit for an "

@@ -455,6 +455,31 @@ TEST_CASE("list and presets describe what is available") {
   CHECK_THAT(presets.output, Contains("demo"));
 }
 
+TEST_CASE("psgld without a warmup, or never frozen, is refused at start-up with the reason, and list says why") {
+  // Without Γ a preconditioner that keeps changing biases the chain by an amount no step removes
+  // (tests/matrix: variance (1 + 2e₁)/(1 + e₁) ≈ 1.44 instead of 1 at α = 0): the chain targets
+  // π as ε → 0 only once V is frozen, which happens at the end of a warmup.
+  test::TempDir dir;
+  const std::string psgld = "run --preset demo --quiet --set model.n=500 --set integrator.name=psgld --set integrator.step_size=1e-6 "
+                            "--set run.iterations=100 ";
+  const auto expect_refusal = [&](const std::string& settings, const std::string& reason, const char* folder) {
+    const auto result = test::run_cli(psgld + settings + " --out '" + (dir.path() / folder).string() + "'");
+    INFO(result.output);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Contains(reason) && Contains("frozen after a warmup for the chain to target π as ε → 0") &&
+                                  Contains("Li et al. 2016 drop the Γ(θ) term"));
+    CHECK_FALSE(fs::exists(dir.path() / folder / "manifest.json"));
+  };
+  expect_refusal("--set run.warmup=0", "integrator psgld needs a warmup (run.warmup > 0)", "no-warmup");
+  expect_refusal("--set run.warmup=100 --set integrator.freeze_after_warmup=false", "integrator.freeze_after_warmup = false",
+                 "never-frozen");
+  const auto frozen = test::run_cli(psgld + "--set run.warmup=100 --out '" + (dir.path() / "frozen").string() + "'");
+  INFO(frozen.output);
+  CHECK(frozen.exit_code == 0);
+  const auto list = test::run_cli("list");
+  CHECK_THAT(list.output, Contains("psgld's only once its preconditioner is frozen, so it") && Contains("needs run.warmup > 0"));
+}
+
 TEST_CASE("a configuration file's relative data paths are read from its own folder, --set's from the working folder") {
   // Issue #22: `sgmcmc run --config exp/a.toml` with data = "d.csv" looked for d.csv in the
   // working folder, so a configuration kept beside its data worked only from that folder.

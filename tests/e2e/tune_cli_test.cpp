@@ -126,6 +126,50 @@ TEST_CASE("tune avoids both failures of a step size and trades bias for mixing w
   CHECK(without_seconds(dir.path() / "short" / "tune.csv") == without_seconds(dir.path() / "two" / "tune.csv"));
 }
 
+TEST_CASE("tune scores a tempered chain against its tempered target pi^(1/T), at T = 0.5 and 2") {
+  // The reference is derived, as above. SGLD with the dense mass M = A, the posterior precision,
+  // on the gaussian posterior N(μ, A⁻¹) at temperature T is θ' - μ = (1 - ε/2)(θ - μ) +
+  // sqrt(εT) A^{-1/2} ξ: an AR(1) with ρ = 1 - ε/2 in every direction, whose stationary law is
+  // N(μ, T A⁻¹ / (1 - ε/4)), too wide by 1/(1 - ε/4) for its target N(μ, T A⁻¹), with
+  // integrated autocorrelation time (1 + ρ)/(1 - ρ) = (4 - ε)/ε. The grid is the one of the issue
+  // that found the fault: scored against π instead of π^{1/T}, T = 0.5 picks ε = 2, whose
+  // inflation 1/(1 - 2/4) = 2 undoes T (its draws look like π's). Scored against the tempered
+  // target the choice must avoid both failures at this budget, as the first test asks at T = 1
+  // with the same data, seed and budget: at most 1.5× too wide (ε ≤ 4/3), and at least 20
+  // independent draws in the 2,000 iterations (τ ≤ 100: ε ≥ 0.04).
+  test::GaussianFixture fixture(1000, 3);
+  std::vector<std::string> mass;
+  for (double a : fixture.precision) mass.push_back(fmt::format("{:.17g}", a));
+  test::TempDir dir;
+  for (const double temperature : {0.5, 2.0}) {
+    INFO("T = " << temperature);
+    const auto config = dir.write(fmt::format("T{}.toml", temperature),
+                                  fmt::format("[model]\nname = \"gaussian\"\ndata = \"{}\"\ntest_size = 0\nnoise_sd = {}\n"
+                                              "prior_sd = {}\n[estimator]\nname = \"exact\"\n[integrator]\nname = \"sgld\"\n"
+                                              "step_size = 0.1\nmetric = \"dense\"\nmass = [{}]\ntemperature = {}\n[run]\n"
+                                              "warmup = 1000\niterations = 2000\nseed = 3\n",
+                                              (fixture.dir.path() / "data.csv").string(), fixture.noise_sd, fixture.prior_sd,
+                                              fmt::join(mass, ", "), temperature));
+    const auto out = dir.path() / fmt::format("T{}", temperature);
+    const auto result = test::run_cli(fmt::format("tune --config '{}' --steps 0.01,0.03,0.1,0.3,1,2,3 --draws 400 --jobs 2 --quiet "
+                                                  "--out '{}'",
+                                                  config.string(), out.string()));
+    INFO(result.output);
+    REQUIRE(result.exit_code == 0);
+    const auto grid = read_grid(out / "tune.csv");
+    REQUIRE(grid.size() == 7);
+    std::size_t chosen = 0;
+    for (std::size_t k = 0; k < grid.size(); ++k) {
+      CHECK(grid[k].status == "complete");
+      if (grid[k].ksd < grid[chosen].ksd) chosen = k;
+    }
+    const double step = grid[chosen].step, too_wide = 1.0 / (1.0 - step / 4.0), autocorrelation_time = (4.0 - step) / step;
+    INFO(fmt::format("chosen ε = {}: variance too wide by {:.3f}, τ = {:.1f}", step, too_wide, autocorrelation_time));
+    CHECK(too_wide <= 1.5);
+    CHECK(autocorrelation_time <= 2000 / 20.0);
+  }
+}
+
 TEST_CASE("tune refuses what it cannot tune, with the reason, before running a pilot") {
   test::TempDir dir;
   const auto out = [&](const char* name) { return (dir.path() / name).string(); };

@@ -10,10 +10,11 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
+#include <xtensor/xtensor.hpp>
+#include <xtensor-blas/xlinalg.hpp>
 
 #include "support.hpp"
-
-import sgmcmc;
+#include "model_support.hpp"
 
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
@@ -127,6 +128,111 @@ TEST_CASE("sgmcmc zv after a run with recorded exact gradients, and zv = true in
   CHECK_THAT(summary.output, Contains("held_out_log_density"));
 }
 
+namespace {
+
+/// The fields of `quantity`'s row of a `zv --csv` table (quantity, mean, mcse, zv1_mean, zv1_mcse,
+/// var_ratio1, zv2_mean, zv2_mcse, var_ratio2), as numbers; empty when there is no such row.
+std::vector<double> csv_row(const fs::path& csv, const std::string& quantity) {
+  for (const auto& line : lines_of(test::read_text(csv))) {
+    const auto fields = test::csv_fields(line);
+    if (fields.at(0) != quantity) continue;
+    std::vector<double> values;
+    for (std::size_t k = 1; k < fields.size(); ++k) values.push_back(std::stod(fields[k]));
+    return values;
+  }
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("sgmcmc zv on a tempered run estimates the mean under the tempered target pi^(1/T)") {
+  // The reference is derived, not simulated. The gaussian model's posterior is N(μ, A⁻¹), so the
+  // tempered target π^{1/T} is N(μ, T A⁻¹). Its quantity held_out_log_density is a quadratic in β,
+  //   q(β) = q(μ) + ∇q(μ)ᵀ(β - μ) + ½ (β - μ)ᵀ H (β - μ),  so  E_T[q] = q(μ) + (T/2) tr(H A⁻¹).
+  // A, μ and q are read off the model itself, loaded in this process with the run's [model] and
+  // data seed: ∇U(β) = A(β - μ) is linear (A from ∇U at 0 and the unit vectors, μ = -A⁻¹∇U(0)),
+  // and q's Hessian H comes from second differences at unit steps, exact for a quadratic up to
+  // rounding (all values O(1), so about 1e-14).
+  // - Order 2 (the default for d = 3): q lies in the span of a constant and the second-order
+  //   controls ΔP + ∇P·s with s the target's score, so the ZV estimate is E_T[q] itself, up to
+  //   rounding, whatever the draws, provided s is the score of π^{1/T} (= z/T). With s = z, the
+  //   score of π, it is E_1[q] instead: (1 - T)/2 tr(H A⁻¹) off, 1.9e-3 at T = 0.5 and 3.8e-3 at
+  //   T = 2 here (tr(H A⁻¹) ≈ -3/400: 3 coefficients of prior 1 and 400 rows of noise 1). The
+  //   tolerance, 1e-7, is far above rounding (the controls fit q to about 1e-12) and 10⁴ times
+  //   below that error.
+  // - The plain mean and the first-order ZV mean are unbiased under an exact sampler (MALA + MH
+  //   leaves π^{1/T} invariant): within 4.5 of their MCSE of E_T[q] (a false alarm about 7e-6 per
+  //   check, 4 checks). The plain mean's MCSE is about 1e-4, so it too tells E_T from E_1.
+  test::TempDir dir;
+  const std::string model_lines = "name = \"gaussian\"\nn = 500\ntest_size = 100\ndim = 3\nnoise_sd = 1.0\nprior_sd = 1.0\n";
+  constexpr std::uint64_t seed = 11;
+  // The model as the run builds it (the data seed is run.seed), without its name key.
+  const auto model = test::build_model("gaussian", model_lines.substr(model_lines.find('\n') + 1), seed);
+  const std::size_t d = model->dimension();
+  auto workspace = model->make_workspace();
+  const auto gradient_at = [&](const std::vector<double>& beta) { return test::full_gradient(*model, beta, *workspace); };
+  const auto q = [&](const std::vector<double>& beta) {
+    std::vector<double> out(1);
+    model->evaluate_quantities(beta, *workspace, out);
+    return out[0];
+  };
+  const std::vector<double> zero(d, 0.0);
+  const auto unit = [&](std::size_t j, double scale = 1.0) {
+    std::vector<double> e(d, 0.0);
+    e[j] = scale;
+    return e;
+  };
+  xt::xtensor<double, 2> precision = xt::zeros<double>({d, d}), hessian = xt::zeros<double>({d, d});
+  xt::xtensor<double, 1> at_zero = xt::zeros<double>({d});
+  const auto g0 = gradient_at(zero);
+  for (std::size_t j = 0; j < d; ++j) {
+    at_zero(j) = g0[j];
+    const auto gj = gradient_at(unit(j));
+    for (std::size_t i = 0; i < d; ++i) precision(i, j) = gj[i] - g0[i];
+  }
+  const xt::xtensor<double, 2> covariance = xt::linalg::inv(precision);
+  const xt::xtensor<double, 1> mean = -xt::linalg::dot(covariance, at_zero);
+  const double q0 = q(zero);
+  for (std::size_t j = 0; j < d; ++j)
+    for (std::size_t k = 0; k < d; ++k) {
+      std::vector<double> both = unit(j);
+      both[k] += 1.0;
+      hessian(j, k) = j == k ? q(unit(j)) + q(unit(j, -1.0)) - 2.0 * q0 : q(both) - q(unit(j)) - q(unit(k)) + q0;
+    }
+  const xt::xtensor<double, 2> product = xt::linalg::dot(hessian, covariance);
+  double trace = 0.0;
+  for (std::size_t j = 0; j < d; ++j) trace += product(j, j);
+  REQUIRE(trace < -1e-3);  // the quadratic term the test rests on is there
+  const double at_mean = q(std::vector<double>(mean.begin(), mean.end()));
+
+  for (const double temperature : {0.5, 2.0}) {
+    INFO("T = " << temperature);
+    const double expected = at_mean + 0.5 * temperature * trace, untempered = at_mean + 0.5 * trace;
+    const auto out = dir.path() / fmt::format("T{}", temperature);
+    const auto config = dir.write(fmt::format("T{}.toml", temperature),
+                                  fmt::format("[model]\n{}[estimator]\nname = \"exact\"\n[integrator]\nname = \"mala\"\n"
+                                              "step_size = 0.001\nadapt_step_size = true\ntemperature = {}\n[corrector]\n"
+                                              "name = \"mh\"\n[run]\nwarmup = 1000\niterations = 10000\nchains = 2\nseed = {}\n"
+                                              "[output]\ngradients = \"exact\"\n",
+                                              model_lines, temperature, seed));
+    const auto run = test::run_cli("run --config '" + config.string() + "' --quiet --out '" + out.string() + "'");
+    INFO(run.output);
+    REQUIRE(run.exit_code == 0);
+    const auto zv = test::run_cli("zv '" + out.string() + "' --csv '" + (out / "zv.csv").string() + "'");
+    INFO(zv.output);
+    REQUIRE(zv.exit_code == 0);
+    CHECK_THAT(zv.output, Contains(fmt::format("integrator.temperature T = {}", temperature)));
+    const auto row = csv_row(out / "zv.csv", "held_out_log_density");
+    REQUIRE(row.size() == 8);
+    const double plain = row[0], plain_mcse = row[1], first = row[2], first_mcse = row[3], second = row[5];
+    INFO(fmt::format("E_T[q] = {:.10f} (E_1[q] = {:.10f}); plain {:.10f} ± {:.2g}, zv1 {:.10f} ± {:.2g}, zv2 {:.10f}", expected,
+                     untempered, plain, plain_mcse, first, first_mcse, second));
+    CHECK(std::abs(second - expected) < 1e-7);
+    CHECK(std::abs(plain - expected) < 4.5 * plain_mcse);
+    CHECK(std::abs(first - expected) < 4.5 * first_mcse);
+  }
+}
+
 TEST_CASE("sgmcmc zv refuses folders without gradients, mismatched files and too few draws") {
   test::TempDir dir;
   const auto expect_error = [](const std::string& arguments, const std::string& message) {
@@ -196,4 +302,33 @@ TEST_CASE("sgmcmc zv refuses folders without gradients, mismatched files and too
   expect_error("run --preset demo --set output.gradients=exakt --out '" + out + "'", "unknown gradient source 'exakt'");
   expect_error("run --preset demo --set output.gradient=exact --out '" + out + "'", "did you mean 'output.gradients'?");
   CHECK_FALSE(fs::exists(dir.path() / "bad" / "manifest.json"));
+}
+
+TEST_CASE("zv, the KSD and tune are refused on a model with positive parameters, with the reason") {
+  // Stein's identity E_π[∇·g + g·∇log π] = 0 needs the boundary term g·π to vanish; on θ > 0 it
+  // is g π at θ = 0, which does not vanish for the first-order control g = e_j. The fixture
+  // positive_rate declares positive parameters and nothing else unusual (lda, the bundled one, is
+  // refused earlier for its latent Gibbs step).
+  test::TempDir dir;
+  const auto plugin = test::fixture_plugin_dir / "sgmcmc-model-positive_rate.so";
+  const auto config = dir.write("rate.toml", fmt::format("[model]\nname = \"{}\"\n[estimator]\nname = \"exact\"\n[integrator]\n"
+                                                         "name = \"sgld\"\nstep_size = 0.001\n[run]\niterations = 200\n",
+                                                         plugin.string()));
+  const auto out = [&](const char* name) { return (dir.path() / name).string(); };
+  const auto plain = test::run_cli("run --config '" + config.string() + "' --quiet --out '" + out("plain") + "'");
+  INFO(plain.output);
+  REQUIRE(plain.exit_code == 0);  // the model runs; only what rests on Stein's identity is refused
+  const auto expect_refusal = [&](const std::string& arguments, const char* folder) {
+    const auto result = test::run_cli(arguments + " --out '" + out(folder) + "'");
+    INFO(arguments << "\n" << result.output);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Contains("output.gradients") && Contains("positive parameters") &&
+                                  Contains("Stein's identity, whose boundary term at θ = 0 does not vanish"));
+    CHECK_FALSE(fs::exists(dir.path() / folder / "manifest.json"));
+  };
+  for (const char* source : {"exact", "cv", "estimator"})
+    expect_refusal("run --config '" + config.string() + "' --quiet --set output.gradients=" + source, source);
+  expect_refusal("run --config '" + config.string() + "' --quiet --set output.zv=true", "zv");
+  expect_refusal("tune --config '" + config.string() + "' --steps 0.001,0.002 --quiet", "tune");
+  CHECK_FALSE(fs::exists(dir.path() / "tune"));
 }

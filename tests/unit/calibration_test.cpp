@@ -113,3 +113,61 @@ TEST_CASE("rank tests: false alarms at most alpha on uniform ranks, power agains
   CHECK(ecdf_power >= 95);
   CHECK(chi_power >= 95);
 }
+
+TEST_CASE("rank_among: ties with θ* broken at random give uniform ranks, counting only the draws below does not", "[calibration]") {
+  // θ* and its L = 9 draws are independent and uniform on {0, 1, 2}: an exact sampler of a
+  // discrete posterior (here the prior itself), so θ* and the draws are exchangeable, and with ties
+  // broken at random θ*'s place among the ten values is uniform: the rank is uniform on {0..9}.
+  // Counting only the draws strictly below θ* puts θ* below all its ties: mean rank 9/3 = 3
+  // instead of 4.5 (sd of the rank about 2.9), at R = 2000 about 23 standard errors of the mean
+  // off, which χ² on 10 bins (200 expected in each) sees with p far below 1e-10. For the
+  // tie-broken ranks the p-value is uniform: p < 1e-3 with probability 1e-3.
+  constexpr std::size_t replications = 2000, L = 9;
+  sgmcmc::Rng rng(41, 0), ties(41, 1);
+  std::vector<std::size_t> broken, strict;
+  std::vector<double> draws(L);
+  for (std::size_t r = 0; r < replications; ++r) {
+    const double star = static_cast<double>(rng.index(3));
+    for (double& draw : draws) draw = static_cast<double>(rng.index(3));
+    broken.push_back(sgmcmc::rank_among(draws, star, ties));
+    std::size_t below = 0;
+    for (double draw : draws) below += draw < star;
+    strict.push_back(below);
+  }
+  const auto uniform = sgmcmc::rank_chi_square(broken, L, L + 1);
+  const auto piled_low = sgmcmc::rank_chi_square(strict, L, L + 1);
+  INFO("tie-broken ranks: χ² = " << uniform.statistic << ", p = " << uniform.p_value << "; strict: χ² = "
+                                 << piled_low.statistic << ", p = " << piled_low.p_value);
+  CHECK(uniform.p_value > 1e-3);
+  CHECK(piled_low.p_value < 1e-10);
+
+  // Without ties the rank is the count below, and no random number is drawn (continuous draws
+  // keep the ranks they had before ties were broken).
+  sgmcmc::Rng untouched(5, 0), reference(5, 0);
+  const std::vector<double> distinct = {0.5, 1.5, 2.5, -1.0};
+  CHECK(sgmcmc::rank_among(distinct, 1.0, untouched) == 2);
+  CHECK(untouched.index(1000000) == reference.index(1000000));
+  // With k ties every place 0..k is reachable: θ* = 1 among {1, 1, 0} takes rank 1, 2 or 3.
+  std::vector<int> seen(4, 0);
+  for (int t = 0; t < 300; ++t) ++seen[sgmcmc::rank_among(std::vector<double>{1.0, 1.0, 0.0}, 1.0, untouched)];
+  CHECK(seen[0] == 0);
+  CHECK((seen[1] > 0 && seen[2] > 0 && seen[3] > 0));  // each has probability 1/3: missing one has probability ~1e-52
+}
+
+TEST_CASE("holm_adjusted: Holm's step-down adjusted p-values against a hand-worked example", "[calibration]") {
+  // m = 4, p = (0.01, 0.04, 0.03, 0.005). Sorted: 0.005, 0.01, 0.03, 0.04, multiplied by
+  // m - j + 1 = 4, 3, 2, 1: 0.02, 0.03, 0.06, 0.04; the running maximum keeps the order:
+  // 0.02, 0.03, 0.06, 0.06. Back in the given order: (0.03, 0.06, 0.06, 0.02). At α = 0.05 Holm
+  // rejects the first and the fourth; Bonferroni (×4) only the fourth; no correction all four.
+  const auto adjusted = sgmcmc::holm_adjusted(std::vector<double>{0.01, 0.04, 0.03, 0.005});
+  REQUIRE(adjusted.size() == 4);
+  CHECK(adjusted[0] == Approx(0.03).epsilon(1e-12));
+  CHECK(adjusted[1] == Approx(0.06).epsilon(1e-12));
+  CHECK(adjusted[2] == Approx(0.06).epsilon(1e-12));
+  CHECK(adjusted[3] == Approx(0.02).epsilon(1e-12));
+  // Capped at 1, and monotone: (0.5, 0.6) → (min(1, 2 × 0.5), max(1, 0.6)) = (1, 1).
+  CHECK(sgmcmc::holm_adjusted(std::vector<double>{0.5, 0.6}) == std::vector<double>{1.0, 1.0});
+  // One test: unchanged.
+  CHECK(sgmcmc::holm_adjusted(std::vector<double>{0.2}) == std::vector<double>{0.2});
+  CHECK_THROWS(sgmcmc::holm_adjusted(std::vector<double>{0.2, 1.5}));
+}

@@ -111,3 +111,28 @@ TEST_CASE("a change of the data terms makes saga refill its table, a prior chang
     CHECK(run.result.cost.full_passes == passes);
   }
 }
+
+TEST_CASE("psgld's V holds the data term alone: the prior it subtracts is the one given the chain's current hyperparameters") {
+  // pSGLD's V averages ḡ⊙ḡ with ḡ = (ĝ - ∇f_0)/N, the mean data gradient (Li et al. 2016, Alg. 1).
+  // ShiftingTarget has no data term (f_1 = 0) and a prior whose centre μ lives in the workspace
+  // (0, then 5 from iteration 1 on, as a Gibbs step of a hyperparameter would set it): the exact
+  // ĝ is the prior's gradient given μ, so ḡ = 0 and V = 0 at every step, and the mass frozen
+  // after the warmup is λ + sqrt(V) = λ exactly. Subtracting the prior without the workspace
+  // (add_prior_gradient, here 0) leaves ḡ = x - μ ≈ -5 from iteration 2 on: V of order 10 (the
+  // mass was 1.83 when this was broken on purpose).
+  const auto model = std::make_shared<ShiftingTarget>(sgmcmc::TargetChange::prior);
+  const auto run = test::run_chain(model, "[estimator]\nname = \"exact\"\n[integrator]\nname = \"psgld\"\nstep_size = 0.1\n"
+                                          "alpha = 0.5\nlambda = 0.001\n",
+                                   2, 1, 2024, 3);
+  CHECK(run.result.adapted_mass == std::vector<double>{0.001});
+}
+
+TEST_CASE("psgld is refused without a warmup, or with a preconditioner that never freezes, with the reason") {
+  const auto model = std::make_shared<ShiftingTarget>(sgmcmc::TargetChange::prior);
+  const std::string psgld = "[estimator]\nname = \"exact\"\n[integrator]\nname = \"psgld\"\nstep_size = 0.1\n";
+  CHECK_THROWS_WITH(test::run_chain(model, psgld, 2), Catch::Matchers::Contains("psgld needs a warmup (run.warmup > 0)") &&
+                                                          Catch::Matchers::Contains("Γ(θ)"));
+  CHECK_THROWS_WITH(test::run_chain(model, psgld + "freeze_after_warmup = false\n", 2, 1, 2024, 3),
+                    Catch::Matchers::Contains("freeze_after_warmup = false") && Catch::Matchers::Contains("frozen after a warmup"));
+  CHECK_NOTHROW(test::run_chain(model, psgld, 2, 1, 2024, 3));
+}

@@ -133,7 +133,7 @@ struct PsgldParameters {
   double temperature = 1.0;
   double alpha = 0.99;              // 0 <= α < 1: V ← αV + (1 - α) ḡ⊙ḡ
   double lambda = 1e-5;             // λ > 0: bounds G where the gradient history vanishes
-  bool freeze_after_warmup = true;  // stop updating V after the warmup: a fixed kernel when sampling
+  bool freeze_after_warmup = true;  // stop updating V after the warmup: a fixed kernel when sampling (false: refused)
   static PsgldParameters from_settings(const Settings& section);
 };
 
@@ -398,9 +398,10 @@ private:
 /// the Hessian of the data term (V depends on θ through ḡ(θ)), which no estimator gives; the
 /// paper drops it too (its §"Preconditioned SGLD": negligible for α near 1). Without it a changing
 /// G makes the chain's law differ from the posterior (a position-dependent preconditioner without
-/// its divergence term), which is why MH refuses psgld. With `freeze_after_warmup` V stops
-/// changing at the end of the warmup (never without a warmup): the sampling phase is then sgld
-/// with the constant mass M = λ + sqrt(V), reported as adapted_mass(), whose only bias is sgld's.
+/// its divergence term), which is why MH refuses psgld, and why a run without a warmup, or with
+/// `freeze_after_warmup = false`, is refused (warmup_refusal). V stops changing at the end of the
+/// warmup: the sampling phase is then sgld with the constant mass M = λ + sqrt(V), reported as
+/// adapted_mass(), whose only bias is sgld's, which shrinks with ε.
 class Psgld final : public ScheduledIntegrator {
 public:
   explicit Psgld(const PsgldParameters& parameters)
@@ -427,6 +428,17 @@ public:
     if (state.reflect_at_zero) mirror_positive(state.theta);
     state.gradient_valid = false;
   }
+  /// A V that never stops changing leaves the bias of the dropped Γ term, which does not shrink
+  /// with ε (a position-dependent preconditioner without its divergence term: the chain samples
+  /// about π/G, see the class comment), so V must be frozen after a warmup.
+  std::string warmup_refusal(std::uint64_t warmup) const override {
+    const std::string reason = "the preconditioner must be frozen after a warmup for the chain to target π as ε → 0 "
+                               "(Li et al. 2016 drop the Γ(θ) term, so while G changes the chain is biased by an amount "
+                               "no step size removes)";
+    if (!freeze_) return "integrator.freeze_after_warmup = false: psgld would never freeze its preconditioner; " + reason;
+    if (warmup == 0) return "integrator psgld needs a warmup (run.warmup > 0): " + reason;
+    return {};
+  }
   /// The block that ends the warmup freezes V (the chain calls this after every block).
   void after_block(ChainState& state, std::uint64_t warmup, const Decision&) override {
     if (freeze_ && warmup > 0 && state.iteration >= warmup) frozen_ = true;
@@ -452,10 +464,12 @@ public:
   }
 
 private:
-  /// V ← αV + (1 - α) ḡ⊙ḡ with ḡ = (ĝ - ∇f_0(θ))/N (Li et al. 2016, Alg. 1).
+  /// V ← αV + (1 - α) ḡ⊙ḡ with ḡ = (ĝ - ∇f_0(θ))/N (Li et al. 2016, Alg. 1). ∇f_0 is the
+  /// prior's gradient given the chain's workspace, as the estimator added it to ĝ (pmf's
+  /// Gibbs-drawn precisions), so that ḡ holds the data term alone.
   void update_second_moment(const ChainState& state, ChainContext& context) {
     prior_.assign(state.theta.size(), 0.0);
-    context.model.add_prior_gradient(state.theta, prior_);
+    context.model.add_prior_gradient_given(state.theta, prior_, context.workspace);
     const double items = static_cast<double>(std::max<std::size_t>(context.model.num_items(), 1));
     for (std::size_t j = 0; j < second_moment_.size(); ++j) {
       const double mean = (state.gradient[j] - prior_[j]) / items;
@@ -839,8 +853,9 @@ const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
        "Thm. 1); use 'obabo', which keeps a non-zero acceptance"},
       {"psgld",
        "pSGLD: sgld preconditioned by RMSprop, G = 1/(λ + sqrt(V)), V ← αV + (1-α)ḡ² (Li et al. 2016, Alg. 1, "
-       "without Γ: biased while G changes; step_size = their ε); keys alpha (0.99), lambda (1e-5), "
-       "freeze_after_warmup (true: V fixed after the warmup, then sgld with mass λ + sqrt(V))",
+       "without Γ: biased while G changes, so it needs run.warmup > 0, after which V is frozen and the chain is sgld "
+       "with mass λ + sqrt(V); step_size = their ε); keys alpha (0.99), lambda (1e-5), "
+       "freeze_after_warmup (true; false is refused: a V that never freezes leaves a bias no step size removes)",
        with_schedule_keys({"alpha", "lambda", "freeze_after_warmup"}), factory<PsgldParameters>(),
        "psgld computes no gradient at its proposal, and its preconditioner changes with the gradient history (its "
        "chain is biased without the Γ term, which needs second derivatives), so no MH test can correct it; use "
