@@ -81,6 +81,11 @@ class Result:
     stdout: str
     stderr: str
     seconds: float
+    note: str = ""  # what a driver found wrong beyond the command's own outcome
+
+
+def noted(result: Result, note: str) -> Result:
+    return dataclasses.replace(result, note=note)
 
 
 class Context:
@@ -261,6 +266,8 @@ def judge(case: Case, ctx: Context, result: Result, before) -> list:
     expected = case.expect if isinstance(case.expect, tuple) else (case.expect,)
     if result.code is None:
         return [f"hang: no exit within {TIMEOUT_SECONDS} s"]
+    if result.note:
+        problems.append(result.note)
     if result.code < 0 and result.code not in expected:
         problems.append(f"killed by signal {-result.code} ({signal.Signals(-result.code).name})")
     elif result.code not in expected:
@@ -716,7 +723,7 @@ MODEL_KEY_VALUES = [
     ("ratings.toml", "model.noise_precision", ["0", "-1"]),
     ("ratings.toml", "model.init_sd", ["-1"]),
     ("ratings.toml", "model.max_users", ["0", "-1"]),
-    ("docword.toml", "model.topics", ["0", "-1", "1000000000"]),
+    ("docword.toml", "model.topics", ["0", "-1"]),
     ("docword.toml", "model.alpha", ["0", "-1"]),
     ("docword.toml", "model.beta", ["0", "-1"]),
     ("docword.toml", "model.gibbs_sweeps", ["0"]),
@@ -782,6 +789,9 @@ def config_cases():
         for value in values:
             cases.append(Case("config", f"{config[:-5]}: {key} = {value}", run_args(config, f"{key}={value}"), BAD_INPUT,
                               names=key))
+    # a size too large for memory names the key, or the count with its name (K = ... topics)
+    cases.append(Case("config", "docword: model.topics = 1000000000", run_args("docword.toml", "model.topics=1000000000"),
+                      BAD_INPUT, names=("model.topics", "topics")))
     for model, key, values in SIMULATED_MODEL_KEY_VALUES:
         for value in values:
             cases.append(Case("config", f"{model} simulated: {key} = {value}",
@@ -1086,7 +1096,7 @@ def run_folder_cases():
              setup=stopped_run(writes({"out/.lock": b"pid 999999 host elsewhere\n"})), check=same_as_straight_run),
         Case("run folders", "--resume with another --set", RESUME + ["--set", "integrator.step_size=2e-3"], BAD_INPUT,
              names="integrator.step_size", setup=stopped_run()),
-        Case("run folders", "--resume with --threads 0", RESUME + ["--threads", "0"], BAD_INPUT, names="--threads",
+        Case("run folders", "--resume with --threads -1", RESUME + ["--threads", "-1"], BAD_INPUT, names="--threads",
              setup=stopped_run()),
         Case("run folders", "--resume, manifest.json junk", RESUME, BAD_INPUT, names="manifest.json",
              setup=stopped_run(replace_with("out/manifest.json", b"\x00junk"))),
@@ -1136,14 +1146,15 @@ LONG_RUN = run_args("sim.toml", "run.iterations=100000000", "run.eval_every=1000
 
 
 def interrupt_then_resume(sig, twice=False, extra=()):
-    """Signal a long run once it writes draws; it must exit 130 and resume to a complete run."""
+    """Signal a long run once it writes draws: it must exit 130 with a resumable folder, and the resumed run,
+    interrupted in turn, must do the same (the resume is judged)."""
     def driver(ctx):
         args = LONG_RUN + list(extra)
         start = time.monotonic()
         process = ctx.spawn(args)
         if not wait_for(lambda: ctx.path("out/chain-1.csv").is_file() and ctx.path("out/chain-1.csv").stat().st_size > 2000):
             process.kill()
-            return finish(process, args, start)
+            return noted(finish(process, args, start), "no draws written within 20 s")
         process.send_signal(sig)
         if twice:
             time.sleep(0.002)
@@ -1152,30 +1163,40 @@ def interrupt_then_resume(sig, twice=False, extra=()):
         if first.code != INTERRUPTED and not (twice and first.code == -sig):
             return first
         if first.code == INTERRUPTED and (problem := run_folder_problem(ctx.path("out"), INTERRUPTED)):
-            return Result(first.args, first.code, first.stdout, first.stderr + "\n[sweep] " + problem, first.seconds)
+            return noted(first, problem)
         if first.code == INTERRUPTED and "--resume" not in first.stdout + first.stderr:
-            return Result(first.args, -999, first.stdout, first.stderr + "\n[sweep] no --resume hint", first.seconds)
-        # continue it, stopping soon: --stop-after needs checkpoints, so just interrupt again after the resume
-        # starts, and check the folder stays resumable
+            return noted(first, "no 'sgmcmc run --resume' hint")
         process = ctx.spawn(RESUME)
         start = time.monotonic()
-        time.sleep(0.3)
+        wait_for(lambda: ctx.path("out/.lock").exists(), 5)
+        time.sleep(0.2)
         process.send_signal(signal.SIGINT)
         return finish(process, RESUME, start)
     return driver
 
 
+def differs_from_straight_run(ctx, straight_args):
+    straight = ctx.cli(straight_args)
+    if straight.code != DONE:
+        return f"the run never stopped ended with {straight.code}"
+    if strip_elapsed(ctx.path("out/chain-1.csv")) != strip_elapsed(ctx.path("straight/chain-1.csv")):
+        return "the resumed chain-1.csv differs from that of a run never stopped"
+    return ""
+
+
+MODERATE_RUN = ("run.iterations=3000000", "run.thin=30000", "run.eval_every=30000")
+
+
 def interrupt_short_run_then_resume(sig):
-    """Signal a run of moderate length; the resumed folder must hold the draws of a run never stopped."""
-    args = run_args("sim.toml", "run.iterations=3000000", "run.thin=30000", "run.eval_every=30000")
+    """Signal a run of about a second; the resumed folder must hold the draws of a run never stopped."""
+    args = run_args("sim.toml", *MODERATE_RUN)
 
     def driver(ctx):
         start = time.monotonic()
         process = ctx.spawn(args)
-        if not wait_for(lambda: ctx.path("out/chain-1.csv").is_file() and
-                        draws_in(ctx.path("out/chain-1.csv")) >= 2):
+        if not wait_for(lambda: ctx.path("out/chain-1.csv").is_file() and draws_in(ctx.path("out/chain-1.csv")) >= 2):
             process.kill()
-            return finish(process, args, start)
+            return noted(finish(process, args, start), "no draws written within 20 s")
         process.send_signal(sig)
         first = finish(process, args, start)
         if first.code != INTERRUPTED:
@@ -1183,28 +1204,22 @@ def interrupt_short_run_then_resume(sig):
         resumed = ctx.cli(RESUME)
         if resumed.code != DONE:
             return resumed
-        straight = ctx.cli(args[:-1] + ["straight"])
-        if strip_elapsed(ctx.path("out/chain-1.csv")) != strip_elapsed(ctx.path("straight/chain-1.csv")):
-            return Result(resumed.args, -999, resumed.stdout, "[sweep] the resumed chain differs from a straight run",
-                          resumed.seconds)
-        return resumed
+        return noted(resumed, differs_from_straight_run(ctx, run_args("sim.toml", *MODERATE_RUN, out="straight")))
     return driver
 
 
 def kill_then_resume(ctx):
-    args = run_args("sim.toml", "run.iterations=3000000", "run.thin=30000", "run.eval_every=30000",
-                    "run.checkpoint_every=300000")
+    sets = MODERATE_RUN + ("run.checkpoint_every=300000",)
+    args = run_args("sim.toml", *sets)
     start = time.monotonic()
     process = ctx.spawn(args)
     wait_for(lambda: ctx.path("out/checkpoint-1.bin").is_file())
     process.send_signal(signal.SIGKILL)
     finish(process, args, start)
     resumed = ctx.cli(RESUME)
-    if resumed.code == DONE:
-        ctx.cli(args[:-1] + ["straight"])
-        if strip_elapsed(ctx.path("out/chain-1.csv")) != strip_elapsed(ctx.path("straight/chain-1.csv")):
-            return Result(resumed.args, -999, "", "[sweep] the resumed chain differs from a straight run", resumed.seconds)
-    return resumed
+    if resumed.code != DONE:
+        return resumed
+    return noted(resumed, differs_from_straight_run(ctx, run_args("sim.toml", *sets, out="straight")))
 
 
 def interrupt_centring(ctx):
@@ -1218,8 +1233,8 @@ def interrupt_centring(ctx):
 
 def interrupt_sweep(ctx):
     """sweep does not catch SIGINT (runners/README.md): it dies of it, and --resume then completes."""
-    ctx.write("s.toml", 'preset = "demo"\n[base.run]\niterations = 20000000\nchains = 1\nthin = 100000\n'
-                        '[axes]\n"run.seed" = [1, 2]\n')
+    ctx.write("s.toml", 'preset = "demo"\n[base.run]\niterations = 1000000\nchains = 1\nthin = 100000\n'
+                        'eval_every = 100000\n[axes]\n"run.seed" = [1, 2]\n')
     args = ["sweep", "s.toml", "--out", "sw", "--quiet", "--jobs", "2"]
     start = time.monotonic()
     process = ctx.spawn(args)
@@ -1228,7 +1243,6 @@ def interrupt_sweep(ctx):
     first = finish(process, args, start)
     if first.code not in (-signal.SIGINT, INTERRUPTED):
         return first
-    ctx.write("s.toml", ctx.path("s.toml").read_text().replace("20000000", "2000"))
     return ctx.cli(["sweep", "s.toml", "--out", "sw", "--quiet", "--resume"])
 
 
@@ -1260,7 +1274,7 @@ def signal_cases():
 
 def second_writer(second_args, expect_pid=True):
     def driver(ctx):
-        first_args = LONG_RUN
+        first_args = LONG_RUN + ["--set", "run.checkpoint_every=100000"]  # so a resume reaches the lock
         start = time.monotonic()
         first = ctx.spawn(first_args)
         if not wait_for(lambda: ctx.path("out/chain-1.csv").is_file()):
@@ -1270,10 +1284,11 @@ def second_writer(second_args, expect_pid=True):
         first.send_signal(signal.SIGINT)
         first_result = finish(first, first_args, start)
         if first_result.code != INTERRUPTED:
-            return Result(first_result.args, -999, first_result.stdout,
-                          first_result.stderr + f"\n[sweep] the first writer ended with {first_result.code}", 0)
+            return noted(second, f"the first writer ended with {first_result.code}, not 130")
+        if (problem := run_folder_problem(ctx.path("out"), INTERRUPTED)):
+            return noted(second, f"the first writer's folder: {problem}")
         if expect_pid and second.code == BAD_INPUT and "pid" not in second.stderr:
-            return Result(second.args, -999, second.stdout, second.stderr + "\n[sweep] no holder pid named", 0)
+            return noted(second, "the refusal names no holder pid")
         return second
     return driver
 
@@ -1288,8 +1303,8 @@ def two_resumes(ctx):
     codes = sorted([ra.code, rb.code])
     if codes == [DONE, BAD_INPUT]:
         return rb if rb.code == BAD_INPUT else ra
-    if codes == [DONE, DONE]:  # the second started after the first ended: then it must have been refused
-        return Result(RESUME, -999, "", "[sweep] both resumes ended 0", 0)
+    if codes == [DONE, DONE]:
+        return noted(ra, "both resumes ended 0: two writers in one folder")
     return ra if ra.code != DONE else rb
 
 
@@ -1503,7 +1518,7 @@ def subcommand_cases():
         sub("list: an extra argument", ["list", "extra"], BAD_INPUT, "extra"),
         sub("presets: an extra argument", ["presets", "extra"], BAD_INPUT, "extra"),
         sub("presets", ["presets"], DONE),
-        sub("check-model: no argument", ["check-model"], BAD_INPUT, ("name", "NAME", "model")),
+        sub("check-model: no argument", ["check-model"], BAD_INPUT, ("plugin", "NAME", "model")),
         sub("check-model: unknown model", ["check-model", "nope"], BAD_INPUT, "nope"),
         sub("check-model: a text file", ["check-model", "sim.toml"], BAD_INPUT, "sim.toml"),
         sub("check-model: a folder", ["check-model", "."], BAD_INPUT, "."),
