@@ -33,6 +33,7 @@ import json
 import os
 import random
 import re
+import resource
 import shlex
 import shutil
 import signal
@@ -46,6 +47,11 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
 TIMEOUT_SECONDS = 60
+# The memory budget the CLI plans with (SGMCMC_MEMORY_LIMIT_MB), the same on every machine so that a
+# size refused here is refused everywhere; and a hard cap on each process's data segment, so that a
+# case whose size is not checked (a bad case) fails on its allocation instead of taking the machine.
+MEMORY_BUDGET_MB = 2048
+DATA_LIMIT_BYTES = 6 << 30
 DONE, DIVERGED, BAD_INPUT, INTERRUPTED = 0, 1, 2, 130
 STATUS_OF_EXIT = {DONE: "complete", DIVERGED: "diverged", INTERRUPTED: "interrupted"}
 ERROR_PREFIX = re.compile(r"^sgmcmc(?: [a-z-]+)?: error:", re.MULTILINE)  # `sgmcmc plot: error:` too
@@ -1726,6 +1732,8 @@ def main(argv=None):
     parser.add_argument("--verbose", action="store_true", help="print every case's outcome")
     options = parser.parse_args(argv)
     options.cli = str(Path(options.cli).resolve())
+    os.environ["SGMCMC_MEMORY_LIMIT_MB"] = str(MEMORY_BUDGET_MB)
+    resource.setrlimit(resource.RLIMIT_DATA, (DATA_LIMIT_BYTES, resource.getrlimit(resource.RLIMIT_DATA)[1]))
     if not os.access(options.cli, os.X_OK):
         parser.error(f"{options.cli} is not an executable")
     options.fixtures = str(Path(options.fixtures).resolve()) if options.fixtures else None
