@@ -286,6 +286,7 @@ def judge(case: Case, ctx: Context, result: Result, before) -> list:
         if not ERROR_PREFIX.search(result.stderr):
             problems.append("exit 2 without 'sgmcmc: error:' on stderr")
         names = case.names if isinstance(case.names, tuple) else ((case.names,) if case.names else ())
+        names = tuple(n for n in names if n)  # an empty name would match any message
         if names and not any(n in text for n in names):
             problems.append(f"the message names none of {names}")
     if case.output_has and case.output_has not in text:
@@ -295,6 +296,8 @@ def judge(case: Case, ctx: Context, result: Result, before) -> list:
         if result.code == BAD_INPUT and before is not None:
             if folder_digest(folder) != before:
                 problems.append(f"a refused command changed files in {case.out}")
+        elif result.code in STATUS_OF_EXIT and not folder.is_dir():
+            problems.append(f"exit {result.code} but no run folder {case.out}")
         elif folder.is_dir() and (problem := run_folder_problem(folder, result.code)):
             problems.append(problem)
     if case.check and not problems:
@@ -905,7 +908,7 @@ def plugin_cases():
         Case("plugins", "list --plugin-dir missing", ["list", "--plugin-dir", "nodir"], BAD_INPUT, names="nodir", out=None),
         Case("plugins", "SGMCMC_PLUGIN_PATH with junk entries", run_args("sim.toml"), DONE,
              env={"SGMCMC_PLUGIN_PATH": "nodir::sim.toml:/dev/null"}),
-        Case("plugins", "list with SGMCMC_PLUGIN_PATH junk", ["list"], DONE, out=None,
+        Case("plugins", "list with SGMCMC_PLUGIN_PATH junk", ["list"], DONE, out=None, output_has="gaussian",
              env={"SGMCMC_PLUGIN_PATH": "nodir::sim.toml:/dev/null"}),
         Case("plugins", "an unreadable plugin folder entry", run_args("sim.toml") + with_dir(), DONE,
              setup=plugin_dir_with("locked", lambda p: (p.mkdir(), p.chmod(0))),
@@ -1435,6 +1438,11 @@ SWEEP_FILES = [
 ]
 
 
+def has_file(name):
+    """A check: the command wrote this file (a success that writes nothing is no success)."""
+    return lambda ctx, result: None if ctx.path(name).is_file() else f"{name} was not written"
+
+
 def finished_run(args=None):
     return complete_run(args or run_args("sim.toml", "run.iterations=40"))
 
@@ -1462,13 +1470,14 @@ def subcommand_cases():
     cases = []
     for label, content, expect, names in SWEEP_FILES:
         cases.append(Case("subcommands", f"sweep: {label}", ["sweep", "s.toml", "--out", "sw", "--quiet"], expect,
-                          names=names, setup=writes(s__toml=content), out=None))
+                          names=names, setup=writes(s__toml=content), out=None,
+                          check=has_file("sw/summary.csv") if expect != BAD_INPUT else None))
     sub = lambda name, args, expect, names=None, setup=None, **kw: Case("subcommands", name, args, expect, names=names,
                                                                          setup=setup, out=kw.pop("out", None), **kw)
     cases += [
         sub("no subcommand", [], BAD_INPUT),
         sub("an unknown subcommand", ["frobnicate"], BAD_INPUT, "frobnicate"),
-        sub("--help", ["--help"], DONE),
+        sub("--help", ["--help"], DONE, output_has="Subcommands"),
         sub("run: no arguments", ["run"], BAD_INPUT, "--preset"),
         sub("run: an unknown flag", ["run", "--preset", "demo", "--bogus"], BAD_INPUT, "--bogus"),
         sub("run: unknown preset", ["run", "--preset", "nope"], BAD_INPUT, "nope"),
@@ -1496,13 +1505,13 @@ def subcommand_cases():
         sub("sweep: --jobs 0", ["sweep", "s.toml", "--jobs", "0", "--out", "sw"], BAD_INPUT, "--jobs",
             setup=writes(s__toml=SWEEP_FILES[0][1])),
         sub("sweep: --jobs 100000", ["sweep", "s.toml", "--jobs", "100000", "--out", "sw", "--quiet"], (DONE, BAD_INPUT),
-            "--jobs", setup=writes(s__toml=SWEEP_FILES[0][1])),
+            "--jobs", setup=writes(s__toml=SWEEP_FILES[0][1]), check=lambda c, r: None if r.code != 0 else has_file("sw/summary.csv")(c, r)),
         sub("sweep: --out a file", ["sweep", "s.toml", "--out", "sim.toml"], BAD_INPUT, "sim.toml",
             setup=writes(s__toml=SWEEP_FILES[0][1])),
         sub("sweep: into an earlier sweep without --resume", ["sweep", "s.toml", "--out", "sw", "--quiet"], BAD_INPUT,
             ("sw", "--resume"), setup=sweep_folder),
         sub("sweep: --resume a complete sweep", ["sweep", "s.toml", "--out", "sw", "--quiet", "--resume"], DONE,
-            setup=sweep_folder),
+            setup=sweep_folder, check=has_file("sw/results.csv")),
         sub("sweep: --resume with a damaged cell", ["sweep", "s.toml", "--out", "sw", "--quiet", "--resume"], (DONE, BAD_INPUT),
             "metrics.csv", setup=then(sweep_folder, lambda c: next(c.path("sw").glob("*/metrics.csv")).write_bytes(b"junk\x00"))),
         sub("sweep: --max-cells 0", ["sweep", "s.toml", "--max-cells", "0", "--out", "sw"], BAD_INPUT, "--max-cells",
@@ -1523,7 +1532,7 @@ def subcommand_cases():
         sub("list: an unknown flag", ["list", "--bogus"], BAD_INPUT, "--bogus"),
         sub("list: an extra argument", ["list", "extra"], BAD_INPUT, "extra"),
         sub("presets: an extra argument", ["presets", "extra"], BAD_INPUT, "extra"),
-        sub("presets", ["presets"], DONE),
+        sub("presets", ["presets"], DONE, output_has="gaussian-obabo-mh"),
         sub("check-model: no argument", ["check-model"], BAD_INPUT, ("plugin", "NAME", "model")),
         sub("check-model: unknown model", ["check-model", "nope"], BAD_INPUT, "nope"),
         sub("check-model: a text file", ["check-model", "sim.toml"], BAD_INPUT, "sim.toml"),
@@ -1531,12 +1540,12 @@ def subcommand_cases():
         sub("check-model: /dev/zero", ["check-model", "/dev/zero"], BAD_INPUT, "/dev/zero"),
         sub("check-model: gaussian, n = -1", ["check-model", "gaussian", "--set", "model.n=-1"], 1, output_has="model.n"),
         sub("check-model: gaussian, a run key", ["check-model", "gaussian", "--set", "run.seed=2"], (1, BAD_INPUT), "run.seed"),
-        sub("check-model: gaussian, small", ["check-model", "gaussian", "--set", "model.n=200"], DONE),
-        sub("check-model: manual template with test_rows = 0", [], DONE, driver=new_model_check),
+        sub("check-model: gaussian, small", ["check-model", "gaussian", "--set", "model.n=200"], DONE, output_has="PASS"),
+        sub("check-model: manual template with test_rows = 0", [], DONE, driver=new_model_check, output_has="PASS"),
         sub("summary: missing folder", ["summary", "nope"], BAD_INPUT, "nope"),
         sub("summary: a file", ["summary", "sim.toml"], BAD_INPUT, "sim.toml"),
         sub("summary: an empty folder", ["summary", "empty"], BAD_INPUT, "empty", setup=lambda c: c.path("empty").mkdir()),
-        sub("summary: a complete run", ["summary", "out"], DONE, setup=finished_run()),
+        sub("summary: a complete run", ["summary", "out"], DONE, setup=finished_run(), output_has="ess_bulk"),
         sub("summary: --parameters unknown", ["summary", "out", "--parameters", "nope"], BAD_INPUT, "nope", setup=finished_run()),
         sub("summary: --max-parameters -1", ["summary", "out", "--max-parameters", "-1"], (DONE, BAD_INPUT), "--max-parameters",
             setup=finished_run()),
@@ -1557,7 +1566,7 @@ def subcommand_cases():
             setup=then(finished_run(), remove("out/chain-1.csv"), lambda c: os.symlink("/dev/zero", c.path("out/chain-1.csv")))),
         sub("zv: missing folder", ["zv", "nope"], BAD_INPUT, "nope"),
         sub("zv: a run without gradients", ["zv", "out"], BAD_INPUT, ("gradients", "out"), setup=finished_run()),
-        sub("zv: a run with gradients", ["zv", "grad"], DONE, setup=gradient_run),
+        sub("zv: a run with gradients", ["zv", "grad"], DONE, setup=gradient_run, output_has="zv1_mean"),
         sub("zv: --order 3", ["zv", "grad", "--order", "3"], BAD_INPUT, "--order", setup=gradient_run),
         sub("zv: --order abc", ["zv", "grad", "--order", "abc"], BAD_INPUT, "--order", setup=gradient_run),
         sub("zv: gradients file cut", ["zv", "grad"], BAD_INPUT, "gradients-1.csv",
@@ -1566,7 +1575,7 @@ def subcommand_cases():
             setup=then(gradient_run, remove("grad/gradients-1.csv"))),
         sub("topics: missing folder", ["topics", "nope"], BAD_INPUT, "nope"),
         sub("topics: a gaussian run", ["topics", "out"], BAD_INPUT, ("lda", "out"), setup=finished_run()),
-        sub("topics: an lda run", ["topics", "lda"], DONE, setup=lda_run),
+        sub("topics: an lda run", ["topics", "lda"], DONE, setup=lda_run, output_has="topic 3:"),
         sub("topics: --top 0", ["topics", "lda", "--top", "0"], BAD_INPUT, "--top", setup=lda_run),
         sub("topics: --top -1", ["topics", "lda", "--top", "-1"], BAD_INPUT, "--top", setup=lda_run),
         sub("topics: --vocab missing", ["topics", "lda", "--vocab", "nope.txt"], BAD_INPUT, "nope.txt", setup=lda_run),
@@ -1574,7 +1583,7 @@ def subcommand_cases():
             setup=then(lda_run, writes(v__txt=b"a\nb\n"))),
         sub("topics: --vocab /dev/zero", ["topics", "lda", "--vocab", "/dev/zero"], BAD_INPUT, "/dev/zero", setup=lda_run),
         sub("new-model: no arguments", ["new-model"], BAD_INPUT, ("name", "NAME")),
-        sub("new-model: valid", ["new-model", "mymodel", "proj"], DONE),
+        sub("new-model: valid", ["new-model", "mymodel", "proj"], DONE, check=has_file("proj/CMakeLists.txt")),
         sub("new-model: a name with a space", ["new-model", "my model", "proj"], BAD_INPUT, "my model"),
         sub("new-model: a name with a slash", ["new-model", "../evil", "proj"], BAD_INPUT, "../evil"),
         sub("new-model: an empty name", ["new-model", "", "proj"], BAD_INPUT, ("name", "''", "\"\"")),
@@ -1601,7 +1610,8 @@ def subcommand_cases():
                                                      "9", "--out", "sbc"], BAD_INPUT, "pmf",
             setup=writes(pmf_sim__toml=SIMULATED_CONFIGS["pmf"])),
         sub("sbc: tiny and valid", ["sbc", "--config", "sim.toml", "--replications", "3", "--draws", "9", "--bins", "2",
-                                    "--simulations", "200", "--out", "sbc", "--jobs", "2"], (DONE, 1)),
+                                    "--simulations", "200", "--out", "sbc", "--jobs", "2"], (DONE, 1),
+            check=has_file("sbc/tests.csv")),
         sub("tune: no configuration", ["tune"], BAD_INPUT, ("--preset", "--config")),
         sub("tune: --steps with text", ["tune", "--config", "sim.toml", "--steps", "a,b", "--out", "t"], BAD_INPUT, "--steps"),
         sub("tune: --steps negative", ["tune", "--config", "sim.toml", "--steps", "-1,0.1", "--out", "t"], BAD_INPUT, "--steps"),
@@ -1619,9 +1629,11 @@ def subcommand_cases():
                                       "integrator.adapt_step_size=true", "--set", "run.warmup=20", "--out", "t"],
             BAD_INPUT, "adapt_step_size"),
         sub("tune: tiny and valid", ["tune", "--config", "sim.toml", "--steps", "1e-4,1e-3", "--iterations", "100",
-                                     "--draws", "50", "--out", "t", "--jobs", "2"], DONE),
+                                     "--draws", "50", "--out", "t", "--jobs", "2"], DONE,
+            check=has_file("t/tuned.toml")),
         sub("tune: a step that diverges scores infinity", ["tune", "--config", "sim.toml", "--steps", "1e-3,1e12",
-                                                           "--iterations", "100", "--draws", "50", "--out", "t"], DONE),
+                                                           "--iterations", "100", "--draws", "50", "--out", "t"], DONE,
+            check=has_file("t/tune.csv")),
         sub("tune: --out a file", ["tune", "--config", "sim.toml", "--steps", "1e-4,1e-3", "--out", "sim.toml"], BAD_INPUT,
             "sim.toml"),
         sub("gradient-variance: no --at", ["gradient-variance", "--config", "sim.toml"], BAD_INPUT, "--at"),
@@ -1638,7 +1650,7 @@ def subcommand_cases():
                                                              "--points", "2", "--repeats", "10", "--csv", "no/dir/g.csv"],
             BAD_INPUT, "no/dir/g.csv", setup=finished_run()),
         sub("gradient-variance: valid", ["gradient-variance", "--config", "sim.toml", "--at", "out", "--points", "2",
-                                         "--repeats", "10"], DONE, setup=finished_run()),
+                                         "--repeats", "10"], DONE, setup=finished_run(), output_has="ratio"),
         sub("summary: an interrupted run", ["summary", "out"], (DONE, BAD_INPUT), "out", setup=stopped_run()),
         sub("summary: a diverged run", ["summary", "out"], (DONE, BAD_INPUT), "out",
             setup=lambda c: c.cli(run_args("sim.toml", "integrator.step_size=1e12"))),
