@@ -786,7 +786,7 @@ def config_cases():
     for key, values in SIM_KEY_VALUES.items():
         for value in values:
             cases.append(Case("config", f"{key} = {value}", run_args("sim.toml", f"{key}={value}"), BAD_INPUT,
-                              names=(key, value.strip('"')) if key in ("model.name", "integrator.name", "estimator.name",
+                              names=(key, value.strip('"'), "[model] needs a name") if key in ("model.name", "integrator.name", "estimator.name",
                                                                         "corrector.name", "output.parameters", "run.init")
                               else key))
     for sets, key, values in COMPONENT_KEY_VALUES:
@@ -1047,6 +1047,16 @@ def run_folder_cases():
         Case("run folders", "--out an earlier run, no --replace", sim(), BAD_INPUT, names="out", setup=complete_run()),
         Case("run folders", "--out an earlier run, --replace", sim() + ["--replace"], DONE, setup=complete_run()),
         Case("run folders", "--out an empty folder", sim(), DONE, setup=lambda c: c.path("out").mkdir()),
+        Case("run folders", "--replace keeps a user's other files", sim() + ["--replace"], DONE,
+             setup=writes({"out/precious.txt": b"keep me\n"}), check=has_file("out/precious.txt")),
+        Case("run folders", "--replace of 4 chains by 1 leaves no stale chain file", sim() + ["--replace"], DONE,
+             setup=complete_run(run_args("sim.toml", "run.chains=4", 'output.gradients="exact"')),
+             check=lambda c, r: next((f"stale {p.name} left" for p in c.path("out").glob("*-[234].csv")), None)
+             or (None if not c.path("out/gradients-1.csv").exists() else "stale gradients-1.csv left")),
+        Case("run folders", "--replace with run.init the folder replaced", sim('run.init="out"') + ["--replace"], DONE,
+             setup=complete_run()),
+        Case("run folders", "--out . --replace keeps the data and configurations", run_args("csv.toml", out=".") +
+             ["--replace"], DONE, out=".", check=has_file("data.csv")),
         Case("run folders", "--out a read-only folder", sim(), BAD_INPUT, names="out",
              setup=lambda c: (c.path("out").mkdir(), c.path("out").chmod(0o500)),
              skip="runs as root: a read-only folder is writable" if IS_ROOT else None),
@@ -1433,6 +1443,12 @@ SWEEP_FILES = [
     ("no preset and no config", '[axes]\n"run.seed" = [1]\n', BAD_INPUT, "s.toml"),
     ("an unknown top-level key", 'preset = "demo"\ncolour = 3\n[axes]\n"run.seed" = [1]\n', BAD_INPUT, "colour"),
     ("axes not a table", 'preset = "demo"\naxes = 3\n', BAD_INPUT, "axes"),
+    # cells are folders named from their axis values: names that would collide or exceed 255 bytes
+    ("two data files whose cell names collide",
+     "config = '''\n" + BASE_CONFIGS["csv.toml"] + "'''\n[axes]\n\"model.data\" = [\"data.csv\", \"data csv\"]\n", DONE, None),
+    ("an array axis of 60 numbers (cell names beyond 255 bytes)",
+     "config = '''\n" + BASE_CONFIGS["sim.toml"].replace("dim = 3", "dim = 60") + "'''\n[axes]\n\"integrator.mass\" = [["
+     + ", ".join(["1.0"] * 60) + "], [" + ", ".join(["2.0"] * 60) + "]]\n", DONE, None),
     ("a cell diverging", 'preset = "demo"\n[base.run]\niterations = 20\nchains = 1\n[axes]\n"integrator.step_size" = [1e-5, 1e12]\n',
      DIVERGED, None),
 ]
@@ -1441,6 +1457,15 @@ SWEEP_FILES = [
 def has_file(name):
     """A check: the command wrote this file (a success that writes nothing is no success)."""
     return lambda ctx, result: None if ctx.path(name).is_file() else f"{name} was not written"
+
+
+def every_cell_recorded(ctx, result):
+    """Each row of a sweep's summary.csv has its own cell folder with a manifest."""
+    cells = [row.split(",")[0] for row in ctx.path("sw/summary.csv").read_text().splitlines()[1:]]
+    if len(set(cells)) != len(cells):
+        return "two cells share a folder"
+    missing = [cell for cell in cells if not (ctx.path("sw") / cell / "manifest.json").is_file()]
+    return f"cell {missing[0]} has no manifest.json" if missing else None
 
 
 def finished_run(args=None):
@@ -1470,8 +1495,8 @@ def subcommand_cases():
     cases = []
     for label, content, expect, names in SWEEP_FILES:
         cases.append(Case("subcommands", f"sweep: {label}", ["sweep", "s.toml", "--out", "sw", "--quiet"], expect,
-                          names=names, setup=writes(s__toml=content), out=None,
-                          check=has_file("sw/summary.csv") if expect != BAD_INPUT else None))
+                          names=names, setup=then(writes(s__toml=content), writes({"data csv": csv_rows(seed=12)})),
+                          out=None, check=every_cell_recorded if expect != BAD_INPUT else None))
     sub = lambda name, args, expect, names=None, setup=None, **kw: Case("subcommands", name, args, expect, names=names,
                                                                          setup=setup, out=kw.pop("out", None), **kw)
     cases += [
