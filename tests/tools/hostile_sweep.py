@@ -66,7 +66,7 @@ IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 class Case:
     family: str
     name: str
-    args: Sequence[str]  # the CLI's arguments; "{fixtures}" and "{plugins}" are replaced
+    args: Sequence[str]  # the CLI's arguments; "{fixtures}" is replaced by the fixture plugins' folder
     expect: Union[int, tuple]  # the exit code(s) a correct CLI gives
     names: Union[str, tuple, None] = None  # exit 2: stderr names one of these
     setup: Optional[Callable] = None  # setup(ctx) writes files (the base files are always there)
@@ -112,8 +112,7 @@ class Context:
         return path
 
     def expand(self, args):
-        return [a.replace("{fixtures}", str(self.options.fixtures or "")).replace("{plugins}", str(self.options.plugins))
-                for a in args]
+        return [a.replace("{fixtures}", str(self.options.fixtures or "")) for a in args]
 
     def cli(self, args, timeout=TIMEOUT_SECONDS, env=None) -> Result:
         full = [self.options.cli] + self.expand(args)
@@ -1502,8 +1501,11 @@ def subcommand_cases():
         cases.append(Case("subcommands", f"sweep: {label}", ["sweep", "s.toml", "--out", "sw", "--quiet"], expect,
                           names=names, setup=then(writes(s__toml=content), writes({"data csv": csv_rows(seed=12)})),
                           out=None, check=every_cell_recorded if expect != BAD_INPUT else None))
-    sub = lambda name, args, expect, names=None, setup=None, **kw: Case("subcommands", name, args, expect, names=names,
-                                                                         setup=setup, out=kw.pop("out", None), **kw)
+
+    def sub(name, args, expect, names=None, setup=None, out=None, **more):
+        """A subcommand's case; no run folder is judged unless `out` names one."""
+        return Case("subcommands", name, args, expect, names=names, setup=setup, out=out, **more)
+
     cases += [
         sub("no subcommand", [], BAD_INPUT),
         sub("an unknown subcommand", ["frobnicate"], BAD_INPUT, "frobnicate"),
@@ -1780,7 +1782,6 @@ def main(argv=None):
         parser.error(f"{options.cli} is not an executable")
     options.fixtures = str(Path(options.fixtures).resolve()) if options.fixtures else None
     options.plugin_files = plugin_files(options.cli)
-    options.plugins = str(Path(options.plugin_files.get("gaussian", ".")).parent)
     cases = all_cases(options)
     if options.list:
         for case in cases:
