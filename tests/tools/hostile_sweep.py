@@ -37,7 +37,6 @@ import resource
 import shlex
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import tempfile
