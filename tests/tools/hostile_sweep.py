@@ -826,6 +826,23 @@ def config_cases():
         cases.append(Case("config", f"file: a file name with {label}", ["run", "--config", "c.toml", "--quiet", "--out", "out"],
                           DONE, setup=lambda c, n=name, t=toml_text: (c.write(n, csv_rows()), c.write(
                               "c.toml", BASE_CONFIGS["csv.toml"].replace('"data.csv"', t)))))
+    # every way TOML writes a valid value is read as that value, on the command line and in a file
+    for label, assignment in [("an integer array for a float array", "integrator.mass=[1, 2, 3]"),
+                              ("a plus sign", "run.iterations=+20"), ("a hexadecimal integer", "run.seed=0x10"),
+                              ("underscores in an integer", "run.iterations=2_0"), ("an exponent", "integrator.step_size=1E-3"),
+                              ("an integer for a float", "integrator.temperature=1")]:
+        cases.append(Case("config", f"--set: {label}", run_args("sim.toml", assignment), DONE))
+    for label, assignment, key in [("a float for an integer", "run.iterations=2e1", "run.iterations"),
+                                   ("a date for an integer", "run.iterations=1979-05-27", "run.iterations"),
+                                   ("a table for a number", "integrator.step_size={a=1}", "integrator.step_size")]:
+        cases.append(Case("config", f"--set: {label}", run_args("sim.toml", assignment), BAD_INPUT, names=key))
+    for label, text in [("dotted keys at the top", 'model.name = "gaussian"\nmodel.n = 200\nrun.iterations = 20\n'),
+                        ("inline tables", 'model = { name = "gaussian", n = 200 }\nrun = { iterations = 20 }\n'),
+                        ("quoted keys", '["model"]\n"name" = "gaussian"\n"n" = 200\n'),
+                        ("a literal string", "[model]\nname = 'gaussian'\nn = 200\n"),
+                        ("a multi-line string", '[model]\nname = """gaussian"""\nn = 200\n')]:
+        cases.append(Case("config", f"file: {label}", ["run", "--config", "c.toml", "--quiet", "--out", "out"], DONE,
+                          setup=writes(c__toml=text)))
     # numbers where the file gives them as TOML's own nan and inf
     for key in ("integrator.step_size", "integrator.temperature", "model.noise_sd"):
         section, name = key.split(".")
