@@ -843,6 +843,9 @@ def config_cases():
                         ("a multi-line string", '[model]\nname = """gaussian"""\nn = 200\n')]:
         cases.append(Case("config", f"file: {label}", ["run", "--config", "c.toml", "--quiet", "--out", "out"], DONE,
                           setup=writes(c__toml=text)))
+    cases.append(Case("config", "file: a NUL in the data path", ["run", "--config", "c.toml", "--quiet", "--out", "out"],
+                      BAD_INPUT, names="model.data", setup=writes(c__toml=BASE_CONFIGS["csv.toml"].replace(
+                          '"data.csv"', '"data.csv\\u0000.txt"'))))
     # numbers where the file gives them as TOML's own nan and inf
     for key in ("integrator.step_size", "integrator.temperature", "model.noise_sd"):
         section, name = key.split(".")
