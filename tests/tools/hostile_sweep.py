@@ -1787,6 +1787,20 @@ def plugin_files(cli):
     return files
 
 
+def cap_data_segment(cli):
+    """Cap the data segment of every process the sweep starts, unless the CLI cannot start under the cap
+    (AddressSanitizer maps terabytes of shadow memory up front): then the memory budget alone remains."""
+    original = resource.getrlimit(resource.RLIMIT_DATA)
+    hard = original[1]
+    cap = DATA_LIMIT_BYTES if hard == resource.RLIM_INFINITY else min(DATA_LIMIT_BYTES, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+    probe = subprocess.run([cli, "presets"], capture_output=True, timeout=TIMEOUT_SECONDS)
+    if probe.returncode != 0:
+        resource.setrlimit(resource.RLIMIT_DATA, original)
+        print(f"note: {cli} does not start with its data segment capped at {DATA_LIMIT_BYTES >> 30} GiB; "
+              "running without the cap")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cli", required=True, help="the sgmcmc executable")
@@ -1800,7 +1814,7 @@ def main(argv=None):
     options = parser.parse_args(argv)
     options.cli = str(Path(options.cli).resolve())
     os.environ["SGMCMC_MEMORY_LIMIT_MB"] = str(MEMORY_BUDGET_MB)
-    resource.setrlimit(resource.RLIMIT_DATA, (DATA_LIMIT_BYTES, resource.getrlimit(resource.RLIMIT_DATA)[1]))
+    cap_data_segment(options.cli)
     if not os.access(options.cli, os.X_OK):
         parser.error(f"{options.cli} is not an executable")
     options.fixtures = str(Path(options.fixtures).resolve()) if options.fixtures else None
