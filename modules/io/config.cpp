@@ -8,6 +8,7 @@ module;
 #include <cstdint>
 #include <map>
 #include <sstream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -114,6 +115,21 @@ Value override_array(const std::string& text, const std::string& origin) {
     throw Error(fmt::format("{}: malformed array: {}", origin, error.description()));
   }
   return toml_value(*parsed.get("value"), origin);
+}
+
+/// `text` of a --set read as a TOML value, when it is one of the kinds a setting takes (a quoted
+/// string with its escapes, +20, 0x10, 2_000, 1e-5, true); none when it is not TOML (a bare word
+/// such as gaussian, a path), which the caller reads as before.
+std::optional<Value> override_toml_value(const std::string& text, const std::string& origin) {
+  toml::table parsed;
+  try {
+    parsed = toml::parse("value = " + text, origin);
+  } catch (const toml::parse_error&) {
+    return std::nullopt;
+  }
+  const toml::node& node = *parsed.get("value");
+  if (!(node.is_boolean() || node.is_integer() || node.is_floating_point() || node.is_string())) return std::nullopt;
+  return toml_value(node, origin);
 }
 
 /// A value as a TOML node of its own kind: an array of numbers as a TOML array of floats.
@@ -228,6 +244,8 @@ void apply_override(RunConfig& config, const std::string& assignment) {
   const char* end = text.data() + text.size();
   if (text.starts_with('[')) {
     value = override_array(text, origin);
+  } else if (auto toml_value = override_toml_value(text, origin)) {
+    value = std::move(*toml_value);
   } else if (text == "true" || text == "false") {
     value = text == "true";
   } else if (auto [ptr, error] = std::from_chars(text.data(), end, whole); error == std::errc() && ptr == end) {

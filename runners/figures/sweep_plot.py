@@ -30,6 +30,7 @@ Needs Debian's python3-matplotlib.
 import argparse
 import csv
 import difflib
+import io
 import json
 import sys
 from collections import defaultdict
@@ -49,10 +50,15 @@ def read_table(path):
     damaged file) fails naming its line."""
     if not path.is_file():
         fail(f"{path}: missing; give the output folder of a finished `sgmcmc sweep`")
-    with open(path, newline="") as f:
-        reader = csv.DictReader(f)
+    try:
+        text = path.read_text(encoding="utf-8")
+        reader = csv.DictReader(io.StringIO(text, newline=""))
         rows = list(reader)
         header = reader.fieldnames or []
+    except (UnicodeDecodeError, csv.Error) as error:
+        fail(f"{path}: not a sweep table ({error})")
+    if text and not text.endswith("\n"):  # sgmcmc ends every line: the last one was cut
+        fail(f"{path}: its last line is cut (no line end); a damaged file: run the sweep again with --resume")
     for line, row in enumerate(rows, start=2):
         fields = sum(value is not None for key, value in row.items() if key is not None) + len(row.get(None, []))
         if fields != len(header):

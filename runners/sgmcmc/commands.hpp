@@ -39,10 +39,27 @@ Command add_gradient_variance_command(CLI::App& app);
 
 /// Exit codes: 0 done, 1 a chain diverged (its draws up to then are kept), 2 bad input, 3 a bug,
 /// 130 (128 + SIGINT, as shells report Ctrl-C) a run stopped by SIGINT or SIGTERM, resumable.
-/// Checks of options that count things, whose messages name the bounds as whole numbers
-/// (CLI::PositiveNumber's names its range up to the largest double: 309 digits).
-inline const CLI::Range at_least_one(1, std::numeric_limits<int>::max());
-inline const CLI::Range at_least_zero(0, std::numeric_limits<int>::max());
+/// A check of an option that counts things: a whole number >= `minimum`, said so when it is not
+/// (CLI::PositiveNumber names its range up to the largest double, 309 digits, and CLI::Range
+/// calls a word "not in range").
+inline CLI::Validator whole_number_at_least(long long minimum) {
+  return CLI::Validator(
+      [minimum](std::string& text) -> std::string {
+        std::size_t used = 0;
+        long long value = 0;
+        try {
+          value = std::stoll(text, &used);
+        } catch (const std::exception&) {
+          used = 0;
+        }
+        if (used == 0 || used != text.size()) return "expected a whole number, found '" + text + "'";
+        if (value < minimum) return "expected a whole number >= " + std::to_string(minimum) + ", found " + text;
+        return "";
+      },
+      "INT >= " + std::to_string(minimum));
+}
+inline const CLI::Validator at_least_one = whole_number_at_least(1);
+inline const CLI::Validator at_least_zero = whole_number_at_least(0);
 
 inline constexpr int exit_diverged = 1;
 inline constexpr int exit_bad_input = 2;

@@ -27,6 +27,11 @@ int run_generated_sweep(const GeneratedSweep& sweep, bool& ran) {
     if (!sweep.resume && fs::exists(sweep.out) && !fs::is_empty(sweep.out))
       throw sgmcmc::Error(fmt::format("{}: '{}' is not empty; choose another --out, or --resume to finish it", sweep.command,
                                       sweep.out.string()));
+    // --resume continues this command's own folder, never writes into another's (a run folder, say).
+    if (sweep.resume && fs::exists(sweep.out) && !fs::is_empty(sweep.out) && !fs::exists(file))
+      throw sgmcmc::Error(fmt::format("{0}: '{1}' holds no {2}, so it is not the folder of an earlier `sgmcmc {0}` to "
+                                      "resume; choose another --out",
+                                      sweep.command, sweep.out.string(), sweep.file_name));
     fs::create_directories(sweep.out);
     if (sweep.resume && fs::exists(file) && read_file(file, "the generated sweep") != sweep.text)
       throw sgmcmc::Error(fmt::format("{}: '{}' holds another {} (its {} differs: other settings or options); resume it "

@@ -1,5 +1,6 @@
 // sgmcmc: run stochastic-gradient MCMC chains from presets or TOML files, with model plugins
 // loaded at run time.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -9,11 +10,29 @@
 #include <vector>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cluster.hpp"
 #include "commands.hpp"
 
 import sgmcmc;
+
+namespace {
+
+/// A first argument that is no subcommand (and no option) is named, with the closest subcommand:
+/// CLI11 alone says "A subcommand is required".
+void refuse_unknown_command(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return;
+  std::vector<std::string> names;
+  for (const auto* subcommand : app.get_subcommands({})) names.push_back(subcommand->get_name());
+  if (std::find(names.begin(), names.end(), argv[1]) != names.end()) return;
+  const auto suggestion = sgmcmc::closest_match(argv[1], names);
+  throw sgmcmc::Error(fmt::format("unknown command '{}'{}; the commands are {}", argv[1],
+                                  suggestion.empty() ? "" : fmt::format(" (did you mean '{}'?)", suggestion),
+                                  fmt::join(names, ", ")));
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"sgmcmc: stochastic-gradient MCMC with any model, estimator, integrator and corrector"};
@@ -26,11 +45,17 @@ int main(int argc, char** argv) {
     commands.push_back(add(app));
 
   try {
+    refuse_unknown_command(app, argc, argv);
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     // Under mpirun every rank parses the same arguments: rank 0 alone says what is wrong.
     if (launcher_rank() != 0) return error.get_exit_code() == 0 ? 0 : exit_bad_input;
-    return app.exit(error) == 0 ? 0 : exit_bad_input;
+    if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
+    // As every other input error: "sgmcmc: error:", then where the help is.
+    fmt::print(stderr, "sgmcmc: error: {}\nRun with --help for more information.\n", error.what());
+    return exit_bad_input;
+  } catch (const sgmcmc::Error& error) {
+    return report_error(error);
   }
   try {
     (void)sgmcmc::memory_budget_bytes();  // a malformed SGMCMC_MEMORY_LIMIT_MB is refused now, not at the first large allocation

@@ -121,9 +121,13 @@ namespace {
 /// file left from an earlier run in the folder, or one lost, would change every statistic.
 void check_chains_of_manifest(const fs::path& folder, const std::map<int, fs::path>& paths, const std::string& command) {
   const auto manifest = manifest_if_any(folder);
+  const fs::path manifest_path = folder / run_folder::manifest;
+  if (!manifest.is_object() && fs::exists(manifest_path))  // a damaged record must not pass for a folder without one
+    throw sgmcmc::Error(fmt::format("{}: {} is not a run's manifest (it does not parse as a JSON object); remove it to "
+                                    "read the chain files alone",
+                                    command, manifest_path.string()));
   if (!manifest.is_object() || !manifest.contains("config")) return;
   const auto chains = manifest["config"].value("run", nlohmann::json::object()).value("chains", 0);
-  const fs::path manifest_path = folder / run_folder::manifest;
   for (int k = 1; k <= chains; ++k)
     if (!paths.contains(k))
       throw sgmcmc::Error(fmt::format("{}: {} is missing ({} lists {} chain(s))", command,

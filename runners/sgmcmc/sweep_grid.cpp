@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 #include <fmt/format.h>
+#include <xxhash.h>
 #include <fmt/ranges.h>
 
 #include "presets.hpp"
@@ -36,11 +37,16 @@ std::string safe_name(const std::string& text) {
   return name;
 }
 
+/// A cell's folder name: its axis values, or, past 200 bytes (file systems allow 255 a name; an
+/// array-valued axis passes that), their first 180 bytes and the XXH64 hash of the whole, so that
+/// the name stays one for one with the values and the same on every run of the sweep.
 std::string cell_name(const Sweep& sweep, const std::vector<std::size_t>& choice) {
   std::vector<std::string> parts;
   for (std::size_t a = 0; a < sweep.axes.size(); ++a)
     parts.push_back(fmt::format("{}={}", sweep.axes[a].key, format_value(sweep.axes[a].values[choice[a]].value)));
-  return safe_name(fmt::format("{}", fmt::join(parts, "+")));
+  const std::string name = safe_name(fmt::format("{}", fmt::join(parts, "+")));
+  if (name.size() <= 200) return name;
+  return fmt::format("{}-{:016x}", name.substr(0, 180), XXH64(name.data(), name.size(), 0));
 }
 
 bool excluded(const Sweep& sweep, const std::vector<std::size_t>& choice) {

@@ -240,7 +240,7 @@ TEST_CASE("messages: a LIBSVM file read as CSV says how to read it as LIBSVM, an
 
   // A count of 0 where at least 1 is needed: the bound as a whole number, not a 309-digit double.
   for (const std::string& option : {"sweep " + quoted(sweep) + " --jobs 0", "sbc --config " + quoted(sweep) + " --simulations 0"}) {
-    const auto refused = expect_exit(2, option, {"not in range 1 to 2147483647"});
+    const auto refused = expect_exit(2, option, {"sgmcmc: error:", "expected a whole number >= 1, found 0"});
     CHECK(refused.output.size() < 300);
   }
 }

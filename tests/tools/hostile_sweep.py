@@ -58,6 +58,30 @@ IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 # ---------------------------------------------------------------------------------------------
+# Known bad cases: the CLI's open faults (issue 41), by (family, case) with the cause. Such a case
+# still runs and is judged; it is counted "known bad" instead of failing the sweep while it is
+# bad, and fails the sweep once it is good (its line must then go), so the list can only shrink.
+# A case whose fault is a hang or an unbounded allocation is not run at all (HANGS).
+
+GZIP_TAIL = "zlib drops plain bytes after a gzip stream's end without a word (issue 41 item 16)"
+EMPTY_NAME = "an empty data path is refused without naming the key (the plugins read it)"
+SIZE_KEY = "a size from the settings that no memory holds is refused without naming the key (issue 41 item 14)"
+KNOWN_BAD = {
+    **{("data", f"{kind}: gzip then plain rows appended"): GZIP_TAIL for kind in ("csv", "libsvm", "ratings", "docword")},
+    **{("data", f"{kind}: an empty name"): EMPTY_NAME for kind in ("csv", "libsvm", "ratings", "docword")},
+    **{("config", name): SIZE_KEY for name in (
+        "model.n = 1000000000000000", "model.dim = 100000000000", "lda simulated: model.words = 1000000000000",
+        "lda simulated: model.doc_length = 1000000000000", "glm simulated: model.features = 100000000000")},
+    ("numerics", "cv with a huge SGD step: the centring diverges"):
+        "the divergence threshold is measured from where sampling starts, after a runaway centring",
+    ("subcommands", "run: --seed 2^64"): "a seed beyond 64 bits is read as a double and clamped",
+}
+HANGS = {
+    ("config", "lda simulated: model.docs = 1000000000000"):
+        "lda's simulated corpus is allocated without a memory estimate (issue 41 item 14): it grows until killed",
+}
+
+# ---------------------------------------------------------------------------------------------
 # Cases and their outcomes
 
 
@@ -1828,6 +1852,8 @@ def main(argv=None):
         return 0
 
     start = time.monotonic()
+    cases = [dataclasses.replace(c, skip=f"known hang: {HANGS[(c.family, c.name)]}") if (c.family, c.name) in HANGS else c
+             for c in cases]
     runnable = [c for c in cases if not c.skip]
     # timing cases run alone, after the others, so that the pool's load does not decide them
     parallel = [c for c in runnable if not c.timing]
@@ -1841,9 +1867,9 @@ def main(argv=None):
         outcomes[id(case)] = run_case(case, options)
 
     table = {}
-    failed = 0
+    failed = known = 0
     for case in cases:
-        row = table.setdefault(case.family, [0, 0, 0])
+        row = table.setdefault(case.family, [0, 0, 0, 0])
         if case.skip:
             row[2] += 1
             if options.verbose:
@@ -1851,7 +1877,15 @@ def main(argv=None):
             continue
         problems, result = outcomes[id(case)]
         row[0] += 1
-        if problems:
+        cause = KNOWN_BAD.get((case.family, case.name))
+        if cause and problems:
+            known += 1
+            row[3] += 1
+            print(f"KNOWN {case.family}: {case.name}: {cause}")
+        elif cause:
+            failed += 1
+            print(f"FIXED {case.family}: {case.name}: now good; remove it from KNOWN_BAD")
+        elif problems:
             failed += 1
             first_line = next((l for l in (result.stderr.strip() or result.stdout.strip()).splitlines()), "")[:200]
             print(f"BAD   {case.family}: {case.name}: {'; '.join(problems)}\n      $ {shlex.join(result.args)}\n"
@@ -1862,18 +1896,19 @@ def main(argv=None):
                 print(f"good  {case.family}: {case.name} (exit {result.code})")
     print()
     if options.table:
-        print("| family | cases | good |\n|---|---:|---:|")
-        for family, (count, good, skipped) in table.items():
-            print(f"| {family} | {count} | {good} |")
-        total = sum(r[0] for r in table.values()), sum(r[1] for r in table.values())
-        print(f"| **all** | **{total[0]}** | **{total[1]}** |")
+        print("| family | cases | good | known bad |\n|---|---:|---:|---:|")
+        for family, (count, good, skipped, bad) in table.items():
+            print(f"| {family} | {count} | {good} | {bad} |")
+        total = [sum(r[k] for r in table.values()) for k in (0, 1, 3)]
+        print(f"| **all** | **{total[0]}** | **{total[1]}** | **{total[2]}** |")
     else:
-        print(f"{'family':<14} {'cases':>6} {'good':>6} {'skipped':>8}")
-        for family, (count, good, skipped) in table.items():
-            print(f"{family:<14} {count:>6} {good:>6} {skipped:>8}")
+        print(f"{'family':<14} {'cases':>6} {'good':>6} {'known bad':>10} {'skipped':>8}")
+        for family, (count, good, skipped, bad) in table.items():
+            print(f"{family:<14} {count:>6} {good:>6} {bad:>10} {skipped:>8}")
     skipped = sum(r[2] for r in table.values())
     print(f"\n{sum(r[0] for r in table.values()) - failed} passed, {failed} failed"
-          f"{f', {skipped} skipped' if skipped else ''} ({time.monotonic() - start:.0f} s)")
+          f"{f', {skipped} skipped' if skipped else ''} ({known} of the passed known bad; "
+          f"{time.monotonic() - start:.0f} s)")
     return 1 if failed else 0
 
 
