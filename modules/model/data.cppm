@@ -47,6 +47,10 @@ Error allocation_error(std::string_view what, std::size_t count, std::size_t byt
 /// an overcommitting kernel may grant it and fail later. An SGMCMC_MEMORY_LIMIT_MB that is not a
 /// positive whole number is an Error naming it.
 std::size_t memory_budget_bytes();
+/// Refuses `count` items of `bytes_each` bytes beyond the memory budget before anything of that
+/// size is allocated; `what` names the settings that make the size ("model.n × model.dim
+/// simulated values"). `count` is a double so that a product of absurd settings cannot overflow.
+void require_memory(double count, std::size_t bytes_each, std::string_view what);
 /// The budget in words, for messages: "this machine's 25.3 GB of memory", or "the 1.05 GB that
 /// SGMCMC_MEMORY_LIMIT_MB = 1000 allows".
 std::string memory_budget_description();
@@ -145,6 +149,13 @@ std::string memory_budget_description() {
     return fmt::format("the {:.3g} GB that {} = {} allows", static_cast<double>(budget) / 1e9, memory_limit_variable,
                        *limit / 1'048'576);
   return fmt::format("this machine's {:.3g} GB of memory", static_cast<double>(budget) / 1e9);
+}
+
+void require_memory(double count, std::size_t bytes_each, std::string_view what) {
+  const double bytes = count * static_cast<double>(bytes_each), budget = static_cast<double>(memory_budget_bytes());
+  if (budget > 0 && bytes > budget)
+    throw Error(fmt::format("{}: {:.4g} of {} bytes each, {:.3g} GB, more than {}", what, count, bytes_each, bytes / 1e9,
+                            memory_budget_description()));
 }
 
 Error allocation_error(std::string_view what, std::size_t count, std::size_t bytes_each) {

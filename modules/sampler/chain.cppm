@@ -412,9 +412,11 @@ void Chain::start(ChainContext& context) {
   else
     model_->initial_point(state_.theta, rng_);
   integrator_->initialise(state_, model_->dimension(), rng_);
+  // The scale a runaway is measured against: the start as given or drawn, before the estimator's
+  // preparation, which can run away itself (cv's centring at a far too large SGD step).
+  for (const double x : state_.theta) tally_.start_scale = std::max(tally_.start_scale, std::abs(x));
   estimator_->prepare(state_.theta, context);
   integrator_->prepare(state_, context);
-  for (const double x : state_.theta) tally_.start_scale = std::max(tally_.start_scale, std::abs(x));
 }
 
 double Chain::log_density(ChainContext& context) {
@@ -471,7 +473,13 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
   }
   result.iterations = state_.iteration;
   if (progress) progress->fetch_add(state_.iteration, std::memory_order_relaxed);
-  const std::uint64_t last = schedule.warmup + schedule.iterations;
+  if (const auto why = divergence(schedule); !why.empty() && state_.iteration == 0) {
+    result.diverged = true;
+    result.message = fmt::format("diverged before its first iteration, in the estimator's preparation (cv's "
+                                 "centring): {}; try a smaller estimator.sgd_step_size",
+                                 why);
+  }
+  const std::uint64_t last = result.diverged ? 0 : schedule.warmup + schedule.iterations;
   for (std::uint64_t iteration = state_.iteration + 1; iteration <= last; ++iteration) {
     const std::size_t position_in_block = (iteration - 1) % block_length;
     const bool ends_block = position_in_block + 1 == block_length;

@@ -101,6 +101,8 @@ public:
     } else {
       const auto rows = settings.integer_at_least("n", 1000, 2);
       const auto dim = settings.integer_at_least("dim", 5, 1);
+      sgmcmc::require_memory(static_cast<double>(rows) * static_cast<double>(dim + 1), sizeof(double),
+                             "model.n × model.dim simulated values");
       std::vector<double> beta_star;
       data = simulate(static_cast<std::size_t>(rows), static_cast<std::size_t>(dim), noise_sd_,
                       from_prior ? prior_sd_ : 1.0, rng, beta_star);

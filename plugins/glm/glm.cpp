@@ -68,6 +68,8 @@ regression::Simulation simulate(const Settings& settings, const Choices& choices
   const auto rows = static_cast<std::size_t>(settings.integer_at_least("n", default_rows, 2));
   const std::size_t features = declared ? declared : default_features;
   const std::size_t first = choices.intercept ? 1 : 0, columns = features + first;
+  sgmcmc::require_memory(static_cast<double>(rows) * static_cast<double>(columns + 1), sizeof(double),
+                         "model.n × model.features simulated values");
   regression::Simulation simulation;
   std::vector<double> beta(columns);
   for (std::size_t j = 0; j < columns; ++j) beta[j] = std::sin(1.0 + static_cast<double>(j));

@@ -88,6 +88,12 @@ SimulationShape simulation_shape(const Settings& settings, std::size_t topics) {
   if (!(shape.doc_length >= 1.0))
     throw sgmcmc::Error(fmt::format("{}: the mean document length must be ≥ 1, found {}", settings.describe("doc_length"),
                                     shape.doc_length));
+  // Refused before the corpus is drawn: its tokens (a word id, a count and a topic each, as the
+  // file reader counts them) and the two topic-word tables (the model's and the simulated one).
+  sgmcmc::require_memory(static_cast<double>(shape.documents) * shape.doc_length, 3 * sizeof(std::uint32_t),
+                         "model.docs × model.doc_length simulated tokens");
+  sgmcmc::require_memory(static_cast<double>(topics + shape.topics) * static_cast<double>(shape.words), sizeof(double),
+                         "model.topics (and model.true_topics) × model.words topic-word values");
   return shape;
 }
 

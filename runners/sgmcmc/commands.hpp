@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <limits>
+#include <stdexcept>
 #include <vector>
 #include <CLI/CLI.hpp>
 
@@ -49,6 +50,8 @@ inline CLI::Validator whole_number_at_least(long long minimum) {
         long long value = 0;
         try {
           value = std::stoll(text, &used);
+        } catch (const std::out_of_range&) {  // the number would otherwise be clamped without a word
+          return "expected a whole number below 2^63, found " + text;
         } catch (const std::exception&) {
           used = 0;
         }

@@ -685,8 +685,8 @@ Command add_run_command(CLI::App& app) {
   auto* command = app.add_subcommand("run", "run chains from a preset or a TOML configuration");
   command->footer("Example: sgmcmc run --preset demo --seed 1 --set run.iterations=2000 --out runs/demo");
   add_configuration_options(*command, run->preset, run->config_file, run->overrides);
-  command->add_option("--seed", run->seed, "run.seed");
-  command->add_option("--chains", run->chains, "run.chains");
+  command->add_option("--seed", run->seed, "run.seed")->check(at_least_zero);
+  command->add_option("--chains", run->chains, "run.chains")->check(at_least_one);
   command->add_option("--threads", run->threads, "threads running chains (default: one per chain, at most the cores)")
       ->check(at_least_zero);
   command->add_option("--out", run->out, "output folder (default: runs/<preset or config>-<time>)");

@@ -298,7 +298,8 @@ Command add_sbc_command(CLI::App& app) {
                       "also rank these at θ* among their draws: lp__ (sets run.lp) or the model's quantities (sets "
                       "output.quantities)")
       ->delimiter(',');
-  command->add_option("--seed", sbc->seed, "replication r uses run.seed = run.data_seed = r + R·(seed - 1) (1)");
+  command->add_option("--seed", sbc->seed, "replication r uses run.seed = run.data_seed = r + R·(seed - 1) (1)")
+      ->check(at_least_one);
   command->add_option("--jobs", sbc->jobs, "replications run at once (default: the number of cores)")->check(at_least_one);
   command->add_option("--out", sbc->out, "output folder (default: runs/sbc-<preset>)");
   command->add_flag("--resume", sbc->resume, "keep the replications this folder already finished, run the rest");

@@ -65,21 +65,11 @@ IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 GZIP_TAIL = "zlib drops plain bytes after a gzip stream's end without a word (issue 41 item 16)"
 EMPTY_NAME = "an empty data path is refused without naming the key (the plugins read it)"
-SIZE_KEY = "a size from the settings that no memory holds is refused without naming the key (issue 41 item 14)"
 KNOWN_BAD = {
     **{("data", f"{kind}: gzip then plain rows appended"): GZIP_TAIL for kind in ("csv", "libsvm", "ratings", "docword")},
     **{("data", f"{kind}: an empty name"): EMPTY_NAME for kind in ("csv", "libsvm", "ratings", "docword")},
-    **{("config", name): SIZE_KEY for name in (
-        "model.n = 1000000000000000", "model.dim = 100000000000", "lda simulated: model.words = 1000000000000",
-        "lda simulated: model.doc_length = 1000000000000", "glm simulated: model.features = 100000000000")},
-    ("numerics", "cv with a huge SGD step: the centring diverges"):
-        "the divergence threshold is measured from where sampling starts, after a runaway centring",
-    ("subcommands", "run: --seed 2^64"): "a seed beyond 64 bits is read as a double and clamped",
 }
-HANGS = {
-    ("config", "lda simulated: model.docs = 1000000000000"):
-        "lda's simulated corpus is allocated without a memory estimate (issue 41 item 14): it grows until killed",
-}
+HANGS = {}
 
 # ---------------------------------------------------------------------------------------------
 # Cases and their outcomes
