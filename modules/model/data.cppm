@@ -47,6 +47,9 @@ Error allocation_error(std::string_view what, std::size_t count, std::size_t byt
 /// an overcommitting kernel may grant it and fail later. An SGMCMC_MEMORY_LIMIT_MB that is not a
 /// positive whole number is an Error naming it.
 std::size_t memory_budget_bytes();
+/// The file a setting names (model.data, model.test_data), or none when it is not set; an empty
+/// name is refused naming the key (opened as it is, the error could name no file at all).
+std::optional<std::string> file_setting(const Settings& settings, const std::string& key);
 /// Refuses `count` items of `bytes_each` bytes beyond the memory budget before anything of that
 /// size is allocated; `what` names the settings that make the size ("model.n × model.dim
 /// simulated values"). `count` is a double so that a product of absurd settings cannot overflow.
@@ -149,6 +152,12 @@ std::string memory_budget_description() {
     return fmt::format("the {:.3g} GB that {} = {} allows", static_cast<double>(budget) / 1e9, memory_limit_variable,
                        *limit / 1'048'576);
   return fmt::format("this machine's {:.3g} GB of memory", static_cast<double>(budget) / 1e9);
+}
+
+std::optional<std::string> file_setting(const Settings& settings, const std::string& key) {
+  auto path = settings.optional_text(key);
+  if (path && path->empty()) throw Error(fmt::format("{}: an empty file name; expected the path of a file", settings.describe(key)));
+  return path;
 }
 
 void require_memory(double count, std::size_t bytes_each, std::string_view what) {

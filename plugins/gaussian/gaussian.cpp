@@ -90,7 +90,7 @@ public:
     Rng rng(context.seed, sgmcmc::data_stream);
     Dataset data;
     const bool from_prior = settings.flag("simulate_from_prior", false);
-    if (auto path = settings.optional_text("data")) {
+    if (auto path = sgmcmc::file_setting(settings, "data")) {
       if (from_prior)
         throw sgmcmc::Error(fmt::format("{}: simulates data from a prior draw; with model.data the rows come from the file",
                                         settings.describe("simulate_from_prior")));

@@ -131,7 +131,7 @@ void note_emptied(const std::string& origin, std::size_t documents, std::size_t 
 Corpus read_corpus(const Settings& settings, const Options& options, Rng& rng, std::vector<std::size_t>& word_ids,
                    std::size_t& file_words) {
   Corpus corpus;
-  const auto path = settings.optional_text("data");
+  const auto path = sgmcmc::file_setting(settings, "data");
   const std::string origin = path.value_or("the simulated corpus");
   if (path) {
     refuse_simulation_keys(settings);

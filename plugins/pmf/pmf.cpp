@@ -191,7 +191,7 @@ Prepared prepare(const sgmcmc::ModelContext& context, RatingRange range) {
   const Settings& settings = context.settings;
   Rng rng(context.seed, sgmcmc::data_stream);
   RatingTriples data, test_file;
-  if (auto path = settings.optional_text("data")) {
+  if (auto path = sgmcmc::file_setting(settings, "data")) {
     refuse_simulation_keys(settings);
     data = read_triples(*path, range);
   } else {

@@ -38,7 +38,7 @@ Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const 
                       .prefetch = static_cast<std::size_t>(settings.integer_at_least("prefetch", 8, 0))};
 
   LabelledRows& data = prepared.data;
-  if (auto path = settings.optional_text("data")) {
+  if (auto path = sgmcmc::file_setting(settings, "data")) {
     if (settings.contains("n"))
       throw sgmcmc::Error(fmt::format("{}: sets the size of simulated data; with model.data the rows come from the file",
                                       settings.describe("n")));
@@ -53,7 +53,7 @@ Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const 
   }
 
   std::vector<std::size_t> train_rows;
-  if (auto path = settings.optional_text("test_data")) {
+  if (auto path = sgmcmc::file_setting(settings, "test_data")) {
     if (settings.contains("test_size"))
       throw sgmcmc::Error(fmt::format("{}: the test set is model.test_data; remove one of the two", settings.describe("test_size")));
     LabelledRows& test = prepared.test_file;

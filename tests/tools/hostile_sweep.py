@@ -64,10 +64,8 @@ IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 # A case whose fault is a hang or an unbounded allocation is not run at all (HANGS).
 
 GZIP_TAIL = "zlib drops plain bytes after a gzip stream's end without a word (issue 41 item 16)"
-EMPTY_NAME = "an empty data path is refused without naming the key (the plugins read it)"
 KNOWN_BAD = {
     **{("data", f"{kind}: gzip then plain rows appended"): GZIP_TAIL for kind in ("csv", "libsvm", "ratings", "docword")},
-    **{("data", f"{kind}: an empty name"): EMPTY_NAME for kind in ("csv", "libsvm", "ratings", "docword")},
 }
 HANGS = {}
 
