@@ -291,16 +291,18 @@ void Chain::evaluate_acceptance(std::span<double> out) {
 }
 
 std::string Chain::divergence(const ChainSchedule& schedule) const {
+  // One pass over θ at every block's end: finiteness and the largest |θ_j| together.
   const auto& theta = state_.theta;
-  if (!all_finite(theta)) return "θ is no longer finite (NaN or Inf)";
-  if (schedule.divergence_threshold == 0.0) return {};
-  const auto largest = std::ranges::max_element(theta, {}, [](double x) { return std::abs(x); });
+  std::size_t largest = 0;
+  for (std::size_t j = 0; j < theta.size(); ++j) {
+    if (!std::isfinite(theta[j])) return "θ is no longer finite (NaN or Inf)";
+    if (std::abs(theta[j]) > std::abs(theta[largest])) largest = j;
+  }
   const double bound = schedule.divergence_threshold * tally_.start_scale;
-  if (largest == theta.end() || std::abs(*largest) <= bound) return {};
+  if (schedule.divergence_threshold == 0.0 || theta.empty() || std::abs(theta[largest]) <= bound) return {};
   return fmt::format("|θ_{}| = {:.3g} is beyond run.divergence_threshold × the start's scale = {:.3g} × {:.3g}, a "
                      "runaway chain (raise run.divergence_threshold if such values are plausible)",
-                     largest - theta.begin() + 1, std::abs(*largest), schedule.divergence_threshold,
-                     tally_.start_scale);
+                     largest + 1, std::abs(theta[largest]), schedule.divergence_threshold, tally_.start_scale);
 }
 
 /// Configurational temperature: for π ∝ exp(-U/T) with U growing at infinity (at the boundary

@@ -156,11 +156,6 @@ double seconds_since_epoch(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
-/// The machine's name: a sweep's cells that ran at once on one machine shared its cores.
-std::string host_name() {
-  char name[256] = {};
-  return gethostname(name, sizeof name - 1) == 0 ? name : "";
-}
 
 json to_json(const sgmcmc::Value& value) {
   return std::visit([](const auto& v) { return json(v); }, value);
@@ -552,7 +547,7 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
                          {"total_seconds", run.elapsed()},
                          {"started", seconds_since_epoch(run.started_at)},
                          {"finished", seconds_since_epoch(std::chrono::system_clock::now())},
-                         {"host", host_name()}};
+                         {"host", run_folder::host_name()}};
   write_atomically(out / run_folder::manifest, manifest.dump(2) + "\n");
   if (interrupted) return RunOutcome::interrupted;  // the checkpoints stay for --resume
   // Complete: the checkpoints go, whether run.checkpoint_every or an interruption wrote them.

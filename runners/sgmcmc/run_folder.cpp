@@ -26,6 +26,11 @@ namespace run_folder {
 std::string chain_draws(std::size_t k) { return fmt::format("{}{}.csv", chain_prefix, k); }
 std::string chain_gradients(std::size_t k) { return fmt::format("{}{}.csv", gradients_prefix, k); }
 std::string chain_checkpoint(std::size_t k) { return fmt::format("{}{}.bin", checkpoint_prefix, k); }
+std::string host_name() {
+  char name[256] = {};
+  return gethostname(name, sizeof name - 1) == 0 ? name : "";
+}
+
 std::string chain_checkpoint_metrics(std::size_t k) { return fmt::format("{}{}-metrics.bin", checkpoint_prefix, k); }
 
 }  // namespace run_folder
@@ -42,9 +47,8 @@ std::string lock_holder(int descriptor) {
 }
 
 std::string this_process() {
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) host[0] = '\0';
-  return fmt::format("pid {} on {}", getpid(), host[0] ? host : "an unnamed host");
+  const std::string host = run_folder::host_name();
+  return fmt::format("pid {} on {}", getpid(), host.empty() ? "an unnamed host" : host);
 }
 
 /// Whether `descriptor` is still the file at `path`: a holder that released the lock removed the

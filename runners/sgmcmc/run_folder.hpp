@@ -53,6 +53,10 @@ std::string chain_gradients(std::size_t k);
 std::string chain_checkpoint(std::size_t k);
 std::string chain_checkpoint_metrics(std::size_t k);
 
+/// The machine's name ("" if it has none): the manifest's host (a sweep's cells that ran at once on
+/// one machine shared its cores) and the holder a run folder's lock names.
+std::string host_name();
+
 }  // namespace run_folder
 
 /// The one writer of a run folder. Two processes writing the same chain files (a --resume or
