@@ -33,8 +33,9 @@ void require_readable_file(const std::filesystem::path& path, std::string_view w
 /// line ends (/dev/zero through a pipe, a binary file) is an error naming it, not all memory.
 inline constexpr std::size_t max_line_bytes = std::size_t{256} << 20;
 
-/// The lines of a text file, plain or gzip-compressed: zlib reads both, telling them apart by
-/// the gzip magic bytes, so no data reader needs to care. A CR before a line end is dropped, so
+/// The lines of a text file, plain or gzip-compressed (told apart by the gzip magic bytes), so no
+/// data reader needs to care. Concatenated gzip members read as one file; bytes after the last
+/// member that are not gzip are an error, not dropped. A CR before a line end is dropped, so
 /// CRLF files read like LF files. Bounded: a line longer than max_line_bytes, or more text in all
 /// (after decompression: a gzip bomb) than the memory budget (memory_budget_bytes: the machine's
 /// memory or SGMCMC_MEMORY_LIMIT_MB) is an error naming the file.
@@ -61,7 +62,7 @@ private:
   std::string where_next() const;  // "path:line" of the line being read
 
   std::filesystem::path path_;
-  void* file_ = nullptr;  // a gzFile; zlib stays out of the interface (see text_lines.cpp)
+  void* file_ = nullptr;  // text_lines.cpp's Decoder: zlib stays out of the interface
   std::size_t line_number_ = 0;
   std::uint64_t bytes_read_ = 0;  // after decompression, against budget_
   std::uint64_t budget_ = 0;      // memory_budget_bytes(); 0 if unknown

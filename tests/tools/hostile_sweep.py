@@ -63,10 +63,7 @@ IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 # bad, and fails the sweep once it is good (its line must then go), so the list can only shrink.
 # A case whose fault is a hang or an unbounded allocation is not run at all (HANGS).
 
-GZIP_TAIL = "zlib drops plain bytes after a gzip stream's end without a word (issue 41 item 16)"
-KNOWN_BAD = {
-    **{("data", f"{kind}: gzip then plain rows appended"): GZIP_TAIL for kind in ("csv", "libsvm", "ratings", "docword")},
-}
+KNOWN_BAD = {}
 HANGS = {}
 
 # ---------------------------------------------------------------------------------------------

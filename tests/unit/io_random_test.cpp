@@ -1,9 +1,13 @@
 // Numeric CSV reading (errors with file:line:column), Stan CSV writing, and random streams.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
+#include "model_support.hpp"
 #include "support.hpp"
 
 import sgmcmc;
@@ -72,6 +76,46 @@ TEST_CASE("text lines: a NUL byte is an error naming file:line, not a join of tw
   REQUIRE(lines.next(line));
   CHECK(line == "1,2");
   CHECK_THROWS_WITH(lines.next(line), Contains("nul.csv:2:") && Contains("NUL byte"));
+}
+
+namespace {
+/// `text` as one gzip member, written by zlib's gzip writer (not by the reader under test).
+std::string gzip_member(const std::string& text) {
+  test::TempDir dir;
+  const auto path = dir.path() / "member.gz";
+  test::write_gzip(path, text);
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::vector<std::string> all_lines(const std::filesystem::path& path) {
+  sgmcmc::TextLines in(path);
+  std::vector<std::string> lines;
+  for (std::string line; in.next(line);) lines.push_back(line);
+  return lines;
+}
+}  // namespace
+
+TEST_CASE("text lines: gzip members read as one file, and what follows the last member is refused, not dropped") {
+  test::TempDir dir;
+  const std::string first = "1,2\n3,4\n", second = "5,6\n";
+  const std::vector<std::string> every_row{"1,2", "3,4", "5,6"};
+  CHECK(all_lines(dir.write("plain.csv", first + second)) == every_row);
+  CHECK(all_lines(dir.write("one.csv.gz", gzip_member(first + second))) == every_row);
+  // RFC 1952 section 2.2: a gzip file is a series of members (`cat a.gz b.gz` is the gzip of a + b).
+  CHECK(all_lines(dir.write("two.csv.gz", gzip_member(first) + gzip_member(second))) == every_row);
+  // gzread stops at the first byte that is not gzip and drops the rest: 5,6 vanished.
+  const auto appended = dir.write("appended.csv.gz", gzip_member(first) + second);
+  CHECK_THROWS_WITH(all_lines(appended), Contains(appended.string()) && Contains("not gzip follow"));
+  const std::string whole = gzip_member(first + second);
+  const auto cut = dir.write("cut.csv.gz", whole.substr(0, whole.size() - 6));
+  CHECK_THROWS_WITH(all_lines(cut), Contains(cut.string()) && Contains("is the gzip file truncated?"));
+  std::string damaged_check = whole;
+  damaged_check[damaged_check.size() - 6] ^= 0x5a;  // inside the trailer's CRC-32
+  const auto damaged = dir.write("damaged.csv.gz", damaged_check);
+  CHECK_THROWS_WITH(all_lines(damaged), Contains(damaged.string()) && Contains("damaged gzip stream"));
+  // A text file of one byte, or starting with 0x1f alone, is text.
+  CHECK(all_lines(dir.write("short.csv", "7")) == std::vector<std::string>{"7"});
 }
 
 TEST_CASE("text lines: a folder given as a data file says so") {
