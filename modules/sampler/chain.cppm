@@ -16,6 +16,7 @@ module;
 #include <fmt/format.h>
 export module sgmcmc.chain;
 export import sgmcmc.sampler;
+export import sgmcmc.schedules;  // ChainSchedule::collect
 import sgmcmc.error;
 
 export namespace sgmcmc {
@@ -43,6 +44,9 @@ struct ChainSchedule {
   std::uint64_t warmup = 0;       // first iterations, run but not recorded as draws (burn-in)
   std::uint64_t iterations = 1000;  // recorded iterations after the warmup
   std::uint64_t thin = 1;         // record every thin-th iteration
+  Collection collect;             // of those, the ones kept (cSG-MCMC's sampling stages; all by default)
+  /// The draws a chain of this schedule records.
+  std::uint64_t recorded_draws() const;
   std::uint64_t eval_every = 10;  // evaluate the model's metrics every eval_every-th iteration
   /// lp__ = -U(θ) with a full pass per recorded draw; else 0, as CmdStan's variational output
   /// writes it (a NaN stops R's bayesplot and posterior on the whole file), which the chain
@@ -225,6 +229,13 @@ Chain::Chain(std::shared_ptr<const Model> model, std::unique_ptr<Estimator> esti
       integrator_(std::move(integrator)), corrector_(std::move(corrector)), rng_(rng),
       capabilities_(model_->capabilities()) {
   state_.reflect_at_zero = capabilities_.positive_parameters;
+}
+
+std::uint64_t ChainSchedule::recorded_draws() const {
+  if (collect.cycle_length == 0) return iterations / thin;
+  std::uint64_t draws = 0;
+  for (std::uint64_t k = warmup + thin; k <= warmup + iterations; k += thin) draws += collect.keeps(k) ? 1 : 0;
+  return draws;
 }
 
 void Chain::check(const ChainSchedule& schedule) const {
@@ -510,7 +521,8 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
     }
     result.iterations = iteration;
     if (iteration == schedule.warmup) tally_.warmup_seconds = seconds().wall;
-    const bool records_draw = iteration > schedule.warmup && (iteration - schedule.warmup) % schedule.thin == 0;
+    const bool records_draw = iteration > schedule.warmup && (iteration - schedule.warmup) % schedule.thin == 0 &&
+                              schedule.collect.keeps(iteration);
     const bool evaluates = !metric_values.empty() && iteration % schedule.eval_every == 0;
     if (records_draw || evaluates) {  // the clock is read only around bookkeeping, not every iteration
       const Seconds bookkeeping_start = clock_now();

@@ -302,6 +302,11 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   run->source = source;
   auto& cfg = run->config;
   run->schedule = read_schedule(cfg["run"]);
+  run->schedule.chain.collect = sgmcmc::Collection::from_settings(cfg["run"], cfg["integrator"]);
+  if (run->schedule.chain.recorded_draws() == 0)
+    throw sgmcmc::Error(fmt::format("{}: no iteration after the warmup falls in a cycle's kept end with this thin "
+                                    "and cycle length, so the chain would record no draws",
+                                    cfg["run"].describe("collect")));
   const auto& schedule = run->schedule;
 
   run->built = models ? models->get(cfg, schedule.data_seed, source, plugin_dir, run->model_shared)
@@ -654,8 +659,7 @@ int run_command(const RunOptions& options) {
                                                            static_cast<double>(std::max<std::uint64_t>(1, jobs[k].result.blocks)));
       fmt::print("  chain {}: {} item gradients{}\n", k + 1, jobs[k].result.cost.item_gradients, last);
     }
-    const std::uint64_t draws_per_chain = schedule.chain.iterations / schedule.chain.thin;
-    if (draws_per_chain >= 4) {
+    if (schedule.chain.recorded_draws() >= 4) {
       fmt::print("\n");
       try {  // as for zv below: the run's files are complete; a refusal (no draws) does not fail it
         summary_command(out, {}, 20);

@@ -3,6 +3,9 @@
 // wall seconds. Through the real CLI on the demo's gaussian model (parameters beta.1 ... beta.5).
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <utility>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -120,4 +123,44 @@ TEST_CASE("each chain records its thread's CPU seconds beside its wall seconds")
   }
   for (const char* key : {"started", "finished", "host"}) CHECK(manifest["timings"].contains(key));
   CHECK(manifest["timings"]["finished"].get<double>() >= manifest["timings"]["started"].get<double>());
+}
+
+TEST_CASE("run.collect = cycle_end keeps the draws of each cycle's last collect_fraction only, as cSG-MCMC does") {
+  test::TempDir dir;
+  // Ten cycles of L = 100 iterations; collect_fraction = 0.2 keeps iterations 81-100 of each
+  // (Zhang et al. 2020: the sampling stage, where the cosine step has shrunk to at most
+  // (ε_0/2)(cos(0.8π) + 1) ≈ 0.0955 ε_0).
+  const std::string cyclical = "--set run.iterations=1000 --set integrator.step_size=0.01 --set integrator.schedule=cyclical "
+                               "--set integrator.cycle_length=100 ";
+  const auto all = run_demo(dir, "all", cyclical);
+  const auto ends = run_demo(dir, "ends", cyclical + "--set run.collect=cycle_end --set run.collect_fraction=0.2");
+  for (int k = 1; k <= 2; ++k) {
+    const auto every_draw = sgmcmc::read_stan_csv(all / fmt::format("chain-{}.csv", k));
+    const auto kept = sgmcmc::read_stan_csv(ends / fmt::format("chain-{}.csv", k));
+    REQUIRE(every_draw.rows.size() == 1000);
+    REQUIRE(kept.rows.size() == 10 * 20);
+    // The same chain: collecting changes which draws are written, never the dynamics.
+    std::size_t next = 0;
+    for (std::size_t i = 0; i < every_draw.rows.size(); ++i)
+      if (i % 100 >= 80) CHECK(kept.rows[next++] == every_draw.rows[i]);
+    const auto steps = column(kept, "stepsize__");
+    CHECK(*std::max_element(steps.begin(), steps.end()) <= 0.005 * (std::cos(0.8 * std::numbers::pi) + 1.0) * (1 + 1e-12));
+  }
+  // With a warmup of 100 and thin = 5, the kept iterations are 185, 190, 195, 200, 285, ...: 4 per cycle.
+  const auto thinned = run_demo(dir, "thinned", cyclical + "--set run.collect=cycle_end --set run.warmup=100 --set run.thin=5");
+  CHECK(sgmcmc::read_stan_csv(thinned / "chain-1.csv").rows.size() == 40);
+
+  const std::pair<std::string, std::string> refused[] = {
+      {"--set run.collect=cycle_end", "needs integrator.schedule = \"cyclical\""},
+      {cyclical + "--set run.collect=ends", "unknown collection 'ends'; known: all, cycle_end"},
+      {cyclical + "--set run.collect=cycle_end --set run.collect_fraction=0", "run.collect_fraction"},
+      {cyclical + "--set run.collect_fraction=0.5", "only read with run.collect = \"cycle_end\""},
+      {cyclical + "--set run.collect=cycle_end --set run.iterations=50", "the chain would record no draws"}};
+  for (const auto& [settings, message] : refused) {
+    const auto result = test::run_cli(demo + settings + " --out '" + (dir.path() / "refused").string() + "'");
+    INFO(settings << "\n" << result.output);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Contains(message));
+    CHECK_FALSE(fs::exists(dir.path() / "refused" / "chain-1.csv"));
+  }
 }
