@@ -183,7 +183,8 @@ void ChainFiles::on_checkpoint(std::uint64_t, sgmcmc::StateWriter& state) {
   state.count(metrics.length);
   state.count(metrics.crc);
   if (recorder_) recorder_->save_state(state);
-  sgmcmc::write_state_file(paths_.checkpoint, state);
+  if (!checkpoint_file_) checkpoint_file_.emplace(paths_.checkpoint);
+  checkpoint_file_->write(state);
 }
 
 sgmcmc::FileMark ChainFiles::append_metric_rows() {

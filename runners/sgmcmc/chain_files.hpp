@@ -37,8 +37,8 @@ struct ChainPaths {
 /// when recorded, as generated-quantity columns after them) streamed to its Stan CSV, their
 /// gradients to gradients-<k>.csv, metric rows kept for metrics.csv. At a checkpoint it appends
 /// the metric rows since the last one to checkpoint-<k>-metrics.bin, adds where its files stand
-/// and its recorder to the chain's state and writes checkpoint-<k>.bin: what a checkpoint writes
-/// does not grow with the run.
+/// and its recorder to the chain's state and writes it into the older of checkpoint-<k>.bin's two
+/// slots, in place (sgmcmc::CheckpointFile): what a checkpoint writes does not grow with the run.
 class ChainFiles final : public sgmcmc::ChainObserver {
 public:
   /// `names`: all the model's parameters; `written`: the indices of those the files hold.
@@ -100,6 +100,7 @@ private:
   std::optional<sgmcmc::StanCsvWriter> draws_;
   std::optional<GradientFile> gradients_;
   std::optional<sgmcmc::OutputFile> metrics_file_;  // opened at the first checkpoint
+  std::optional<sgmcmc::CheckpointFile> checkpoint_file_;  // made at the first checkpoint
   std::size_t rows_in_file_ = 0;
   std::vector<double> row_, score_;
   std::vector<Row> rows_;
