@@ -139,10 +139,10 @@ void ChainFiles::open() {
   }
 }
 
-void ChainFiles::prepare() {
+void ChainFiles::prepare(const std::atomic<bool>* stop_requested) {
   if (!recorder_ || continue_at_) return;
   try {
-    recorder_->prepare();
+    recorder_->prepare(stop_requested);
   } catch (const sgmcmc::Error& error) {
     throw sgmcmc::Error(fmt::format("the gradient recorder (output.gradients): {}", error.what()));
   }

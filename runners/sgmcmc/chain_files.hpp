@@ -1,6 +1,7 @@
 // The files a run's chains write (named in run_folder.hpp): each chain's Stan CSV draws, its
 // gradients CSV and its checkpoint, as the chain runs; metrics.csv of every chain once they end.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -57,8 +58,9 @@ public:
   void open();
   /// Work before the chain's first iteration (a `cv` recorder's centring), in the chain's thread.
   /// Its errors name the [estimator] keys it reads, so they say whose centring failed. A
-  /// recorder restored from a checkpoint has done it.
-  void prepare();
+  /// recorder restored from a checkpoint has done it. Throws sgmcmc::StopRequested when
+  /// `stop_requested` is set during the centring (Ctrl-C or SIGTERM).
+  void prepare(const std::atomic<bool>* stop_requested);
   void on_draw(const sgmcmc::Draw& draw) override;
   void on_metrics(const sgmcmc::MetricsRow& row) override;
   /// The files are flushed first, so the lengths saved are what is on disk.

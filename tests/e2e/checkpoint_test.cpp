@@ -759,22 +759,20 @@ TEST_CASE("SIGTERM on sgmcmc run with checkpoints and MH blocks of 3: the chains
                              2, false, SIGTERM);
 }
 
-TEST_CASE("Ctrl-C during cv's centring phase stops the chain in it: exit 130, no checkpoint, and a resume starts it afresh") {
-  test::TempDir dir;
-  // A centring phase of 5·10⁵ SGD steps on batches of 100 (5·10⁷ item gradients, seconds long),
-  // then a short chain, 1 chain with no checkpoints of its own.
-  constexpr std::uint64_t centring_steps = 500'000, batch = 100;
-  std::vector<std::string> arguments = {"run", "--preset", "demo", "--chains", "1", "--set", "estimator.name=cv",
-                                        "--set", fmt::format("estimator.sgd_iterations={}", centring_steps),
-                                        "--set", "run.warmup=0", "--set", "run.iterations=200", "--quiet"};
+namespace {
+
+/// Sends SIGINT to `sgmcmc run ARGUMENTS --out DIR/interrupted` 100 ms after its chain file
+/// exists (the files are opened, with the handler installed, just before the centring begins: the
+/// signal lands in it), and checks it stopped there: exit 130, chain 1 interrupted at iteration 0
+/// with a message naming the centring phase, no checkpoint. Then resumes it and checks that it
+/// writes what the run never interrupted writes. Returns the interrupted run's manifest.
+nlohmann::json interrupt_centring_and_resume(const fs::path& dir, std::vector<std::string> arguments, bool gradients) {
   std::string joined;
   for (const auto& argument : arguments) joined += argument + " ";
-  const auto out = dir.path() / "interrupted", log = dir.path() / "interrupted.log";
+  const auto out = dir / "interrupted", log = dir / "interrupted.log";
   arguments.insert(arguments.end(), {"--out", out.string()});
   const pid_t child = test::spawn_cli(arguments, log.string());
   REQUIRE(child > 0);
-  // The chain's files are opened, with the handler installed, just before the chain starts its
-  // centring; the signal is sent a little later, into the centring.
   const auto status = test::signal_when(child, SIGINT, [&, since = std::optional<std::chrono::steady_clock::time_point>()]() mutable {
     if (!fs::exists(out / "chain-1.csv")) return false;
     if (!since) since = std::chrono::steady_clock::now();
@@ -791,16 +789,50 @@ TEST_CASE("Ctrl-C during cv's centring phase stops the chain in it: exit 130, no
   CHECK(chain["status"] == "interrupted");
   CHECK(chain["iterations"] == 0);
   CHECK_THAT(chain["message"].get<std::string>(), Contains("centring phase"));
-  // Stopped inside the centring: fewer item gradients than its steps take (without the stop
-  // flag polled there, the whole centring ran before the chain stopped).
-  CHECK(chain["item_gradients"].get<std::uint64_t>() < centring_steps * batch);
   CHECK(!fs::exists(out / "checkpoint-1.bin"));  // nothing to continue: the chain starts afresh
   CHECK(fs::exists(out / "checkpoint.json"));
 
   const auto resumed = test::run_cli("run --resume '" + out.string() + "' --quiet");
   INFO(resumed.output);
   REQUIRE(resumed.exit_code == 0);
-  const auto whole = test::run_cli(joined + "--out '" + (dir.path() / "whole").string() + "'");
+  const auto whole = test::run_cli(joined + "--out '" + (dir / "whole").string() + "'");
   REQUIRE(whole.exit_code == 0);
-  CHECK(outputs(out, 1, false) == outputs(dir.path() / "whole", 1, false));
+  CHECK(outputs(out, 1, gradients) == outputs(dir / "whole", 1, gradients));
+  return manifest;
+}
+
+}  // namespace
+
+TEST_CASE("Ctrl-C during cv's centring phase stops the chain in it: exit 130, no checkpoint, and a resume starts it afresh") {
+  test::TempDir dir;
+  // A centring phase of 5·10⁵ SGD steps on batches of 100 (5·10⁷ item gradients, seconds long),
+  // then a short chain, 1 chain with no checkpoints of its own.
+  constexpr std::uint64_t centring_steps = 500'000, batch = 100;
+  const auto manifest = interrupt_centring_and_resume(
+      dir.path(),
+      {"run", "--preset", "demo", "--chains", "1", "--set", "estimator.name=cv", "--set",
+       fmt::format("estimator.sgd_iterations={}", centring_steps), "--set", "run.warmup=0", "--set", "run.iterations=200",
+       "--quiet"},
+      false);
+  // Stopped inside the centring: fewer item gradients than its steps take (without the stop
+  // flag polled there, the whole centring ran before the chain stopped).
+  CHECK(manifest["chains"][0]["item_gradients"].get<std::uint64_t>() < centring_steps * batch);
+}
+
+TEST_CASE("Ctrl-C during the draw recorder's cv centring (output.gradients = cv) stops the chain before it starts") {
+  test::TempDir dir;
+  // The chain's estimator is the demo's minibatch; the recorder's own cv estimator centres first,
+  // 5·10⁵ SGD steps on batches of 100 (estimator.sgd_iterations, read by the recorder).
+  constexpr std::uint64_t centring_steps = 500'000, batch = 100;
+  const auto manifest = interrupt_centring_and_resume(
+      dir.path(),
+      {"run", "--preset", "demo", "--chains", "1", "--set", "output.gradients=cv", "--set",
+       fmt::format("estimator.sgd_iterations={}", centring_steps), "--set", "run.warmup=0", "--set", "run.iterations=200",
+       "--quiet"},
+      true);
+  const auto& chain = manifest["chains"][0];
+  CHECK_THAT(chain["message"].get<std::string>(), Contains("draw recorder"));
+  CHECK(chain["item_gradients"] == 0);  // the chain itself never started
+  // Stopped inside the recorder's centring, not after it.
+  CHECK(chain["recording_item_gradients"].get<std::uint64_t>() < centring_steps * batch);
 }
