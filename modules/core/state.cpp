@@ -376,7 +376,8 @@ StateReader read_state_file(const std::filesystem::path& path) {
   const auto bad = [&](const std::string& what) {
     return Error(fmt::format("{}: {}; delete it to restart this chain from its first iteration", path.string(), what));
   };
-  Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  // O_NONBLOCK: a FIFO named like a checkpoint is refused below, not waited on for a writer.
+  Descriptor file{::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK)};
   if (file.value < 0) throw Error(fmt::format("{}: cannot read the checkpoint ({})", path.string(), std::strerror(errno)));
   struct stat status {};
   if (::fstat(file.value, &status) != 0 || !S_ISREG(status.st_mode)) throw bad("not a regular file");

@@ -233,6 +233,9 @@ TEST_CASE("a checkpoint file not of this format is refused naming the file; a ve
   std::filesystem::remove(path);
   std::filesystem::create_directory(path);
   CHECK_THROWS_WITH(sgmcmc::read_state_file(path), Contains(path.string()) && Contains("not a regular file"));
+  const auto fifo = dir.path() / "checkpoint-2.bin";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  CHECK_THROWS_WITH(sgmcmc::read_state_file(fifo), Contains(fifo.string()) && Contains("not a regular file"));  // no hang
   CHECK_THROWS_WITH(sgmcmc::read_state_file(dir.path() / "absent.bin"), Contains("absent.bin"));
 }
 
