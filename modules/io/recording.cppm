@@ -10,6 +10,7 @@
 // recorded ∇log π and quantities are those of the chain's current target, not of the starting
 // hyperparameters.
 module;
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -67,8 +68,10 @@ public:
                Rng rng);
 
   /// Work before the first draw: a `cv` estimator finds its own centre θ̂ by SGD from the model's
-  /// start point (drawn from the recorder's stream), as a chain's would.
-  void prepare();
+  /// start point (drawn from the recorder's stream), as a chain's would. Polls `stop_requested`
+  /// (Ctrl-C or SIGTERM) at every centring step, as the chain's own centring does, and throws
+  /// StopRequested once it is set.
+  void prepare(const std::atomic<bool>* stop_requested = nullptr);
   /// Takes the chain's current target before a draw is recorded. When the target changed since
   /// the last draw (`target_changes`, the chain's count; a copy is also taken at the first draw)
   /// it copies the state of the chain's workspace into the recorder's, and when the data terms
@@ -225,11 +228,12 @@ DrawRecorder::DrawRecorder(std::shared_ptr<const Model> model, const OutputOptio
       estimator_(recording_parts::make_source(options.gradients, estimator_section, *model_)), rng_(rng),
       quantity_count_(options.quantities ? model_->quantity_names().size() : 0) {}
 
-void DrawRecorder::prepare() {
+void DrawRecorder::prepare(const std::atomic<bool>* stop_requested) {
   if (!estimator_) return;
   std::vector<double> start(model_->dimension());
   model_->initial_point(start, rng_);
   ChainContext context{*model_, *workspace_, rng_, cost_};
+  context.stop_requested = stop_requested;
   estimator_->prepare(start, context);  // moves only this copy of the start point
 }
 

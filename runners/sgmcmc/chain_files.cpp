@@ -139,10 +139,10 @@ void ChainFiles::open() {
   }
 }
 
-void ChainFiles::prepare() {
+void ChainFiles::prepare(const std::atomic<bool>* stop_requested) {
   if (!recorder_ || continue_at_) return;
   try {
-    recorder_->prepare();
+    recorder_->prepare(stop_requested);
   } catch (const sgmcmc::Error& error) {
     throw sgmcmc::Error(fmt::format("the gradient recorder (output.gradients): {}", error.what()));
   }
@@ -183,7 +183,8 @@ void ChainFiles::on_checkpoint(std::uint64_t, sgmcmc::StateWriter& state) {
   state.count(metrics.length);
   state.count(metrics.crc);
   if (recorder_) recorder_->save_state(state);
-  sgmcmc::write_state_file(paths_.checkpoint, state);
+  if (!checkpoint_file_) checkpoint_file_.emplace(paths_.checkpoint);
+  checkpoint_file_->write(state);
 }
 
 sgmcmc::FileMark ChainFiles::append_metric_rows() {

@@ -1,6 +1,7 @@
 // The files a run's chains write (named in run_folder.hpp): each chain's Stan CSV draws, its
 // gradients CSV and its checkpoint, as the chain runs; metrics.csv of every chain once they end.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -37,8 +38,8 @@ struct ChainPaths {
 /// when recorded, as generated-quantity columns after them) streamed to its Stan CSV, their
 /// gradients to gradients-<k>.csv, metric rows kept for metrics.csv. At a checkpoint it appends
 /// the metric rows since the last one to checkpoint-<k>-metrics.bin, adds where its files stand
-/// and its recorder to the chain's state and writes checkpoint-<k>.bin: what a checkpoint writes
-/// does not grow with the run.
+/// and its recorder to the chain's state and writes it into the older of checkpoint-<k>.bin's two
+/// slots, in place (sgmcmc::CheckpointFile): what a checkpoint writes does not grow with the run.
 class ChainFiles final : public sgmcmc::ChainObserver {
 public:
   /// `names`: all the model's parameters; `written`: the indices of those the files hold.
@@ -57,8 +58,9 @@ public:
   void open();
   /// Work before the chain's first iteration (a `cv` recorder's centring), in the chain's thread.
   /// Its errors name the [estimator] keys it reads, so they say whose centring failed. A
-  /// recorder restored from a checkpoint has done it.
-  void prepare();
+  /// recorder restored from a checkpoint has done it. Throws sgmcmc::StopRequested when
+  /// `stop_requested` is set during the centring (Ctrl-C or SIGTERM).
+  void prepare(const std::atomic<bool>* stop_requested);
   void on_draw(const sgmcmc::Draw& draw) override;
   void on_metrics(const sgmcmc::MetricsRow& row) override;
   /// The files are flushed first, so the lengths saved are what is on disk.
@@ -100,6 +102,7 @@ private:
   std::optional<sgmcmc::StanCsvWriter> draws_;
   std::optional<GradientFile> gradients_;
   std::optional<sgmcmc::OutputFile> metrics_file_;  // opened at the first checkpoint
+  std::optional<sgmcmc::CheckpointFile> checkpoint_file_;  // made at the first checkpoint
   std::size_t rows_in_file_ = 0;
   std::vector<double> row_, score_;
   std::vector<Row> rows_;

@@ -191,6 +191,15 @@ struct ChainJob {
   std::string start;             // run.init: the file and draw it started from
 };
 
+/// Ends `job` before its first iteration of this run (a stop was requested): it stays where its
+/// checkpoint, if any, left it, and a resumed run continues it from there (or afresh).
+void stop_before_start(ChainJob& job, std::string message) {
+  job.result.stopped = job.result.interrupted = true;
+  job.result.iterations = job.chain->state().iteration;
+  job.result.message = std::move(message);
+  job.files->close(job.result);
+}
+
 /// Runs every job on `threads` threads. Chains are independent (own stream, workspace and
 /// parts), so which thread runs which chain changes nothing in their output. A chain not yet
 /// started when a stop is requested does not start: it stays where its checkpoint (if any) is.
@@ -201,12 +210,16 @@ void run_jobs(std::vector<ChainJob>& jobs, const sgmcmc::ChainSchedule& schedule
     for (std::size_t k; (k = next.fetch_add(1)) < jobs.size();) {
       try {
         if (schedule.stop_requested && schedule.stop_requested->load()) {
-          jobs[k].result.stopped = jobs[k].result.interrupted = true;
-          jobs[k].result.iterations = jobs[k].chain->state().iteration;
-          jobs[k].files->close(jobs[k].result);
+          stop_before_start(jobs[k], "");
           continue;
         }
-        jobs[k].files->prepare();
+        try {
+          jobs[k].files->prepare(schedule.stop_requested);
+        } catch (const sgmcmc::StopRequested&) {
+          stop_before_start(jobs[k], "interrupted before its first iteration (in the draw recorder's centring phase, "
+                                     "output.gradients = \"cv\"); a resumed run starts this chain afresh");
+          continue;
+        }
         jobs[k].result = jobs[k].chain->run(schedule, *jobs[k].files, progress);
         jobs[k].files->close(jobs[k].result);
       } catch (...) {

@@ -13,7 +13,8 @@
 // With run.checkpoint_every (for `sgmcmc run --resume DIR`):
 //   config.toml        the keys set, which --resume rebuilds the run from
 //   checkpoint.json    the source and resolved configuration, which a resumed run must match
-//   checkpoint-<k>.bin chain k's state (sgmcmc.state) and where its files stood; removed when
+//   checkpoint-<k>.bin chain k's state (sgmcmc.state) and where its files stood, in two slots
+//                      overwritten in turn (a torn write leaves the one before); removed when
 //                      the run is complete
 //   checkpoint-<k>-metrics.bin  chain k's metric rows (sgmcmc.state values), appended at each
 //                      checkpoint, so that a checkpoint costs the same late in a run as early;

@@ -50,21 +50,13 @@ std::string cell_message(const Cell& cell, const Finished& finished, const fs::p
   return message;
 }
 
-/// Writes a cell another rank ran into its folder, manifest.json last and through a temporary
-/// name, as a run writes it: a folder without it is a cell to rerun on --resume.
-Finished store_cell(std::vector<Cell>& cells, Unpacker& fields, const fs::path& out) {
-  const std::size_t index = std::stoul(fields.next());
-  Cell& cell = cells.at(index);
-  cell.status = fields.next();
-  cell.reason = fields.next();
-  const Finished finished{index, std::stod(fields.next())};
-  const fs::path folder = out / cell.name;
-  fs::remove_all(folder);
-  fs::create_directories(folder);
+/// The files of a cell's message (name, content, ...) into `folder`, manifest.json last.
+void write_cell_files(Unpacker& fields, const fs::path& folder) {
   std::optional<std::string> manifest;
   while (!fields.empty()) {
     const fs::path name = fields.next();
     std::string content = fields.next();
+    if (name == run_folder::lock) continue;  // the sending rank's lock, released: this folder has its own
     if (name == run_folder::manifest) {
       manifest = std::move(content);
       continue;
@@ -73,6 +65,28 @@ Finished store_cell(std::vector<Cell>& cells, Unpacker& fields, const fs::path& 
     write_atomically(folder / name, content);
   }
   if (manifest) write_atomically(folder / run_folder::manifest, *manifest);
+}
+
+/// Writes a cell another rank ran into its folder, manifest.json last and through a temporary
+/// name, as a run writes it: a folder without it is a cell to rerun on --resume. Under the
+/// folder's lock, as every writer of a run folder: another process writing it (a run or another
+/// sweep in that folder) keeps its files, and the cell fails naming that process.
+Finished store_cell(std::vector<Cell>& cells, Unpacker& fields, const fs::path& out) {
+  const std::size_t index = std::stoul(fields.next());
+  Cell& cell = cells.at(index);
+  cell.status = fields.next();
+  cell.reason = fields.next();
+  const Finished finished{index, std::stod(fields.next())};
+  const fs::path folder = out / cell.name;
+  try {
+    fs::create_directories(folder);
+    const RunFolderLock lock(folder);
+    clear_folder_but_lock(folder);
+    write_cell_files(fields, folder);
+  } catch (const sgmcmc::Error& error) {
+    cell.status = "failed";
+    cell.reason = error.what();
+  }
   return finished;
 }
 

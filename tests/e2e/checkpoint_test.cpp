@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <csignal>
 #include <filesystem>
 #include <optional>
@@ -435,6 +436,85 @@ TEST_CASE("sgmcmc run --resume refuses a corrupt or truncated checkpoint, naming
   }
 }
 
+namespace {
+
+/// Where slot `index` (0 or 1) of a checkpoint file starts, by the layout sgmcmc.state documents
+/// (format 7): the slot size S at byte 12 of the header, the slots at 4096 and 4096 + S. Slot 0
+/// holds a run's 1st, 3rd, ... checkpoint, slot 1 its 2nd, 4th, ...
+std::size_t slot_offset(const std::string& file, int index) {
+  REQUIRE(file.size() >= 20);
+  std::uint64_t slot_size = 0;
+  std::memcpy(&slot_size, file.data() + 12, sizeof slot_size);
+  return 4096 + static_cast<std::size_t>(index) * slot_size;
+}
+
+/// `file` with 8 bytes of slot `index`'s state overwritten, as a write the machine died in leaves it.
+std::string torn_slot(std::string file, int index) {
+  const std::size_t at = slot_offset(file, index) + 16 + 100;
+  REQUIRE(at + 8 < file.size());
+  file.replace(at, 8, "torn....");
+  return file;
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint whose newest slot was torn resumes from the one before, bit for bit; both torn are refused") {
+  test::TempDir dir;
+  // 2 chains, a checkpoint every 10 iterations of 60: slot 0 holds those of iterations 10, 30,
+  // 50, slot 1 those of 20, 40.
+  const std::string arguments = "--preset demo --set model.n=300 --set run.warmup=10 --set run.iterations=50 "
+                                "--set run.thin=1 --set run.eval_every=5 --chains 2 --threads 2 --checkpoint-every 10";
+  const auto whole = dir.path() / "whole";
+  REQUIRE(test::run_cli(fmt::format("run {} --out '{}' --quiet", arguments, whole.string())).exit_code == 0);
+  const auto stopped_at = [&](const fs::path& out, int iteration) {
+    const auto first = test::run_cli(fmt::format("run {} --stop-after {} --out '{}' --quiet", arguments, iteration, out.string()));
+    INFO(first.output);
+    REQUIRE(first.exit_code == 0);
+  };
+  const auto resume_checks = [&](const fs::path& out, std::uint64_t from) {
+    const auto resumed = test::run_cli(fmt::format("run --resume '{}' --quiet", out.string()));
+    INFO(resumed.output);
+    REQUIRE(resumed.exit_code == 0);
+    CHECK(outputs(out, 2, false) == outputs(whole, 2, false));
+    const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+    for (const auto& chain : manifest["chains"]) CHECK(chain["resumed_at_iteration"] == from);
+  };
+
+  SECTION("stopped at 40, the newest slot (1) cut in the middle: resumed from 30") {
+    const auto out = dir.path() / "cut";
+    stopped_at(out, 40);
+    for (int k = 1; k <= 2; ++k) {
+      const auto checkpoint = out / fmt::format("checkpoint-{}.bin", k);
+      const std::string file = test::read_text(checkpoint);
+      const std::size_t newest = slot_offset(file, 1);
+      dir.write(fs::relative(checkpoint, dir.path()).string(), file.substr(0, newest + (file.size() - newest) / 2));
+    }
+    resume_checks(out, 30);
+  }
+  SECTION("stopped at 30, the newest slot (0) overwritten in part: resumed from 20") {
+    const auto out = dir.path() / "torn";
+    stopped_at(out, 30);
+    for (int k = 1; k <= 2; ++k) {
+      const auto checkpoint = out / fmt::format("checkpoint-{}.bin", k);
+      dir.write(fs::relative(checkpoint, dir.path()).string(), torn_slot(test::read_text(checkpoint), 0));
+    }
+    resume_checks(out, 20);
+  }
+  SECTION("both slots torn: refused, naming the file, and nothing changed") {
+    const auto out = dir.path() / "both";
+    stopped_at(out, 40);
+    const auto checkpoint = out / "checkpoint-2.bin";
+    dir.write(fs::relative(checkpoint, dir.path()).string(), torn_slot(torn_slot(test::read_text(checkpoint), 0), 1));
+    const std::string draws = test::read_text(out / "chain-1.csv");
+    const auto resumed = test::run_cli(fmt::format("run --resume '{}' --quiet", out.string()));
+    INFO(resumed.output);
+    CHECK(resumed.exit_code == 2);
+    CHECK_THAT(resumed.output, Contains(checkpoint.string()) && Contains("neither of its two slots holds a whole checkpoint"));
+    CHECK(test::read_text(out / "chain-1.csv") == draws);
+    CHECK(!fs::exists(out / "manifest.json"));
+  }
+}
+
 TEST_CASE("sgmcmc run --resume refuses another configuration, a finished run and a folder without checkpoints") {
   test::TempDir dir;
   const auto out = dir.path() / "run";
@@ -679,22 +759,20 @@ TEST_CASE("SIGTERM on sgmcmc run with checkpoints and MH blocks of 3: the chains
                              2, false, SIGTERM);
 }
 
-TEST_CASE("Ctrl-C during cv's centring phase stops the chain in it: exit 130, no checkpoint, and a resume starts it afresh") {
-  test::TempDir dir;
-  // A centring phase of 5·10⁵ SGD steps on batches of 100 (5·10⁷ item gradients, seconds long),
-  // then a short chain, 1 chain with no checkpoints of its own.
-  constexpr std::uint64_t centring_steps = 500'000, batch = 100;
-  std::vector<std::string> arguments = {"run", "--preset", "demo", "--chains", "1", "--set", "estimator.name=cv",
-                                        "--set", fmt::format("estimator.sgd_iterations={}", centring_steps),
-                                        "--set", "run.warmup=0", "--set", "run.iterations=200", "--quiet"};
+namespace {
+
+/// Sends SIGINT to `sgmcmc run ARGUMENTS --out DIR/interrupted` 100 ms after its chain file
+/// exists (the files are opened, with the handler installed, just before the centring begins: the
+/// signal lands in it), and checks it stopped there: exit 130, chain 1 interrupted at iteration 0
+/// with a message naming the centring phase, no checkpoint. Then resumes it and checks that it
+/// writes what the run never interrupted writes. Returns the interrupted run's manifest.
+nlohmann::json interrupt_centring_and_resume(const fs::path& dir, std::vector<std::string> arguments, bool gradients) {
   std::string joined;
   for (const auto& argument : arguments) joined += argument + " ";
-  const auto out = dir.path() / "interrupted", log = dir.path() / "interrupted.log";
+  const auto out = dir / "interrupted", log = dir / "interrupted.log";
   arguments.insert(arguments.end(), {"--out", out.string()});
   const pid_t child = test::spawn_cli(arguments, log.string());
   REQUIRE(child > 0);
-  // The chain's files are opened, with the handler installed, just before the chain starts its
-  // centring; the signal is sent a little later, into the centring.
   const auto status = test::signal_when(child, SIGINT, [&, since = std::optional<std::chrono::steady_clock::time_point>()]() mutable {
     if (!fs::exists(out / "chain-1.csv")) return false;
     if (!since) since = std::chrono::steady_clock::now();
@@ -711,16 +789,50 @@ TEST_CASE("Ctrl-C during cv's centring phase stops the chain in it: exit 130, no
   CHECK(chain["status"] == "interrupted");
   CHECK(chain["iterations"] == 0);
   CHECK_THAT(chain["message"].get<std::string>(), Contains("centring phase"));
-  // Stopped inside the centring: fewer item gradients than its steps take (without the stop
-  // flag polled there, the whole centring ran before the chain stopped).
-  CHECK(chain["item_gradients"].get<std::uint64_t>() < centring_steps * batch);
   CHECK(!fs::exists(out / "checkpoint-1.bin"));  // nothing to continue: the chain starts afresh
   CHECK(fs::exists(out / "checkpoint.json"));
 
   const auto resumed = test::run_cli("run --resume '" + out.string() + "' --quiet");
   INFO(resumed.output);
   REQUIRE(resumed.exit_code == 0);
-  const auto whole = test::run_cli(joined + "--out '" + (dir.path() / "whole").string() + "'");
+  const auto whole = test::run_cli(joined + "--out '" + (dir / "whole").string() + "'");
   REQUIRE(whole.exit_code == 0);
-  CHECK(outputs(out, 1, false) == outputs(dir.path() / "whole", 1, false));
+  CHECK(outputs(out, 1, gradients) == outputs(dir / "whole", 1, gradients));
+  return manifest;
+}
+
+}  // namespace
+
+TEST_CASE("Ctrl-C during cv's centring phase stops the chain in it: exit 130, no checkpoint, and a resume starts it afresh") {
+  test::TempDir dir;
+  // A centring phase of 5·10⁵ SGD steps on batches of 100 (5·10⁷ item gradients, seconds long),
+  // then a short chain, 1 chain with no checkpoints of its own.
+  constexpr std::uint64_t centring_steps = 500'000, batch = 100;
+  const auto manifest = interrupt_centring_and_resume(
+      dir.path(),
+      {"run", "--preset", "demo", "--chains", "1", "--set", "estimator.name=cv", "--set",
+       fmt::format("estimator.sgd_iterations={}", centring_steps), "--set", "run.warmup=0", "--set", "run.iterations=200",
+       "--quiet"},
+      false);
+  // Stopped inside the centring: fewer item gradients than its steps take (without the stop
+  // flag polled there, the whole centring ran before the chain stopped).
+  CHECK(manifest["chains"][0]["item_gradients"].get<std::uint64_t>() < centring_steps * batch);
+}
+
+TEST_CASE("Ctrl-C during the draw recorder's cv centring (output.gradients = cv) stops the chain before it starts") {
+  test::TempDir dir;
+  // The chain's estimator is the demo's minibatch; the recorder's own cv estimator centres first,
+  // 5·10⁵ SGD steps on batches of 100 (estimator.sgd_iterations, read by the recorder).
+  constexpr std::uint64_t centring_steps = 500'000, batch = 100;
+  const auto manifest = interrupt_centring_and_resume(
+      dir.path(),
+      {"run", "--preset", "demo", "--chains", "1", "--set", "output.gradients=cv", "--set",
+       fmt::format("estimator.sgd_iterations={}", centring_steps), "--set", "run.warmup=0", "--set", "run.iterations=200",
+       "--quiet"},
+      true);
+  const auto& chain = manifest["chains"][0];
+  CHECK_THAT(chain["message"].get<std::string>(), Contains("draw recorder"));
+  CHECK(chain["item_gradients"] == 0);  // the chain itself never started
+  // Stopped inside the recorder's centring, not after it.
+  CHECK(chain["recording_item_gradients"].get<std::uint64_t>() < centring_steps * batch);
 }

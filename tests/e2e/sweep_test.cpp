@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -596,6 +597,47 @@ TEST_CASE("mpirun sgmcmc sweep: a cell diverging on rank 1 is reported and the o
   const auto summary = test::read_text(out / "summary.csv");
   CHECK_THAT(summary, Contains("integrator.step_size=10.0,10.0,diverged,"));
   CHECK(fs::exists(out / "integrator.step_size=10.0" / "chain-1.csv"));
+}
+
+TEST_CASE("mpirun sgmcmc sweep: rank 0 does not write a cell from rank 1 into a folder another process holds") {
+  test::TempDir dir;
+  const auto out = dir.path() / "out";
+  // Two cells, dealt in grid order: the first to rank 0, the second to rank 1, whose finished
+  // cell rank 0 writes into the sweep's folder.
+  const auto file = dir.write("two.toml", "preset = \"demo\"\n[base.run]\nwarmup = 0\niterations = 100\nchains = 1\n"
+                                          "eval_every = 10\nthin = 5\n[axes]\n\"integrator.step_size\" = [1e-5, 2e-5]\n");
+  REQUIRE(mpi_sweep(2, file, out, "--jobs 1 --quiet").exit_code == 0);
+  const auto before = without_seconds(test::read_text(out / "results.csv"));
+  const auto second = out / "integrator.step_size=2e-05";
+  REQUIRE(fs::exists(second / "manifest.json"));
+  fs::remove_all(out / "integrator.step_size=1e-05");
+  fs::remove_all(second);
+  fs::create_directories(second);
+  {
+    // This process holds the second cell's folder, as a run writing it would (RunFolderLock: an
+    // flock on its .lock file, which names the holder).
+    const int held = ::open((second / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    REQUIRE(held >= 0);
+    REQUIRE(flock(held, LOCK_EX | LOCK_NB) == 0);
+    const std::string holder = fmt::format("pid {} on the test\n", getpid());
+    REQUIRE(::write(held, holder.data(), holder.size()) == static_cast<ssize_t>(holder.size()));
+    const auto refused = mpi_sweep(2, file, out, "--jobs 1 --resume");
+    ::close(held);
+    INFO(refused.output);
+    CHECK(refused.exit_code == 1);
+    CHECK_THAT(refused.output, Contains("cell integrator.step_size=2e-05 failed") &&
+                                   Contains(fmt::format("in use by another sgmcmc process (pid {} on the test)", getpid())));
+    // The holder's folder is as it left it: its lock file, none of rank 1's files.
+    CHECK(fs::exists(second / ".lock"));
+    CHECK(!fs::exists(second / "chain-1.csv"));
+    CHECK(!fs::exists(second / "manifest.json"));
+    CHECK(fs::exists(out / "integrator.step_size=1e-05" / "manifest.json"));  // rank 0's own cell ran
+  }
+  // The holder gone, the cell runs and the table is the first one.
+  const auto resumed = mpi_sweep(2, file, out, "--jobs 1 --resume --quiet");
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(without_seconds(test::read_text(out / "results.csv")) == before);
 }
 
 TEST_CASE("mpirun -n 2 sgmcmc sbc gives the single-process ranks and verdicts") {

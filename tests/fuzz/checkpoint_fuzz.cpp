@@ -1,6 +1,6 @@
 // Fuzz target: checkpoint files (sgmcmc.state; fuzz_checkpoint). Each input is read twice:
 // - as a file, by read_state_file, which must refuse what is not a whole checkpoint of this
-//   format (magic, version, length, CRC-32) with a message naming the file;
+//   format (header and its CRC-32, two slots each with its CRC-32) with a message naming the file;
 // - as the payload inside such a file (the input's own header and CRC-32 cut off when it has
 //   them), restored into real chains of the gaussian plugin built from
 //   tests/fuzz/checkpoint_configs/*.toml (the configurations whose checkpoints seed the corpus),
@@ -8,6 +8,7 @@
 //   tagged values this way, which must refuse anything another configuration or damage wrote
 //   instead of restoring garbage.
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -44,11 +45,21 @@ Chains& chains() {
   return built;
 }
 
-/// The payload of a checkpoint file (sgmcmc.state's format: 8 bytes magic, 4 version, 8 length,
-/// payload, 4 CRC-32), or the whole input when it does not start like one.
+/// The payload of a checkpoint file, or the whole input when it does not look like one. Format 7
+/// (sgmcmc.state): a 4096-byte header, then slot 0 (8 bytes generation, 8 length, payload, 4
+/// CRC-32), whose payload is taken (as long as its length says, or to the end); the corpus's
+/// older seeds are of the one-record format (8 bytes magic, 4 version, 8 length, payload, 4 CRC-32).
 std::string_view payload(std::string_view bytes) {
-  constexpr std::size_t header = 20, crc = 4;
-  if (bytes.starts_with("sgmcmcCK") && bytes.size() >= header + crc) return bytes.substr(header, bytes.size() - header - crc);
+  if (!bytes.starts_with("sgmcmcCK") || bytes.size() < 12) return bytes;
+  std::uint32_t version = 0;
+  std::memcpy(&version, bytes.data() + 8, sizeof version);
+  constexpr std::size_t slot = 4096, slot_head = 16, record_head = 20, crc = 4;
+  if (version >= 7 && bytes.size() >= slot + slot_head) {
+    std::uint64_t length = 0;
+    std::memcpy(&length, bytes.data() + slot + 8, sizeof length);
+    return bytes.substr(slot + slot_head, length);  // substr stops at the end
+  }
+  if (bytes.size() >= record_head + crc) return bytes.substr(record_head, bytes.size() - record_head - crc);
   return bytes;
 }
 

@@ -1017,6 +1017,22 @@ def flip(name, at=lambda n: n // 2):
     return mutate
 
 
+def tear_slot(name, index, cut=False):
+    """Slot `index` of a checkpoint file as a write the machine died in leaves it: 8 of its bytes
+    overwritten, or (`cut`, the last slot) the file ending in its middle. The layout is
+    sgmcmc.state's (format 7): the slot size S at byte 12, the slots at 4096 and 4096 + S."""
+    def mutate(ctx):
+        path = ctx.path(name)
+        data = path.read_bytes()
+        start = 4096 + index * int.from_bytes(data[12:20], "little")
+        if cut:
+            data = data[:start + (len(data) - start) // 2]
+        else:
+            data = data[:start + 100] + b"torn...." + data[start + 108:]
+        path.write_bytes(data)
+    return mutate
+
+
 def cut_last_draw(name):
     """Cut a chain file in the middle of its last draw (the closing comment lines gone too)."""
     def mutate(ctx):
@@ -1110,8 +1126,15 @@ def run_folder_cases():
              setup=stopped_run(remove("out/checkpoint-1.bin")), check=same_as_straight_run),
         Case("run folders", "--resume, checkpoint truncated", RESUME, BAD_INPUT, names="checkpoint-1.bin",
              setup=stopped_run(cut("out/checkpoint-1.bin", lambda n: n // 2))),
-        Case("run folders", "--resume, checkpoint one byte flipped", RESUME, BAD_INPUT, names="checkpoint-1.bin",
-             setup=stopped_run(flip("out/checkpoint-1.bin"))),
+        # The stopped run's checkpoint file: slot 0 holds iteration 10's, slot 1 (the newest) 20's.
+        Case("run folders", "--resume, checkpoint's older slot torn (the newest is read)", RESUME, DONE,
+             setup=stopped_run(tear_slot("out/checkpoint-1.bin", 0)), check=same_as_straight_run),
+        Case("run folders", "--resume, checkpoint's newest slot torn (resumes from the one before)", RESUME, DONE,
+             setup=stopped_run(tear_slot("out/checkpoint-1.bin", 1)), check=same_as_straight_run),
+        Case("run folders", "--resume, checkpoint's newest slot cut (resumes from the one before)", RESUME, DONE,
+             setup=stopped_run(tear_slot("out/checkpoint-1.bin", 1, cut=True)), check=same_as_straight_run),
+        Case("run folders", "--resume, checkpoint's two slots torn", RESUME, BAD_INPUT, names="checkpoint-1.bin",
+             setup=stopped_run(tear_slot("out/checkpoint-1.bin", 0), tear_slot("out/checkpoint-1.bin", 1))),
         Case("run folders", "--resume, checkpoint emptied", RESUME, BAD_INPUT, names="checkpoint-1.bin",
              setup=stopped_run(replace_with("out/checkpoint-1.bin", b""))),
         Case("run folders", "--resume, checkpoint replaced by text", RESUME, BAD_INPUT, names="checkpoint-1.bin",

@@ -5,11 +5,14 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <string>
 #include <variant>
 #include <vector>
+#include <sys/stat.h>
+#include <zlib.h>
 
 #include "support.hpp"
 
@@ -79,30 +82,147 @@ TEST_CASE("reading state of another layout stops at the first difference, naming
   }
 }
 
-TEST_CASE("a state file is whole and checked: damage, truncation, another format are refused naming the file") {
-  test::TempDir dir;
-  const auto path = dir.path() / "checkpoint-1.bin";
+namespace {
+
+/// A state of one part holding `count` copies of `value`.
+sgmcmc::StateWriter numbers_state(double value, std::size_t count = 100) {
   sgmcmc::StateWriter out;
   out.section("chain");
-  out.numbers(std::vector<double>(100, 0.25));
-  sgmcmc::write_state_file(path, out);
+  out.numbers(std::vector<double>(count, value));
+  return out;
+}
+
+/// The value the state read from `path` holds (numbers_state's).
+double read_value(const std::filesystem::path& path) {
+  auto in = sgmcmc::read_state_file(path);
+  in.section("chain");
+  const auto values = in.numbers();
+  in.finish();
+  REQUIRE(!values.empty());
+  return values.front();
+}
+
+/// Where slot `index` (0 or 1) of a checkpoint file starts, by the layout sgmcmc.state documents
+/// (format 7): the slot size S at byte 12 of the header, the slots at 4096 and 4096 + S.
+std::size_t slot_offset(const std::string& file, int index) {
+  REQUIRE(file.size() >= 20);
+  std::uint64_t slot_size = 0;
+  std::memcpy(&slot_size, file.data() + 12, sizeof slot_size);
+  return 4096 + static_cast<std::size_t>(index) * slot_size;
+}
+
+/// `file` with a byte of slot `index`'s payload flipped.
+std::string flip_in_slot(std::string file, int index) {
+  const std::size_t at = slot_offset(file, index) + 16 + 30;
+  REQUIRE(at < file.size());
+  file[at] = static_cast<char>(file[at] ^ 0x10);
+  return file;
+}
+
+std::uint64_t inode(const std::filesystem::path& path) {
+  struct stat status {};
+  REQUIRE(::stat(path.c_str(), &status) == 0);
+  return status.st_ino;
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint file's two slots are overwritten in turn, in place; the newest whole one is read") {
+  test::TempDir dir;
+  const auto path = dir.path() / "checkpoint-1.bin";
+  sgmcmc::CheckpointFile file(path);
+  file.write(numbers_state(0.25));
   CHECK(!std::filesystem::exists(dir.path() / "checkpoint-1.bin.partial"));
-  const std::string good = test::read_text(path);
-  {
-    auto in = sgmcmc::read_state_file(path);
-    in.section("chain");
-    CHECK(in.numbers() == std::vector<double>(100, 0.25));
-    in.finish();
+  CHECK(read_value(path) == 0.25);
+  const auto made = inode(path);
+  for (const double value : {0.5, 0.75, 1.0}) {
+    file.write(numbers_state(value));
+    CHECK(read_value(path) == value);
   }
-  std::string flipped = good;
-  flipped[40] = static_cast<char>(flipped[40] ^ 0x10);
-  std::string other_version = good;
-  other_version[8] = 7;
+  CHECK(inode(path) == made);  // written in place: no file made and renamed per checkpoint
+  // Generations 1..4 went to slots 0, 1, 0, 1: both slots hold a checkpoint.
+  const std::string both = test::read_text(path);
+  CHECK(std::filesystem::file_size(path) > slot_offset(both, 1));
+
+  // A state larger than its slot makes the file anew (through a rename), then alternates again.
+  file.write(numbers_state(2.0, 10000));
+  CHECK(inode(path) != made);
+  CHECK(read_value(path) == 2.0);
+  file.write(numbers_state(3.0, 10000));
+  CHECK(read_value(path) == 3.0);
+}
+
+TEST_CASE("a checkpoint whose newest slot was torn reads the slot before; both torn are refused naming the file") {
+  test::TempDir dir;
+  const auto path = dir.path() / "checkpoint-1.bin";
+  {
+    sgmcmc::CheckpointFile file(path);
+    for (const double value : {0.25, 0.5, 0.75}) file.write(numbers_state(value));  // slots 0, 1, 0
+  }
+  const std::string newest_in_0 = test::read_text(path);
+  {
+    sgmcmc::CheckpointFile file(path);
+    for (const double value : {0.25, 0.5}) file.write(numbers_state(value));  // slots 0, 1
+  }
+  const std::string newest_in_1 = test::read_text(path);
+
+  SECTION("the newest slot (0) with a byte flipped: the older (1)") {
+    dir.write("checkpoint-1.bin", flip_in_slot(newest_in_0, 0));
+    CHECK(read_value(path) == 0.5);
+  }
+  SECTION("the newest slot (1) cut, as by a write the machine died in: the older (0)") {
+    dir.write("checkpoint-1.bin", newest_in_1.substr(0, slot_offset(newest_in_1, 1) + 100));
+    CHECK(read_value(path) == 0.25);
+  }
+  SECTION("the older slot damaged: the newest, as ever") {
+    dir.write("checkpoint-1.bin", flip_in_slot(newest_in_0, 1));
+    CHECK(read_value(path) == 0.75);
+  }
+  SECTION("both slots damaged") {
+    dir.write("checkpoint-1.bin", flip_in_slot(flip_in_slot(newest_in_0, 0), 1));
+    CHECK_THROWS_WITH(sgmcmc::read_state_file(path), Contains(path.string()) && Contains("neither of its two slots") &&
+                                                          Contains("corrupt: the CRC-32"));
+  }
+  SECTION("the only slot written, cut") {
+    sgmcmc::CheckpointFile file(path);
+    file.write(numbers_state(0.25));
+    const std::string one = test::read_text(path);
+    dir.write("checkpoint-1.bin", one.substr(0, one.size() - 10));
+    CHECK_THROWS_WITH(sgmcmc::read_state_file(path), Contains(path.string()) && Contains("truncated") &&
+                                                          Contains("never written"));
+  }
+}
+
+TEST_CASE("a checkpoint file not of this format is refused naming the file; a version-6 file is read") {
+  test::TempDir dir;
+  const auto path = dir.path() / "checkpoint-1.bin";
+  const auto payload = numbers_state(0.5).bytes();
+  // Version 6, the format before the slots: magic, version, length, payload, CRC-32 of the payload.
+  const auto single_record = [&](std::uint32_t version) {
+    std::string file = "sgmcmcCK";
+    const std::uint64_t length = payload.size();
+    const auto crc = static_cast<std::uint32_t>(crc32_z(0, reinterpret_cast<const Bytef*>(payload.data()), payload.size()));
+    file.append(reinterpret_cast<const char*>(&version), sizeof version);
+    file.append(reinterpret_cast<const char*>(&length), sizeof length);
+    file += payload;
+    file.append(reinterpret_cast<const char*>(&crc), sizeof crc);
+    return file;
+  };
+  dir.write("checkpoint-1.bin", single_record(6));
+  CHECK(read_value(path) == 0.5);
+
+  {
+    sgmcmc::CheckpointFile file(path);
+    file.write(numbers_state(0.5));
+  }
+  const std::string good = test::read_text(path);
+  std::string header_flipped = good;
+  header_flipped[14] = static_cast<char>(header_flipped[14] ^ 0x01);
   const std::vector<std::pair<std::string, std::string>> damages = {
-      {flipped, "corrupt: the CRC-32"},
-      {good.substr(0, good.size() - 10), "truncated"},
-      {good + "extra", "truncated or padded"},
-      {other_version, "format version 7"},
+      {single_record(5), "checkpoint format version 5; this sgmcmc reads versions 6 and 7"},
+      {single_record(6).substr(0, 40), "truncated or padded"},
+      {header_flipped, "corrupt: the CRC-32 of its header"},
+      {good.substr(0, 22), "truncated: the file ends in its header"},
       {"", "not an sgmcmc checkpoint"},
   };
   for (const auto& [text, complaint] : damages) {
@@ -110,6 +230,12 @@ TEST_CASE("a state file is whole and checked: damage, truncation, another format
     dir.write("checkpoint-1.bin", text);
     CHECK_THROWS_WITH(sgmcmc::read_state_file(path), Contains(path.string()) && Contains(complaint));
   }
+  std::filesystem::remove(path);
+  std::filesystem::create_directory(path);
+  CHECK_THROWS_WITH(sgmcmc::read_state_file(path), Contains(path.string()) && Contains("not a regular file"));
+  const auto fifo = dir.path() / "checkpoint-2.bin";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  CHECK_THROWS_WITH(sgmcmc::read_state_file(fifo), Contains(fifo.string()) && Contains("not a regular file"));  // no hang
   CHECK_THROWS_WITH(sgmcmc::read_state_file(dir.path() / "absent.bin"), Contains("absent.bin"));
 }
 
