@@ -458,7 +458,7 @@ std::string torn_slot(std::string file, int index) {
 
 }  // namespace
 
-TEST_CASE("a checkpoint whose newest slot was torn resumes from the one before, bit for bit; both torn are refused") {
+TEST_CASE("a checkpoint whose newest slot was torn resumes from the one before, bit for bit, and both torn are refused") {
   test::TempDir dir;
   // 2 chains, a checkpoint every 10 iterations of 60: slot 0 holds those of iterations 10, 30,
   // 50, slot 1 those of 20, 40.

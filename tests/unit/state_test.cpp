@@ -127,7 +127,7 @@ std::uint64_t inode(const std::filesystem::path& path) {
 
 }  // namespace
 
-TEST_CASE("a checkpoint file's two slots are overwritten in turn, in place; the newest whole one is read") {
+TEST_CASE("a checkpoint file's two slots are overwritten in turn, in place, and the newest whole one is read") {
   test::TempDir dir;
   const auto path = dir.path() / "checkpoint-1.bin";
   sgmcmc::CheckpointFile file(path);
@@ -152,7 +152,7 @@ TEST_CASE("a checkpoint file's two slots are overwritten in turn, in place; the 
   CHECK(read_value(path) == 3.0);
 }
 
-TEST_CASE("a checkpoint whose newest slot was torn reads the slot before; both torn are refused naming the file") {
+TEST_CASE("a checkpoint whose newest slot was torn reads the slot before, and both torn are refused naming the file") {
   test::TempDir dir;
   const auto path = dir.path() / "checkpoint-1.bin";
   {
@@ -193,7 +193,7 @@ TEST_CASE("a checkpoint whose newest slot was torn reads the slot before; both t
   }
 }
 
-TEST_CASE("a checkpoint file not of this format is refused naming the file; a version-6 file is read") {
+TEST_CASE("a checkpoint file not of this format is refused naming the file, and a version-6 file is read") {
   test::TempDir dir;
   const auto path = dir.path() / "checkpoint-1.bin";
   const auto payload = numbers_state(0.5).bytes();
