@@ -287,6 +287,9 @@ def judge(case: Case, ctx: Context, result: Result, before) -> list:
         problems.append(f"exit {result.code}, expected {' or '.join(map(str, expected))}")
     if "Traceback (most recent call last)" in text:
         problems.append("a Python traceback")
+    # Under a sanitized build: ASan exits 1 (a diverged chain's code) and UBSan goes on by default.
+    if sanitizer := next((s for s in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:") if s in text), None):
+        problems.append(f"a sanitizer report ('{sanitizer}')")
     if "internal error" in text and not case.may_be_internal:
         problems.append("'internal error' for user input")
     if result.code == BAD_INPUT:
