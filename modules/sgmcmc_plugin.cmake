@@ -93,3 +93,27 @@ function(sgmcmc_add_model_plugin name)
     INSTALL_RPATH "$ORIGIN/../.."
     LIBRARY_OUTPUT_DIRECTORY ${arg_OUTPUT_DIRECTORY})
 endfunction()
+
+# sgmcmc_add_plugin_data(<name> FILES <files...> [INSTALL_DESTINATION <dir>])
+# Data that model plugin <name> ships (a dataset its presets read): copied at build time to the
+# `data/<name>/` folder beside the plugin file, and installed to <dir>/data/<name>/ (<dir>: the
+# folder the plugin itself is installed to). A preset's relative `model.data` is read from there
+# (runners/README.md, "Configuration"), in a build tree and in an installed sgmcmc alike.
+function(sgmcmc_add_plugin_data name)
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "INSTALL_DESTINATION" "FILES")
+  get_target_property(output sgmcmc-model-${name} LIBRARY_OUTPUT_DIRECTORY)
+  set(copies)
+  foreach(file IN LISTS arg_FILES)
+    get_filename_component(source ${file} ABSOLUTE)
+    get_filename_component(file_name ${file} NAME)
+    set(copy ${output}/data/${name}/${file_name})
+    add_custom_command(OUTPUT ${copy} COMMAND ${CMAKE_COMMAND} -E copy_if_different ${source} ${copy}
+                       DEPENDS ${source} COMMENT "plugin ${name}: data ${file_name}")
+    list(APPEND copies ${copy})
+    if(arg_INSTALL_DESTINATION)
+      install(FILES ${source} DESTINATION ${arg_INSTALL_DESTINATION}/data/${name})
+    endif()
+  endforeach()
+  add_custom_target(sgmcmc-model-${name}-data ALL DEPENDS ${copies})
+  add_dependencies(sgmcmc-model-${name} sgmcmc-model-${name}-data)
+endfunction()

@@ -25,6 +25,18 @@ void resolve_file_names(sgmcmc::RunConfig& config, const fs::path& folder) {
     }
 }
 
+void resolve_preset_data_files(sgmcmc::RunConfig& config, const std::function<fs::path()>& plugin_file) {
+  std::optional<fs::path> folder;
+  for (auto& [section, settings] : config.sections)
+    for (const auto& [key, entry] : std::map(settings.entries())) {
+      const auto* name = std::get_if<std::string>(&entry.value);
+      const bool from_preset = entry.origin.starts_with(preset_folder);
+      if (!from_preset || !names_a_file(section, key) || !name || name->empty() || fs::path(*name).is_absolute()) continue;
+      if (!folder) folder = plugin_file().parent_path() / "data" / config["model"].text("name", "");
+      settings.set(key, {(*folder / *name).lexically_normal().string(), entry.origin});
+    }
+}
+
 LoadedConfig load_config(const std::optional<std::string>& preset, const std::optional<fs::path>& file,
                          const std::vector<std::string>& overrides) {
   LoadedConfig loaded;

@@ -2,6 +2,7 @@
 // overrides, as `run`, `sbc` and `tune` take it.
 #pragma once
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,13 @@ bool names_a_file(const std::string& section, const std::string& key);
 
 /// Joins each relative file name (names_a_file) to `folder`; the origin is kept.
 void resolve_file_names(sgmcmc::RunConfig& config, const std::filesystem::path& folder);
+
+/// A preset's relative file names (names_a_file, set by the preset itself, not by --set) name
+/// data installed with its model plugin: they are joined to the `data/<model.name>/` folder
+/// beside the plugin file (sgmcmc_add_plugin_data in CMake), found by `plugin_file` only when
+/// there is such a name. A preset then reads its real data from a build tree and from an
+/// installed sgmcmc alike.
+void resolve_preset_data_files(sgmcmc::RunConfig& config, const std::function<std::filesystem::path()>& plugin_file);
 
 /// The options every command that starts from a configuration takes: --preset NAME or --config
 /// FILE (one of the two), and --set section.key=value (repeatable).

@@ -2,6 +2,11 @@
 #pragma once
 #include <span>
 #include <string>
+#include <string_view>
+
+/// The folder every preset's source names (runners/CMakeLists.txt embeds them so): the origin of
+/// the keys a preset sets starts with it.
+inline constexpr std::string_view preset_folder = "runners/presets/";
 
 struct EmbeddedPreset {
   const char* name;

@@ -315,6 +315,13 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   run->source = source;
   auto& cfg = run->config;
   run->schedule = read_schedule(cfg["run"]);
+  resolve_preset_data_files(cfg, [&] {
+    try {
+      return sgmcmc::load_plugin(cfg["model"].text("name", ""), plugin_folders(plugin_dir)).path();
+    } catch (const sgmcmc::Error& error) {
+      throw ModelNotLoadable(error.what());
+    }
+  });
   run->schedule.chain.collect = sgmcmc::Collection::from_settings(cfg["run"], cfg["integrator"]);
   if (run->schedule.chain.recorded_draws() == 0)
     throw sgmcmc::Error(fmt::format("{}: no iteration after the warmup falls in a cycle's kept end with this thin "
