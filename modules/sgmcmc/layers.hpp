@@ -123,6 +123,9 @@ inline double normal_pdf(double z) { return std::exp(-0.5 * z * z) * (std::numbe
 /// 55% of a digits MLP's gradient): (1 - t)/(1 + t) with t = e^{-2|z|} and z's sign, and for
 /// |z| < 0.04, where 1 - t would lose digits, the Taylor series to z⁹ (its first omitted term
 /// is below 1e-16 relative). Relative error below 3e-15 everywhere (tests/unit/layers_test.cpp).
+/// Beware -fveclib=libmvec on float storage in a baseline (SSE2) build: clang 19 widens floats
+/// to double 4 at a time and calls libmvec's AVX2 exp with SSE registers, which gives wrong values
+/// (plugins/mlp/network.cpp compiles only its double passes with it).
 inline double tanh(double z) {
   const double x = std::abs(z), x2 = x * x;
   const double t = std::exp(-2.0 * x);

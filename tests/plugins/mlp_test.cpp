@@ -1,0 +1,191 @@
+// The mlp plugin, loaded from disk: U, ∇U and the held-out quantities and metrics of a 2 → 2 → 3
+// tanh network on three rows against a scalar computation written here; the start at Glorot/He
+// scale; check-model for every activation and family; float storage against double; bad
+// configuration refused naming the key.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <numbers>
+#include <span>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+
+#include "support.hpp"
+#include "model_support.hpp"
+
+using Catch::Matchers::Contains;
+
+namespace {
+
+std::shared_ptr<const sgmcmc::Model> build(const std::string& model_lines, std::uint64_t seed = 1) {
+  return test::build_model("mlp", model_lines, seed);
+}
+
+/// The 2 → 2 → 3 tanh network of θ (W1 2×2 row-major, b1, W2 2×3 row-major, b2) by scalar loops:
+/// the log softmax probability of `label` at input (x1, x2).
+double log_probability(std::span<const double> theta, double x1, double x2, int label) {
+  double z[3];
+  double h[2];
+  for (int j = 0; j < 2; ++j) h[j] = std::tanh(x1 * theta[0 * 2 + j] + x2 * theta[1 * 2 + j] + theta[4 + j]);
+  for (int c = 0; c < 3; ++c) z[c] = h[0] * theta[6 + 0 * 3 + c] + h[1] * theta[6 + 1 * 3 + c] + theta[12 + c];
+  return z[label] - std::log(std::exp(z[0]) + std::exp(z[1]) + std::exp(z[2]));
+}
+
+}  // namespace
+
+TEST_CASE("mlp plugin: U, its gradient and the held-out figures of a 2-2-3 tanh network are by hand") {
+  // Rows (label, x1, x2); a normal prior of scale 2: U = Σ θ²/8 - Σ_i log p(y_i | x_i, θ).
+  test::TempDir dir;
+  const double train[3][3] = {{0, 0.5, -1}, {2, 1, 0.25}, {1, -0.5, 2}};
+  const double held_out[2][3] = {{1, 0.3, 0.3}, {0, -1, 1}};
+  const auto data = test::quoted(dir.write("train.csv", "0,0.5,-1\n2,1,0.25\n1,-0.5,2\n"));
+  const auto test_data = test::quoted(dir.write("test.csv", "1,0.3,0.3\n0,-1,1\n"));
+  const auto model = build(fmt::format("data = {}\ntest_data = {}\nlayers = [2]\nprior_scale = 2\n", data, test_data));
+  REQUIRE(model->dimension() == 15);
+  REQUIRE(model->num_items() == 3);
+  CHECK(model->parameter_names()[1] == "w1.1.2");
+  CHECK(model->parameter_names()[4] == "b1.1");
+  CHECK(model->parameter_names()[14] == "b2.3");
+
+  const auto by_hand = [&](std::span<const double> theta) {
+    double u = 0.0;
+    for (double t : theta) u += t * t / 8.0;
+    for (const auto& row : train) u -= log_probability(theta, row[1], row[2], static_cast<int>(row[0]));
+    return u;
+  };
+  std::vector<double> theta(15);
+  for (std::size_t j = 0; j < theta.size(); ++j) theta[j] = 0.8 * std::sin(1.0 + static_cast<double>(j));
+  CHECK(test::full_potential(*model, theta) == Approx(by_hand(theta)).epsilon(1e-13));
+
+  // ∇U against central differences of the hand computation (step 1e-5: error ~1e-10).
+  auto workspace = model->make_workspace();
+  const auto gradient = test::full_gradient(*model, theta, *workspace);
+  for (std::size_t j = 0; j < theta.size(); ++j) {
+    auto up = theta, down = theta;
+    up[j] += 1e-5;
+    down[j] -= 1e-5;
+    INFO("coordinate " << j);
+    CHECK(gradient[j] == Approx((by_hand(up) - by_hand(down)) / 2e-5).epsilon(1e-8).margin(1e-9));
+  }
+
+  // Per-draw quantities: the mean held-out log density and the accuracy of the most probable class.
+  REQUIRE(model->quantity_names() == std::vector<std::string>{"held_out_log_density", "held_out_accuracy"});
+  const auto probabilities = [&](std::span<const double> at, const double* row) {
+    std::vector<double> p(3);
+    for (int c = 0; c < 3; ++c) p[c] = std::exp(log_probability(at, row[1], row[2], c));
+    return p;
+  };
+  const auto most_probable = [](const std::vector<double>& p) { return std::max_element(p.begin(), p.end()) - p.begin(); };
+  double log_density = 0.0, right = 0.0;
+  for (const auto& row : held_out) {
+    const auto p = probabilities(theta, row);
+    log_density += std::log(p[static_cast<int>(row[0])]) / 2.0;
+    right += most_probable(p) == static_cast<int>(row[0]) ? 0.5 : 0.0;
+  }
+  std::vector<double> quantities(2);
+  model->evaluate_quantities(theta, *workspace, quantities);
+  CHECK(quantities[0] == Approx(log_density).epsilon(1e-13));
+  CHECK(quantities[1] == right);
+
+  // Metrics over two draws: log of the mean of the two draws' probabilities, and the accuracy of
+  // the class most probable under that mean.
+  REQUIRE(model->metric_names() == std::vector<std::string>{"log_predictive_density", "accuracy"});
+  std::vector<double> other(15);
+  for (std::size_t j = 0; j < other.size(); ++j) other[j] = 1.5 * std::cos(2.0 + 3.0 * static_cast<double>(j));
+  std::vector<double> metrics(2);
+  model->evaluate_metrics(theta, *workspace, metrics);
+  model->evaluate_metrics(other, *workspace, metrics);
+  double predictive = 0.0, mean_right = 0.0;
+  for (const auto& row : held_out) {
+    auto p = probabilities(theta, row);
+    const auto q = probabilities(other, row);
+    for (int c = 0; c < 3; ++c) p[c] = (p[c] + q[c]) / 2.0;
+    predictive += std::log(p[static_cast<int>(row[0])]) / 2.0;
+    mean_right += most_probable(p) == static_cast<int>(row[0]) ? 0.5 : 0.0;
+  }
+  CHECK(metrics[0] == Approx(predictive).epsilon(1e-12));
+  CHECK(metrics[1] == mean_right);
+}
+
+TEST_CASE("mlp plugin: a chain starts at Glorot scale for tanh and He scale for relu, never at 0") {
+  // 64 → 50 → 10: W1 has 3,200 entries drawn N(0, σ²). Their mean square estimates σ² with a
+  // relative sd of √(2/3200) = 2.5%; 10% is four sd. Biases start at 0.
+  for (const auto& [activation, variance] : {std::pair{"tanh", 2.0 / (64 + 50)}, std::pair{"relu", 2.0 / 64}}) {
+    const auto model = build(fmt::format("features = 64\nclasses = 10\nn = 200\nactivation = \"{}\"\n", activation));
+    REQUIRE(model->dimension() == 65 * 50 + 51 * 10);
+    std::vector<double> theta(model->dimension()), again(model->dimension());
+    sgmcmc::Rng rng(11, sgmcmc::chain_stream(0)), other(11, sgmcmc::chain_stream(1));
+    model->initial_point(theta, rng);
+    model->initial_point(again, other);
+    double square = 0.0;
+    for (std::size_t j = 0; j < 64 * 50; ++j) square += theta[j] * theta[j];
+    INFO(activation);
+    CHECK(square / (64 * 50) == Approx(variance).epsilon(0.1));
+    CHECK(std::all_of(theta.begin() + 64 * 50, theta.begin() + 65 * 50, [](double b) { return b == 0.0; }));
+    CHECK(theta != again);  // each chain draws its own start from its own stream
+  }
+}
+
+TEST_CASE("mlp plugin: check-model passes for every activation and family") {
+  // Gradients against finite differences, per-item gradients against the batch, simulation,
+  // quantities, threads and checkpoints (the running predictive sums).
+  for (const char* activation : {"tanh", "relu", "gelu"})
+    for (const char* family : {"categorical", "bernoulli", "gaussian --set model.noise_sd=0.5"}) {
+      const auto checked = test::run_cli(fmt::format(
+          "check-model mlp --set model.n=200 --set model.layers=[6,4] --set model.features=3 --set model.activation={} "
+          "--set model.family={}",
+          test::quoted(activation), family));
+      INFO(checked.output);
+      CHECK(checked.exit_code == 0);
+      CHECK_THAT(checked.output, Contains("0 failed") && !Contains("FAIL"));
+      CHECK_THAT(checked.output, Contains("PASS  per-item gradients"));
+    }
+}
+
+TEST_CASE("mlp plugin: float storage gives double storage's potential and gradient to float precision") {
+  // Not check-model: its finite differences (step ~1e-5) of a potential whose every activation is
+  // rounded to float (relative 6e-8) are noise of order 1e-2. Instead: the same data, network and
+  // θ in both storages. Each of the 180 rows' terms carries a few float roundings of O(1) values
+  // through two layers (relative error ~1e-6); 1e-4 relative leaves a margin of 100 and still
+  // catches a wrong term (O(1)).
+  for (const char* activation : {"tanh", "relu", "gelu"}) {
+    const std::string keys = fmt::format("n = 200\nlayers = [6, 4]\nfeatures = 3\nactivation = \"{}\"\n", activation);
+    const auto in_double = build(keys), in_float = build(keys + "storage = \"float\"\n");
+    REQUIRE(in_float->dimension() == in_double->dimension());
+    std::vector<double> theta(in_double->dimension());
+    sgmcmc::Rng rng(5, 0);
+    in_double->initial_point(theta, rng);
+    for (std::size_t j = 0; j < theta.size(); ++j) theta[j] += 0.1 * std::sin(static_cast<double>(j));  // biases too
+    INFO(activation);
+    CHECK(test::full_potential(*in_float, theta) == Approx(test::full_potential(*in_double, theta)).epsilon(1e-5));
+    auto workspace_double = in_double->make_workspace(), workspace_float = in_float->make_workspace();
+    const auto exact = test::full_gradient(*in_double, theta, *workspace_double);
+    const auto rounded = test::full_gradient(*in_float, theta, *workspace_float);
+    double scale = 0.0;
+    for (const double g : exact) scale = std::max(scale, std::abs(g));
+    for (std::size_t j = 0; j < exact.size(); ++j) CHECK(std::abs(rounded[j] - exact[j]) <= 1e-4 * scale);
+  }
+}
+
+TEST_CASE("mlp plugin: bad configuration and labels are refused naming the key or the row") {
+  test::TempDir dir;
+  CHECK_THROWS_WITH(build("activation = \"sigmoid\"\n"), Contains("model.activation") && Contains("tanh, relu or gelu"));
+  CHECK_THROWS_WITH(build("family = \"poisson\"\n"), Contains("model.family") && Contains("categorical, bernoulli or gaussian"));
+  CHECK_THROWS_WITH(build("layers = [50, 0]\n"), Contains("model.layers") && Contains("whole numbers ≥ 1"));
+  CHECK_THROWS_WITH(build("layers = [2.5]\n"), Contains("model.layers"));
+  CHECK_THROWS_WITH(build("storage = \"half\"\n"), Contains("model.storage"));
+  CHECK_THROWS_WITH(build("simulate_from_prior = true\n"), Contains("model.simulate_from_prior"));
+  CHECK_THROWS_WITH(build("classes = 1\n"), Contains("model.classes"));
+  const auto fractional = test::quoted(dir.write("fractional.csv", "0,1,2\n1.5,0,1\n2,1,1\n"));
+  CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_size = 0\n", fractional)),
+                    Contains("fractional.csv: data row 2 has the label 1.5") && Contains("class index"));
+  const auto three = test::quoted(dir.write("three.csv", "0,1,2\n1,0,1\n2,1,1\n"));
+  CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_size = 0\nclasses = 2\n", three)),
+                    Contains("data row 3 has the label 2") && Contains("model.classes"));
+  const auto one_class = test::quoted(dir.write("one.csv", "0,1,2\n0,0,1\n"));
+  CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_size = 0\n", one_class)), Contains("K ≥ 2"));
+  // A key of another family is unknown here, as in glm.
+  CHECK_THROWS_WITH(build("noise_sd = 2\n"), Contains("noise_sd"));
+}
