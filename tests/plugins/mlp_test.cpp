@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <numbers>
 #include <span>
@@ -188,4 +189,28 @@ TEST_CASE("mlp plugin: bad configuration and labels are refused naming the key o
   CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_size = 0\n", one_class)), Contains("K ≥ 2"));
   // A key of another family is unknown here, as in glm.
   CHECK_THROWS_WITH(build("noise_sd = 2\n"), Contains("noise_sd"));
+}
+
+TEST_CASE("mlp plugin: the bundled digits are 1,797 rows of a label 0-9 and 64 pixels in sixteenths of [0, 1]") {
+  // plugins/mlp/digits.csv.gz as tests/tools/make_digits.py writes it from scikit-learn's copy:
+  // 174 to 183 images of each digit, as scikit-learn 1.2.1's load_digits has them.
+  const auto path = std::filesystem::path(SGMCMC_SOURCE_DIR) / "plugins" / "mlp" / "digits.csv.gz";
+  const auto table = sgmcmc::read_numeric_csv(path);
+  REQUIRE(table.rows == 1797);
+  REQUIRE(table.columns == 65);
+  std::vector<std::size_t> per_class(10, 0);
+  for (std::size_t i = 0; i < table.rows; ++i) {
+    const double label = table.at(i, 0);
+    REQUIRE((label >= 0 && label <= 9 && label == std::floor(label)));
+    per_class[static_cast<std::size_t>(label)] += 1;
+    for (std::size_t j = 1; j < table.columns; ++j) {
+      const double pixel = table.at(i, j);
+      REQUIRE((pixel >= 0 && pixel <= 1 && pixel * 16 == std::floor(pixel * 16)));
+    }
+  }
+  for (const std::size_t count : per_class) CHECK((count >= 174 && count <= 183));
+  // The issue's split: 1,500 training rows, 297 held out, a 64 → 50 → 10 network of d = 3,760.
+  const auto model = build(fmt::format("data = {}\ntest_size = 297\n", test::quoted(path)));
+  CHECK(model->num_items() == 1500);
+  CHECK(model->dimension() == 3760);
 }
