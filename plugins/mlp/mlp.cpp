@@ -44,11 +44,17 @@ std::size_t output_width(const Choices& choices, std::size_t classes) {
   return choices.head.family == Family::categorical ? classes : 1;
 }
 
-Architecture architecture(const Choices& choices, std::size_t features, std::size_t classes) {
+/// The network for `features` inputs, refused naming model.layers when θ and the few vectors of
+/// its size that a chain keeps (gradient, noise, the float copies) would not fit in memory.
+Architecture architecture(const Choices& choices, std::size_t features, std::size_t classes, const Settings& settings) {
   std::vector<std::size_t> widths{features};
   widths.insert(widths.end(), choices.hidden.begin(), choices.hidden.end());
   widths.push_back(output_width(choices, classes));
-  return Architecture(std::move(widths), choices.activation);
+  Architecture net(std::move(widths), choices.activation);
+  sgmcmc::require_memory(4.0 * static_cast<double>(net.dimension), sizeof(double),
+                         fmt::format("{}: a network of {} parameters, 4 vectors of them", settings.describe("layers"),
+                                     net.dimension));
+  return net;
 }
 
 /// Weights at the scale that keeps the activations' variance from layer to layer (θ = 0 is a
@@ -85,7 +91,7 @@ regression::Simulation simulate(const Settings& settings, const Choices& choices
   sgmcmc::require_memory(static_cast<double>(rows) * static_cast<double>(features + 1), sizeof(double),
                          "model.n × model.features simulated values");
   const std::size_t classes = choices.classes.value_or(default_simulated_classes);
-  const Network<double> teacher(architecture(choices, features, classes), choices.head);
+  const Network<double> teacher(architecture(choices, features, classes, settings), choices.head);
   std::vector<double> theta(teacher.architecture().dimension);
   draw_starting_weights(teacher.architecture(), theta, rng);
 
@@ -357,9 +363,10 @@ Choices read_choices(const Settings& settings) {
 }
 
 template <class Real>
-std::unique_ptr<sgmcmc::Model> build(const regression::Prepared& prepared, const Choices& choices, std::size_t classes) {
+std::unique_ptr<sgmcmc::Model> build(const regression::Prepared& prepared, const Choices& choices, std::size_t classes,
+                                     const Settings& settings) {
   const auto& test_source = prepared.test_from_file ? prepared.test_file : prepared.data;
-  Network<Real> network(architecture(choices, prepared.data.features, classes), choices.head);
+  Network<Real> network(architecture(choices, prepared.data.features, classes, settings), choices.head);
   return std::make_unique<MlpModel<Real>>(std::move(network),
                                           network_rows<Real>(prepared.data, prepared.train, choices.head.family),
                                           network_rows<Real>(test_source, prepared.test, choices.head.family),
@@ -402,8 +409,8 @@ std::unique_ptr<sgmcmc::Model> make_mlp(const sgmcmc::ModelContext& context) {
     choices.classes = default_simulated_classes;  // what the simulation drew from, whichever labels came out
   const std::size_t classes =
       choices.head.family == Family::categorical ? count_classes(choices, prepared, settings) : 1;
-  if (storage == "float") return build<float>(prepared, choices, classes);
-  return build<double>(prepared, choices, classes);
+  if (storage == "float") return build<float>(prepared, choices, classes, settings);
+  return build<double>(prepared, choices, classes, settings);
 }
 
 }  // namespace

@@ -109,6 +109,15 @@ void run(const Case& c, int repetitions) {
     for (const auto& b : drawn) sink += model->data_potential(theta, {b}, *workspace);
     if (sink == 1.2345) std::printf(" ");
   });
+  // Per-item gradients (saga's table, the Fisher mass): batch × d numbers written; only where
+  // that block is small.
+  std::optional<double> per_item;
+  if (c.batch * model->dimension() <= 20'000'000) {
+    std::vector<double> rows(c.batch * model->dimension());
+    per_item = fastest_us(repetitions, calls, [&] {
+      for (const auto& b : drawn) model->item_gradients(theta, b, rows, *workspace);
+    });
+  }
   const std::uint64_t iterations = c.batch > 100 ? 300 : 2000;
   bench::IterationTimes iteration{1e300, 1e300};
   for (int r = 0; r < repetitions; ++r) {
@@ -119,6 +128,7 @@ void run(const Case& c, int repetitions) {
               repetitions);
   std::printf("  %-40s %10.1f\n", "data gradient (add_data_gradient)", data);
   std::printf("  %-40s %10.1f\n", "data potential (forward pass only)", potential);
+  if (per_item) std::printf("  %-40s %10.1f\n", "per-item gradients (item_gradients)", *per_item);
   std::printf("  %-40s %10.1f wall %10.1f CPU\n", "SGLD iteration (sgmcmc::Chain)", iteration.wall_us, iteration.cpu_us);
   if (const auto torch = torch_sgld_iteration_us(c.torch_arguments))
     std::printf("SGLD iteration, %s: torch / this = %.1f / %.1f µs = %.2f× faster than PyTorch (wall); "

@@ -176,6 +176,8 @@ TEST_CASE("mlp plugin: bad configuration and labels are refused naming the key o
   CHECK_THROWS_WITH(build("family = \"poisson\"\n"), Contains("model.family") && Contains("categorical, bernoulli or gaussian"));
   CHECK_THROWS_WITH(build("layers = [50, 0]\n"), Contains("model.layers") && Contains("whole numbers ≥ 1"));
   CHECK_THROWS_WITH(build("layers = [2.5]\n"), Contains("model.layers"));
+  // 10⁶ × 10⁶ weights (8 TB) are refused before any allocation, naming the key.
+  CHECK_THROWS_WITH(build("layers = [1000000, 1000000]\n"), Contains("model.layers") && Contains("parameters"));
   CHECK_THROWS_WITH(build("storage = \"half\"\n"), Contains("model.storage"));
   CHECK_THROWS_WITH(build("simulate_from_prior = true\n"), Contains("model.simulate_from_prior"));
   CHECK_THROWS_WITH(build("classes = 1\n"), Contains("model.classes"));
