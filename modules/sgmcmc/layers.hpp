@@ -162,7 +162,10 @@ void activation_backward(Activation f, const Real* z, const Real* a, Real* d, st
       for (std::size_t i = 0; i < n; ++i) d[i] *= Real(1) - a[i] * a[i];
       break;
     case Activation::relu:
-      for (std::size_t i = 0; i < n; ++i) d[i] = z[i] > Real(0) ? d[i] : Real(0);
+      for (std::size_t i = 0; i < n; ++i) {
+        const Real incoming = d[i];  // read unconditionally: a conditional read kept clang from vectorising
+        d[i] = z[i] > Real(0) ? incoming : Real(0);
+      }
       break;
     case Activation::gelu:
       for (std::size_t i = 0; i < n; ++i) {
