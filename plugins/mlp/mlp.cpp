@@ -251,12 +251,12 @@ public:
   std::vector<std::string> metric_names() const override {
     if (!test_.size()) return {};
     if (!classifier()) return {"log_predictive_density"};
-    return {"log_predictive_density", "accuracy"};
+    return {"log_predictive_density", "accuracy", "ece"};
   }
 
   /// The running posterior predictive over the S draws evaluated so far:
-  /// (1/J) Σ_j log[(1/S) Σ_s p(y*_j | x*_j, θ_s)], and the share of test rows whose most probable
-  /// class under (1/S) Σ_s p(· | x*_j, θ_s) is y*_j.
+  /// (1/J) Σ_j log[(1/S) Σ_s p(y*_j | x*_j, θ_s)], the share of test rows whose most probable
+  /// class under (1/S) Σ_s p(· | x*_j, θ_s) is y*_j, and that prediction's calibration error.
   void evaluate_metrics(std::span<const double> theta, sgmcmc::Workspace& base, std::span<double> out) const override {
     auto& workspace = static_cast<MlpWorkspace<Real>&>(base);
     evaluate_test_rows(theta, workspace);
@@ -264,7 +264,9 @@ public:
     if (!classifier()) return;
     for (std::size_t j = 0; j < workspace.probabilities.size(); ++j)
       workspace.probability_sum[j] += workspace.probabilities[j];
-    out[1] = accuracy(workspace.probability_sum, static_cast<double>(workspace.predictive.draws()));
+    const auto draws = static_cast<double>(workspace.predictive.draws());
+    out[1] = accuracy(workspace.probability_sum, draws);
+    out[2] = expected_calibration_error(workspace.probability_sum, draws);
   }
 
   std::vector<std::string> quantity_names() const override {
@@ -308,21 +310,44 @@ private:
       }
     }
   }
-  /// The share of test rows whose most probable class under `probabilities` summed over `draws`
-  /// draws (J × K for categorical, J values of p(y = 1) for bernoulli) is their label.
-  double accuracy(std::span<const double> probabilities, double draws) const {
-    std::size_t right = 0;
-    const std::size_t rows = test_.size();
+  /// Test row j's most probable class under `probabilities` summed over `draws` draws (J × K for
+  /// categorical, J values of p(y = 1) for bernoulli): whether it is the row's label, and its
+  /// probability (the confidence).
+  struct Prediction {
+    bool right;
+    double confidence;
+  };
+  Prediction predict(std::span<const double> probabilities, double draws, std::size_t j) const {
     if (network_.head().family == Family::categorical) {
       const std::size_t classes = outputs();
-      for (std::size_t j = 0; j < rows; ++j) {
-        const auto row = probabilities.subspan(j * classes, classes);
-        right += static_cast<std::size_t>(std::max_element(row.begin(), row.end()) - row.begin()) == test_.classes[j];
-      }
-    } else {
-      for (std::size_t j = 0; j < rows; ++j) right += (probabilities[j] > 0.5 * draws) == (test_.y[j] == 1.0);
+      const auto row = probabilities.subspan(j * classes, classes);
+      const auto most = std::max_element(row.begin(), row.end());
+      return {static_cast<std::size_t>(most - row.begin()) == test_.classes[j], *most / draws};
     }
-    return static_cast<double>(right) / static_cast<double>(rows);
+    const double p = probabilities[j] / draws;
+    return {(p > 0.5) == (test_.y[j] == 1.0), std::max(p, 1.0 - p)};
+  }
+
+  /// The share of test rows whose most probable class is their label.
+  double accuracy(std::span<const double> probabilities, double draws) const {
+    std::size_t right = 0;
+    for (std::size_t j = 0; j < test_.size(); ++j) right += predict(probabilities, draws, j).right;
+    return static_cast<double>(right) / static_cast<double>(test_.size());
+  }
+
+  /// Expected calibration error with 10 equal-width bins of confidence (Guo et al. 2017, §2):
+  /// Σ_b (|B_b|/J) |accuracy(B_b) - confidence(B_b)| = (1/J) Σ_b |Σ_{j∈B_b} (1{right_j} - conf_j)|.
+  double expected_calibration_error(std::span<const double> probabilities, double draws) const {
+    constexpr std::size_t bins = 10;
+    double gap[bins] = {};
+    for (std::size_t j = 0; j < test_.size(); ++j) {
+      const auto [right, confidence] = predict(probabilities, draws, j);
+      const auto bin = std::min(bins - 1, static_cast<std::size_t>(confidence * bins));  // confidence 1 in the last
+      gap[bin] += (right ? 1.0 : 0.0) - confidence;
+    }
+    double total = 0.0;
+    for (const double g : gap) total += std::abs(g);
+    return total / static_cast<double>(test_.size());
   }
 
   Network<Real> network_;

@@ -92,22 +92,40 @@ TEST_CASE("mlp plugin: U, its gradient and the held-out figures of a 2-2-3 tanh 
 
   // Metrics over two draws: log of the mean of the two draws' probabilities, and the accuracy of
   // the class most probable under that mean.
-  REQUIRE(model->metric_names() == std::vector<std::string>{"log_predictive_density", "accuracy"});
+  REQUIRE(model->metric_names() == std::vector<std::string>{"log_predictive_density", "accuracy", "ece"});
   std::vector<double> other(15);
   for (std::size_t j = 0; j < other.size(); ++j) other[j] = 1.5 * std::cos(2.0 + 3.0 * static_cast<double>(j));
-  std::vector<double> metrics(2);
+  std::vector<double> metrics(3);
   model->evaluate_metrics(theta, *workspace, metrics);
   model->evaluate_metrics(other, *workspace, metrics);
+  // The expected calibration error: test rows in 10 bins of their confidence (the top class's
+  // mean probability), each bin's |accuracy - mean confidence| weighted by its share of the rows.
   double predictive = 0.0, mean_right = 0.0;
+  std::vector<std::vector<std::pair<double, bool>>> bins(10);
   for (const auto& row : held_out) {
     auto p = probabilities(theta, row);
     const auto q = probabilities(other, row);
     for (int c = 0; c < 3; ++c) p[c] = (p[c] + q[c]) / 2.0;
     predictive += std::log(p[static_cast<int>(row[0])]) / 2.0;
-    mean_right += most_probable(p) == static_cast<int>(row[0]) ? 0.5 : 0.0;
+    const bool right = most_probable(p) == static_cast<int>(row[0]);
+    mean_right += right ? 0.5 : 0.0;
+    const double confidence = *std::max_element(p.begin(), p.end());
+    bins[std::min(9, static_cast<int>(confidence * 10))].push_back({confidence, right});
+  }
+  double ece = 0.0;
+  for (const auto& bin : bins) {
+    if (bin.empty()) continue;
+    double confidence = 0.0, accuracy = 0.0;
+    for (const auto& [c, right] : bin) {
+      confidence += c / static_cast<double>(bin.size());
+      accuracy += right ? 1.0 / static_cast<double>(bin.size()) : 0.0;
+    }
+    ece += static_cast<double>(bin.size()) / 2.0 * std::abs(accuracy - confidence);
   }
   CHECK(metrics[0] == Approx(predictive).epsilon(1e-12));
   CHECK(metrics[1] == mean_right);
+  CHECK(metrics[2] == Approx(ece).epsilon(1e-12));
+  CHECK(metrics[2] > 0.0);  // two rows, neither predicted with certainty: some miscalibration
 }
 
 TEST_CASE("mlp plugin: a chain starts at Glorot scale for tanh and He scale for relu, never at 0") {
