@@ -36,7 +36,7 @@ struct Choices {
   std::vector<std::size_t> hidden;  // model.layers
   Activation activation = Activation::tanh;
   Head head;
-  double prior_scale = 1.0;
+  std::vector<double> prior_scale{1.0};  // one for every layer, or one per layer
   std::optional<std::size_t> classes;  // categorical: model.classes, else inferred from the labels
 };
 
@@ -206,9 +206,13 @@ constexpr sgmcmc::Capabilities mlp_capabilities{.exact_log_likelihood = true, .p
 template <class Real>
 class MlpModel final : public sgmcmc::Model {
 public:
-  MlpModel(Network<Real> network, Rows<Real> train, Rows<Real> test, double prior_scale)
-      : network_(std::move(network)), train_(std::move(train)), test_(std::move(test)),
-        prior_precision_(1.0 / (prior_scale * prior_scale)) {}
+  MlpModel(Network<Real> network, Rows<Real> train, Rows<Real> test, std::span<const double> prior_scale)
+      : network_(std::move(network)), train_(std::move(train)), test_(std::move(test)) {
+    for (std::size_t l = 0; l < net().layers(); ++l) {
+      const double scale = prior_scale[prior_scale.size() == 1 ? 0 : l];
+      prior_precision_.push_back(1.0 / (scale * scale));
+    }
+  }
 
   std::size_t dimension() const override { return net().dimension; }
   std::size_t num_items() const override { return train_.size(); }
@@ -229,11 +233,20 @@ public:
 
   void initial_point(std::span<double> theta, Rng& rng) const override { draw_starting_weights(net(), theta, rng); }
 
+  /// Σ_l |θ_l|² / (2 s_l²) over each layer's weights and biases θ_l.
   double prior_potential(std::span<const double> theta) const override {
-    return 0.5 * prior_precision_ * std::inner_product(theta.begin(), theta.end(), theta.begin(), 0.0);
+    double total = 0.0;
+    for (std::size_t l = 0; l < net().layers(); ++l) {
+      const auto layer = layer_parameters(theta, l);
+      total += 0.5 * prior_precision_[l] * std::inner_product(layer.begin(), layer.end(), layer.begin(), 0.0);
+    }
+    return total;
   }
   void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const override {
-    for (std::size_t j = 0; j < theta.size(); ++j) gradient[j] += prior_precision_ * theta[j];
+    for (std::size_t l = 0; l < net().layers(); ++l) {
+      const std::size_t begin = net().weights_at(l), end = begin + layer_parameters(theta, l).size();
+      for (std::size_t j = begin; j < end; ++j) gradient[j] += prior_precision_[l] * theta[j];
+    }
   }
 
   void add_data_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
@@ -286,6 +299,10 @@ public:
 
 private:
   const Architecture& net() const { return network_.architecture(); }
+  /// Layer l's W_l and b_l, contiguous in θ.
+  std::span<const double> layer_parameters(std::span<const double> theta, std::size_t l) const {
+    return theta.subspan(net().weights_at(l), (net().inputs(l) + 1) * net().outputs(l));
+  }
   std::size_t outputs() const { return net().outputs(net().layers() - 1); }
   bool classifier() const { return network_.head().family != Family::gaussian; }
   static Scratch<Real>& scratch(sgmcmc::Workspace& base) { return static_cast<MlpWorkspace<Real>&>(base).scratch; }
@@ -352,7 +369,7 @@ private:
 
   Network<Real> network_;
   Rows<Real> train_, test_;
-  double prior_precision_;
+  std::vector<double> prior_precision_;  // 1/s_l² of each layer
 };
 
 // ---- Configuration ------------------------------------------------------------------------------
@@ -383,7 +400,13 @@ Choices read_choices(const Settings& settings) {
     throw sgmcmc::Error(fmt::format("{}: '{}' is not an mlp family; expected categorical, bernoulli or gaussian",
                                     settings.describe("family"), family));
   }
-  choices.prior_scale = settings.positive_number("prior_scale", 1.0);
+  choices.prior_scale = settings.positive_number_or_numbers("prior_scale", 1.0);
+  const std::size_t layers = choices.hidden.size() + 1;
+  if (choices.prior_scale.size() != 1 && choices.prior_scale.size() != layers)
+    throw sgmcmc::Error(fmt::format("{}: {} scales for {} layers ({} hidden and the output); give one number, or one "
+                                    "per layer",
+                                    settings.describe("prior_scale"), choices.prior_scale.size(), layers,
+                                    choices.hidden.size()));
   return choices;
 }
 
@@ -404,7 +427,7 @@ sgmcmc::PluginInfo mlp_info() {
               "Bayesian multilayer perceptron chosen in the configuration: hidden layers (layers, [50]) with one "
               "activation (tanh|relu|gelu; tanh), an output head (family: categorical softmax with classes inferred "
               "from the labels 0..K-1 unless given, bernoulli logit with labels as glm's, gaussian with a fixed "
-              "noise_sd 1), a normal prior N(0, prior_scale²) on every weight and bias (prior_scale 1). Forward and "
+              "noise_sd 1), a normal prior N(0, prior_scale²) on every weight and bias (prior_scale 1, or one per layer). Forward and "
               "backward passes over the whole batch as matrix products (OpenBLAS); starts at a Glorot/He draw from "
               "the chain's stream. Keys: layers, activation, family, classes, noise_sd, prior_scale, data (CSV or "
               "LIBSVM, label first, .gz or plain), test_data, test_size (0.1), subsample (1.0), format "

@@ -128,6 +128,25 @@ TEST_CASE("mlp plugin: U, its gradient and the held-out figures of a 2-2-3 tanh 
   CHECK(metrics[2] > 0.0);  // two rows, neither predicted with certainty: some miscalibration
 }
 
+TEST_CASE("mlp plugin: prior_scale may give each layer its own normal prior") {
+  // layers = [2] on 2 features, 3 classes: W1, b1 (6 numbers) under N(0, 2²), W2, b2 (9) under
+  // N(0, 0.5²): f_0 = Σ_{j<6} θ_j²/8 + Σ_{j≥6} θ_j²/0.5, ∇f_0 = θ_j/4 or θ_j/0.25.
+  const auto model = build("features = 2\nclasses = 3\nn = 50\nlayers = [2]\nprior_scale = [2, 0.5]\n");
+  REQUIRE(model->dimension() == 15);
+  std::vector<double> theta(15), gradient(15, 0.0);
+  double by_hand = 0.0;
+  for (std::size_t j = 0; j < 15; ++j) {
+    theta[j] = std::cos(0.7 * static_cast<double>(j));
+    by_hand += theta[j] * theta[j] / (j < 6 ? 8.0 : 0.5);
+  }
+  CHECK(model->prior_potential(theta) == Approx(by_hand).epsilon(1e-14));
+  model->add_prior_gradient(theta, gradient);
+  for (std::size_t j = 0; j < 15; ++j) CHECK(gradient[j] == Approx(theta[j] / (j < 6 ? 4.0 : 0.25)).epsilon(1e-14));
+  CHECK_THROWS_WITH(build("layers = [4]\nprior_scale = [1, 2, 3]\n"),
+                    Contains("model.prior_scale") && Contains("3 scales for 2 layers"));
+  CHECK_THROWS_WITH(build("prior_scale = [1, -2]\n"), Contains("model.prior_scale"));
+}
+
 TEST_CASE("mlp plugin: a chain starts at Glorot scale for tanh and He scale for relu, never at 0") {
   // 64 → 50 → 10: W1 has 3,200 entries drawn N(0, σ²). Their mean square estimates σ² with a
   // relative sd of √(2/3200) = 2.5%; 10% is four sd. Biases start at 0.
