@@ -1,8 +1,9 @@
 // Bayesian multilayer perceptron chosen in the configuration (no C++): hidden layers of widths
 // `model.layers` with one activation, an output head from `model.family` (categorical softmax,
 // bernoulli logit, gaussian with a fixed noise_sd) and a normal prior N(0, prior_scale²) on every
-// weight and bias. Potentials (README.md beside this file has the equations):
-//   f_0(θ) = |θ|² / (2 s²)               f_i(θ) = -log p(y_i | net(x_i; θ))
+// weight and bias (a scale per layer if given). Potentials (README.md beside this file has the
+// equations):
+//   f_0(θ) = Σ_l |θ_l|² / (2 s_l²)       f_i(θ) = -log p(y_i | net(x_i; θ))
 // The passes over a batch are network.hpp's, written with the SDK's sgmcmc/layers.hpp. Data come
 // through the readers `glm` and `logistic` share (../regression/): CSV or LIBSVM, the label first.
 #include <sgmcmc/plugin.hpp>

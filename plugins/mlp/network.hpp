@@ -5,7 +5,6 @@
 #pragma once
 #include <sgmcmc/layers.hpp>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -41,7 +40,6 @@ struct Architecture {
   std::size_t outputs(std::size_t l) const { return widths[l + 1]; }
   std::size_t weights_at(std::size_t l) const { return offsets[l]; }
   std::size_t bias_at(std::size_t l) const { return offsets[l] + widths[l] * widths[l + 1]; }
-  std::size_t widest() const { return *std::max_element(widths.begin(), widths.end()); }
 };
 
 /// Rows of a data set in the storage type: x row-major (rows × features) and the responses,
