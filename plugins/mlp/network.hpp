@@ -133,7 +133,4 @@ private:
   Head head_;
 };
 
-extern template class Network<double>;
-extern template class Network<float>;
-
 }  // namespace mlp
