@@ -10,5 +10,19 @@
 #include "network_passes.hpp"
 
 namespace mlp {
+
 template class Network<double>;
+
+MLP_CPU_CLONES
+void tanh_through_double(const float* z, float* a, std::size_t n) {
+  constexpr std::size_t block = 256;
+  double wide[block];
+  for (std::size_t begin = 0; begin < n; begin += block) {
+    const std::size_t m = std::min(block, n - begin);
+    for (std::size_t i = 0; i < m; ++i) wide[i] = z[begin + i];
+    sgmcmc::layers::activate(Activation::tanh, wide, wide, m);  // a loop of doubles alone
+    for (std::size_t i = 0; i < m; ++i) a[begin + i] = static_cast<float>(wide[i]);
+  }
+}
+
 }  // namespace mlp

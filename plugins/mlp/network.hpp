@@ -86,6 +86,10 @@ struct Scratch {
   }
 };
 
+/// a ← tanh(z) for float storage, through double in blocks: the double loop vectorises with
+/// libmvec's exp (network.cpp), which a loop widening float to double must not (network.cpp says why).
+void tanh_through_double(const float* z, float* a, std::size_t n);
+
 /// The forward and backward passes of one network over rows of a data set. Defined in
 /// network_passes.hpp, instantiated apart in network.cpp (double: its loops vectorise with flags
 /// a unit importing sgmcmc cannot take) and network_float.cpp (float).

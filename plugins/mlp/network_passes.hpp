@@ -153,7 +153,13 @@ void Network<Real>::forward(const Real* parameters, std::size_t n, Scratch<Real>
   for (std::size_t l = 0; l < net_.layers(); ++l) {
     Matrix<Real> z(s.z[l].data(), n, net_.outputs(l));
     layers::dense_forward<Real>(layer_input(l, n, s), parameters + net_.weights_at(l), parameters + net_.bias_at(l), z);
-    if (l + 1 < net_.layers()) layers::activate(net_.activation, z.data, s.a[l].data(), n * z.cols);
+    if (l + 1 == net_.layers()) continue;  // the output layer has no activation
+    if constexpr (std::is_same_v<Real, float>)
+      if (net_.activation == Activation::tanh) {
+        tanh_through_double(z.data, s.a[l].data(), n * z.cols);
+        continue;
+      }
+    layers::activate(net_.activation, z.data, s.a[l].data(), n * z.cols);
   }
 }
 

@@ -184,7 +184,8 @@ TEST_CASE("mlp plugin: check-model passes for every activation and family") {
 
 TEST_CASE("mlp plugin: float storage gives double storage's potential and gradient to float precision") {
   // Not check-model: its finite differences (step ~1e-5) of a potential whose every activation is
-  // rounded to float (relative 6e-8) are noise of order 1e-2. Instead: the same data, network and
+  // rounded to float (relative 6e-8) are noise of order 1e-2, and its batch-against-items sums
+  // differ by float rounding, beyond its double tolerances. Instead: the same data, network and
   // θ in both storages. Each of the 180 rows' terms carries a few float roundings of O(1) values
   // through two layers (relative error ~1e-6); 1e-4 relative leaves a margin of 100 and still
   // catches a wrong term (O(1)).
