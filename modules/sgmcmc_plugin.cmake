@@ -1,9 +1,10 @@
-# sgmcmc_add_model_plugin(<name> SOURCES <files...> [OUTPUT_DIRECTORY <dir>] [AUTODIFF])
+# sgmcmc_add_model_plugin(<name> SOURCES <files...> [OUTPUT_DIRECTORY <dir>] [AUTODIFF] [LAYERS])
 # Builds model plugin <name> as a loadable module `sgmcmc-model-<name>.so` with hidden
 # visibility, C++20, the shared build flags and the core library (whose ABI record the source
 # exports with SGMCMC_MODEL_PLUGIN), into OUTPUT_DIRECTORY (default: <build>/plugins, which the
 # CLI of a build tree searches; elsewhere pass it with --plugin-dir or SGMCMC_PLUGIN_PATH).
 # AUTODIFF: the source includes sgmcmc/autodiff.hpp (Stan Math and Eigen, sgmcmc_autodiff.cmake).
+# LAYERS: the source includes sgmcmc/layers.hpp, whose matrix products need a CBLAS (OpenBLAS).
 # Used in this tree and, installed, by out-of-tree plugins after find_package(sgmcmc).
 include(${CMAKE_CURRENT_LIST_DIR}/sgmcmc_autodiff.cmake)
 
@@ -53,7 +54,7 @@ function(_sgmcmc_installed_bmis_usable out)
 endfunction()
 
 function(sgmcmc_add_model_plugin name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "AUTODIFF" "OUTPUT_DIRECTORY" "SOURCES")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "AUTODIFF;LAYERS" "OUTPUT_DIRECTORY" "SOURCES")
   set(target sgmcmc-model-${name})
   if(NOT arg_OUTPUT_DIRECTORY)
     if(SGMCMC_PLUGIN_OUTPUT_DIR)
@@ -72,6 +73,12 @@ function(sgmcmc_add_model_plugin name)
         "and Eigen (Debian: libeigen3-dev)")
     endif()
     target_link_libraries(${target} PRIVATE sgmcmc::autodiff)
+  endif()
+  if(arg_LAYERS)
+    if(NOT BLAS_FOUND)
+      find_package(BLAS REQUIRED)  # Debian: libopenblas-dev, whose cblas.h layers.hpp includes
+    endif()
+    target_link_libraries(${target} PRIVATE ${BLAS_LIBRARIES})
   endif()
   # The plugin's sources import modules but provide none: without scanning, CMake does not
   # compile the SDK's BMIs for this target and clang finds the installed ones by module name.

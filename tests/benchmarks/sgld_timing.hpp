@@ -33,8 +33,15 @@ struct NoOutput final : sgmcmc::ChainObserver {
   void on_metrics(const sgmcmc::MetricsRow&) override {}
 };
 
-inline double sgld_iteration_us(std::shared_ptr<const sgmcmc::Model> model, std::size_t batch, double step_size,
-                                std::uint64_t iterations, const char* estimator_name = "minibatch") {
+/// µs per iteration of an SGLD chain: wall-clock, and the chain thread's CPU time (which a busy
+/// machine stretches less).
+struct IterationTimes {
+  double wall_us, cpu_us;
+};
+
+inline IterationTimes sgld_iteration_times(std::shared_ptr<const sgmcmc::Model> model, std::size_t batch,
+                                           double step_size, std::uint64_t iterations,
+                                           const char* estimator_name = "minibatch") {
   auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"{}\"\nbatch_size = {}\n"
                                                  "[integrator]\nname = \"sgld\"\nstep_size = {}\n[corrector]\nname = \"none\"\n",
                                                  estimator_name, batch, step_size),
@@ -42,7 +49,13 @@ inline double sgld_iteration_us(std::shared_ptr<const sgmcmc::Model> model, std:
   auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
   NoOutput output;
   const auto result = chain->run({.iterations = iterations, .thin = iterations, .eval_every = iterations}, output);
-  return result.seconds / static_cast<double>(iterations) * 1e6;
+  const double per = 1e6 / static_cast<double>(iterations);
+  return {result.seconds * per, result.cpu_seconds * per};
+}
+
+inline double sgld_iteration_us(std::shared_ptr<const sgmcmc::Model> model, std::size_t batch, double step_size,
+                                std::uint64_t iterations, const char* estimator_name = "minibatch") {
+  return sgld_iteration_times(model, batch, step_size, iterations, estimator_name).wall_us;
 }
 
 }  // namespace bench

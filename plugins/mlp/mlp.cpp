@@ -1,0 +1,468 @@
+// Bayesian multilayer perceptron chosen in the configuration (no C++): hidden layers of widths
+// `model.layers` with one activation, an output head from `model.family` (categorical softmax,
+// bernoulli logit, gaussian with a fixed noise_sd) and a normal prior N(0, prior_scale²) on every
+// weight and bias (a scale per layer if given). Potentials (README.md beside this file has the
+// equations):
+//   f_0(θ) = Σ_l |θ_l|² / (2 s_l²)       f_i(θ) = -log p(y_i | net(x_i; θ))
+// The passes over a batch are network.hpp's, written with the SDK's sgmcmc/layers.hpp. Data come
+// through the readers `glm` and `logistic` share (../regression/): CSV or LIBSVM, the label first.
+#include <sgmcmc/plugin.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+
+#include "labelled_rows.hpp"
+#include "network.hpp"
+#include "prepared_rows.hpp"
+
+import sgmcmc;
+
+namespace mlp {
+namespace {
+
+using sgmcmc::Batch;
+using sgmcmc::Rng;
+using sgmcmc::Settings;
+
+/// Everything the configuration chooses besides the rows.
+struct Choices {
+  std::vector<std::size_t> hidden;  // model.layers
+  Activation activation = Activation::tanh;
+  Head head;
+  std::vector<double> prior_scale{1.0};  // one for every layer, or one per layer
+  std::optional<std::size_t> classes;  // categorical: model.classes, else inferred from the labels
+};
+
+std::size_t output_width(const Choices& choices, std::size_t classes) {
+  return choices.head.family == Family::categorical ? classes : 1;
+}
+
+/// The network for `features` inputs, refused naming model.layers when θ and the few vectors of
+/// its size that a chain keeps (gradient, noise, the float copies) would not fit in memory.
+Architecture architecture(const Choices& choices, std::size_t features, std::size_t classes, const Settings& settings) {
+  std::vector<std::size_t> widths{features};
+  widths.insert(widths.end(), choices.hidden.begin(), choices.hidden.end());
+  widths.push_back(output_width(choices, classes));
+  Architecture net(std::move(widths), choices.activation);
+  sgmcmc::require_memory(4.0 * static_cast<double>(net.dimension), sizeof(double),
+                         fmt::format("{}: a network of {} parameters, 4 vectors of them", settings.describe("layers"),
+                                     net.dimension));
+  return net;
+}
+
+/// Weights at the scale that keeps the activations' variance from layer to layer (θ = 0 is a
+/// saddle of every such network: all hidden units alike, every gradient of a hidden weight zero):
+/// W_l ~ N(0, 2/(in + out)) for tanh (Glorot & Bengio 2010, eq. 16, in its normal form) and
+/// N(0, 2/in) for relu and gelu (He et al. 2015, eq. 10); biases 0.
+void draw_starting_weights(const Architecture& net, std::span<double> theta, Rng& rng) {
+  std::fill(theta.begin(), theta.end(), 0.0);
+  for (std::size_t l = 0; l < net.layers(); ++l) {
+    const double in = static_cast<double>(net.inputs(l)), out = static_cast<double>(net.outputs(l));
+    const double sd = std::sqrt(net.activation == Activation::tanh ? 2.0 / (in + out) : 2.0 / in);
+    auto weights = theta.subspan(net.weights_at(l), net.inputs(l) * net.outputs(l));
+    rng.fill_normal(weights);
+    for (double& w : weights) w *= sd;
+  }
+}
+
+// ---- Simulated data (no model.data) -------------------------------------------------------------
+// n rows (1000) of `features` (10) standard normal features; the responses from a teacher network
+// of the configured shape with weights drawn as a chain's start is (draw_starting_weights), so
+// its outputs are of order 1: a class from the softmax (model.classes, 3 unless given), a 0/1 draw,
+// or the mean plus N(0, noise_sd²).
+constexpr std::int64_t default_rows = 1000;
+constexpr std::size_t default_features = 10, default_simulated_classes = 3;
+
+regression::Simulation simulate(const Settings& settings, const Choices& choices, std::size_t declared, bool from_prior,
+                                Rng& rng) {
+  if (from_prior)
+    throw sgmcmc::Error(fmt::format("{}: mlp does not simulate from a prior draw (its weights are not identifiable: "
+                                    "hidden units can be permuted)",
+                                    settings.describe("simulate_from_prior")));
+  const auto rows = static_cast<std::size_t>(settings.integer_at_least("n", default_rows, 2));
+  const std::size_t features = declared ? declared : default_features;
+  sgmcmc::require_memory(static_cast<double>(rows) * static_cast<double>(features + 1), sizeof(double),
+                         "model.n × model.features simulated values");
+  const std::size_t classes = choices.classes.value_or(default_simulated_classes);
+  const Network<double> teacher(architecture(choices, features, classes, settings), choices.head);
+  std::vector<double> theta(teacher.architecture().dimension);
+  draw_starting_weights(teacher.architecture(), theta, rng);
+
+  regression::Simulation simulation;
+  regression::LabelledRows& data = simulation.data;
+  data = {std::vector<double>(rows), std::vector<double>(rows * features), features};
+  rng.fill_normal(data.x);
+  Rows<double> all{std::move(data.x), features, std::vector<std::uint32_t>(rows), std::vector<double>(rows)};  // lent
+  auto scratch = teacher.scratch();
+  const auto every = sgmcmc::index_range(rows);
+  for (std::size_t begin = 0; begin < rows; begin += teacher.chunk) {
+    const auto items = std::span(every).subspan(begin, std::min(teacher.chunk, rows - begin));
+    const auto out = teacher.outputs(theta, all, items, scratch);
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      double& y = data.y[items[k]];
+      if (choices.head.family == Family::categorical) {
+        std::vector<double> p(out.cols);
+        const double normaliser = sgmcmc::layers::log_sum_exp(out.row(k), out.cols);
+        for (std::size_t c = 0; c < out.cols; ++c) p[c] = std::exp(out(k, c) - normaliser);
+        for (std::size_t c = 1; c < p.size(); ++c) p[c] += p[c - 1];
+        y = static_cast<double>(rng.index_from_cumulative(p));
+      } else if (choices.head.family == Family::bernoulli) {
+        y = rng.uniform() < 1.0 / (1.0 + std::exp(-out(k, 0))) ? 1.0 : -1.0;  // coded as the reader codes labels
+      } else {
+        y = out(k, 0) + choices.head.noise_sd * rng.normal();
+      }
+    }
+  }
+  data.x = std::move(all.x);
+  return simulation;
+}
+
+// ---- Rows for the network -----------------------------------------------------------------------
+
+/// The number of classes: model.classes, or one more than the largest label of the training data
+/// and the test file. Every label must be a class index 0, 1, ..., K-1.
+std::size_t count_classes(const Choices& choices, const regression::Prepared& prepared, const Settings& settings) {
+  const auto check = [&](const regression::LabelledRows& rows, const std::string& where, std::size_t classes) {
+    for (std::size_t i = 0; i < rows.y.size(); ++i) {
+      const double label = rows.y[i];
+      if (label < 0 || label != std::floor(label) || label >= static_cast<double>(classes))
+        throw sgmcmc::Error(fmt::format("{}: data row {} has the label {}; family categorical needs a class index 0, "
+                                        "1, ..., {} ({} classes{})",
+                                        where, i + 1, label, classes - 1, classes,
+                                        choices.classes ? ", model.classes" : ", inferred from the training labels"));
+    }
+  };
+  const std::string data_name = settings.optional_text("data").value_or("simulated data");
+  std::size_t classes = 0;
+  if (choices.classes) {
+    classes = *choices.classes;
+  } else {
+    double largest = 0;
+    for (const double label : prepared.data.y) largest = std::max(largest, label);
+    if (largest < 1 || largest != std::floor(largest) || largest > 1e6)
+      throw sgmcmc::Error(fmt::format("{}: the largest label is {}; family categorical needs class indices 0, 1, ..., "
+                                      "K-1 with K ≥ 2 (or set model.classes)",
+                                      data_name, largest));
+    classes = static_cast<std::size_t>(largest) + 1;
+  }
+  check(prepared.data, data_name, classes);
+  if (prepared.test_from_file) check(prepared.test_file, *settings.optional_text("test_data"), classes);
+  return classes;
+}
+
+/// The given rows of `data` in the storage type, with their responses for the family.
+template <class Real>
+Rows<Real> network_rows(const regression::LabelledRows& data, std::span<const std::size_t> chosen, Family family) {
+  Rows<Real> rows;
+  rows.features = data.features;
+  rows.x.resize(chosen.size() * data.features);
+  for (std::size_t k = 0; k < chosen.size(); ++k) {
+    const std::size_t i = chosen[k];
+    std::copy_n(&data.x[i * data.features], data.features, &rows.x[k * data.features]);
+    if (family == Family::categorical)
+      rows.classes.push_back(static_cast<std::uint32_t>(data.y[i]));
+    else
+      rows.y.push_back(family == Family::bernoulli ? (data.y[i] > 0 ? 1.0 : 0.0) : data.y[i]);  // ±1 → 0/1
+  }
+  return rows;
+}
+
+// ---- The model ------------------------------------------------------------------------------------
+
+/// A chain's state: the passes' buffers, the running posterior predictive of the test set
+/// (log density and, for classes, the summed probabilities behind the accuracy), and one draw's
+/// per-row scratch.
+template <class Real>
+struct MlpWorkspace final : sgmcmc::Workspace {
+  MlpWorkspace(const Network<Real>& network, std::size_t test_rows, std::size_t outputs)
+      : scratch(network.scratch()), predictive(test_rows), probability_sum(test_rows * outputs),
+        log_densities(test_rows), probabilities(test_rows * outputs) {}
+  Scratch<Real> scratch;
+  sgmcmc::PredictiveAverage predictive;
+  std::vector<double> probability_sum;  // Σ over draws of p(class c | x*_j) (categorical), p(y = 1 | x*_j) (bernoulli)
+  std::vector<double> log_densities, probabilities;  // scratch: not state
+  void save_state(sgmcmc::StateWriter& out) const override {
+    predictive.save_state(out);
+    out.section("predictive probabilities");
+    out.numbers(probability_sum);
+  }
+  void restore_state(sgmcmc::StateReader& in) override {
+    predictive.restore_state(in);
+    in.section("predictive probabilities");
+    in.numbers(probability_sum, probability_sum.size());
+  }
+};
+
+constexpr sgmcmc::Capabilities mlp_capabilities{.exact_log_likelihood = true, .per_item_gradients = true,
+                                                .simulation = true};
+
+template <class Real>
+class MlpModel final : public sgmcmc::Model {
+public:
+  MlpModel(Network<Real> network, Rows<Real> train, Rows<Real> test, std::span<const double> prior_scale)
+      : network_(std::move(network)), train_(std::move(train)), test_(std::move(test)) {
+    for (std::size_t l = 0; l < net().layers(); ++l) {
+      const double scale = prior_scale[prior_scale.size() == 1 ? 0 : l];
+      prior_precision_.push_back(1.0 / (scale * scale));
+    }
+  }
+
+  std::size_t dimension() const override { return net().dimension; }
+  std::size_t num_items() const override { return train_.size(); }
+  std::vector<std::string> parameter_names() const override {
+    std::vector<std::string> names;
+    for (std::size_t l = 0; l < net().layers(); ++l) {
+      for (std::size_t i = 1; i <= net().inputs(l); ++i)
+        for (std::size_t j = 1; j <= net().outputs(l); ++j) names.push_back(fmt::format("w{}.{}.{}", l + 1, i, j));
+      for (std::size_t j = 1; j <= net().outputs(l); ++j) names.push_back(fmt::format("b{}.{}", l + 1, j));
+    }
+    return names;
+  }
+  sgmcmc::Capabilities capabilities() const override { return mlp_capabilities; }
+
+  std::unique_ptr<sgmcmc::Workspace> make_workspace() const override {
+    return std::make_unique<MlpWorkspace<Real>>(network_, test_.size(), classifier() ? outputs() : 0);
+  }
+
+  void initial_point(std::span<double> theta, Rng& rng) const override { draw_starting_weights(net(), theta, rng); }
+
+  /// Σ_l |θ_l|² / (2 s_l²) over each layer's weights and biases θ_l.
+  double prior_potential(std::span<const double> theta) const override {
+    double total = 0.0;
+    for (std::size_t l = 0; l < net().layers(); ++l) {
+      const auto layer = layer_parameters(theta, l);
+      total += 0.5 * prior_precision_[l] * std::inner_product(layer.begin(), layer.end(), layer.begin(), 0.0);
+    }
+    return total;
+  }
+  void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const override {
+    for (std::size_t l = 0; l < net().layers(); ++l) {
+      const std::size_t begin = net().weights_at(l), end = begin + layer_parameters(theta, l).size();
+      for (std::size_t j = begin; j < end; ++j) gradient[j] += prior_precision_[l] * theta[j];
+    }
+  }
+
+  void add_data_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
+                         sgmcmc::Workspace& base, Rng&) const override {
+    network_.batch(theta, train_, batch.items, batch.weights, gradient, scratch(base));
+  }
+  double data_potential(std::span<const double> theta, const Batch& batch, sgmcmc::Workspace& base) const override {
+    return network_.batch(theta, train_, batch.items, batch.weights, {}, scratch(base));
+  }
+  void item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
+                      sgmcmc::Workspace& base) const override {
+    network_.item_gradients(theta, train_, items, out, scratch(base));
+  }
+
+  std::vector<std::string> metric_names() const override {
+    if (!test_.size()) return {};
+    if (!classifier()) return {"log_predictive_density"};
+    return {"log_predictive_density", "accuracy", "ece"};
+  }
+
+  /// The running posterior predictive over the S draws evaluated so far:
+  /// (1/J) Σ_j log[(1/S) Σ_s p(y*_j | x*_j, θ_s)], the share of test rows whose most probable
+  /// class under (1/S) Σ_s p(· | x*_j, θ_s) is y*_j, and that prediction's calibration error.
+  void evaluate_metrics(std::span<const double> theta, sgmcmc::Workspace& base, std::span<double> out) const override {
+    auto& workspace = static_cast<MlpWorkspace<Real>&>(base);
+    evaluate_test_rows(theta, workspace);
+    out[0] = workspace.predictive.add(workspace.log_densities);
+    if (!classifier()) return;
+    for (std::size_t j = 0; j < workspace.probabilities.size(); ++j)
+      workspace.probability_sum[j] += workspace.probabilities[j];
+    const auto draws = static_cast<double>(workspace.predictive.draws());
+    out[1] = accuracy(workspace.probability_sum, draws);
+    out[2] = expected_calibration_error(workspace.probability_sum, draws);
+  }
+
+  std::vector<std::string> quantity_names() const override {
+    if (!test_.size()) return {};
+    if (!classifier()) return {"held_out_log_density"};
+    return {"held_out_log_density", "held_out_accuracy"};
+  }
+
+  /// One draw's mean held-out log density (1/J) Σ_j log p(y*_j | x*_j, θ) and its accuracy.
+  void evaluate_quantities(std::span<const double> theta, sgmcmc::Workspace& base, std::span<double> out) const override {
+    auto& workspace = static_cast<MlpWorkspace<Real>&>(base);
+    evaluate_test_rows(theta, workspace);
+    const auto& terms = workspace.log_densities;
+    out[0] = std::accumulate(terms.begin(), terms.end(), 0.0) / static_cast<double>(terms.size());
+    if (classifier()) out[1] = accuracy(workspace.probabilities, 1.0);
+  }
+
+private:
+  const Architecture& net() const { return network_.architecture(); }
+  /// Layer l's W_l and b_l, contiguous in θ.
+  std::span<const double> layer_parameters(std::span<const double> theta, std::size_t l) const {
+    return theta.subspan(net().weights_at(l), (net().inputs(l) + 1) * net().outputs(l));
+  }
+  std::size_t outputs() const { return net().outputs(net().layers() - 1); }
+  bool classifier() const { return network_.head().family != Family::gaussian; }
+  static Scratch<Real>& scratch(sgmcmc::Workspace& base) { return static_cast<MlpWorkspace<Real>&>(base).scratch; }
+
+  /// log p(y*_j | x*_j, θ) of every test row into the workspace, and for a classifier the class
+  /// probabilities (categorical: J × K) or p(y = 1) (bernoulli).
+  void evaluate_test_rows(std::span<const double> theta, MlpWorkspace<Real>& workspace) const {
+    const auto every = sgmcmc::index_range(test_.size());
+    for (std::size_t begin = 0; begin < every.size(); begin += network_.chunk) {
+      const auto items = std::span(every).subspan(begin, std::min(network_.chunk, every.size() - begin));
+      const auto out = network_.outputs(theta, test_, items, workspace.scratch);
+      for (std::size_t k = 0; k < items.size(); ++k) {
+        const std::size_t j = items[k];
+        workspace.log_densities[j] = -network_.row_potential(out, k, workspace.scratch);
+        if (network_.head().family == Family::categorical) {
+          const double normaliser = sgmcmc::layers::log_sum_exp(out.row(k), out.cols);
+          for (std::size_t c = 0; c < out.cols; ++c)
+            workspace.probabilities[j * out.cols + c] = std::exp(out(k, c) - normaliser);
+        } else if (network_.head().family == Family::bernoulli) {
+          workspace.probabilities[j] = 1.0 / (1.0 + std::exp(-static_cast<double>(out(k, 0))));  // σ(z) = p(y = 1)
+        }
+      }
+    }
+  }
+  /// Test row j's most probable class under `probabilities` summed over `draws` draws (J × K for
+  /// categorical, J values of p(y = 1) for bernoulli): whether it is the row's label, and its
+  /// probability (the confidence).
+  struct Prediction {
+    bool right;
+    double confidence;
+  };
+  Prediction predict(std::span<const double> probabilities, double draws, std::size_t j) const {
+    if (network_.head().family == Family::categorical) {
+      const std::size_t classes = outputs();
+      const auto row = probabilities.subspan(j * classes, classes);
+      const auto most = std::max_element(row.begin(), row.end());
+      return {static_cast<std::size_t>(most - row.begin()) == test_.classes[j], *most / draws};
+    }
+    const double p = probabilities[j] / draws;
+    return {(p > 0.5) == (test_.y[j] == 1.0), std::max(p, 1.0 - p)};
+  }
+
+  /// The share of test rows whose most probable class is their label.
+  double accuracy(std::span<const double> probabilities, double draws) const {
+    std::size_t right = 0;
+    for (std::size_t j = 0; j < test_.size(); ++j) right += predict(probabilities, draws, j).right;
+    return static_cast<double>(right) / static_cast<double>(test_.size());
+  }
+
+  /// Expected calibration error with 10 equal-width bins of confidence (Guo et al. 2017, §2):
+  /// Σ_b (|B_b|/J) |accuracy(B_b) - confidence(B_b)| = (1/J) Σ_b |Σ_{j∈B_b} (1{right_j} - conf_j)|.
+  double expected_calibration_error(std::span<const double> probabilities, double draws) const {
+    constexpr std::size_t bins = 10;
+    double gap[bins] = {};
+    for (std::size_t j = 0; j < test_.size(); ++j) {
+      const auto [right, confidence] = predict(probabilities, draws, j);
+      const auto bin = std::min(bins - 1, static_cast<std::size_t>(confidence * bins));  // confidence 1 in the last
+      gap[bin] += (right ? 1.0 : 0.0) - confidence;
+    }
+    double total = 0.0;
+    for (const double g : gap) total += std::abs(g);
+    return total / static_cast<double>(test_.size());
+  }
+
+  Network<Real> network_;
+  Rows<Real> train_, test_;
+  std::vector<double> prior_precision_;  // 1/s_l² of each layer
+};
+
+// ---- Configuration ------------------------------------------------------------------------------
+
+Choices read_choices(const Settings& settings) {
+  Choices choices;
+  for (const double width : settings.numbers("layers", {50.0})) {
+    if (width < 1 || width != std::floor(width) || width > 1e6)
+      throw sgmcmc::Error(fmt::format("{}: {} is not a layer width; expected whole numbers ≥ 1 (e.g. [50] or [400, 400])",
+                                      settings.describe("layers"), width));
+    choices.hidden.push_back(static_cast<std::size_t>(width));
+  }
+  const std::string activation = settings.text("activation", "tanh");
+  if (!sgmcmc::layers::parse_activation(activation, choices.activation))
+    throw sgmcmc::Error(fmt::format("{}: '{}' is not an activation; expected tanh, relu or gelu",
+                                    settings.describe("activation"), activation));
+  const std::string family = settings.text("family", "categorical");
+  if (family == "categorical") {
+    choices.head.family = Family::categorical;
+    if (settings.contains("classes"))
+      choices.classes = static_cast<std::size_t>(settings.integer_at_least("classes", 2, 2));
+  } else if (family == "bernoulli") {
+    choices.head.family = Family::bernoulli;
+  } else if (family == "gaussian") {
+    choices.head.family = Family::gaussian;
+    choices.head.noise_sd = settings.positive_number("noise_sd", 1.0);
+  } else {
+    throw sgmcmc::Error(fmt::format("{}: '{}' is not an mlp family; expected categorical, bernoulli or gaussian",
+                                    settings.describe("family"), family));
+  }
+  choices.prior_scale = settings.positive_number_or_numbers("prior_scale", 1.0);
+  const std::size_t layers = choices.hidden.size() + 1;
+  if (choices.prior_scale.size() != 1 && choices.prior_scale.size() != layers)
+    throw sgmcmc::Error(fmt::format("{}: {} scales for {} layers ({} hidden and the output); give one number, or one "
+                                    "per layer",
+                                    settings.describe("prior_scale"), choices.prior_scale.size(), layers,
+                                    choices.hidden.size()));
+  return choices;
+}
+
+template <class Real>
+std::unique_ptr<sgmcmc::Model> build(const regression::Prepared& prepared, const Choices& choices, std::size_t classes,
+                                     const Settings& settings) {
+  const auto& test_source = prepared.test_from_file ? prepared.test_file : prepared.data;
+  Network<Real> network(architecture(choices, prepared.data.features, classes, settings), choices.head);
+  return std::make_unique<MlpModel<Real>>(std::move(network),
+                                          network_rows<Real>(prepared.data, prepared.train, choices.head.family),
+                                          network_rows<Real>(test_source, prepared.test, choices.head.family),
+                                          choices.prior_scale);
+}
+
+sgmcmc::PluginInfo mlp_info() {
+  return {.name = "mlp",
+          .description =
+              "Bayesian multilayer perceptron chosen in the configuration: hidden layers (layers, [50]) with one "
+              "activation (tanh|relu|gelu; tanh), an output head (family: categorical softmax with classes inferred "
+              "from the labels 0..K-1 unless given, bernoulli logit with labels as glm's, gaussian with a fixed "
+              "noise_sd 1), a normal prior N(0, prior_scale²) on every weight and bias (prior_scale 1, or one per layer). Forward and "
+              "backward passes over the whole batch as matrix products (OpenBLAS); starts at a Glorot/He draw from "
+              "the chain's stream. Keys: layers, activation, family, classes, noise_sd, prior_scale, data (CSV or "
+              "LIBSVM, label first, .gz or plain), test_data, test_size (0.1), subsample (1.0), format "
+              "(auto|libsvm|csv), labels (bernoulli: auto|0/1|1/2|-1/+1), features (LIBSVM width, or the simulated "
+              "width: 10), n (1000 simulated rows), storage (double|float)",
+          .parameters = "w<l>.<i>.<j>: the weight from input i to unit j of layer l; b<l>.<j>: unit j's bias",
+          .capabilities = mlp_capabilities,
+          .no_prior_simulation = "a network's weights are not identifiable (hidden units can be permuted), so "
+                                 "their ranks among posterior draws say nothing"};
+}
+
+std::unique_ptr<sgmcmc::Model> make_mlp(const sgmcmc::ModelContext& context) {
+  const Settings& settings = context.settings;
+  Choices choices = read_choices(settings);
+  const std::string storage = settings.text("storage", "double");
+  if (storage != "double" && storage != "float")
+    throw sgmcmc::Error(fmt::format("{}: '{}' is not a storage type; expected double or float",
+                                    settings.describe("storage"), storage));
+  auto coding = regression::LabelCoding::as_read;
+  if (choices.head.family == Family::bernoulli)
+    coding = regression::parse_label_coding(settings.text("labels", "auto"), settings.describe("labels"));
+  const regression::Prepared prepared =
+      regression::prepare(context, coding, [&](std::size_t declared, bool from_prior, Rng& rng) {
+        return simulate(settings, choices, declared, from_prior, rng);
+      });
+  if (choices.head.family == Family::categorical && !choices.classes && !settings.contains("data"))
+    choices.classes = default_simulated_classes;  // what the simulation drew from, whichever labels came out
+  const std::size_t classes =
+      choices.head.family == Family::categorical ? count_classes(choices, prepared, settings) : 1;
+  if (storage == "float") return build<float>(prepared, choices, classes, settings);
+  return build<double>(prepared, choices, classes, settings);
+}
+
+}  // namespace
+}  // namespace mlp
+
+SGMCMC_MODEL_PLUGIN(mlp::mlp_info, mlp::make_mlp)

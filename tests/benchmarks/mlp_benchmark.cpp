@@ -1,0 +1,148 @@
+// The mlp plugin on scikit-learn's digits, 64 → 50 tanh → 10 categorical (d = 3,760), 1,500
+// training rows, batch 100 (issue 42): the plugin's passes and a whole SGLD iteration of a real
+// sgmcmc::Chain, then the PyTorch peer (tests/benchmarks/mlp_torch.py: the same loop as a PyTorch
+// user writes it, one thread) in the same run, and how many times faster than PyTorch this is, in
+// wall-clock time and in CPU time (the chain thread's; the Python process's), which a machine busy
+// with other work stretches less.
+// Printed figures and ratios, not a timed test:
+//
+//   build/release/tests/benchmarks/mlp_benchmark [repetitions=5] [mnist]
+//
+// `mnist` adds the MNIST-shaped network of the issue: 784 → 400 → 400 → 10 ReLU on 60,000
+// simulated rows, batch 128. Both in float64 and in float32 (model.storage = "float",
+// torch.float32). OpenBLAS runs one thread (openblas_set_num_threads(1)), as does PyTorch.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <sstream>
+#include <string>
+#include <vector>
+#include <cblas.h>
+#include <fmt/format.h>
+
+#include "sgld_timing.hpp"
+
+namespace mlp_benchmark {
+
+struct Case {
+  const char* name;
+  std::string model_keys;   // [model] lines
+  std::size_t batch;
+  std::string torch_arguments;
+};
+
+std::vector<Case> cases(bool mnist) {
+  const std::string digits = fmt::format("data = \"{}\"\ntest_size = 297\nlayers = [50]\nactivation = \"tanh\"\n",
+                                         SGMCMC_MLP_DIGITS);
+  std::vector<Case> all{{"digits 64-50-10 tanh, float64", digits, 100, "digits float64"},
+                        {"digits 64-50-10 tanh, float32", digits + "storage = \"float\"\n", 100, "digits float32"}};
+  if (mnist) {
+    const std::string shape = "features = 784\nclasses = 10\nn = 60000\ntest_size = 0\nlayers = [400, 400]\n"
+                              "activation = \"relu\"\n";
+    all.push_back({"MNIST shape 784-400-400-10 relu, float64", shape, 128, "mnist float64"});
+    all.push_back({"MNIST shape 784-400-400-10 relu, float32", shape + "storage = \"float\"\n", 128, "mnist float32"});
+  }
+  return all;
+}
+
+template <class Work>
+double fastest_us(int repetitions, std::size_t per, Work work) {
+  double best = 1e300;
+  for (int r = 0; r < repetitions; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best / static_cast<double>(per);
+}
+
+/// Runs the PyTorch peer with `arguments`, prints its output, returns its "SGLD iteration" figures
+/// (wall, CPU), or nothing when python3-torch is missing.
+std::optional<bench::IterationTimes> torch_sgld_iteration_us(const std::string& arguments) {
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+    std::printf("torch peer unavailable (needs Debian's python3-torch): no torch figures\n");
+    return std::nullopt;
+  }
+  const std::string command = fmt::format("/usr/bin/python3 {} {} {} 2>&1", SGMCMC_MLP_TORCH_SCRIPT, SGMCMC_MLP_DIGITS,
+                                          arguments);
+  std::FILE* pipe = popen(command.c_str(), "r");
+  std::string output;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  pclose(pipe);
+  std::fputs(output.c_str(), stdout);
+  std::istringstream lines(output);
+  for (std::string line; std::getline(lines, line);)
+    if (const auto at = line.find("SGLD iteration"); at != std::string::npos) {
+      std::istringstream figures(line.substr(at + std::string("SGLD iteration").size()));
+      bench::IterationTimes times{};
+      if (figures >> times.wall_us >> times.cpu_us) return times;
+    }
+  std::printf("the torch peer printed no SGLD iteration figures\n");
+  return std::nullopt;
+}
+
+void run(const Case& c, int repetitions) {
+  const auto model = bench::load_model(std::string(SGMCMC_PLUGIN_DIR) + "/sgmcmc-model-mlp.so", c.model_keys);
+  const std::size_t n = model->num_items(), calls = 200;
+  auto workspace = model->make_workspace();
+  sgmcmc::Rng rng(7, 0);
+  std::vector<double> theta(model->dimension()), gradient(model->dimension(), 0.0);
+  model->initial_point(theta, rng);
+  std::vector<std::vector<std::size_t>> drawn(calls);
+  sgmcmc::MinibatchSampler sampler(n, c.batch, false);
+  for (auto& b : drawn) {
+    const auto items = sampler.draw(rng);
+    b.assign(items.begin(), items.end());
+  }
+  sgmcmc::Rng unused(0, 0);
+  const double data = fastest_us(repetitions, calls, [&] {
+    for (const auto& b : drawn) model->add_data_gradient(theta, {b}, gradient, *workspace, unused);
+  });
+  const double potential = fastest_us(repetitions, calls, [&] {
+    double sink = 0.0;
+    for (const auto& b : drawn) sink += model->data_potential(theta, {b}, *workspace);
+    if (sink == 1.2345) std::printf(" ");
+  });
+  // Per-item gradients (saga's table, the Fisher mass): batch × d numbers written; only where
+  // that block is small.
+  std::optional<double> per_item;
+  if (c.batch * model->dimension() <= 20'000'000) {
+    std::vector<double> rows(c.batch * model->dimension());
+    per_item = fastest_us(repetitions, calls, [&] {
+      for (const auto& b : drawn) model->item_gradients(theta, b, rows, *workspace);
+    });
+  }
+  const std::uint64_t iterations = c.batch > 100 ? 300 : 2000;
+  bench::IterationTimes iteration{1e300, 1e300};
+  for (int r = 0; r < repetitions; ++r) {
+    const auto times = bench::sgld_iteration_times(model, c.batch, 1e-5, iterations);
+    iteration = {std::min(iteration.wall_us, times.wall_us), std::min(iteration.cpu_us, times.cpu_us)};
+  }
+  std::printf("%s: N = %zu, d = %zu, batch %zu (µs, fastest of %d)\n", c.name, n, model->dimension(), c.batch,
+              repetitions);
+  std::printf("  %-40s %10.1f\n", "data gradient (add_data_gradient)", data);
+  std::printf("  %-40s %10.1f\n", "data potential (forward pass only)", potential);
+  if (per_item) std::printf("  %-40s %10.1f\n", "per-item gradients (item_gradients)", *per_item);
+  std::printf("  %-40s %10.1f wall %10.1f CPU\n", "SGLD iteration (sgmcmc::Chain)", iteration.wall_us, iteration.cpu_us);
+  if (const auto torch = torch_sgld_iteration_us(c.torch_arguments))
+    std::printf("SGLD iteration, %s: torch / this = %.1f / %.1f µs = %.2f× faster than PyTorch (wall); "
+                "%.1f / %.1f µs = %.2f× (CPU)\n\n",
+                c.name, torch->wall_us, iteration.wall_us, torch->wall_us / iteration.wall_us, torch->cpu_us,
+                iteration.cpu_us, torch->cpu_us / iteration.cpu_us);
+}
+
+}  // namespace mlp_benchmark
+
+int main(int argc, char** argv) {
+  openblas_set_num_threads(1);  // one thread, as the PyTorch peer
+  const int repetitions = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  const bool mnist = argc > 2 && std::strcmp(argv[2], "mnist") == 0;
+  for (const auto& c : mlp_benchmark::cases(mnist)) mlp_benchmark::run(c, repetitions);
+  return 0;
+}
