@@ -147,6 +147,14 @@ TEST_CASE("install, new-model, out-of-tree build, check-model and a chain with t
   step = shell(fmt::format("{} list", installed));
   CHECK_THAT(step.output, Contains((prefix / "lib" / "sgmcmc" / "plugins" / "sgmcmc-model-gaussian.so").string()));
   CHECK_THAT(step.output, !Contains("shadowed") && !Contains(std::string(SGMCMC_PLUGIN_DIR)));
+  // A preset's data shipped with its plugin is installed beside it and read from there.
+  const fs::path digits_run = dir.path() / "digits";
+  step = shell(fmt::format("{} run --preset mlp-digits --set run.warmup=0 --set run.iterations=100 --quiet --out {}",
+                           installed, quote(digits_run)));
+  INFO(step.output);
+  CHECK(step.exit_code == 0);
+  const auto digits = nlohmann::json::parse(test::read_text(digits_run / "manifest.json"));
+  CHECK(digits["config"]["model"]["data"] == (prefix / "lib" / "sgmcmc" / "plugins" / "data" / "mlp" / "digits.csv.gz").string());
 }
 
 TEST_CASE("new-model --kind autodiff: a Poisson regression in under 40 lines, built out of tree, passes check-model "

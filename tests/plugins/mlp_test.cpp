@@ -6,17 +6,20 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <numbers>
 #include <span>
 #include <string>
 #include <vector>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "support.hpp"
 #include "model_support.hpp"
 
 using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -289,4 +292,30 @@ TEST_CASE("mlp plugin: SGLD on digits through the CLI learns, and 2 chains give 
   CHECK(column("accuracy") > 0.8);
   CHECK(column("log_predictive_density") > -0.7);  // log(0.5): most held-out digits get half their mass or more
   CHECK(column("ece") < 0.2);
+}
+
+TEST_CASE("mlp plugin: the mlp-digits preset reads the digits shipped with the plugin and reaches held-out accuracy 0.97") {
+  // The issue's criterion for the preset (issue 42): on its held-out sixth of digits (297 rows,
+  // the split of data_seed = seed = 1), the running posterior predictive's accuracy is at least
+  // 0.97 in every chain. It is a property of this split: over the splits of seeds 2-4 the same
+  // sampler gave 0.956-0.983, the binomial standard error of an accuracy near 0.975 on 297 rows
+  // being 0.009. A wrong gradient sign gives about 0.1; SGLD at the same step diverges.
+  test::TempDir dir;
+  const auto out = dir.path() / "digits";
+  const auto ran = test::run_cli(fmt::format("run --preset mlp-digits --quiet --out '{}'", out.string()));
+  INFO(ran.output);
+  REQUIRE(ran.exit_code == 0);
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  // The preset's relative data name was read from data/mlp/ beside the plugin file.
+  const fs::path data = manifest["config"]["model"]["data"].get<std::string>();
+  CHECK(data.filename() == "digits.csv.gz");
+  CHECK(data.parent_path().filename() == "mlp");
+  CHECK(data.parent_path().parent_path().filename() == "data");
+  const auto metrics = sgmcmc::read_numeric_csv(out / "metrics.csv");
+  const auto accuracy = std::find(metrics.header.begin(), metrics.header.end(), "accuracy") - metrics.header.begin();
+  REQUIRE(static_cast<std::size_t>(accuracy) < metrics.columns);
+  std::map<double, double> last_of_chain;
+  for (std::size_t row = 0; row < metrics.rows; ++row) last_of_chain[metrics.at(row, 0)] = metrics.at(row, accuracy);
+  REQUIRE(last_of_chain.size() == 2);
+  for (const auto& [chain, value] : last_of_chain) CHECK(value >= 0.97);
 }
