@@ -537,6 +537,9 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
       at_truth["lp__"] = -sgmcmc::potential(*run.model(), truth, sgmcmc::every_item(*run.model()), *workspace);
     manifest["model"]["simulated_quantities"] = at_truth;
   }
+  // The columns after the parameters (Stan's generated quantities), which `summary` leads with.
+  if (!run.recorders.empty() && run.recorders[0] && run.recorders[0]->quantity_count() > 0)
+    manifest["model"]["quantities"] = run.model()->quantity_names();
   json data_files = run.built->data_files;
   data_files.update(data_fingerprints(manifest["config"], {"run"}));  // run.init
   manifest["data_files"] = data_files;

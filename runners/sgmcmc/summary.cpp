@@ -136,20 +136,40 @@ void metric_temperatures(const fs::path& folder, const nlohmann::json& manifest)
 
 }  // namespace
 
+/// Above this many parameters (a network's weights, pmf's factors) `summary` leads with the
+/// model's quantities: R-hat and ESS of single weights mean little where permutations and sign
+/// flips of hidden units leave the posterior unchanged, and computing them for every one of
+/// thousands costs seconds after every run.
+constexpr std::size_t many_parameters = 1000;
+
 int summary_command(const fs::path& folder, const std::vector<std::string>& wanted, std::size_t max_parameters) {
   const Chains chains = read_chains(folder, "summary");
-  std::vector<std::size_t> shown;
+  const nlohmann::json manifest = manifest_if_any(folder);
+  std::vector<std::string> quantities;
+  if (manifest.is_object() && manifest.contains("model") && manifest["model"].contains("quantities"))
+    quantities = manifest["model"]["quantities"].get<std::vector<std::string>>();
+  const bool is_quantity_led =
+      wanted.empty() && manifest.is_object() && manifest["model"].value("dimension", std::size_t{0}) > many_parameters;
+  std::vector<std::size_t> shown, quantity_columns;
   for (std::size_t index = 0; index < chains.columns.size(); ++index) {
     const auto& name = chains.columns[index];
     const bool sampler = name.ends_with("__");
+    if (std::find(quantities.begin(), quantities.end(), name) != quantities.end()) quantity_columns.push_back(index);
     if (wanted.empty() ? !sampler : std::find(wanted.begin(), wanted.end(), name) != wanted.end()) shown.push_back(index);
   }
   for (const auto& name : wanted)
     if (std::find(chains.columns.begin(), chains.columns.end(), name) == chains.columns.end())
       throw sgmcmc::Error(fmt::format("summary: no column '{}' in {}", name, folder.string()));
-  const std::vector<std::size_t> checked = shown;  // warnings cover every parameter, shown or not
+  if (is_quantity_led && !quantity_columns.empty()) shown = quantity_columns;
+  // Warnings cover every parameter, shown or not; with many, only what is shown.
+  const std::vector<std::size_t> checked = shown;
   if (wanted.empty() && shown.size() > max_parameters) shown.resize(max_parameters);
-  const std::size_t total = checked.size();
+  const std::size_t total = is_quantity_led ? shown.size() : checked.size();
+  if (is_quantity_led)
+    fmt::print("{} parameters: the model's {} lead; R-hat and ESS of single weights are shown with --parameters\n",
+               manifest["model"]["dimension"].get<std::size_t>(),
+               quantity_columns.empty() ? "first parameters (no quantities were recorded: output.quantities = true)"
+                                        : "quantities");
 
   fmt::print("{} chains × {} draws{}\n", chains.files.size(), chains.draws,
              total > shown.size() ? fmt::format(" (showing {} of {} parameters; choose with --parameters)", shown.size(), total) : "");
@@ -165,7 +185,7 @@ int summary_command(const fs::path& folder, const std::vector<std::string>& want
   auto& undefined_draws = kinds[0].parameters;
   auto& high_r_hat = kinds[1].parameters;
   auto& low_ess_found = kinds[2].parameters;
-  for (std::size_t index : checked) {
+  for (std::size_t index : is_quantity_led ? shown : checked) {
     const auto draws = column(chains, index);
     const auto& name = chains.columns[index];
     const bool undefined = sgmcmc::diagnostics_undefined(draws);
@@ -179,7 +199,6 @@ int summary_command(const fs::path& folder, const std::vector<std::string>& want
   }
 
   const auto accept = std::find(chains.columns.begin(), chains.columns.end(), "accept_stat__");
-  const nlohmann::json manifest = manifest_if_any(folder);
   std::vector<std::size_t> diverged;
   for (std::size_t k = 0; k < chains.files.size(); ++k) {
     double acceptance = 0.0;

@@ -318,4 +318,12 @@ TEST_CASE("mlp plugin: the mlp-digits preset reads the digits shipped with the p
   for (std::size_t row = 0; row < metrics.rows; ++row) last_of_chain[metrics.at(row, 0)] = metrics.at(row, accuracy);
   REQUIRE(last_of_chain.size() == 2);
   for (const auto& [chain, value] : last_of_chain) CHECK(value >= 0.97);
+
+  // With 3,760 weights, `summary` leads with the recorded quantities, not the weights (issue 42
+  // item 6), which stay one option away.
+  const auto summary = test::run_cli(fmt::format("summary '{}'", out.string()));
+  CHECK(summary.exit_code == 0);
+  CHECK_THAT(summary.output, Contains("held_out_accuracy") && Contains("quantities lead") && !Contains("w1.1.1 "));
+  const auto weights = test::run_cli(fmt::format("summary '{}' --parameters w1.1.1", out.string()));
+  CHECK_THAT(weights.output, Contains("w1.1.1 ") && !Contains("held_out_accuracy"));
 }
