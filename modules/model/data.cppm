@@ -95,6 +95,11 @@ public:
   /// log predictive density (NaN for an empty test set).
   double add(std::span<const double> log_densities);
   std::uint64_t draws() const { return draws_; }
+  /// Forgets every draw added (Workspace::restart_averages).
+  void restart() {
+    std::fill(log_sum_.begin(), log_sum_.end(), -INFINITY);
+    draws_ = 0;
+  }
   /// The running sums and the number of draws, for checkpoints.
   void save_state(StateWriter& out) const;
   void restore_state(StateReader& in);

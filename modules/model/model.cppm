@@ -24,12 +24,13 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 7;  // 2: lipschitz_bounds, 3: quantities,
+inline constexpr std::uint32_t model_interface_version = 8;  // 2: lipschitz_bounds, 3: quantities,
                                                              // 4: prior terms given the workspace,
                                                              // 5: Workspace save_state/restore_state
                                                              // 6: sparse item gradients, after_step
                                                              //    returns the TargetChange
                                                              // 7: prior_simulation, simulated_parameters
+                                                             // 8: Workspace::restart_averages
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.
@@ -75,6 +76,11 @@ public:
   /// the same order into a workspace fresh from make_workspace(). By default there is none.
   virtual void save_state(StateWriter& /*out*/) const {}
   virtual void restore_state(StateReader& /*in*/) {}
+  /// Called once when the warmup ends (after its last iteration's metrics, never without a
+  /// warmup): running averages over draws behind the metrics (a posterior predictive) start
+  /// again, so that after the warmup they average the sampling phase's draws only, not the
+  /// start's. By default nothing is kept.
+  virtual void restart_averages() {}
 };
 
 class Model {

@@ -541,6 +541,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
       }
       bookkeeping += since(bookkeeping_start);
     }
+    if (iteration == schedule.warmup) workspace_->restart_averages();  // metrics average the sampling phase
     if (progress) progress->fetch_add(1, std::memory_order_relaxed);
     // A checkpoint can only be taken where a block ends (an MH block is decided as a whole).
     const bool interrupted = ends_block && iteration != last && schedule.stop_requested &&

@@ -79,6 +79,7 @@ struct GaussianWorkspace final : sgmcmc::Workspace {
   std::vector<double> log_densities;  // scratch: not state
   void save_state(sgmcmc::StateWriter& out) const override { predictive.save_state(out); }
   void restore_state(sgmcmc::StateReader& in) override { predictive.restore_state(in); }
+  void restart_averages() override { predictive.restart(); }
 };
 
 class GaussianModel final : public sgmcmc::Model {

@@ -238,6 +238,7 @@ struct LdaWorkspace final : sgmcmc::Workspace {
     predictive.restore_state(in);
     evaluation_rng.restore_state(in);
   }
+  void restart_averages() override { predictive.restart(); }
 };
 
 class LdaModel final : public sgmcmc::Model {

@@ -199,6 +199,10 @@ struct MlpWorkspace final : sgmcmc::Workspace {
     in.section("predictive probabilities");
     in.numbers(probability_sum, probability_sum.size());
   }
+  void restart_averages() override {
+    predictive.restart();
+    std::fill(probability_sum.begin(), probability_sum.end(), 0.0);
+  }
 };
 
 constexpr sgmcmc::Capabilities mlp_capabilities{.exact_log_likelihood = true, .per_item_gradients = true,

@@ -103,6 +103,11 @@ struct PmfWorkspace final : sgmcmc::Workspace {
     in.numbers(mean_sum, mean_sum.size());
     mean_draws = in.count();
   }
+  void restart_averages() override {
+    predictive.restart();
+    std::fill(mean_sum.begin(), mean_sum.end(), 0.0);
+    mean_draws = 0;
+  }
 };
 
 /// Everything a model is built from, read from [model].

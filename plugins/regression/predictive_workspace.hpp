@@ -14,6 +14,7 @@ struct PredictiveWorkspace final : sgmcmc::Workspace {
   std::vector<double> log_likelihoods;  // scratch: not state
   void save_state(sgmcmc::StateWriter& out) const override { predictive.save_state(out); }
   void restore_state(sgmcmc::StateReader& in) override { predictive.restore_state(in); }
+  void restart_averages() override { predictive.restart(); }
 };
 
 }  // namespace regression

@@ -327,3 +327,35 @@ TEST_CASE("mlp plugin: the mlp-digits preset reads the digits shipped with the p
   const auto weights = test::run_cli(fmt::format("summary '{}' --parameters w1.1.1", out.string()));
   CHECK_THAT(weights.output, Contains("w1.1.1 ") && !Contains("held_out_accuracy"));
 }
+
+TEST_CASE("mlp plugin: after the warmup the metrics average the sampling phase's draws only") {
+  // With one draw since the warmup, the running posterior predictive is that draw's own: at
+  // iteration warmup + 1, metrics.csv's log_predictive_density and accuracy equal the first
+  // draw's held_out_log_density and held_out_accuracy (chain-1.csv). Averaged from the start,
+  // they would mix in the 100 warmup draws from the random start.
+  test::TempDir dir;
+  const auto out = dir.path() / "run";
+  const auto ran = test::run_cli(fmt::format("run --preset mlp-digits --quiet --chains 1 --set run.warmup=100 "
+                                             "--set run.iterations=5 --set run.thin=1 --set run.eval_every=1 --out '{}'",
+                                             out.string()));
+  INFO(ran.output);
+  REQUIRE(ran.exit_code == 0);
+  const auto metrics = sgmcmc::read_numeric_csv(out / "metrics.csv");
+  const auto column = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(metrics.header.begin(), metrics.header.end(), name) - metrics.header.begin());
+  };
+  std::size_t first_sampling_row = metrics.rows;
+  for (std::size_t row = 0; row < metrics.rows; ++row)
+    if (metrics.at(row, column("iteration")) == 101) first_sampling_row = row;
+  REQUIRE(first_sampling_row < metrics.rows);
+  const auto draws = sgmcmc::read_stan_csv(out / "chain-1.csv");
+  const auto draw_column = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(draws.columns.begin(), draws.columns.end(), name) - draws.columns.begin());
+  };
+  REQUIRE(!draws.rows.empty());
+  CHECK(metrics.at(first_sampling_row, column("log_predictive_density")) ==
+        Approx(draws.rows[0][draw_column("held_out_log_density")]).epsilon(1e-12));
+  CHECK(metrics.at(first_sampling_row, column("accuracy")) == draws.rows[0][draw_column("held_out_accuracy")]);
+  // The warmup's last row still averages the warmup's draws: not the single draw at iteration 100.
+  CHECK(metrics.at(first_sampling_row - 1, column("iteration")) == 100);
+}
