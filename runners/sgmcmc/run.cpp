@@ -228,7 +228,9 @@ void run_jobs(std::vector<ChainJob>& jobs, const sgmcmc::ChainSchedule& schedule
     }
   };
   std::vector<std::jthread> pool;
-  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  // No more threads than chains: --threads 100000 would otherwise start idle threads until the
+  // system (or a sanitizer's allocator) runs out.
+  for (std::size_t t = 1; t < std::min<std::size_t>(threads, jobs.size()); ++t) pool.emplace_back(worker);
   worker();
 }
 

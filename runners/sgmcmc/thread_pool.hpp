@@ -1,6 +1,7 @@
 // Running the same work over many indices on a few threads: a sweep's cells, for validation
 // and for their runs.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <exception>
@@ -28,7 +29,7 @@ void on_pool(std::size_t count, unsigned jobs, Work work) {
   };
   {
     std::vector<std::jthread> pool;
-    for (unsigned t = 1; t < jobs; ++t) pool.emplace_back(worker);
+    for (std::size_t t = 1; t < std::min<std::size_t>(jobs, count); ++t) pool.emplace_back(worker);  // no idle threads
     worker();
   }
   if (failure) std::rethrow_exception(failure);
