@@ -50,41 +50,12 @@ std::vector<Case> cases(bool mnist) {
   return all;
 }
 
-template <class Work>
-double fastest_us(int repetitions, std::size_t per, Work work) {
-  double best = 1e300;
-  for (int r = 0; r < repetitions; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    work();
-    best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best / static_cast<double>(per);
-}
-
-/// Runs the PyTorch peer with `arguments`, prints its output, returns its "SGLD iteration" figures
-/// (wall, CPU), or nothing when python3-torch is missing.
+/// The PyTorch peer's "SGLD iteration" figures (wall, CPU) with `arguments`, or nothing.
 std::optional<bench::IterationTimes> torch_sgld_iteration_us(const std::string& arguments) {
-  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
-    std::printf("torch peer unavailable (needs Debian's python3-torch): no torch figures\n");
-    return std::nullopt;
-  }
-  const std::string command = fmt::format("/usr/bin/python3 {} {} {} 2>&1", SGMCMC_MLP_TORCH_SCRIPT, SGMCMC_MLP_DIGITS,
-                                          arguments);
-  std::FILE* pipe = popen(command.c_str(), "r");
-  std::string output;
-  char buffer[4096];
-  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  pclose(pipe);
-  std::fputs(output.c_str(), stdout);
-  std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);)
-    if (const auto at = line.find("SGLD iteration"); at != std::string::npos) {
-      std::istringstream figures(line.substr(at + std::string("SGLD iteration").size()));
-      bench::IterationTimes times{};
-      if (figures >> times.wall_us >> times.cpu_us) return times;
-    }
-  std::printf("the torch peer printed no SGLD iteration figures\n");
-  return std::nullopt;
+  const auto line = bench::torch_peer_sgld_line(fmt::format("{} {} {}", SGMCMC_MLP_TORCH_SCRIPT, SGMCMC_MLP_DIGITS, arguments));
+  bench::IterationTimes times{};
+  if (!line || !(std::istringstream(*line) >> times.wall_us >> times.cpu_us)) return std::nullopt;
+  return times;
 }
 
 void run(const Case& c, int repetitions) {
@@ -101,10 +72,10 @@ void run(const Case& c, int repetitions) {
     b.assign(items.begin(), items.end());
   }
   sgmcmc::Rng unused(0, 0);
-  const double data = fastest_us(repetitions, calls, [&] {
+  const double data = bench::fastest_us(repetitions, calls, [&] {
     for (const auto& b : drawn) model->add_data_gradient(theta, {b}, gradient, *workspace, unused);
   });
-  const double potential = fastest_us(repetitions, calls, [&] {
+  const double potential = bench::fastest_us(repetitions, calls, [&] {
     double sink = 0.0;
     for (const auto& b : drawn) sink += model->data_potential(theta, {b}, *workspace);
     if (sink == 1.2345) std::printf(" ");
@@ -114,7 +85,7 @@ void run(const Case& c, int repetitions) {
   std::optional<double> per_item;
   if (c.batch * model->dimension() <= 20'000'000) {
     std::vector<double> rows(c.batch * model->dimension());
-    per_item = fastest_us(repetitions, calls, [&] {
+    per_item = bench::fastest_us(repetitions, calls, [&] {
       for (const auto& b : drawn) model->item_gradients(theta, b, rows, *workspace);
     });
   }

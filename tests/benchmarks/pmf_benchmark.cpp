@@ -46,18 +46,6 @@ std::shared_ptr<const sgmcmc::Model> pmf_model() {
   return model;
 }
 
-
-template <class Work>
-double fastest_us(int repetitions, std::size_t per, Work work) {
-  double best = 1e300;
-  for (int r = 0; r < repetitions; ++r) {
-    const auto start = std::chrono::steady_clock::now();
-    work();
-    best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
-  }
-  return best / static_cast<double>(per);
-}
-
 /// µs per iteration of an SGLD chain (its own sampling seconds), fastest of `repetitions`.
 double sgld_iteration_us(std::shared_ptr<const sgmcmc::Model> model, std::uint64_t iterations, int repetitions,
                          const char* estimator = "minibatch") {
@@ -67,24 +55,11 @@ double sgld_iteration_us(std::shared_ptr<const sgmcmc::Model> model, std::uint64
   return best;
 }
 
-/// Runs the PyTorch peer and prints its output; returns its "SGLD iteration" figure, or nothing
-/// when python3-torch is missing.
+/// The PyTorch peer's "SGLD iteration" figure, or nothing.
 std::optional<double> torch_sgld_iteration_us() {
-  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
-    std::printf("torch peer unavailable (needs Debian's python3-torch): no torch figures\n");
-    return std::nullopt;
-  }
-  std::FILE* pipe = popen("/usr/bin/python3 " SGMCMC_PMF_TORCH_SCRIPT " 2>&1", "r");
-  std::string output;
-  char buffer[4096];
-  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
-  pclose(pipe);
-  std::fputs(output.c_str(), stdout);
-  std::istringstream lines(output);
-  for (std::string line; std::getline(lines, line);)
-    if (const auto at = line.find("SGLD iteration"); at != std::string::npos)
-      return std::stod(line.substr(at + std::string("SGLD iteration").size()));
-  return std::nullopt;
+  const auto line = bench::torch_peer_sgld_line(SGMCMC_PMF_TORCH_SCRIPT);
+  if (!line) return std::nullopt;
+  return std::stod(*line);
 }
 
 }  // namespace pmf_benchmark
@@ -131,18 +106,18 @@ int main(int argc, char** argv) {
       }
   };
   sgmcmc::Rng unused(0, 0);
-  const double floor2 = fastest_us(repetitions, batches, [&] { floor(false); });
-  const double floor3 = fastest_us(repetitions, batches, [&] { floor(true); });
-  const double data = fastest_us(repetitions, batches, [&] {
+  const double floor2 = bench::fastest_us(repetitions, batches, [&] { floor(false); });
+  const double floor3 = bench::fastest_us(repetitions, batches, [&] { floor(true); });
+  const double data = bench::fastest_us(repetitions, batches, [&] {
     for (const auto& b : drawn) model->add_data_gradient(theta, {b}, gradient, *workspace, unused);
   });
-  const double prior = fastest_us(repetitions, batches, [&] {
+  const double prior = bench::fastest_us(repetitions, batches, [&] {
     for (std::size_t b = 0; b < batches; ++b) model->add_prior_gradient_given(theta, gradient, *workspace);
   });
-  const double gibbs = fastest_us(repetitions, batches, [&] {
+  const double gibbs = bench::fastest_us(repetitions, batches, [&] {
     for (std::size_t b = 1; b <= batches; ++b) model->after_step(10 * b, theta, *workspace, rng);
   });
-  const double normals = fastest_us(repetitions, batches, [&] {
+  const double normals = bench::fastest_us(repetitions, batches, [&] {
     for (std::size_t b = 0; b < batches; ++b) rng.fill_normal(gradient);
   });
   const double iteration = sgld_iteration_us(model, 1000, std::max(1, repetitions / 2));

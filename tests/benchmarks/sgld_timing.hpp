@@ -2,6 +2,11 @@
 // (minibatch, or another estimator, + sgld + none), from the chain's own sampling seconds.
 #pragma once
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <sstream>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -56,6 +61,41 @@ inline IterationTimes sgld_iteration_times(std::shared_ptr<const sgmcmc::Model> 
 inline double sgld_iteration_us(std::shared_ptr<const sgmcmc::Model> model, std::size_t batch, double step_size,
                                 std::uint64_t iterations, const char* estimator_name = "minibatch") {
   return sgld_iteration_times(model, batch, step_size, iterations, estimator_name).wall_us;
+}
+
+/// µs per unit of `work()`, which does `per` units: the fastest of `repetitions` runs.
+template <class Work>
+double fastest_us(int repetitions, std::size_t per, Work work) {
+  double best = 1e300;
+  for (int r = 0; r < repetitions; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    work();
+    best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best / static_cast<double>(per);
+}
+
+/// Runs a PyTorch peer (`/usr/bin/python3 ARGUMENTS`), prints its output and returns the text
+/// after "SGLD iteration" on its line of that name; nothing when Debian's python3-torch is
+/// missing or the peer printed no such line.
+inline std::optional<std::string> torch_peer_sgld_line(const std::string& arguments) {
+  if (std::system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+    std::printf("torch peer unavailable (needs Debian's python3-torch): no torch figures\n");
+    return std::nullopt;
+  }
+  std::FILE* pipe = popen(("/usr/bin/python3 " + arguments + " 2>&1").c_str(), "r");
+  if (!pipe) return std::nullopt;
+  std::string output;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe)) output.append(buffer, n);
+  pclose(pipe);
+  std::fputs(output.c_str(), stdout);
+  std::istringstream lines(output);
+  const std::string label = "SGLD iteration";
+  for (std::string line; std::getline(lines, line);)
+    if (const auto at = line.find(label); at != std::string::npos) return line.substr(at + label.size());
+  std::printf("the torch peer printed no SGLD iteration figures\n");
+  return std::nullopt;
 }
 
 }  // namespace bench

@@ -761,12 +761,21 @@ TEST_CASE("SIGTERM on sgmcmc run with checkpoints and MH blocks of 3: the chains
 
 namespace {
 
-/// Sends SIGINT to `sgmcmc run ARGUMENTS --out DIR/interrupted` 100 ms after its chain file
-/// exists (the files are opened, with the handler installed, just before the centring begins: the
-/// signal lands in it), and checks it stopped there: exit 130, chain 1 interrupted at iteration 0
-/// with a message naming the centring phase, no checkpoint. Then resumes it and checks that it
-/// writes what the run never interrupted writes. Returns the interrupted run's manifest.
-nlohmann::json interrupt_centring_and_resume(const fs::path& dir, std::vector<std::string> arguments, bool gradients) {
+/// The SGD steps of the cv centring the Ctrl-C tests interrupt, on the demo's batches of 100:
+/// 5·10⁷ item gradients, seconds long.
+constexpr std::uint64_t centring_steps = 500'000, centring_batch = 100;
+
+/// Sends SIGINT to a short 1-chain demo run with a cv centring of centring_steps (`cv_setting`:
+/// the chain's estimator.name=cv, or the recorder's output.gradients=cv) 100 ms after its chain
+/// file exists (the files are opened, with the handler installed, just before the centring
+/// begins: the signal lands in it), and checks it stopped there: exit 130, chain 1 interrupted at
+/// iteration 0 with a message naming the centring phase, no checkpoint. Then resumes it and
+/// checks that it writes what the run never interrupted writes. Returns the interrupted run's manifest.
+nlohmann::json interrupt_centring_and_resume(const fs::path& dir, const std::string& cv_setting) {
+  std::vector<std::string> arguments = {"run", "--preset", "demo", "--chains", "1", "--set", cv_setting, "--set",
+                                        fmt::format("estimator.sgd_iterations={}", centring_steps), "--set",
+                                        "run.warmup=0", "--set", "run.iterations=200", "--quiet"};
+  const bool gradients = cv_setting.starts_with("output.gradients");
   std::string joined;
   for (const auto& argument : arguments) joined += argument + " ";
   const auto out = dir / "interrupted", log = dir / "interrupted.log";
@@ -805,34 +814,20 @@ nlohmann::json interrupt_centring_and_resume(const fs::path& dir, std::vector<st
 
 TEST_CASE("Ctrl-C during cv's centring phase stops the chain in it: exit 130, no checkpoint, and a resume starts it afresh") {
   test::TempDir dir;
-  // A centring phase of 5·10⁵ SGD steps on batches of 100 (5·10⁷ item gradients, seconds long),
-  // then a short chain, 1 chain with no checkpoints of its own.
-  constexpr std::uint64_t centring_steps = 500'000, batch = 100;
-  const auto manifest = interrupt_centring_and_resume(
-      dir.path(),
-      {"run", "--preset", "demo", "--chains", "1", "--set", "estimator.name=cv", "--set",
-       fmt::format("estimator.sgd_iterations={}", centring_steps), "--set", "run.warmup=0", "--set", "run.iterations=200",
-       "--quiet"},
-      false);
+  const auto manifest = interrupt_centring_and_resume(dir.path(), "estimator.name=cv");
   // Stopped inside the centring: fewer item gradients than its steps take (without the stop
   // flag polled there, the whole centring ran before the chain stopped).
-  CHECK(manifest["chains"][0]["item_gradients"].get<std::uint64_t>() < centring_steps * batch);
+  CHECK(manifest["chains"][0]["item_gradients"].get<std::uint64_t>() < centring_steps * centring_batch);
 }
 
 TEST_CASE("Ctrl-C during the draw recorder's cv centring (output.gradients = cv) stops the chain before it starts") {
   test::TempDir dir;
-  // The chain's estimator is the demo's minibatch; the recorder's own cv estimator centres first,
-  // 5·10⁵ SGD steps on batches of 100 (estimator.sgd_iterations, read by the recorder).
-  constexpr std::uint64_t centring_steps = 500'000, batch = 100;
-  const auto manifest = interrupt_centring_and_resume(
-      dir.path(),
-      {"run", "--preset", "demo", "--chains", "1", "--set", "output.gradients=cv", "--set",
-       fmt::format("estimator.sgd_iterations={}", centring_steps), "--set", "run.warmup=0", "--set", "run.iterations=200",
-       "--quiet"},
-      true);
+  // The chain's estimator is the demo's minibatch; the recorder's own cv estimator centres first
+  // (estimator.sgd_iterations, read by the recorder).
+  const auto manifest = interrupt_centring_and_resume(dir.path(), "output.gradients=cv");
   const auto& chain = manifest["chains"][0];
   CHECK_THAT(chain["message"].get<std::string>(), Contains("draw recorder"));
   CHECK(chain["item_gradients"] == 0);  // the chain itself never started
   // Stopped inside the recorder's centring, not after it.
-  CHECK(chain["recording_item_gradients"].get<std::uint64_t>() < centring_steps * batch);
+  CHECK(chain["recording_item_gradients"].get<std::uint64_t>() < centring_steps * centring_batch);
 }
