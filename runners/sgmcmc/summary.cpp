@@ -145,11 +145,11 @@ constexpr std::size_t many_parameters = 1000;
 int summary_command(const fs::path& folder, const std::vector<std::string>& wanted, std::size_t max_parameters) {
   const Chains chains = read_chains(folder, "summary");
   const nlohmann::json manifest = manifest_if_any(folder);
+  const bool has_model = manifest.is_object() && manifest.contains("model") && manifest["model"].is_object();
   std::vector<std::string> quantities;
-  if (manifest.is_object() && manifest.contains("model") && manifest["model"].contains("quantities"))
+  if (has_model && manifest["model"].contains("quantities"))
     quantities = manifest["model"]["quantities"].get<std::vector<std::string>>();
-  const bool is_quantity_led =
-      wanted.empty() && manifest.is_object() && manifest["model"].value("dimension", std::size_t{0}) > many_parameters;
+  const bool is_quantity_led = wanted.empty() && has_model && manifest["model"].value("dimension", std::size_t{0}) > many_parameters;
   std::vector<std::size_t> shown, quantity_columns;
   for (std::size_t index = 0; index < chains.columns.size(); ++index) {
     const auto& name = chains.columns[index];
