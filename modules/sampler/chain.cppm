@@ -44,7 +44,7 @@ struct ChainSchedule {
   std::uint64_t warmup = 0;       // first iterations, run but not recorded as draws (burn-in)
   std::uint64_t iterations = 1000;  // recorded iterations after the warmup
   std::uint64_t thin = 1;         // record every thin-th iteration
-  Collection collect;             // of those, the ones kept (cSG-MCMC's sampling stages; all by default)
+  Collection collect = {};        // of those, the ones kept (cSG-MCMC's sampling stages; all by default)
   /// The draws a chain of this schedule records.
   std::uint64_t recorded_draws() const;
   std::uint64_t eval_every = 10;  // evaluate the model's metrics every eval_every-th iteration

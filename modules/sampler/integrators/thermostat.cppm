@@ -1,0 +1,93 @@
+// What sgnht and badodab share: their keys and the adaptive Langevin thermostat ξ
+// (Ding et al. 2014; Leimkuhler & Shang 2016).
+module;
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+#include <fmt/format.h>
+export module sgmcmc.integrators:thermostat;
+import sgmcmc.sampler;
+import sgmcmc.schedules;
+import sgmcmc.error;
+import :metric;
+import :substeps;
+import :scheduled;
+import :momentum;
+
+export namespace sgmcmc {
+
+/// sgnht (Ding et al. 2014, Alg. 2): step_size = h; friction is the thermostat ξ.
+struct SgnhtParameters {
+  ScheduleParameters schedule = {};
+  double temperature = 1.0;
+  Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
+  bool adapt_mass = false;
+  double diffusion = 1.0;                                 // A > 0, the injected noise sqrt(2AhT)
+  std::optional<double> thermostat_start = std::nullopt;  // ξ₀; unset: A
+  static SgnhtParameters from_settings(const Settings& section);
+};
+
+}  // namespace sgmcmc
+
+namespace sgmcmc::integrator_parts {
+
+/// What sgnht and badodab share: the adaptive Langevin (stochastic gradient Nosé–Hoover)
+/// thermostat of Ding et al. (2014) and Leimkuhler & Shang (2016), with a mass M and temperature T,
+///   dθ = M⁻¹p dt,  dp = -∇U dt - ξ p dt + sqrt(2AT) M^{1/2} dW,  dξ = (pᵀM⁻¹p/d - T) dt,
+/// a scalar ξ in place of a fixed friction, rising while the kinetic temperature pᵀM⁻¹p/d is
+/// above T, so the unknown minibatch noise is dissipated without being estimated (the thermostat's
+/// mass μ = d, as in Ding et al.'s Alg. 2). Its continuous dynamics leave
+/// exp(-U/T) × N(p; 0, TM) × a Gaussian in ξ invariant (Ding et al. 2014, §3). ξ starts at
+/// `thermostat_start` (default A) and is chain state, carried by checkpoints.
+class ThermostatIntegrator : public MomentumIntegrator {
+public:
+  template <class Parameters>
+  ThermostatIntegrator(const Parameters& parameters, std::string_view name)
+      : MomentumIntegrator(parameters), diffusion_(parameters.diffusion),
+        thermostat_(parameters.thermostat_start.value_or(parameters.diffusion)) {
+    require_parameter(diffusion_ > 0.0, fmt::format("integrator {}", name), "diffusion > 0", diffusion_);
+  }
+  void save_state(StateWriter& out) const override {
+    MomentumIntegrator::save_state(out);
+    out.section("thermostat");
+    out.number(thermostat_);
+  }
+  void restore_state(StateReader& in) override {
+    MomentumIntegrator::restore_state(in);
+    in.section("thermostat");
+    thermostat_ = in.number();
+  }
+
+protected:
+  /// D over t: ξ ← ξ + t (pᵀM⁻¹p/d - T), pᵀM⁻¹p being twice the kinetic energy (a reflection at 0
+  /// negates p_j and leaves it alone).
+  void adjust_thermostat(const ChainState& state, double t) {
+    const double d = static_cast<double>(state.momentum.size());
+    thermostat_ += t * (2.0 * kinetic_energy(state.momentum, mass_) / d - temperature_);
+  }
+  double diffusion_;   // A
+  double thermostat_;  // ξ
+};
+
+/// sgnht's and badodab's keys: the schedule, temperature and mass, then `diffusion` and `thermostat_start`.
+template <class Parameters>
+Parameters read_thermostat(const Settings& section) {
+  auto parameters = read_scheduled<Parameters>(section);
+  // A = 0 leaves only the minibatch noise: with exact gradients, deterministic Nosé–Hoover dynamics,
+  // which are not ergodic.
+  parameters.diffusion = section.positive_number("diffusion", parameters.diffusion);
+  parameters.thermostat_start = section.number("thermostat_start", parameters.diffusion);
+  return parameters;
+}
+
+}  // namespace sgmcmc::integrator_parts
