@@ -101,6 +101,7 @@ inline std::string draws_without_elapsed_time(const std::filesystem::path& path)
 }
 
 inline const std::filesystem::path gaussian_plugin_path = std::filesystem::path(SGMCMC_PLUGIN_DIR) / "sgmcmc-model-gaussian.so";
+inline const std::filesystem::path mlp_plugin_path = std::filesystem::path(SGMCMC_PLUGIN_DIR) / "sgmcmc-model-mlp.so";
 inline const std::filesystem::path logistic_plugin_path = std::filesystem::path(SGMCMC_PLUGIN_DIR) / "sgmcmc-model-logistic.so";
 inline const std::filesystem::path fixture_plugin_dir = SGMCMC_FIXTURE_PLUGIN_DIR;
 

@@ -9,6 +9,11 @@
 //             boundary 0), closed form; the integrators reflect θ at 0 (momentum negated).
 //   gibbs     GibbsNoiseMean (known_posteriors.hpp): θ given a noise precision τ that after_step draws by
 //             a Gibbs step; the θ-marginal by 1-D quadrature in this file.
+//   mlp       the mlp plugin with no hidden layer and the gaussian family on the gaussian target's rows:
+//             linear regression with an intercept, N(μ, A⁻¹) in closed form on the design [x, 1] (its
+//             batch passes are the network's GEMMs, its per-item gradients saga's table). Its start
+//             is the plugin's random Glorot draw, up to ~60 sd from the mode: the warmup (a tenth of
+//             the chain, hundreds of relaxation times) still forgets it.
 //
 // Monte Carlo error. Draws are correlated, so standard errors (SE) come from 100 non-overlapping
 // batch means (tests/statistics.hpp, Flegal & Jones 2010), trusted only when the batches are long
@@ -18,8 +23,8 @@
 //
 // Exact cells (corrector tests acceptance): mean and variance of every coordinate within 5 SE of
 // the exact values. mh accepts 3 estimators × 5 integrators (svrg, saga, sgld and sghmc are
-// refused), × 3 targets (1 coordinate each) × 2 moments = 90 checks: family-wise false alarm
-// ≈ 90 × 5.7e-7 ≈ 5e-5.
+// refused), × 5 coordinates (3 targets of 1, mlp's 2) × 2 moments = 150 checks: family-wise false
+// alarm ≈ 150 × 5.7e-7 ≈ 1e-4.
 //
 // Uncorrected cells (corrector none): the chain's law is biased by the discretisation and the
 // minibatch noise, so each cell runs at a step h and at h/2 and checks, for mean and variance of
@@ -39,8 +44,8 @@
 //      exceeded with probability < 2 × 5.7e-7 when the true biases satisfy the inequality, so a
 //      cell whose bias is pure Monte Carlo noise (BAOAB on a Gaussian with exact gradients, exact
 //      for the position: Leimkuhler & Matthews 2013) passes, and a bias that stays as h halves fails.
-//   50 uncorrected cells × 3 targets × 4 checks = 600 checks, each false alarm < 1.2e-6:
-//   family-wise < 7.2e-4. With the exact cells, the whole matrix raises a false alarm with
+//   50 uncorrected cells × 5 coordinates × 4 checks = 1,000 checks, each false alarm < 1.2e-6:
+//   family-wise < 1.2e-3. With the exact cells, the whole matrix raises a false alarm with
 //   probability below 1e-3 (seeds are fixed, so a given build passes or fails reproducibly).
 //
 // A mass per coordinate (issue 17, at the end of this file): every integrator with a diagonal mass
@@ -57,6 +62,8 @@
 #include <string_view>
 #include <vector>
 #include <fmt/format.h>
+
+#include <xtensor/xview.hpp>
 
 #include "gaussian_fixture.hpp"
 #include "matrix/known_posteriors.hpp"
@@ -120,6 +127,27 @@ Target gibbs_target() {
   const double mean = first / mass;
   return {"gibbs", model, {mean}, {second / mass - mean * mean}};
 }
+
+/// The mlp plugin with `layers = []` and `family = "gaussian"` on the gaussian fixture's rows:
+/// z = w x + b, y ~ N(z, σ²), w, b ~ N(0, s²) (plugins/mlp/README.md), so (w, b) | y is the
+/// closed-form Bayesian linear regression posterior on the design [x, 1] (θ holds W then b).
+struct MlpTarget {
+  test::GaussianFixture rows{200, 1};
+  sgmcmc::LoadedPlugin plugin = sgmcmc::load_plugin_file(test::mlp_plugin_path);
+  Target target() {
+    auto config = sgmcmc::parse_config(fmt::format("[model]\ndata = \"{}\"\ntest_size = 0\nlayers = []\nfamily = \"gaussian\"\n"
+                                                   "noise_sd = {}\nprior_scale = {}\n",
+                                                   (rows.dir.path() / "data.csv").string(), rows.noise_sd, rows.prior_sd),
+                                       "mlp.toml");
+    std::shared_ptr<const sgmcmc::Model> model = plugin.create({config["model"], 1});
+    config["model"].reject_unknown_keys();
+    xt::xtensor<double, 2> design = xt::ones<double>({rows.x.shape(0), std::size_t{2}});
+    xt::view(design, xt::all(), 0) = xt::view(rows.x, xt::all(), 0);
+    const auto posterior = test::gaussian_posterior(design, rows.y, rows.noise_sd, rows.prior_sd);
+    const auto covariance = xt::linalg::inv(posterior.precision);
+    return {"mlp", model, {posterior.mean(0), posterior.mean(1)}, {covariance(0, 0), covariance(1, 1)}};
+  }
+};
 
 // ---- Building a chain: the one place (the runner's order, as test::run_chain) -------------------
 
@@ -425,6 +453,14 @@ TEST_CASE("combination matrix: poisson target cells without corrector") { run_ma
 TEST_CASE("combination matrix: poisson target cells with a corrector") { run_matrix(poisson_target(), corrected); }
 TEST_CASE("combination matrix: gibbs target cells without corrector") { run_matrix(gibbs_target(), uncorrected); }
 TEST_CASE("combination matrix: gibbs target cells with a corrector") { run_matrix(gibbs_target(), corrected); }
+TEST_CASE("combination matrix: mlp target cells without corrector") {
+  MlpTarget mlp;
+  run_matrix(mlp.target(), uncorrected);
+}
+TEST_CASE("combination matrix: mlp target cells with a corrector") {
+  MlpTarget mlp;
+  run_matrix(mlp.target(), corrected);
+}
 
 // ---- A mass per coordinate (issue 17) --------------------------------------------------------------
 //
