@@ -179,7 +179,7 @@ ChainUnderTest build_chain(std::shared_ptr<const sgmcmc::Model> model, const std
 //  sgld   ε = (0.2 s)²: discretisation ελ/4 = 1 %, noise εσ_g²/4 ≈ 19 % (Welling & Teh 2011's
 //         update on a Gaussian: variance (1 + εσ_g²/4) / (λ(1 - ελ/4))).
 //  mala   uncorrected it is SGLD with a gradient at the proposal: the same ε.
-//  obabo, baoab  h = 0.1 s, retention a = e^{-γh} = 0.5 per step at both steps (γ = ln 2 / h):
+//  obabo, baoab, ubu  h = 0.1 s, retention a = e^{-γh} = 0.5 per step at both steps (γ = ln 2 / h):
 //         the kicks add momentum variance ≈ h²σ_g² ≈ 0.19 per step against 1 - a = 0.5 dissipated,
 //         ≈ 20 %; the discretisation error (h/s)² ≈ 1 % (none for BAOAB's positions on Gaussians).
 //  hmc    h = 0.1 s, 5 leapfrog steps from fresh momentum: 5 kicks of noise h σ_g per trajectory,
@@ -206,7 +206,7 @@ ChainUnderTest build_chain(std::shared_ptr<const sgmcmc::Model> model, const std
 //         kicks is absorbed by ξ as in sgnht.
 // With mh: K stochastic kicks per block with noise σ_g each give the energy error a variance of
 // about K h² σ_g² (tests/statistical/mh_test.cpp); keeping K h² σ_g² within 1–2 keeps minibatch's
-// acceptance usable: obabo and baoab h = 0.1 s with every = 4 (0.8), mala h = 0.15 s (ε = h²) with
+// acceptance usable: obabo and baoab h = 0.1 s with every = 4 (0.8; ubu, one kick of h per step, 1.5), mala h = 0.15 s (ε = h²) with
 // every = 4 (1.7), hmc h = 0.1 s, 5 steps, every = 2 (1.9). hmc takes every = 2, not 1: the mh
 // corrector hands its exact endpoint estimator to the last step of a block, and an hmc step is a
 // whole trajectory, so with every = 1 the chain's own estimator would never run and every
@@ -237,6 +237,7 @@ constexpr Plan plans[] = {
     {"psgld", StepUnit::preconditioned, 0.2, 0.2, 0.0, 400'000, 0},
     {"sgnht", StepUnit::time, 0.05, 0.05, 2.0, 400'000, 0},
     {"badodab", StepUnit::time, 0.1, 0.1, 2.0, 400'000, 0},
+    {"ubu", StepUnit::time, 0.1, 0.1, 0.0, 400'000, 1'000'000},
 };
 
 double step_size(const Plan& plan, double h, double s, std::size_t items) {

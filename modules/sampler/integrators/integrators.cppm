@@ -34,6 +34,7 @@ export import :sghmc;
 export import :thermostat;
 export import :sgnht;
 export import :badodab;
+export import :ubu;
 import sgmcmc.error;
 
 export namespace sgmcmc {
@@ -75,7 +76,7 @@ using namespace integrator_parts;
 const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
   static const std::vector<CatalogueEntry<IntegratorFactory>> catalogue = {
       sgld_entry(), mala_entry(), obabo_entry(), baoab_entry(), hmc_entry(), leapfrog_entry(),
-      sghmc_entry(), psgld_entry(), sgnht_entry(), badodab_entry()};
+      sghmc_entry(), psgld_entry(), sgnht_entry(), badodab_entry(), ubu_entry()};
   return catalogue;
 }
 
