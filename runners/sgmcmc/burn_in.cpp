@@ -67,13 +67,10 @@ json BurnInPlan::record() const {
 }
 
 BurnIn::BurnIn(const BurnInPlan& plan, std::shared_ptr<const sgmcmc::Model> model, std::uint64_t k,
-               sgmcmc::RunConfig& config) {
-  sgmcmc::RunConfig own = plan.config;  // read anew: each chain's parts read their keys
-  try {
-    chain_ = sgmcmc::make_chain(own, std::move(model), sgmcmc::Rng(plan.seed, sgmcmc::chain_stream(k)));
-  } catch (const sgmcmc::Error& error) {
-    throw sgmcmc::Error(fmt::format("[burn_in]: {}", error.what()));
-  }
+               sgmcmc::RunConfig& config)
+    : config_(plan.config), model_(std::move(model)), rng_(plan.seed, sgmcmc::chain_stream(k)) {
+  sgmcmc::RunConfig own = config_;  // read anew: each chain's parts read their keys
+  chain_ = build(own);
   for (const char* part : sampler_sections) {
     plan.config[part].adopt_reads(own[part]);  // what the manifest's burn_in records
     if (given_section(config, part)) config[std::string(burn_in_prefix) + part].adopt_reads(own[part]);
@@ -94,6 +91,15 @@ BurnIn::BurnIn(const BurnInPlan& plan, std::shared_ptr<const sgmcmc::Model> mode
   } catch (const sgmcmc::Error& error) {
     throw sgmcmc::Error(fmt::format("[burn_in] (its {} iterations are the burn-in's warmup): {}", plan.iterations, error.what()));
   }
+  chain_.reset();  // built again when it runs: only the burn-ins running hold their parts
+}
+
+std::unique_ptr<sgmcmc::Chain> BurnIn::build(sgmcmc::RunConfig& config) const {
+  try {
+    return sgmcmc::make_chain(config, model_, rng_);
+  } catch (const sgmcmc::Error& error) {
+    throw sgmcmc::Error(fmt::format("[burn_in]: {}", error.what()));
+  }
 }
 
 namespace {
@@ -108,6 +114,9 @@ std::optional<sgmcmc::ChainResult> BurnIn::run(sgmcmc::Chain& main, const sgmcmc
                                                std::atomic<std::uint64_t>* progress) {
   schedule_.stop_requested = main_schedule.stop_requested;
   schedule_.divergence_threshold = main_schedule.divergence_threshold;
+  sgmcmc::RunConfig own = config_;
+  chain_ = build(own);
+  if (start_) chain_->start_at(*start_);
   Discard nothing;
   const auto result = chain_->run(schedule_, nothing, progress);
   record_ = {{"iterations", result.iterations},
@@ -116,11 +125,10 @@ std::optional<sgmcmc::ChainResult> BurnIn::run(sgmcmc::Chain& main, const sgmcmc
              {"seconds", result.seconds},
              {"cpu_seconds", result.cpu_seconds},
              {"step_size", chain_->integrator().step_size()}};
-  if (!result.diverged && !result.stopped) {
-    main.start_at(chain_->state().theta);
-    chain_.reset();  // its memory is not needed any more
-    return std::nullopt;
-  }
+  const bool completed = !result.diverged && !result.stopped;
+  if (completed) main.start_at(chain_->state().theta);
+  chain_.reset();  // its memory is not needed any more
+  if (completed) return std::nullopt;
   sgmcmc::ChainResult ended;  // of the run's own chain, which has not started
   ended.diverged = result.diverged;
   ended.stopped = ended.interrupted = result.stopped;
@@ -139,6 +147,5 @@ void BurnIn::save_record(sgmcmc::StateWriter& out) const {
 
 void BurnIn::restore_record(sgmcmc::StateReader& in) {
   in.section("burn-in");
-  record_ = json::parse(in.text());
-  chain_.reset();  // the checkpoint lies after the burn-in: it does not run again
+  record_ = json::parse(in.text());  // the checkpoint lies after the burn-in: it does not run again
 }

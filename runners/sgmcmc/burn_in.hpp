@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 import sgmcmc;
@@ -61,7 +62,7 @@ public:
   BurnIn(const BurnInPlan& plan, std::shared_ptr<const sgmcmc::Model> model, std::uint64_t k, sgmcmc::RunConfig& config);
 
   /// Where the burn-in starts instead of the model's initial point (run.init).
-  void start_at(std::vector<double> theta) { chain_->start_at(std::move(theta)); }
+  void start_at(std::vector<double> theta) { start_ = std::move(theta); }
 
   /// Runs the burn-in and starts `main` at its last θ. When the burn-in ended the chain instead
   /// (interrupted by `main_schedule.stop_requested`, or diverged), returns the chain's result,
@@ -77,7 +78,14 @@ public:
   void restore_record(sgmcmc::StateReader& in);
 
 private:
-  std::unique_ptr<sgmcmc::Chain> chain_;
+  /// The burn-in's chain from `config` (a copy of config_, whose keys it reads).
+  std::unique_ptr<sgmcmc::Chain> build(sgmcmc::RunConfig& config) const;
+
+  sgmcmc::RunConfig config_;  // the run's, with the burn-in's sampler sections
+  std::shared_ptr<const sgmcmc::Model> model_;
+  sgmcmc::Rng rng_;           // the burn-in's own generator (burn_in_seed, chain_stream(k))
+  std::optional<std::vector<double>> start_;
+  std::unique_ptr<sgmcmc::Chain> chain_;  // only while it is built for a check or running
   sgmcmc::ChainSchedule schedule_;
   nlohmann::json record_ = nlohmann::json::object();
 };
