@@ -8,9 +8,9 @@
 # Runs every preset with short settings (2 chains, checkpoints), the demo model under every
 # estimator × integrator × corrector pair (refused pairs leave only their log), recorded gradients
 # from each source, a 12-cell sweep, `summary` and `zv`; then prints one MD5 per output file. What
-# differs between any two runs is left out: the seconds columns of metrics.csv and the sweep's
-# tables, the timings, plugin path and thread count of manifests, and the Elapsed Time lines of
-# chain files.
+# differs between any two runs is left out: the wall and CPU seconds columns of metrics.csv and
+# the sweep's tables (and its concurrent_cells), the seconds, CPU seconds, timings, plugin path and
+# thread count of manifests, and the Elapsed Time lines of chain files.
 set -uo pipefail
 cli=$(realpath "$1")
 out=$2
@@ -60,12 +60,13 @@ name = path.rsplit("/", 1)[-1]
 text = open(path, "rb").read()
 if name in ("metrics.csv", "results.csv", "summary.csv"):
     rows = list(csv.reader(text.decode().splitlines()))
-    drop = {i for i, column in enumerate(rows[0]) if column == "seconds"} if rows else set()
+    timing = ("seconds", "cpu_seconds", "concurrent_cells")
+    drop = {i for i, column in enumerate(rows[0]) if column in timing} if rows else set()
     text = repr([[c for i, c in enumerate(row) if i not in drop] for row in rows]).encode()
 elif name == "manifest.json":
     def strip(x):
         if isinstance(x, dict):
-            return {k: strip(v) for k, v in x.items() if k not in ("seconds", "timings", "plugin", "threads")}
+            return {k: strip(v) for k, v in x.items() if k not in ("seconds", "cpu_seconds", "timings", "plugin", "threads")}
         return [strip(v) for v in x] if isinstance(x, list) else x
     text = json.dumps(strip(json.loads(text)), sort_keys=True).encode()
 elif re.fullmatch(r"chain-\d+\.csv", name):
