@@ -68,7 +68,8 @@ json BurnInPlan::record() const {
 
 BurnIn::BurnIn(const BurnInPlan& plan, std::shared_ptr<const sgmcmc::Model> model, std::uint64_t k,
                sgmcmc::RunConfig& config)
-    : config_(plan.config), model_(std::move(model)), rng_(plan.seed, sgmcmc::chain_stream(k)) {
+    : config_(plan.config), model_(std::move(model)), rng_(plan.seed, sgmcmc::chain_stream(k)),
+      own_integrator_(given_section(config, "integrator") != nullptr) {
   sgmcmc::RunConfig own = config_;  // read anew: each chain's parts read their keys
   chain_ = build(own);
   for (const char* part : sampler_sections) {
@@ -132,8 +133,10 @@ std::optional<sgmcmc::ChainResult> BurnIn::run(sgmcmc::Chain& main, const sgmcmc
   sgmcmc::ChainResult ended;  // of the run's own chain, which has not started
   ended.diverged = result.diverged;
   ended.stopped = ended.interrupted = result.stopped;
+  std::string why = result.message;  // the step to lower is the burn-in's, when it has its own
+  if (const auto at = why.find("integrator.step_size"); own_integrator_ && at != std::string::npos) why.insert(at, "burn_in.");
   ended.message = result.diverged
-                      ? fmt::format("in its burn-in, {}", result.message)
+                      ? fmt::format("in its burn-in, {}", why)
                       : fmt::format("interrupted in its burn-in, after iteration {} of {}; a resumed run replays the "
                                     "burn-in from the seed",
                                     result.iterations, schedule_.warmup);

@@ -84,6 +84,7 @@ private:
   sgmcmc::RunConfig config_;  // the run's, with the burn-in's sampler sections
   std::shared_ptr<const sgmcmc::Model> model_;
   sgmcmc::Rng rng_;           // the burn-in's own generator (burn_in_seed, chain_stream(k))
+  bool own_integrator_;       // [burn_in.integrator] given: its keys, not [integrator]'s, are the burn-in's
   std::optional<std::vector<double>> start_;
   std::unique_ptr<sgmcmc::Chain> chain_;  // only while it is built for a check or running
   sgmcmc::ChainSchedule schedule_;

@@ -128,6 +128,15 @@ name = "none"
     REQUIRE(ran.exit_code == 0);
     CHECK_THAT(test::read_text(dir.path() / "out" / "chain-1.csv"), Contains("burn_in.integrator.name = \"sgld\""));
   }
+  SECTION("a burn-in that diverges stops its chain as diverged (exit 1), naming the burn-in's step") {
+    const auto ran = run("--set burn_in.integrator.step_size=1");
+    CHECK(ran.exit_code == 1);
+    const auto manifest = nlohmann::json::parse(test::read_text(dir.path() / "out" / "manifest.json"));
+    CHECK(manifest["status"] == "diverged");
+    CHECK(manifest["chains"][0]["iterations"] == 0);
+    CHECK_THAT(manifest["chains"][0]["message"].get<std::string>(),
+               Contains("in its burn-in, diverged at iteration") && Contains("burn_in.integrator.step_size"));
+  }
   SECTION("an unknown key in [burn_in] is refused, with the key it resembles") {
     const auto ran = run("--set burn_in.iteration=10");
     CHECK(ran.exit_code == 2);
