@@ -206,7 +206,7 @@ TEST_CASE("a string that begins with a newline, or holds one, is written back by
   }
 }
 
-TEST_CASE("burn-in tables: [burn_in.integrator] is a section of its own, set by --set and written back as a nested table") {
+TEST_CASE("burn-in tables: burn_in.integrator is a section of its own, set by --set and written back as a nested table") {
   // runners/sgmcmc/burn_in.hpp. A configuration without them holds no such section (so its
   // manifest and chain files are as before); a table nested in any other section is refused.
   auto config = sgmcmc::parse_config("[run]\nseed = 1\n[burn_in]\niterations = 30\n[burn_in.integrator]\nname = \"sgld\"\n",
