@@ -31,10 +31,19 @@ RunConfig empty_config() {
   return config;
 }
 
+/// Sections a configuration holds only when it names them, so that a configuration without them
+/// records (manifest, chain files' comments, config.toml) what it did before they existed:
+/// [burn_in] and the burn-in's own sampler tables (runners/sgmcmc/burn_in.hpp).
+constexpr std::array<const char*, 4> optional_sections = {"burn_in", "burn_in.estimator", "burn_in.integrator",
+                                                          "burn_in.corrector"};
+
 Settings& section_named(RunConfig& config, const std::string& name, const std::string& origin) {
   auto it = config.sections.find(name);
   if (it != config.sections.end()) return it->second;
-  const std::vector<std::string> known(config_sections.begin(), config_sections.end());
+  if (std::find(optional_sections.begin(), optional_sections.end(), name) != optional_sections.end())
+    return config.sections.emplace(name, Settings(name)).first->second;
+  std::vector<std::string> known(config_sections.begin(), config_sections.end());
+  known.insert(known.end(), optional_sections.begin(), optional_sections.end());
   std::string message = fmt::format("{}: unknown section [{}]", origin, name);
   if (auto suggestion = closest_match(name, known); !suggestion.empty())
     message += fmt::format(" (did you mean [{}]?)", suggestion);
@@ -148,6 +157,22 @@ void insert_value(toml::table& keys, const std::string& key, const Value& value)
       value);
 }
 
+/// The keys of the table `name` into its section; a table inside it ([burn_in.integrator]) is the
+/// section "name.key", which must be one of the known sections.
+void read_section(RunConfig& config, const std::string& name, const toml::table& table, const std::string& source) {
+  Settings& settings = section_named(config, name, fmt::format("{}:{}", source, table.source().begin.line));
+  for (const auto& [key, node] : table) {
+    const std::string origin = fmt::format("{}:{}", source, node.source().begin.line);
+    const std::string dotted = fmt::format("{}.{}", name, key.str());
+    if (const auto* inner = node.as_table()) {
+      read_section(config, dotted, *inner, source);
+      continue;
+    }
+    check_key_name(std::string(key.str()), origin);
+    settings.set(std::string(key.str()), {toml_value(node, origin + ": " + dotted), origin});
+  }
+}
+
 }  // namespace
 
 Value array_value(const std::vector<Value>& elements, const std::string& where) {
@@ -182,13 +207,7 @@ RunConfig parse_config(std::string_view text, const std::string& source) {
     const auto* table = section_node.as_table();
     if (!table)
       throw Error(fmt::format("{}: '{}' must be a [section] table", section_origin, section_key.str()));
-    Settings& settings = section_named(config, std::string(section_key.str()), section_origin);
-    for (const auto& [key, node] : *table) {
-      const std::string origin = fmt::format("{}:{}", source, node.source().begin.line);
-      const std::string name = fmt::format("{}.{}", section_key.str(), key.str());
-      check_key_name(std::string(key.str()), origin);
-      settings.set(std::string(key.str()), {toml_value(node, origin + ": " + name), origin});
-    }
+    read_section(config, std::string(section_key.str()), *table, source);
   }
   return config;
 }
@@ -199,7 +218,12 @@ std::string format_config(const RunConfig& config) {
     if (settings.entries().empty()) continue;
     toml::table keys;
     for (const auto& [key, entry] : settings.entries()) insert_value(keys, key, entry.value);
-    document.insert(name, std::move(keys));
+    // "burn_in.integrator" as the table [burn_in.integrator], inside [burn_in] (made if need be:
+    // the map holds "burn_in" before "burn_in.integrator").
+    const auto dot = name.find('.');
+    toml::table* parent = &document;
+    if (dot != std::string::npos) parent = document.insert(name.substr(0, dot), toml::table{}).first->second.as_table();
+    parent->insert(dot == std::string::npos ? name : name.substr(dot + 1), std::move(keys));
   }
   std::ostringstream text;
   // Doubles are written with all their digits, so they read back exactly. Strings are written as
@@ -213,7 +237,10 @@ std::string format_config(const RunConfig& config) {
   // Checked, not assumed: a value that would not come back the same would resume another run.
   const RunConfig back = parse_config(text.str(), "(formatted configuration)");
   for (const auto& [name, settings] : config.sections) {
-    const auto& again = back[name].entries();
+    if (settings.entries().empty()) continue;
+    const auto found = back.sections.find(name);
+    if (found == back.sections.end()) throw Error(fmt::format("internal: the [{}] section does not survive being written as TOML", name));
+    const auto& again = found->second.entries();
     bool same = again.size() == settings.entries().size();
     for (const auto& [key, entry] : settings.entries()) same = same && again.contains(key) && same_value(again.at(key).value, entry.value);
     if (!same) throw Error(fmt::format("internal: the [{}] section does not survive being written as TOML", name));
@@ -230,8 +257,9 @@ void apply_override(RunConfig& config, const std::string& assignment) {
                             "another encoding needs a link with a UTF-8 name)",
                             origin));
   const auto equals = assignment.find('=');
-  const auto dot = assignment.find('.');
-  if (equals == std::string::npos || dot == std::string::npos || dot > equals || dot == 0 || dot + 1 == equals)
+  // The last dot before '=' ends the section: keys hold none, sections can (burn_in.integrator).
+  const auto dot = equals == std::string::npos ? std::string::npos : assignment.rfind('.', equals);
+  if (equals == std::string::npos || dot == std::string::npos || dot == 0 || dot + 1 == equals)
     throw Error(fmt::format("{}: expected section.key=value", origin));
   Settings& settings = section_named(config, assignment.substr(0, dot), origin);
   const std::string key = assignment.substr(dot + 1, equals - dot - 1);

@@ -32,6 +32,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "burn_in.hpp"
 #include "chain_files.hpp"
 #include "commands.hpp"
 #include "configuration.hpp"
@@ -202,6 +203,7 @@ struct ChainJob {
   std::exception_ptr failure;
   std::uint64_t resumed_at = 0;  // the iteration of the checkpoint it continued from, if any
   std::string start;             // run.init: the file and draw it started from
+  std::unique_ptr<BurnIn> burn_in;  // [burn_in]: run first, unless the chain resumes after it
 };
 
 /// Ends `job` before its first iteration of this run (a stop was requested): it stays where its
@@ -233,7 +235,15 @@ void run_jobs(std::vector<ChainJob>& jobs, const sgmcmc::ChainSchedule& schedule
                                      "output.gradients = \"cv\"); a resumed run starts this chain afresh");
           continue;
         }
-        jobs[k].result = jobs[k].chain->run(schedule, *jobs[k].files, progress);
+        if (jobs[k].burn_in && jobs[k].resumed_at == 0)
+          if (auto ended = jobs[k].burn_in->run(*jobs[k].chain, schedule, progress)) {
+            jobs[k].result = std::move(*ended);
+            jobs[k].files->close(jobs[k].result);
+            continue;
+          }
+        std::optional<WithBurnInRecord> with_record;
+        if (jobs[k].burn_in) with_record.emplace(*jobs[k].files, *jobs[k].burn_in);
+        jobs[k].result = jobs[k].chain->run(schedule, with_record ? *with_record : static_cast<sgmcmc::ChainObserver&>(*jobs[k].files), progress);
         jobs[k].files->close(jobs[k].result);
       } catch (...) {
         jobs[k].failure = std::current_exception();
@@ -255,6 +265,7 @@ struct PreparedRun {
   sgmcmc::RunConfig config;
   std::string source;
   RunSchedule schedule;
+  std::optional<BurnInPlan> burn_in;
   std::string model_name;
   std::shared_ptr<const BuiltModel> built;
   double model_seconds = 0.0;  // this run spent getting its model (0 when shared)
@@ -373,10 +384,16 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   run->jobs[0].chain = std::move(first);
   for (std::uint64_t k = 1; k < schedule.chains; ++k) run->jobs[k].chain = make(k);
   run->tests_acceptance = run->jobs[0].chain->corrector().tests_acceptance();
-  // Read on --resume too: a chain interrupted before its first checkpoint starts again.
+  run->burn_in = read_burn_in(cfg, schedule.seed);
+  if (run->burn_in)
+    for (std::uint64_t k = 0; k < schedule.chains; ++k)
+      run->jobs[k].burn_in = std::make_unique<BurnIn>(*run->burn_in, run->model(), k, cfg);
+  // Read on --resume too: a chain interrupted before its first checkpoint starts again. With a
+  // burn-in, that starts there, and the chain at the burn-in's end.
   const auto starts = read_start_points(cfg["run"], *run->model(), schedule.chains);
   for (std::size_t k = 0; k < starts.size(); ++k) {
-    run->jobs[k].chain->start_at(starts[k].theta);
+    if (run->jobs[k].burn_in) run->jobs[k].burn_in->start_at(starts[k].theta);
+    else run->jobs[k].chain->start_at(starts[k].theta);
     run->jobs[k].start = starts[k].origin;
   }
   // Recorders are built here too, so the [estimator] keys a `cv` recorder reads count as known.
@@ -397,7 +414,7 @@ std::vector<std::string> check_keys(PreparedRun& run) {
       {"corrector", sgmcmc::all_keys(sgmcmc::corrector_catalogue())}};
   run.warnings.clear();
   for (const auto& [name, settings] : run.config.sections) {
-    const auto alternatives = keys_of_alternatives.find(name);
+    const auto alternatives = keys_of_alternatives.find(main_section_of(name));  // [burn_in.integrator] too
     for (auto& warning : settings.reject_unknown_keys(alternatives == keys_of_alternatives.end() ? std::vector<std::string>{}
                                                                                                   : alternatives->second))
       run.warnings.push_back(std::move(warning));
@@ -438,6 +455,7 @@ json manifest_chains(const PreparedRun& run) {
                       {"resumed_at_iteration", run.jobs[k].resumed_at}});
     for (const auto& [name, value] : r.estimator_choices) chains.back()["estimator"][name] = value;  // e.g. cv's h_0, λ̂
     if (!run.jobs[k].start.empty()) chains.back()["start"] = run.jobs[k].start;  // run.init
+    if (run.jobs[k].burn_in) chains.back()["burn_in"] = run.jobs[k].burn_in->record();
     if (!r.adapted_mass.empty()) chains.back()["adapted_mass"] = mass_rows(r.adapted_mass, run.model()->dimension());
     if (r.adapted_step_size) {  // integrator.adapt_step_size: the step frozen at the end of the warmup
       chains.back()["adapted_step_size"] = *r.adapted_step_size;
@@ -476,6 +494,7 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
     if (!fs::exists(checkpoint_path(out, k))) continue;  // interrupted before its first checkpoint
     auto state = sgmcmc::read_state_file(checkpoint_path(out, k));
     run.jobs[k].chain->restore_state(state);
+    if (run.jobs[k].burn_in) run.jobs[k].burn_in->restore_record(state);
     run.jobs[k].files->restore_state(state);
     state.finish();
     run.jobs[k].resumed_at = run.jobs[k].chain->state().iteration;
@@ -555,6 +574,7 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
   // The columns after the parameters (Stan's generated quantities), which `summary` leads with.
   if (!run.recorders.empty() && run.recorders[0] && run.recorders[0]->quantity_count() > 0)
     manifest["model"]["quantities"] = run.model()->quantity_names();
+  if (run.burn_in) manifest["burn_in"] = run.burn_in->record();
   json data_files = run.built->data_files;
   data_files.update(data_fingerprints(manifest["config"], {"run"}));  // run.init
   manifest["data_files"] = data_files;
@@ -651,7 +671,8 @@ int run_command(const RunOptions& options) {
   std::atomic<std::uint64_t> progress{0};
   RunOutcome outcome;
   {
-    ProgressBar bar(schedule.chains * (schedule.chain.warmup + schedule.chain.iterations), progress, !options.quiet);
+    const std::uint64_t burn_in = run->burn_in ? run->burn_in->iterations : 0;
+    ProgressBar bar(schedule.chains * (burn_in + schedule.chain.warmup + schedule.chain.iterations), progress, !options.quiet);
     // From here on Ctrl-C stops the chains with a checkpoint; before, there is nothing to keep.
     catch_interruptions();
     run->schedule.chain.stop_requested = &stop_requested();

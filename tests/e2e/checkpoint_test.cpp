@@ -831,3 +831,67 @@ TEST_CASE("Ctrl-C during the draw recorder's cv centring (output.gradients = cv)
   // Stopped inside the recorder's centring, not after it.
   CHECK(chain["recording_item_gradients"].get<std::uint64_t>() < centring_steps * centring_batch);
 }
+
+namespace {
+
+/// The SIGTERM test's OBABO + MH demo run after a burn-in of `burn_in` SGLD iterations
+/// ([burn_in], runners/sgmcmc/burn_in.hpp), 2 chains on 2 threads.
+std::vector<std::string> burn_in_arguments(std::uint64_t burn_in, std::uint64_t iterations) {
+  return {"run", "--preset", "demo", "--set", "model.n=2000", "--set", "integrator.name=obabo", "--set",
+          "integrator.step_size=1e-3", "--set", "corrector.name=mh", "--set", "corrector.every=3", "--set",
+          "run.warmup=600", "--set", fmt::format("run.iterations={}", iterations), "--set", "run.thin=3", "--set",
+          "run.eval_every=300", "--set", fmt::format("burn_in.iterations={}", burn_in), "--set",
+          "burn_in.integrator.name=sgld", "--set", "burn_in.integrator.step_size=1e-4", "--set",
+          "burn_in.corrector.name=none", "--chains", "2", "--threads", "2", "--checkpoint-every", "600", "--quiet"};
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM after a burn-in, in the run's own sampler: the resumed chains continue from their checkpoints bit for bit") {
+  test::TempDir dir;
+  check_interrupt_and_resume(dir.path(), burn_in_arguments(3000, 30000), 2, false, SIGTERM);
+  // The checkpoints carried the burn-in's record: the resumed run did not repeat it, yet says what it did.
+  const auto manifest = nlohmann::json::parse(test::read_text(dir.path() / "interrupted" / "manifest.json"));
+  for (const auto& chain : manifest["chains"]) {
+    CHECK(chain["resumed_at_iteration"].get<std::uint64_t>() > 0);
+    CHECK(chain["burn_in"]["iterations"] == 3000);
+    CHECK(chain["burn_in"]["item_gradients"] == 3000 * 100);
+  }
+}
+
+TEST_CASE("SIGTERM during a burn-in: exit 130, no checkpoint, and a resume replays the burn-in from the seed bit for bit") {
+  // 2·10⁶ SGLD iterations of the demo's batches of 100 take seconds; the signal comes 200 ms
+  // after the chain files exist (they are made, with the handler installed, just before the
+  // chains start), so it lands in the burn-in.
+  test::TempDir dir;
+  auto arguments = burn_in_arguments(2'000'000, 600);
+  std::string joined;
+  for (const auto& argument : arguments) joined += argument + " ";
+  const auto out = dir.path() / "interrupted", log = dir.path() / "interrupted.log";
+  arguments.insert(arguments.end(), {"--out", out.string()});
+  const pid_t child = test::spawn_cli(arguments, log.string());
+  REQUIRE(child > 0);
+  const auto status = test::signal_when(child, SIGTERM, [&, since = std::optional<std::chrono::steady_clock::time_point>()]() mutable {
+    if (!fs::exists(out / "chain-2.csv")) return false;
+    if (!since) since = std::chrono::steady_clock::now();
+    return std::chrono::steady_clock::now() - *since > std::chrono::milliseconds(200);
+  });
+  INFO(test::read_text(log));
+  REQUIRE(status);
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 130);
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  CHECK(manifest["status"] == "interrupted");
+  for (const auto& chain : manifest["chains"]) {
+    CHECK(chain["status"] == "interrupted");
+    CHECK(chain["iterations"] == 0);
+    CHECK_THAT(chain["message"].get<std::string>(), Contains("in its burn-in"));
+  }
+  CHECK(!fs::exists(out / "checkpoint-1.bin"));
+  const auto resumed = test::run_cli("run --resume '" + out.string() + "' --quiet");
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  const auto whole = test::run_cli(joined + "--out '" + (dir.path() / "whole").string() + "'");
+  REQUIRE(whole.exit_code == 0);
+  CHECK(outputs(out, 2, false) == outputs(dir.path() / "whole", 2, false));
+}

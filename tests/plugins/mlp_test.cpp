@@ -359,3 +359,40 @@ TEST_CASE("mlp plugin: after the warmup the metrics average the sampling phase's
   // The warmup's last row still averages the warmup's draws: not the single draw at iteration 100.
   CHECK(metrics.at(first_sampling_row - 1, column("iteration")) == 100);
 }
+
+TEST_CASE("mlp plugin: the mlp-digits-obabo-mh preset burns in with SGHMC, then OBABO + MH accepts near its target and predicts") {
+  // Issue 42 item 7: after the preset's SGHMC [burn_in], OBABO with one MH test every 10 steps has
+  // its step adapted to an acceptance of 0.7 during the warmup and frozen. Acceptance of the 500
+  // recorded blocks of each chain: a binomial sd of sqrt(0.7 * 0.3 / 500) = 0.02 around what the
+  // frozen step accepts, which itself is not the target exactly: dual averaging freezes the average
+  // of its last iterates, and the chain keeps settling after the warmup, which raises the
+  // acceptance (0.67-0.79 over 10 chains of seeds 1-4, mean 0.74, sd 0.04). Hence [0.55, 0.90]:
+  // the target - 0.15 and + 0.2, over 3 sd of that spread either side. Without the adaptation the
+  // preset's first step (mlp-digits' 1e-2) accepts 0.2% of blocks.
+  // Held-out accuracy of the running posterior predictive on the split of seed 1 (297 rows): at
+  // least 0.90, three binomial sd (0.013 at 0.95) under the 0.949 and 0.963 measured; without the
+  // burn-in (burn_in step 1e-9) a chain reached 0.79.
+  test::TempDir dir;
+  const auto out = dir.path() / "run";
+  const auto ran = test::run_cli(fmt::format("run --preset mlp-digits-obabo-mh --quiet --out '{}'", out.string()));
+  INFO(ran.output);
+  REQUIRE(ran.exit_code == 0);
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  CHECK(manifest["burn_in"]["integrator"]["name"] == "sghmc");
+  CHECK(manifest["config"]["integrator"]["name"] == "obabo");
+  const auto metrics = sgmcmc::read_numeric_csv(out / "metrics.csv");
+  const auto accuracy = std::find(metrics.header.begin(), metrics.header.end(), "accuracy") - metrics.header.begin();
+  REQUIRE(static_cast<std::size_t>(accuracy) < metrics.columns);
+  std::map<double, double> last_of_chain;
+  for (std::size_t row = 0; row < metrics.rows; ++row) last_of_chain[metrics.at(row, 0)] = metrics.at(row, accuracy);
+  REQUIRE(last_of_chain.size() == 2);
+  for (const auto& [chain, value] : last_of_chain) CHECK(value >= 0.90);
+  for (const auto& chain : manifest["chains"]) {
+    REQUIRE(chain["blocks"] == 500);
+    const double acceptance = chain["accepted_blocks"].get<double>() / 500.0;
+    CHECK(acceptance >= 0.55);
+    CHECK(acceptance <= 0.90);
+    CHECK(chain.contains("adapted_step_size"));
+    CHECK(chain["burn_in"]["iterations"] == 3000);
+  }
+}

@@ -9,8 +9,8 @@
 # estimator × integrator × corrector pair (refused pairs leave only their log), recorded gradients
 # from each source, a 12-cell sweep, `summary` and `zv`; then prints one MD5 per output file. What
 # differs between any two runs is left out: the clock readings (wall and CPU seconds, start and
-# end times) of metrics.csv, the sweep's tables and manifests, the sweep's concurrent_cells, the manifests' timings, plugin path
-# and thread count, and the Elapsed Time lines of chain files.
+# end times) of metrics.csv, the sweep's tables and manifests, the sweep's concurrent_cells, the
+# manifests' timings, plugin path and thread count, and the Elapsed Time lines of chain files.
 set -uo pipefail
 cli=$(realpath "$1")
 out=$2

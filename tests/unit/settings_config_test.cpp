@@ -205,3 +205,29 @@ TEST_CASE("a string that begins with a newline, or holds one, is written back by
     CHECK(back["model"].text("name", "") == config["model"].text("name", ""));
   }
 }
+
+TEST_CASE("burn-in tables: burn_in.integrator is a section of its own, set by --set and written back as a nested table") {
+  // runners/sgmcmc/burn_in.hpp. A configuration without them holds no such section (so its
+  // manifest and chain files are as before); a table nested in any other section is refused.
+  auto config = sgmcmc::parse_config("[run]\nseed = 1\n[burn_in]\niterations = 30\n[burn_in.integrator]\nname = \"sgld\"\n",
+                                     "burn.toml");
+  REQUIRE(config.sections.contains("burn_in.integrator"));
+  CHECK(config["burn_in"].integer("iterations", 0) == 30);
+  CHECK(config["burn_in.integrator"].text("name", "") == "sgld");
+  CHECK(config["burn_in.integrator"].describe("name") == "burn.toml:6: burn_in.integrator.name");
+  CHECK(!config.sections.contains("burn_in.corrector"));
+  sgmcmc::apply_override(config, "burn_in.integrator.step_size=1e-5");
+  sgmcmc::apply_override(config, "burn_in.corrector.name=none");
+  CHECK(config["burn_in.integrator"].number("step_size", 0.0) == 1e-5);
+  const std::string written = sgmcmc::format_config(config);
+  CHECK_THAT(written, Contains("[burn_in.integrator]") && Contains("[burn_in.corrector]"));
+  const auto back = sgmcmc::parse_config(written, "back.toml");
+  CHECK(back["burn_in.integrator"].number("step_size", 0.0) == 1e-5);
+  CHECK(back["burn_in.corrector"].text("name", "") == "none");
+  CHECK(back["burn_in"].integer("iterations", 0) == 30);
+
+  CHECK(!sgmcmc::parse_config("[run]\nseed = 1\n", "plain.toml").sections.contains("burn_in"));
+  CHECK_THROWS_WITH(sgmcmc::parse_config("[model]\nname = \"gaussian\"\n[model.extra]\nn = 1\n", "nested.toml"),
+                    Contains("nested.toml:3") && Contains("unknown section [model.extra]"));
+  CHECK_THROWS_WITH(sgmcmc::apply_override(config, "burn_in.run.seed=2"), Contains("unknown section [burn_in.run]"));
+}
