@@ -1,5 +1,6 @@
 // `sgmcmc predict RUN --data FILE` through the real CLI on a run of each model that predicts (glm
-// gaussian, bernoulli, poisson and categorical, logistic, mlp with no hidden layer), its output
+// gaussian, bernoulli, poisson, negative binomial with a sampled dispersion and categorical,
+// logistic, mlp with no hidden layer), its output
 // checked against the posterior predictive computed here from the run's chain-<k>.csv files and
 // the data file; and bad input refused with exit 2 naming what was wrong.
 #include <catch2/catch.hpp>
@@ -48,7 +49,8 @@ Data simulate(std::size_t rows, std::uint64_t seed, const std::function<double(d
 }
 
 /// One model kind: its [model] lines, how its labels are drawn, and the prediction of one row at
-/// one draw computed here: class probabilities, or (mean, variance); and log p(y | x, θ).
+/// one draw computed here: class probabilities, or (mean, variance, and what the density needs
+/// besides); and log p(y | x, θ) from that prediction.
 struct Kind {
   std::string name, model_lines;
   std::function<double(double, sgmcmc::Rng&)> label;
@@ -106,6 +108,24 @@ std::vector<Kind> kinds() {
        },
        [](const std::vector<double>& m, double y) { return y * std::log(m[0]) - m[0] - std::lgamma(y + 1.0); }, false,
        coefficients},
+      // A sampled dispersion: r = e^u per draw, variance μ + μ²/r (Hilbe 2011's NB2).
+      {"glm-negative-binomial", "name = \"glm\"\nfamily = \"negative_binomial\"\n",
+       [](double z, sgmcmc::Rng& rng) {  // NB2(μ = e^z, r = 2) as Poisson(λ), λ ~ Gamma(r, rate r/μ)
+         const double lambda = rng.gamma(2.0, 2.0 / std::exp(z)), u = rng.uniform();
+         double k = 0.0, p = std::exp(-lambda), cumulative = p;
+         while (u > cumulative && p > 0.0) cumulative += p *= lambda / ++k;
+         return k;
+       },
+       [](const auto& t, const auto& x) {
+         const double mean = std::exp(linear(t, x)), r = std::exp(t[3]);
+         return std::vector<double>{mean, mean + mean * mean / r, r};
+       },
+       [](const std::vector<double>& m, double y) {
+         const double mean = m[0], r = m[2];
+         return std::lgamma(y + r) - std::lgamma(r) - std::lgamma(y + 1.0) + r * std::log(r / (r + mean)) +
+                y * std::log(mean / (r + mean));
+       },
+       false, {"intercept", "beta.1", "beta.2", "log_dispersion"}},
       {"glm-categorical", "name = \"glm\"\nfamily = \"categorical\"\n", class_label,
        [](const auto& t, const auto& x) { return softmax({linear(t, x, 0), linear(t, x, 3), 0.0}); }, class_density, true,
        {"intercept.0", "beta.0.1", "beta.0.2", "intercept.1", "beta.1.1", "beta.1.2"}},
@@ -215,7 +235,7 @@ TEST_CASE("predict: the posterior predictive of glm, logistic and mlp runs is th
     REQUIRE(expected.draws == 200);  // 2 chains × 100 recorded draws
     const auto table = sgmcmc::read_numeric_csv(out);
     REQUIRE(table.rows == held_out.y.size());
-    REQUIRE(table.columns == expected.rows.front().size() + 1);
+    REQUIRE(table.columns == (kind.probabilities ? expected.rows.front().size() : 2) + 1);
     CHECK(table.header.front() == "row");
     if (!kind.probabilities) CHECK(table.header == std::vector<std::string>{"row", "mean", "sd"});
     for (std::size_t j = 0; j < table.rows; ++j)
@@ -243,7 +263,7 @@ TEST_CASE("predict: a missing run, a data file of the wrong width and a model th
   CHECK(missing.exit_code == 2);
   CHECK_THAT(missing.output, Contains("nowhere") && Contains("not a run folder"));
 
-  const Kind kind = kinds()[3];  // glm categorical
+  const Kind kind = kinds()[4];  // glm categorical
   const Data train = simulate(100, 1, kind.label);
   const auto run_folder = dir.path() / "categorical";
   run(kind, dir.write("train.csv", train.csv()), run_folder, dir);
