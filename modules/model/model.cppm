@@ -24,13 +24,14 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 8;  // 2: lipschitz_bounds, 3: quantities,
+inline constexpr std::uint32_t model_interface_version = 9;  // 2: lipschitz_bounds, 3: quantities,
                                                              // 4: prior terms given the workspace,
                                                              // 5: Workspace save_state/restore_state
                                                              // 6: sparse item gradients, after_step
                                                              //    returns the TargetChange
                                                              // 7: prior_simulation, simulated_parameters
                                                              // 8: Workspace::restart_averages
+                                                             // 9: prediction (sgmcmc predict)
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.
@@ -45,6 +46,7 @@ struct Capabilities {
   bool simulation = false;            // simulates its own data when none is given
   bool prior_simulation = false;      // model.simulate_from_prior: data simulated from a prior draw θ*
                                       // (simulated_parameters()), for simulation-based calibration
+  bool prediction = false;            // read_prediction_rows()/predict_rows(): `sgmcmc predict`
 };
 
 /// "exact-log-likelihood, per-item-gradients, ...": the names `sgmcmc list` shows.
@@ -81,6 +83,27 @@ public:
   /// again, so that after the warmup they average the sampling phase's draws only, not the
   /// start's. By default nothing is kept.
   virtual void restart_averages() {}
+};
+
+/// Rows of a file a model predicts on (`sgmcmc predict`), read by the model's own reader in the
+/// layout of its data; the model derives from this to keep them in its own form.
+class PredictionRows {
+public:
+  virtual ~PredictionRows() = default;
+  std::size_t count = 0;
+  /// Each row's observed response, coded as the prediction is: a class index 0..K-1 (1 or 0 for
+  /// a single probability column), or the response itself; empty when the file has no labels.
+  std::vector<double> responses;
+};
+
+/// What a model predicts for one row at one θ, and how `sgmcmc predict` averages it over draws.
+struct PredictionForm {
+  /// true: `names` are class probabilities p(y = c | x, θ), averaged over draws; a single name
+  /// ("p") is p(y = 1 | x, θ) of a binary response. false: two values, E[y | x, θ] and
+  /// Var[y | x, θ], mixed over draws (the mean of the means; the mean of variance + mean², less
+  /// the mean squared).
+  bool probabilities = true;
+  std::vector<std::string> names = {};
 };
 
 class Model {
@@ -170,6 +193,18 @@ public:
   /// (`prior_simulation`, model.simulate_from_prior = true; one value per coordinate, in
   /// parameter_names() order): what `sgmcmc sbc` ranks among the draws. Empty otherwise.
   virtual std::vector<double> simulated_parameters() const { return {}; }
+
+  /// Posterior prediction (`sgmcmc predict`); only models with `prediction`. The form of one
+  /// row's prediction:
+  virtual PredictionForm prediction_form() const;
+  /// The rows of `path`, read as the model reads its data (the response first, or without it);
+  /// errors name the file and line.
+  virtual std::unique_ptr<PredictionRows> read_prediction_rows(const std::string& path) const;
+  /// Row j of `out` (rows.count × prediction_form().names.size(), row-major, or × 2 for a mean
+  /// and variance) ← row j's prediction at θ; when `rows` has responses, log_densities[j] ←
+  /// log p(y_j | x_j, θ) (an empty span otherwise).
+  virtual void predict_rows(std::span<const double> theta, const PredictionRows& rows, std::span<double> out,
+                            std::span<double> log_densities) const;
 };
 
 /// 0, 1, ..., count-1: every row of a data set, in order.
@@ -228,7 +263,8 @@ std::vector<std::string> capability_names(const Capabilities& c) {
       {c.sparse_item_gradients, "sparse-item-gradients"},
       {c.glm_gradients, "glm-gradients"},               {c.lipschitz_bounds, "lipschitz-bounds"},
       {c.latent_gibbs_step, "latent-gibbs-step"},       {c.positive_parameters, "positive-parameters"},
-      {c.simulation, "simulation"},                     {c.prior_simulation, "prior-simulation"}};
+      {c.simulation, "simulation"},                     {c.prior_simulation, "prior-simulation"},
+      {c.prediction, "prediction"}};
   std::vector<std::string> names;
   for (const auto& [present, name] : table)
     if (present) names.emplace_back(name);
@@ -301,5 +337,12 @@ void Model::item_lipschitz_bounds(std::span<double>) const {
 TargetChange Model::after_step(std::uint64_t, std::span<double>, Workspace&, Rng&) const { return TargetChange::none; }
 void Model::evaluate_metrics(std::span<const double>, Workspace&, std::span<double>) const {}
 void Model::evaluate_quantities(std::span<const double>, Workspace&, std::span<double>) const {}
+PredictionForm Model::prediction_form() const { missing_capability("prediction_form", "prediction"); }
+std::unique_ptr<PredictionRows> Model::read_prediction_rows(const std::string&) const {
+  missing_capability("read_prediction_rows", "prediction");
+}
+void Model::predict_rows(std::span<const double>, const PredictionRows&, std::span<double>, std::span<double>) const {
+  missing_capability("predict_rows", "prediction");
+}
 
 }  // namespace sgmcmc

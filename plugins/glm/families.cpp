@@ -52,17 +52,33 @@ double one(double, const LikelihoodConstants&) { return 1.0; }
 double inverse_variance(double, const LikelihoodConstants& c) { return 1.0 / (c.noise_sd * c.noise_sd); }
 double negative_binomial_curvature(double y, const LikelihoodConstants& c) { return 0.25 * (y + c.dispersion); }
 
+// Predictions: p = σ(z) or Φ(z); poisson mean = variance = e^z; gaussian z and σ²; negative
+// binomial μ = e^z and μ + μ²/r.
+void predict_logit(double z, const LikelihoodConstants&, double* out) { out[0] = 1.0 / (1.0 + std::exp(-z)); }
+void predict_probit(double z, const LikelihoodConstants&, double* out) { out[0] = 0.5 * std::erfc(-z / std::numbers::sqrt2); }
+void predict_poisson(double z, const LikelihoodConstants&, double* out) { out[0] = out[1] = std::exp(z); }
+void predict_gaussian(double z, const LikelihoodConstants& c, double* out) {
+  out[0] = z;
+  out[1] = c.noise_sd * c.noise_sd;
+}
+void predict_negative_binomial(double z, const LikelihoodConstants& c, double* out) {
+  const double mean = std::exp(z);
+  out[0] = mean;
+  out[1] = mean + mean * mean / c.dispersion;
+}
+
 const Family table[] = {
     {"bernoulli", "logit", Likelihood::bernoulli_logit, LabelCoding::automatic, "a binary label", any_real, draw_logit,
-     quarter},
+     quarter, predict_logit},
     {"bernoulli", "probit", Likelihood::bernoulli_probit, LabelCoding::automatic, "a binary label", any_real, draw_probit,
-     one},
+     one, predict_probit},
     {"poisson", "log", Likelihood::poisson_log, LabelCoding::as_read, "a count (a non-negative integer)", count,
-     draw_poisson, nullptr},
+     draw_poisson, nullptr, predict_poisson},
     {"gaussian", "identity", Likelihood::gaussian_identity, LabelCoding::as_read, "a real number", any_real, draw_gaussian,
-     inverse_variance},
+     inverse_variance, predict_gaussian},
     {"negative_binomial", "log", Likelihood::negative_binomial_log, LabelCoding::as_read,
-     "a count (a non-negative integer)", count, draw_negative_binomial, negative_binomial_curvature},
+     "a count (a non-negative integer)", count, draw_negative_binomial, negative_binomial_curvature,
+     predict_negative_binomial},
 };
 
 }  // namespace
@@ -77,7 +93,7 @@ std::string family_list() {
     list += fmt::format("{}{}{}{}", first_of_family ? (k ? "; " : "") + std::string(table[k].family) + " (" : ", ",
                         table[k].link, last_of_family ? ")" : "", "");
   }
-  return list;
+  return list + "; categorical (logit)";
 }
 
 const Family& find_family(const std::string& family, const std::string& link, const std::string& family_key,

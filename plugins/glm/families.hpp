@@ -26,6 +26,9 @@ struct Family {
   /// c_i with ∂²f_i/∂z² ≤ c_i for every z, so L_i = c_i ‖x_i‖² bounds ∇f_i's Lipschitz constant;
   /// nullptr where the curvature is unbounded (poisson: μ = e^z).
   double (*curvature_bound)(double y, const LikelihoodConstants& c);
+  /// `sgmcmc predict` at z: out[0] = p(y = +1 | z) for bernoulli (labels mapped to ±1), else
+  /// out[0] = E[y | z] and out[1] = Var[y | z].
+  void (*predict)(double z, const LikelihoodConstants& c, double* out);
 };
 
 /// The families and links, the first of each family's links being its default.
@@ -36,7 +39,8 @@ std::span<const Family> families();
 const Family& find_family(const std::string& family, const std::string& link, const std::string& family_key,
                           const std::string& link_key);
 
-/// "bernoulli (logit, probit), poisson (log), ...": for error messages and the plugin's description.
+/// "bernoulli (logit, probit), poisson (log), ...; categorical (logit)": for error messages and the
+/// plugin's description (categorical is categorical.hpp's, outside this table).
 std::string family_list();
 
 }  // namespace glm

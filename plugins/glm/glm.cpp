@@ -11,6 +11,9 @@
 // A negative binomial without model.dispersion samples u = log r as θ's last coordinate
 // (dispersion.hpp); ∇f_i then has a u component, so that model has no GLM form and no bound.
 //
+// Family `categorical` (multinomial logit, the last class as reference) has a vector of linear
+// predictors per row, so no GLM form: categorical.cpp.
+//
 // `logistic` is this model's tuned special case (bernoulli, logit, laplace prior): the same
 // readers, rows and pass over a batch (../regression/), so the two agree to rounding.
 #include <sgmcmc/plugin.hpp>
@@ -25,11 +28,13 @@
 #include <vector>
 #include <fmt/format.h>
 
+#include "categorical.hpp"
 #include "design_matrix.hpp"
 #include "dispersion.hpp"
 #include "families.hpp"
 #include "glm_kernels.hpp"
 #include "labelled_rows.hpp"
+#include "prediction_rows.hpp"
 #include "predictive_workspace.hpp"
 #include "prepared_rows.hpp"
 #include "priors.hpp"
@@ -99,10 +104,10 @@ regression::Simulation simulate(const Settings& settings, const Choices& choices
 }
 
 /// Counts for poisson, and so on: a response the family cannot have is refused by its row.
-void check_responses(const LabelledRows& rows, const Family& family, const std::string& where) {
-  for (std::size_t i = 0; i < rows.y.size(); ++i)
-    if (!family.valid_response(rows.y[i]))
-      throw sgmcmc::Error(fmt::format("{}: data row {} has the response {}; family {} needs {}", where, i + 1, rows.y[i],
+void check_responses(const std::vector<double>& responses, const Family& family, const std::string& where) {
+  for (std::size_t i = 0; i < responses.size(); ++i)
+    if (!family.valid_response(responses[i]))
+      throw sgmcmc::Error(fmt::format("{}: data row {} has the response {}; family {} needs {}", where, i + 1, responses[i],
                                       family.family, family.response));
 }
 
@@ -115,15 +120,16 @@ Prepared prepare(const sgmcmc::ModelContext& context, const Choices& choices) {
     return simulate(settings, choices, declared, from_prior, rng);
   });
   prepared.storage.intercept = choices.intercept;
-  check_responses(prepared.data, *choices.family, settings.optional_text("data").value_or("simulated data"));
-  if (prepared.test_from_file) check_responses(prepared.test_file, *choices.family, *settings.optional_text("test_data"));
+  check_responses(prepared.data.y, *choices.family, settings.optional_text("data").value_or("simulated data"));
+  if (prepared.test_from_file) check_responses(prepared.test_file.y, *choices.family, *settings.optional_text("test_data"));
   return prepared;
 }
 
 /// What every family and link offers; glm-gradients and lipschitz-bounds are added where the
 /// model has them (not with a sampled dispersion).
 sgmcmc::Capabilities common_capabilities() {
-  return {.exact_log_likelihood = true, .per_item_gradients = true, .simulation = true, .prior_simulation = true};
+  return {.exact_log_likelihood = true, .per_item_gradients = true, .simulation = true, .prior_simulation = true,
+          .prediction = true};
 }
 
 template <class Real>
@@ -132,6 +138,8 @@ public:
   GlmModel(const Prepared& prepared, const Choices& choices)
       : choices_(choices),
         beta_star_(prepared.beta_star),
+        format_(prepared.format),
+        storage_(prepared.storage),
         train_(regression::design_matrix<Real>(prepared.data, prepared.train, prepared.storage)),
         test_(regression::design_matrix<Real>(prepared.test_from_file ? prepared.test_file : prepared.data,
                                               prepared.test, prepared.storage)),
@@ -236,8 +244,29 @@ public:
     out[0] = std::accumulate(terms.begin(), terms.end(), 0.0) / static_cast<double>(terms.size());
   }
 
+  /// p(y = 1 | x, β) for bernoulli; E[y | x, β] and Var[y | x, β] for the others (families.cpp).
+  sgmcmc::PredictionForm prediction_form() const override {
+    if (binary()) return {.probabilities = true, .names = {"p"}};
+    return {.probabilities = false, .names = {"mean", "variance"}};
+  }
+  std::unique_ptr<sgmcmc::PredictionRows> read_prediction_rows(const std::string& path) const override {
+    auto rows = regression::read_matrix_prediction_rows(path, format_, choices_.family->coding, train_, storage_);
+    if (!rows->responses.empty()) check_responses(rows->x.y, *choices_.family, path);
+    return rows;
+  }
+  void predict_rows(std::span<const double> theta, const sgmcmc::PredictionRows& base, std::span<double> out,
+                    std::span<double> log_densities) const override {
+    const auto& rows = static_cast<const regression::MatrixPredictionRows<Real>&>(base);
+    const auto at = constants(theta);
+    const std::size_t width = binary() ? 1 : 2;
+    for (std::size_t i = 0; i < rows.count; ++i)
+      choices_.family->predict(regression::linear_predictor(rows.x, i, theta.data()), at, &out[i * width]);
+    if (!log_densities.empty()) kernels_.log_likelihoods(at, rows.x, coefficients(theta), log_densities);
+  }
+
 private:
   bool sampled() const { return choices_.sampled_dispersion.has_value(); }
+  bool binary() const { return choices_.family->coding != regression::LabelCoding::as_read; }
   /// β: θ without the sampled u = log r.
   std::span<const double> coefficients(std::span<const double> theta) const {
     return theta.first(train_.columns());
@@ -258,9 +287,19 @@ private:
 
   Choices choices_;
   std::vector<double> beta_star_;  // θ* when model.simulate_from_prior
+  regression::FileFormat format_;  // model.format, for files to predict on
+  regression::StorageOptions storage_;
   regression::DesignMatrix<Real> train_, test_;
   const GlmKernels<Real>& kernels_;
 };
+
+/// model.prior, prior_scale, prior_df (student_t only): the same for every family.
+Prior read_prior(const Settings& settings) {
+  const PriorForm& form = find_prior(settings.text("prior", "normal"), settings.describe("prior"));
+  PriorConstants prior{.scale = settings.positive_number("prior_scale", 1.0)};
+  if (form.has_degrees_of_freedom) prior.degrees_of_freedom = settings.positive_number("prior_df", 3.0);
+  return Prior(form, prior);
+}
 
 /// model.family, link, its constants (noise_sd, dispersion), prior, prior_scale, prior_df, intercept.
 /// A family's or prior's own key is read only with it, so that it is reported as unknown elsewhere.
@@ -277,10 +316,7 @@ Choices read_choices(const Settings& settings) {
       sampled_dispersion = DispersionPrior{.shape = settings.positive_number("dispersion_shape", 1.0),
                                            .rate = settings.positive_number("dispersion_rate", 1.0)};
   }
-  const PriorForm& form = find_prior(settings.text("prior", "normal"), settings.describe("prior"));
-  PriorConstants prior{.scale = settings.positive_number("prior_scale", 1.0)};
-  if (form.has_degrees_of_freedom) prior.degrees_of_freedom = settings.positive_number("prior_df", 3.0);
-  return {&family, constants, Prior(form, prior), settings.flag("intercept", true), sampled_dispersion};
+  return {&family, constants, read_prior(settings), settings.flag("intercept", true), sampled_dispersion};
 }
 
 sgmcmc::PluginInfo glm_info() {
@@ -289,25 +325,36 @@ sgmcmc::PluginInfo glm_info() {
               "Generalised linear model chosen in the configuration (McCullagh & Nelder 1989): family and link "
               "({}; default bernoulli, the family's first link), independent prior on every coefficient "
               "(normal, laplace, student_t; prior_scale 1, prior_df 3), intercept (true). The GLM form and Lipschitz "
-              "bounds for every family but poisson (no bounds) and a sampled dispersion (neither). Keys: family, "
+              "bounds for every family but poisson (no bounds), a sampled dispersion (neither) and categorical "
+              "(bounds only: its last class is the reference). Keys: family, classes (categorical), "
               "link, noise_sd (gaussian, 1), dispersion (negative_binomial: r fixed; without it log r is sampled "
               "with r ~ Gamma(dispersion_shape 1, dispersion_rate 1)), "
               "prior, prior_scale, prior_df (student_t), intercept, data (LIBSVM or CSV, .gz or plain), test_data, "
-              "test_size (0.1), subsample (1.0), format (auto|libsvm|csv), labels (bernoulli: auto|0/1|1/2|-1/+1), "
+              "test_size (0.1), subsample (1.0), format (auto|libsvm|csv), labels (bernoulli: auto|0/1|1/2|-1/+1; "
+              "categorical: 0..K-1|1..K), classes (categorical: K, inferred from the labels unless given), "
               "features (LIBSVM dimension, or the simulated width: 10), n (1000 simulated rows), simulate_from_prior "
               "(false); speed: storage (double|float), prefetch (8), huge_pages (true)",
               family_list()),
           .parameters = "intercept (unless intercept = false), beta.1 .. beta.features: regression coefficients; "
-                        "log_dispersion (negative_binomial without dispersion): log r",
+                        "log_dispersion (negative_binomial without dispersion): log r; categorical: intercept.<class>, "
+                        "beta.<class>.<feature> for every class but the last (the reference)",
           .capabilities = common_capabilities()};
+}
+
+/// model.storage: double or float.
+bool float_storage(const Settings& settings) {
+  const std::string storage = settings.text("storage", "double");
+  if (storage != "double" && storage != "float")
+    throw sgmcmc::Error(fmt::format("{}: '{}' is not a storage type; expected double or float", settings.describe("storage"), storage));
+  return storage == "float";
 }
 
 std::unique_ptr<sgmcmc::Model> make_glm(const sgmcmc::ModelContext& context) {
   const Settings& settings = context.settings;
+  if (settings.text("family", "bernoulli") == "categorical")
+    return make_categorical(context, read_prior(settings), settings.flag("intercept", true), float_storage(settings));
   const Choices choices = read_choices(settings);
-  const std::string storage = settings.text("storage", "double");
-  if (storage != "double" && storage != "float")
-    throw sgmcmc::Error(fmt::format("{}: '{}' is not a storage type; expected double or float", settings.describe("storage"), storage));
+  const std::string storage = float_storage(settings) ? "float" : "double";
   const Prepared prepared = prepare(context, choices);
   if (storage == "float") return std::make_unique<GlmModel<float>>(prepared, choices);
   return std::make_unique<GlmModel<double>>(prepared, choices);

@@ -22,6 +22,7 @@
 #include "kernels.hpp"
 #include "labelled_rows.hpp"
 #include "laplace.hpp"
+#include "prediction_rows.hpp"
 #include "predictive_workspace.hpp"
 #include "prepared_rows.hpp"
 
@@ -72,9 +73,8 @@ LabelledRows simulate_covtype_shape(std::size_t rows, std::span<const double> be
 }
 
 /// Cover type's shape with labels from β*: the fixed one, or a draw from the Laplace prior.
-Prepared prepare(const sgmcmc::ModelContext& context, double prior_scale) {
+Prepared prepare(const sgmcmc::ModelContext& context, double prior_scale, regression::LabelCoding coding) {
   const Settings& settings = context.settings;
-  const auto coding = parse_label_coding(settings.text("labels", "auto"), settings.describe("labels"));
   return regression::prepare(context, coding, [&](std::size_t, bool from_prior, Rng& rng) {
     const auto rows = settings.integer_at_least("n", static_cast<std::int64_t>(covtype_rows), 2);
     regression::Simulation simulation;
@@ -89,9 +89,12 @@ Prepared prepare(const sgmcmc::ModelContext& context, double prior_scale) {
 template <class Real>
 class LogisticModel final : public sgmcmc::Model {
 public:
-  LogisticModel(const Prepared& prepared, double prior_scale)
+  LogisticModel(const Prepared& prepared, double prior_scale, regression::LabelCoding coding)
       : prior_scale_(prior_scale),
         beta_star_(prepared.beta_star),
+        coding_(coding),
+        format_(prepared.format),
+        storage_(prepared.storage),
         train_(design_matrix<Real>(prepared.data, prepared.train, prepared.storage)),
         test_(design_matrix<Real>(prepared.test_from_file ? prepared.test_file : prepared.data, prepared.test,
                                   prepared.storage)) {}
@@ -110,7 +113,8 @@ public:
             .glm_gradients = true,
             .lipschitz_bounds = true,
             .simulation = true,
-            .prior_simulation = true};
+            .prior_simulation = true,
+            .prediction = true};
   }
 
   std::vector<double> simulated_parameters() const override { return beta_star_; }
@@ -191,9 +195,25 @@ public:
     out[0] = std::accumulate(terms.begin(), terms.end(), 0.0) / static_cast<double>(terms.size());
   }
 
+  /// p(y = +1 | x, β) = σ(xᵀβ).
+  sgmcmc::PredictionForm prediction_form() const override { return {.probabilities = true, .names = {"p"}}; }
+  std::unique_ptr<sgmcmc::PredictionRows> read_prediction_rows(const std::string& path) const override {
+    return regression::read_matrix_prediction_rows(path, format_, coding_, train_, storage_);
+  }
+  void predict_rows(std::span<const double> beta, const sgmcmc::PredictionRows& base, std::span<double> out,
+                    std::span<double> log_densities) const override {
+    const auto& rows = static_cast<const regression::MatrixPredictionRows<Real>&>(base);
+    for (std::size_t i = 0; i < rows.count; ++i)
+      out[i] = 1.0 / (1.0 + std::exp(-regression::linear_predictor(rows.x, i, beta.data())));
+    if (!log_densities.empty()) kernels_.log_likelihoods(rows.x, beta, log_densities);
+  }
+
 private:
   double prior_scale_ = 1.0;
   std::vector<double> beta_star_;  // θ* when model.simulate_from_prior
+  regression::LabelCoding coding_;  // model.labels, for files to predict on
+  regression::FileFormat format_;
+  regression::StorageOptions storage_;
   DesignMatrix<Real> train_, test_;
   const Kernels<Real>& kernels_ = kernels<Real>();
 };
@@ -217,9 +237,10 @@ std::unique_ptr<sgmcmc::Model> make_logistic(const sgmcmc::ModelContext& context
   const std::string storage = settings.text("storage", "double");
   if (storage != "double" && storage != "float")
     throw sgmcmc::Error(fmt::format("{}: '{}' is not a storage type; expected double or float", settings.describe("storage"), storage));
-  const Prepared prepared = prepare(context, prior_scale);
-  if (storage == "float") return std::make_unique<LogisticModel<float>>(prepared, prior_scale);
-  return std::make_unique<LogisticModel<double>>(prepared, prior_scale);
+  const auto coding = parse_label_coding(settings.text("labels", "auto"), settings.describe("labels"));
+  const Prepared prepared = prepare(context, prior_scale, coding);
+  if (storage == "float") return std::make_unique<LogisticModel<float>>(prepared, prior_scale, coding);
+  return std::make_unique<LogisticModel<double>>(prepared, prior_scale, coding);
 }
 
 }  // namespace

@@ -127,18 +127,24 @@ regression::Simulation simulate(const Settings& settings, const Choices& choices
 
 // ---- Rows for the network -----------------------------------------------------------------------
 
+/// Every label of `rows` (read from `where`) is a class index 0, 1, ..., K-1; `origin` says where
+/// K came from.
+void check_class_labels(const regression::LabelledRows& rows, const std::string& where, std::size_t classes,
+                        const std::string& origin) {
+  for (std::size_t i = 0; i < rows.y.size(); ++i) {
+    const double label = rows.y[i];
+    if (label < 0 || label != std::floor(label) || label >= static_cast<double>(classes))
+      throw sgmcmc::Error(fmt::format("{}: the label {} is not a class; family categorical needs a class index 0, 1, "
+                                      "..., {} ({} classes, {})",
+                                      regression::row_place(rows, i, where), label, classes - 1, classes, origin));
+  }
+}
+
 /// The number of classes: model.classes, or one more than the largest label of the training data
 /// and the test file. Every label must be a class index 0, 1, ..., K-1.
 std::size_t count_classes(const Choices& choices, const regression::Prepared& prepared, const Settings& settings) {
   const auto check = [&](const regression::LabelledRows& rows, const std::string& where, std::size_t classes) {
-    for (std::size_t i = 0; i < rows.y.size(); ++i) {
-      const double label = rows.y[i];
-      if (label < 0 || label != std::floor(label) || label >= static_cast<double>(classes))
-        throw sgmcmc::Error(fmt::format("{}: data row {} has the label {}; family categorical needs a class index 0, "
-                                        "1, ..., {} ({} classes{})",
-                                        where, i + 1, label, classes - 1, classes,
-                                        choices.classes ? ", model.classes" : ", inferred from the training labels"));
-    }
+    check_class_labels(rows, where, classes, choices.classes ? "model.classes" : "inferred from the training labels");
   };
   const std::string data_name = settings.optional_text("data").value_or("simulated data");
   std::size_t classes = 0;
@@ -206,13 +212,20 @@ struct MlpWorkspace final : sgmcmc::Workspace {
 };
 
 constexpr sgmcmc::Capabilities mlp_capabilities{.exact_log_likelihood = true, .per_item_gradients = true,
-                                                .simulation = true};
+                                                .simulation = true, .prediction = true};
+
+/// How the model's data were read, which files to predict on are read with too.
+struct Reading {
+  regression::FileFormat format;
+  regression::LabelCoding coding;  // bernoulli's labels; the others as read
+};
 
 template <class Real>
 class MlpModel final : public sgmcmc::Model {
 public:
-  MlpModel(Network<Real> network, Rows<Real> train, Rows<Real> test, std::span<const double> prior_scale)
-      : network_(std::move(network)), train_(std::move(train)), test_(std::move(test)) {
+  MlpModel(Network<Real> network, Rows<Real> train, Rows<Real> test, std::span<const double> prior_scale,
+           Reading reading)
+      : network_(std::move(network)), train_(std::move(train)), test_(std::move(test)), reading_(reading) {
     for (std::size_t l = 0; l < net().layers(); ++l) {
       const double scale = prior_scale[prior_scale.size() == 1 ? 0 : l];
       prior_precision_.push_back(1.0 / (scale * scale));
@@ -302,7 +315,38 @@ public:
     if (classifier()) out[1] = accuracy(workspace.probabilities, 1.0);
   }
 
+  /// p_0 .. p_{K-1} (categorical), p = p(y = 1) (bernoulli), or the mean and variance (gaussian).
+  sgmcmc::PredictionForm prediction_form() const override {
+    if (network_.head().family == Family::gaussian) return {.probabilities = false, .names = {"mean", "variance"}};
+    if (network_.head().family == Family::bernoulli) return {.probabilities = true, .names = {"p"}};
+    sgmcmc::PredictionForm form{.probabilities = true, .names = {}};
+    for (std::size_t c = 0; c < outputs(); ++c) form.names.push_back(fmt::format("p_{}", c));
+    return form;
+  }
+  std::unique_ptr<sgmcmc::PredictionRows> read_prediction_rows(const std::string& path) const override {
+    const bool categorical = network_.head().family == Family::categorical;
+    auto file = regression::read_prediction_file(path, reading_.format,
+                                                 categorical ? regression::LabelCoding::as_read : reading_.coding,
+                                                 net().inputs(0));
+    if (file.labelled && categorical) check_class_labels(file.rows, path, outputs(), "the model's");
+    auto rows = std::make_unique<MlpPredictionRows>();
+    rows->count = file.rows.y.size();
+    rows->rows = network_rows<Real>(file.rows, sgmcmc::index_range(rows->count), network_.head().family);
+    if (file.labelled)
+      rows->responses = categorical ? std::vector<double>(file.rows.y)
+                                    : std::vector<double>(rows->rows.y.begin(), rows->rows.y.end());
+    return rows;
+  }
+  void predict_rows(std::span<const double> theta, const sgmcmc::PredictionRows& base, std::span<double> out,
+                    std::span<double> log_densities) const override {
+    auto scratch = network_.scratch();
+    evaluate_rows(theta, static_cast<const MlpPredictionRows&>(base).rows, scratch, log_densities, out);
+  }
+
 private:
+  struct MlpPredictionRows final : sgmcmc::PredictionRows {
+    Rows<Real> rows;
+  };
   const Architecture& net() const { return network_.architecture(); }
   /// Layer l's W_l and b_l, contiguous in θ.
   std::span<const double> layer_parameters(std::span<const double> theta, std::size_t l) const {
@@ -315,19 +359,31 @@ private:
   /// log p(y*_j | x*_j, θ) of every test row into the workspace, and for a classifier the class
   /// probabilities (categorical: J × K) or p(y = 1) (bernoulli).
   void evaluate_test_rows(std::span<const double> theta, MlpWorkspace<Real>& workspace) const {
-    const auto every = sgmcmc::index_range(test_.size());
+    evaluate_rows(theta, test_, workspace.scratch, workspace.log_densities,
+                  classifier() ? std::span<double>(workspace.probabilities) : std::span<double>());
+  }
+
+  /// log p(y_j | x_j, θ) of every row of `rows` into `log_densities` (when not empty), and each
+  /// row's prediction into `predictions` (when not empty): the class probabilities (categorical,
+  /// rows × K), p(y = 1) (bernoulli), or the mean and variance (gaussian, rows × 2).
+  void evaluate_rows(std::span<const double> theta, const Rows<Real>& rows, Scratch<Real>& scratch,
+                     std::span<double> log_densities, std::span<double> predictions) const {
+    const auto every = sgmcmc::index_range(rows.size());
     for (std::size_t begin = 0; begin < every.size(); begin += network_.chunk) {
       const auto items = std::span(every).subspan(begin, std::min(network_.chunk, every.size() - begin));
-      const auto out = network_.outputs(theta, test_, items, workspace.scratch);
+      const auto out = network_.outputs(theta, rows, items, scratch);
       for (std::size_t k = 0; k < items.size(); ++k) {
         const std::size_t j = items[k];
-        workspace.log_densities[j] = -network_.row_potential(out, k, workspace.scratch);
+        if (!log_densities.empty()) log_densities[j] = -network_.row_potential(out, k, scratch);
+        if (predictions.empty()) continue;
         if (network_.head().family == Family::categorical) {
           const double normaliser = sgmcmc::layers::log_sum_exp(out.row(k), out.cols);
-          for (std::size_t c = 0; c < out.cols; ++c)
-            workspace.probabilities[j * out.cols + c] = std::exp(out(k, c) - normaliser);
+          for (std::size_t c = 0; c < out.cols; ++c) predictions[j * out.cols + c] = std::exp(out(k, c) - normaliser);
         } else if (network_.head().family == Family::bernoulli) {
-          workspace.probabilities[j] = 1.0 / (1.0 + std::exp(-static_cast<double>(out(k, 0))));  // σ(z) = p(y = 1)
+          predictions[j] = 1.0 / (1.0 + std::exp(-static_cast<double>(out(k, 0))));  // σ(z) = p(y = 1)
+        } else {
+          predictions[2 * j] = static_cast<double>(out(k, 0));
+          predictions[2 * j + 1] = network_.head().noise_sd * network_.head().noise_sd;
         }
       }
     }
@@ -374,6 +430,7 @@ private:
 
   Network<Real> network_;
   Rows<Real> train_, test_;
+  Reading reading_;
   std::vector<double> prior_precision_;  // 1/s_l² of each layer
 };
 
@@ -417,13 +474,13 @@ Choices read_choices(const Settings& settings) {
 
 template <class Real>
 std::unique_ptr<sgmcmc::Model> build(const regression::Prepared& prepared, const Choices& choices, std::size_t classes,
-                                     const Settings& settings) {
+                                     const Settings& settings, Reading reading) {
   const auto& test_source = prepared.test_from_file ? prepared.test_file : prepared.data;
   Network<Real> network(architecture(choices, prepared.data.features, classes, settings), choices.head);
   return std::make_unique<MlpModel<Real>>(std::move(network),
                                           network_rows<Real>(prepared.data, prepared.train, choices.head.family),
                                           network_rows<Real>(test_source, prepared.test, choices.head.family),
-                                          choices.prior_scale);
+                                          choices.prior_scale, reading);
 }
 
 sgmcmc::PluginInfo mlp_info() {
@@ -462,8 +519,9 @@ std::unique_ptr<sgmcmc::Model> make_mlp(const sgmcmc::ModelContext& context) {
     choices.classes = default_simulated_classes;  // what the simulation drew from, whichever labels came out
   const std::size_t classes =
       choices.head.family == Family::categorical ? count_classes(choices, prepared, settings) : 1;
-  if (storage == "float") return build<float>(prepared, choices, classes, settings);
-  return build<double>(prepared, choices, classes, settings);
+  const Reading reading{prepared.format, coding};
+  if (storage == "float") return build<float>(prepared, choices, classes, settings, reading);
+  return build<double>(prepared, choices, classes, settings, reading);
 }
 
 }  // namespace

@@ -139,9 +139,10 @@ LabelCoding detect_coding(const std::map<double, std::size_t>& first_line_of, co
                                   path));
 }
 
-void map_labels(RawRows& rows, LabelCoding coding, const std::string& path) {
+void map_labels(std::vector<double>& labels, const std::vector<std::size_t>& lines, LabelCoding coding,
+                const std::string& path) {
   std::map<double, std::size_t> first_line_of;
-  for (std::size_t i = 0; i < rows.label.size(); ++i) first_line_of.try_emplace(rows.label[i], rows.line[i]);
+  for (std::size_t i = 0; i < labels.size(); ++i) first_line_of.try_emplace(labels[i], lines[i]);
   for (const auto& [value, line] : first_line_of)
     if (value != -1.0 && value != 0.0 && value != 1.0 && value != 2.0)
       throw sgmcmc::Error(fmt::format("{}:{}: label {} is not binary; expected 0/1, 1/2 or -1/+1", path, line, value));
@@ -151,7 +152,7 @@ void map_labels(RawRows& rows, LabelCoding coding, const std::string& path) {
     if (value != negative && value != positive)
       throw sgmcmc::Error(fmt::format("{}:{}: label {} does not belong to the coding {}/{}{}", path, line, value, negative,
                                       positive, " (set model.labels to choose another)"));
-  for (double& label : rows.label) label = label == positive ? 1.0 : -1.0;
+  for (double& label : labels) label = label == positive ? 1.0 : -1.0;
 }
 
 /// A first non-blank line with a ':' is LIBSVM; anything else is CSV. That line is given back to
@@ -204,8 +205,42 @@ LabelledRows read_labelled_rows(const std::string& path, FileFormat format, Labe
   }
   if (raw.label.empty()) throw sgmcmc::Error(fmt::format("{}: no data rows", path));
   sgmcmc::note_rows_read(path, raw.label.size(), raw.header);
-  if (coding != LabelCoding::as_read) map_labels(raw, coding, path);
-  return {std::move(raw.label), std::move(raw.x), raw.features, format == FileFormat::libsvm};
+  if (coding != LabelCoding::as_read) map_labels(raw.label, raw.line, coding, path);
+  return {std::move(raw.label), std::move(raw.x), raw.features, format == FileFormat::libsvm, std::move(raw.line)};
+}
+
+std::string row_place(const LabelledRows& rows, std::size_t i, const std::string& path) {
+  if (i < rows.lines.size()) return fmt::format("{}:{}", path, rows.lines[i]);
+  return fmt::format("{}: data row {}", path, i + 1);
+}
+
+PredictionFile read_prediction_file(const std::string& path, FileFormat format, LabelCoding coding,
+                                    std::size_t features) {
+  PredictionFile file{read_labelled_rows(path, format, LabelCoding::as_read, 0)};
+  LabelledRows& rows = file.rows;
+  if (rows.sparse) {
+    if (rows.features > features)
+      throw sgmcmc::Error(fmt::format("{}: feature index {} is beyond the model's {} features", path, rows.features,
+                                      features));
+    if (rows.features < features) widen(rows, features);
+  } else if (rows.features + 1 == features) {  // no label column: the "label" read is the first feature
+    std::vector<double> x(rows.y.size() * features);
+    for (std::size_t i = 0; i < rows.y.size(); ++i) {
+      x[i * features] = rows.y[i];
+      std::copy_n(rows.x.data() + i * rows.features, rows.features, x.data() + i * features + 1);
+    }
+    rows.x = std::move(x);
+    rows.features = features;
+    std::fill(rows.y.begin(), rows.y.end(), 0.0);
+    file.labelled = false;
+    return file;
+  } else if (rows.features != features) {
+    throw sgmcmc::Error(fmt::format("{}: {} columns, but the model's data have {} features: expected {} (the label, "
+                                    "then the features) or {} (the features alone)",
+                                    path, rows.features + 1, features, features + 1, features));
+  }
+  if (coding != LabelCoding::as_read) map_labels(rows.y, rows.lines, coding, path);
+  return file;
 }
 
 void widen(LabelledRows& rows, std::size_t features) {

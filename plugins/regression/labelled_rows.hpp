@@ -15,6 +15,7 @@ struct LabelledRows {
   std::vector<double> x;  // y.size() × features
   std::size_t features = 0;
   bool sparse = false;  // read from LIBSVM, where trailing zero features are simply absent
+  std::vector<std::size_t> lines = {};  // each row's line in its file (empty for simulated rows), for errors
 };
 
 /// Pads every row with zero features up to `features` (a LIBSVM file narrower than another).
@@ -34,5 +35,18 @@ FileFormat parse_file_format(const std::string& text, const std::string& where);
 /// feature count; a CSV row must then have that many feature columns. Errors name file and line.
 LabelledRows read_labelled_rows(const std::string& path, FileFormat format, LabelCoding coding,
                                 std::size_t declared_features);
+
+/// "path:line" of row i of `rows` read from `path`, or "path: data row i+1" for simulated rows.
+std::string row_place(const LabelledRows& rows, std::size_t i, const std::string& path);
+
+/// Rows to predict on (`sgmcmc predict`), in the layout of a model's data of `features` features:
+/// the label first (mapped by `coding`), or, in a CSV, the features alone (one column fewer;
+/// `labelled` false, every y 0). Any other width is refused naming the file and both widths.
+struct PredictionFile {
+  LabelledRows rows;
+  bool labelled = true;
+};
+PredictionFile read_prediction_file(const std::string& path, FileFormat format, LabelCoding coding,
+                                    std::size_t features);
 
 }  // namespace regression

@@ -34,6 +34,7 @@ Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const 
   const auto declared = static_cast<std::size_t>(settings.integer_at_least("features", 0, 0));
   sgmcmc::Rng rng(context.seed, sgmcmc::data_stream);
   Prepared prepared;
+  prepared.format = format;
   prepared.storage = {.huge_pages = settings.flag("huge_pages", true),
                       .prefetch = static_cast<std::size_t>(settings.integer_at_least("prefetch", 8, 0))};
 

@@ -19,6 +19,7 @@ struct Prepared {
   std::vector<std::size_t> train, test;  // rows of `data`, and of `test_file` or `data`
   bool test_from_file = false;
   StorageOptions storage;
+  FileFormat format = FileFormat::automatic;  // model.format, which files to predict on are read with too
   std::vector<double> beta_star;  // θ* when the data were simulated from a prior draw
 };
 

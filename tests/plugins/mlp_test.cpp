@@ -224,10 +224,10 @@ TEST_CASE("mlp plugin: bad configuration and labels are refused naming the key o
   CHECK_THROWS_WITH(build("classes = 1\n"), Contains("model.classes"));
   const auto fractional = test::quoted(dir.write("fractional.csv", "0,1,2\n1.5,0,1\n2,1,1\n"));
   CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_size = 0\n", fractional)),
-                    Contains("fractional.csv: data row 2 has the label 1.5") && Contains("class index"));
+                    Contains("fractional.csv:2: the label 1.5 is not a class") && Contains("class index"));
   const auto three = test::quoted(dir.write("three.csv", "0,1,2\n1,0,1\n2,1,1\n"));
   CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_size = 0\nclasses = 2\n", three)),
-                    Contains("data row 3 has the label 2") && Contains("model.classes"));
+                    Contains("three.csv:3: the label 2 is not a class") && Contains("model.classes"));
   const auto one_class = test::quoted(dir.write("one.csv", "0,1,2\n0,0,1\n"));
   CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_size = 0\n", one_class)), Contains("K ≥ 2"));
   // A key of another family is unknown here, as in glm.
