@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "burn_in.hpp"
+#include "prepared_run.hpp"  // resolved_section
 
 using nlohmann::json;
 
@@ -11,12 +12,6 @@ namespace {
 
 constexpr std::string_view burn_in_prefix = "burn_in.";
 constexpr const char* sampler_sections[] = {"estimator", "integrator", "corrector"};
-
-json resolved_keys(const sgmcmc::Settings& settings) {
-  json keys = json::object();
-  for (const auto& [key, value] : settings.resolved()) keys[key] = std::visit([](const auto& v) { return json(v); }, value);
-  return keys;
-}
 
 /// A burn-in section the configuration holds, with at least one key.
 const sgmcmc::Settings* given_section(const sgmcmc::RunConfig& config, const std::string& part) {
@@ -62,7 +57,7 @@ std::optional<BurnInPlan> read_burn_in(const sgmcmc::RunConfig& config, std::uin
 
 json BurnInPlan::record() const {
   json record = {{"iterations", iterations}, {"seed", seed}};
-  for (const char* part : sampler_sections) record[part] = resolved_keys(config[part]);
+  for (const char* part : sampler_sections) record[part] = resolved_section(config[part]);
   return record;
 }
 

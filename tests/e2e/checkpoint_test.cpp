@@ -227,7 +227,9 @@ TEST_CASE("runs that adapt their step size, stopped mid-warmup and resumed, cont
       ++checked;
     }
   }
-  CHECK(checked == 10);  // mala, obabo, baoab, hmc, leapfrog; with and without adapt_mass
+  // The catalogue was read: at least mala, obabo, baoab, hmc and leapfrog (ubu and any newer one too),
+  // with and without adapt_mass.
+  CHECK(checked >= 10);
 }
 
 TEST_CASE("checkpoints do not change a chain: the draws equal those of a run without checkpoints") {

@@ -1,0 +1,70 @@
+// What run_prepare.cpp builds and run_execute.cpp runs: a run's schedule, its chains' jobs and the
+// prepared run (run.hpp is what the subcommands see).
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+#include <nlohmann/json.hpp>
+
+#include "burn_in.hpp"
+#include "chain_files.hpp"
+#include "run.hpp"
+
+import sgmcmc;
+
+struct RunSchedule {
+  sgmcmc::ChainSchedule chain;
+  std::uint64_t chains;
+  std::uint64_t seed;
+  std::uint64_t data_seed;  // the model's simulated data and splits; run.seed unless set
+};
+
+struct ChainJob {
+  std::unique_ptr<sgmcmc::Chain> chain;
+  std::unique_ptr<ChainFiles> files;
+  sgmcmc::ChainResult result;
+  std::exception_ptr failure;
+  std::uint64_t resumed_at = 0;  // the iteration of the checkpoint it continued from, if any
+  std::string start;             // run.init: the file and draw it started from
+  std::unique_ptr<BurnIn> burn_in;  // [burn_in]: run first, unless the chain resumes after it
+};
+
+struct PreparedRun {
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  std::chrono::system_clock::time_point started_at = std::chrono::system_clock::now();  // for the manifest
+  sgmcmc::RunConfig config;
+  std::string source;
+  RunSchedule schedule;
+  std::optional<BurnInPlan> burn_in;
+  std::string model_name;
+  std::shared_ptr<const BuiltModel> built;
+  double model_seconds = 0.0;  // this run spent getting its model (0 when shared)
+  bool model_shared = false;   // taken from a sweep's ModelCache
+  bool tests_acceptance = false;
+  std::vector<ChainJob> jobs;
+  std::vector<std::unique_ptr<sgmcmc::DrawRecorder>> recorders;
+  std::vector<std::string> warnings;
+  bool allow_changed_data = false;    // --allow-changed-data: resume on data other than the run began with
+  bool print_zv = false;              // [output] zv = true
+  std::vector<std::size_t> written;  // the parameters the draws files hold ([output] parameters)
+
+  const std::shared_ptr<const sgmcmc::Model>& model() const { return built->model; }
+  double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); }
+};
+
+/// A configuration value as JSON.
+inline nlohmann::json to_json(const sgmcmc::Value& value) {
+  return std::visit([](const auto& v) { return nlohmann::json(v); }, value);
+}
+
+/// A section's every key in force, defaults included.
+inline nlohmann::json resolved_section(const sgmcmc::Settings& settings) {
+  nlohmann::json keys = nlohmann::json::object();
+  for (const auto& [key, value] : settings.resolved()) keys[key] = to_json(value);
+  return keys;
+}

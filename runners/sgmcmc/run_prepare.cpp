@@ -1,0 +1,258 @@
+// Building a run (run.hpp): its schedule, its model (or a sweep's shared one), every chain's parts
+// and recorders, and the checks of its keys and its combination.
+#include <algorithm>
+#include <atomic>
+#include <cctype>
+#include <chrono>
+#include <ctime>
+#include <exception>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <variant>
+#include <vector>
+#include <cstdio>
+#include <malloc.h>
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SGMCMC_ADDRESS_SANITIZER 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(SGMCMC_ADDRESS_SANITIZER)
+#include <sanitizer/allocator_interface.h>  // heap_bytes_in_use
+#endif
+#include <unistd.h>
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "burn_in.hpp"
+#include "chain_files.hpp"
+#include "commands.hpp"
+#include "configuration.hpp"
+#include "files.hpp"
+#include "interruption.hpp"
+#include "progress.hpp"
+#include "prepared_run.hpp"
+#include "run.hpp"
+#include "run_folder.hpp"
+#include "run_record.hpp"
+#include "start_points.hpp"
+
+import sgmcmc;
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+RunSchedule read_schedule(const sgmcmc::Settings& run) {
+  RunSchedule schedule;
+  schedule.chain.warmup = static_cast<std::uint64_t>(run.integer_at_least("warmup", 0, 0));
+  schedule.chain.iterations = static_cast<std::uint64_t>(run.integer_at_least("iterations", 1000, 1));
+  schedule.chain.thin = static_cast<std::uint64_t>(run.integer_at_least("thin", 1, 1));
+  if (schedule.chain.thin > schedule.chain.iterations)
+    throw sgmcmc::Error(fmt::format("{}: run.thin = {} is more than run.iterations = {}, so the chain would record no draws",
+                                    run.describe("thin"), schedule.chain.thin, schedule.chain.iterations));
+  schedule.chain.eval_every = static_cast<std::uint64_t>(run.integer_at_least("eval_every", 10, 1));
+  schedule.chain.compute_lp = run.flag("lp", false);
+  // Read only when set, as checkpoint_every: runs without it record no such key (their files,
+  // and the configuration a resumed run is checked against, are as before there was one).
+  if (run.contains("temperatures")) schedule.chain.temperatures = run.flag("temperatures", false);
+  // Read only when set: runs without checkpoints record no such key (their files are unchanged).
+  if (run.contains("checkpoint_every"))
+    schedule.chain.checkpoint_every = static_cast<std::uint64_t>(run.integer_at_least("checkpoint_every", 0, 0));
+  // Read only when set, as temperatures (the default, 1e10, is ChainSchedule's).
+  if (run.contains("divergence_threshold")) {
+    schedule.chain.divergence_threshold = run.number("divergence_threshold", 0.0);
+    if (schedule.chain.divergence_threshold != 0.0 && !(schedule.chain.divergence_threshold > 1.0))
+      throw sgmcmc::Error(fmt::format("{}: expected 0 (only a θ that is not finite stops a chain) or a factor above 1 "
+                                      "of the start's scale, found {}",
+                                      run.describe("divergence_threshold"), schedule.chain.divergence_threshold));
+  }
+  schedule.chains = static_cast<std::uint64_t>(run.integer_at_least("chains", 1, 1));
+  schedule.seed = static_cast<std::uint64_t>(run.integer_at_least("seed", 1, 0));
+  // Separate, so that chains of several seeds can sample one data set (box plots across seeds).
+  schedule.data_seed = static_cast<std::uint64_t>(run.integer_at_least("data_seed", static_cast<std::int64_t>(schedule.seed), 0));
+  return schedule;
+}
+
+/// The bytes malloc has handed out and not had back. Under AddressSanitizer, whose allocator
+/// replaces glibc's, from ASan's own count: glibc's mallinfo2 then reads arenas that were never
+/// set up and crashed in a sweep's validation threads (found by the hostile sweep under ASan).
+std::size_t heap_bytes_in_use() {
+#if defined(__SANITIZE_ADDRESS__) || defined(SGMCMC_ADDRESS_SANITIZER)
+  return __sanitizer_get_current_allocated_bytes();
+#else
+  const auto info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+#endif
+}
+
+/// Refuses, naming run.chains, more chains than the memory budget holds: each holds what building
+/// chain 1 took (its state, estimator, integrator, corrector and model workspace), and at least
+/// its state's vectors and its output file's stdio buffer.
+void check_chain_memory(const sgmcmc::Settings& run, std::uint64_t chains, std::size_t measured, std::size_t dimension) {
+  const std::size_t floor = 8 * sizeof(double) * dimension + 2 * BUFSIZ;
+  const double each = static_cast<double>(std::max(measured, floor));
+  const double budget = static_cast<double>(sgmcmc::memory_budget_bytes());
+  if (budget > 0 && each * static_cast<double>(chains) > budget)
+    throw sgmcmc::Error(fmt::format("{}: {} chains of about {:.3g} MB each (measured while building chain 1) need {:.3g} GB, "
+                                    "more than {}; run fewer chains at once",
+                                    run.describe("chains"), chains, each / 1e6, each * static_cast<double>(chains) / 1e9,
+                                    sgmcmc::memory_budget_description()));
+}
+
+}  // namespace
+
+void PreparedRunDeleter::operator()(PreparedRun* run) const { delete run; }
+
+namespace {
+
+/// Loads the plugin [model] names and builds its model.
+std::shared_ptr<const BuiltModel> build_model(const sgmcmc::RunConfig& config, std::uint64_t data_seed, const std::string& source,
+                                              const std::optional<fs::path>& plugin_dir) {
+  const std::string name = config["model"].text("name", "");
+  if (name.empty()) throw sgmcmc::Error(fmt::format("{}: [model] needs a name (see `sgmcmc list`)", source));
+  std::optional<sgmcmc::LoadedPlugin> plugin;
+  try {
+    plugin.emplace(sgmcmc::load_plugin(name, plugin_folders(plugin_dir)));
+  } catch (const sgmcmc::Error& error) {
+    throw ModelNotLoadable(error.what());
+  }
+  auto model = plugin->create({config["model"], data_seed});
+  // Taken once the model has read its files, once per model (a sweep's cells share it).
+  auto data_files = data_fingerprints({{"model", resolved_section(config["model"])}}, {"model"});
+  return std::make_shared<const BuiltModel>(BuiltModel{*plugin, std::move(model), config["model"], std::move(data_files)});
+}
+
+/// What makes two cells' models the same: the [model] keys and values, the data seed and where
+/// plugins are looked for.
+std::string model_key(const sgmcmc::RunConfig& config, std::uint64_t data_seed, const std::optional<fs::path>& plugin_dir) {
+  json key = json::object();
+  for (const auto& [name, entry] : config["model"].entries()) key[name] = to_json(entry.value);
+  return fmt::format("{}|{}|{}", key.dump(), data_seed, plugin_dir ? plugin_dir->string() : "");
+}
+
+}  // namespace
+
+std::shared_ptr<const BuiltModel> ModelCache::get(const sgmcmc::RunConfig& config, std::uint64_t data_seed,
+                                                  const std::string& source, const std::optional<fs::path>& plugin_dir,
+                                                  bool& shared) {
+  std::shared_ptr<Slot> slot;
+  {
+    const std::lock_guard lock(mutex_);
+    auto& found = slots_[model_key(config, data_seed, plugin_dir)];
+    if (!found) found = std::make_shared<Slot>();
+    slot = found;
+  }
+  const std::lock_guard building(slot->building);
+  auto model = slot->model.lock();
+  shared = model != nullptr;
+  if (shared) return model;
+  model = build_model(config, data_seed, source, plugin_dir);
+  slot->model = model;
+  return model;
+}
+
+std::shared_ptr<const BuiltModel> model_of(const PreparedRun& run) { return run.built; }
+
+PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
+                           const std::optional<fs::path>& plugin_dir, ModelCache* models) {
+  PreparedRunPtr run(new PreparedRun);
+  run->config = std::move(config);
+  run->source = source;
+  auto& cfg = run->config;
+  run->schedule = read_schedule(cfg["run"]);
+  resolve_preset_data_files(cfg, [&] {
+    try {
+      return sgmcmc::load_plugin(cfg["model"].text("name", ""), plugin_folders(plugin_dir)).path();
+    } catch (const sgmcmc::Error& error) {
+      throw ModelNotLoadable(error.what());
+    }
+  });
+  run->schedule.chain.collect = sgmcmc::Collection::from_settings(cfg["run"], cfg["integrator"]);
+  if (run->schedule.chain.recorded_draws() == 0)
+    throw sgmcmc::Error(fmt::format("{}: no iteration after the warmup falls in a cycle's kept end with this thin "
+                                    "and cycle length, so the chain would record no draws",
+                                    cfg["run"].describe("collect")));
+  const auto& schedule = run->schedule;
+
+  run->built = models ? models->get(cfg, schedule.data_seed, source, plugin_dir, run->model_shared)
+                      : build_model(cfg, schedule.data_seed, source, plugin_dir);
+  cfg["model"].adopt_reads(run->built->section);  // the keys the model read, when another run's build read them
+  run->model_name = cfg["model"].text("name", "");
+  run->model_seconds = run->elapsed();
+  const auto output = sgmcmc::read_output_options(cfg["output"], *run->model());
+  run->print_zv = output.zv;
+  run->written = output.written;
+
+  // saga's tables of all the chains together are checked before any is allocated.
+  if (const auto refusal = sgmcmc::estimator_memory_refusal(cfg["estimator"], *run->model(), schedule.chains); !refusal.empty())
+    throw sgmcmc::Error(refusal);
+  // Every chain gets its own parts, all built here, before any thread starts; the first is
+  // measured, so that all of them are checked against the memory budget before the others exist.
+  const auto make = [&](std::uint64_t k) {
+    try {
+      return sgmcmc::make_chain(cfg, run->model(), sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
+    } catch (const sgmcmc::Error& error) {  // a refusal for want of a capability names the plugin
+      throw sgmcmc::Error(fmt::format("{} (model '{}')", error.what(), run->model_name));
+    }
+  };
+  const std::size_t before = heap_bytes_in_use();
+  auto first = make(0);
+  const std::size_t after = heap_bytes_in_use();
+  check_chain_memory(cfg["run"], schedule.chains, after > before ? after - before : 0, run->model()->dimension());
+  run->jobs.resize(schedule.chains);
+  run->jobs[0].chain = std::move(first);
+  for (std::uint64_t k = 1; k < schedule.chains; ++k) run->jobs[k].chain = make(k);
+  run->tests_acceptance = run->jobs[0].chain->corrector().tests_acceptance();
+  run->burn_in = read_burn_in(cfg, schedule.seed);
+  if (run->burn_in)
+    for (std::uint64_t k = 0; k < schedule.chains; ++k)
+      run->jobs[k].burn_in = std::make_unique<BurnIn>(*run->burn_in, run->model(), k, cfg);
+  // Read on --resume too: a chain interrupted before its first checkpoint starts again. With a
+  // burn-in, that starts there, and the chain at the burn-in's end.
+  const auto starts = read_start_points(cfg["run"], *run->model(), schedule.chains);
+  for (std::size_t k = 0; k < starts.size(); ++k) {
+    if (run->jobs[k].burn_in) run->jobs[k].burn_in->start_at(starts[k].theta);
+    else run->jobs[k].chain->start_at(starts[k].theta);
+    run->jobs[k].start = starts[k].origin;
+  }
+  // Recorders are built here too, so the [estimator] keys a `cv` recorder reads count as known.
+  run->recorders.resize(schedule.chains);
+  if (output.gradients != sgmcmc::GradientSource::none || output.quantities)
+    for (std::uint64_t k = 0; k < schedule.chains; ++k)
+      run->recorders[k] = std::make_unique<sgmcmc::DrawRecorder>(run->model(), output, cfg["estimator"],
+                                                                 sgmcmc::Rng(schedule.seed, sgmcmc::recording_stream(k)));
+  return run;
+}
+
+std::vector<std::string> check_keys(PreparedRun& run) {
+  // Keys of another component than the chosen one (batch_size with `exact`) are ignored with a
+  // warning, so one file can serve several choices; any other unread key is an error.
+  const std::map<std::string, std::vector<std::string>> keys_of_alternatives = {
+      {"estimator", sgmcmc::all_keys(sgmcmc::estimator_catalogue())},
+      {"integrator", sgmcmc::all_keys(sgmcmc::integrator_catalogue())},
+      {"corrector", sgmcmc::all_keys(sgmcmc::corrector_catalogue())}};
+  run.warnings.clear();
+  for (const auto& [name, settings] : run.config.sections) {
+    const auto alternatives = keys_of_alternatives.find(main_section_of(name));  // [burn_in.integrator] too
+    for (auto& warning : settings.reject_unknown_keys(alternatives == keys_of_alternatives.end() ? std::vector<std::string>{}
+                                                                                                  : alternatives->second))
+      run.warnings.push_back(std::move(warning));
+  }
+  return run.warnings;
+}
+
+void check_run(const PreparedRun& run) {
+  if (run.schedule.chain.compute_lp && !run.model()->capabilities().exact_log_likelihood)
+    throw sgmcmc::Error(fmt::format("{}: model '{}' has no exact log-likelihood", run.config["run"].describe("lp"), run.model_name));
+  run.jobs.front().chain->check(run.schedule.chain);
+}
