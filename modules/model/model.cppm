@@ -24,13 +24,14 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 8;  // 2: lipschitz_bounds, 3: quantities,
+inline constexpr std::uint32_t model_interface_version = 9;  // 2: lipschitz_bounds, 3: quantities,
                                                              // 4: prior terms given the workspace,
                                                              // 5: Workspace save_state/restore_state
                                                              // 6: sparse item gradients, after_step
                                                              //    returns the TargetChange
                                                              // 7: prior_simulation, simulated_parameters
                                                              // 8: Workspace::restart_averages
+                                                             // 9: data_potential_and_gradient
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.
@@ -117,6 +118,15 @@ public:
   virtual double data_potential(std::span<const double> theta, const Batch& batch,
                                 Workspace& workspace) const;
 
+  /// Both of the above in one call: gradient += Σ_k w_k ∇f_{items[k]}(θ), returning Σ_k w_k f_{items[k]}(θ);
+  /// only models with `exact_log_likelihood`. The MH corrector needs U and ∇U at a block's end
+  /// (potential_and_add_gradient); a model whose gradient pass computes the potential on the way
+  /// (a network's forward pass, a GLM's linear predictor) overrides this to make one pass of two.
+  /// The override must return what the two calls return, bit for bit (same sums in the same
+  /// order), so that runs do not depend on it; the default makes the two calls.
+  virtual double data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
+                                             std::span<double> gradient, Workspace& workspace, Rng& rng) const;
+
   /// Row k of `out` (items.size() × dimension(), row-major) ← ∇f_{items[k]}(θ);
   /// only models with `per_item_gradients`.
   virtual void item_gradients(std::span<const double> theta, std::span<const std::size_t> items,
@@ -188,6 +198,12 @@ double potential(const Model& model, std::span<const double> theta, std::span<co
 void add_gradient(const Model& model, std::span<const double> theta, std::span<const std::size_t> every,
                   std::span<double> gradient, Workspace& workspace, Rng& rng);
 
+/// U(θ), returned, and gradient += ∇U(θ) over `every` together (Model::data_potential_and_gradient):
+/// one full data pass where the model fuses them; the same values as potential() and add_gradient().
+double potential_and_add_gradient(const Model& model, std::span<const double> theta,
+                                  std::span<const std::size_t> every, std::span<double> gradient,
+                                  Workspace& workspace, Rng& rng);
+
 /// What a plugin tells without building a model (`sgmcmc list`).
 struct PluginInfo {
   std::string name;
@@ -254,6 +270,14 @@ void add_gradient(const Model& model, std::span<const double> theta, std::span<c
   model.add_prior_gradient_given(theta, gradient, workspace);
 }
 
+double potential_and_add_gradient(const Model& model, std::span<const double> theta,
+                                  std::span<const std::size_t> every, std::span<double> gradient,
+                                  Workspace& workspace, Rng& rng) {
+  const double data = model.data_potential_and_gradient(theta, Batch{every}, gradient, workspace, rng);
+  model.add_prior_gradient_given(theta, gradient, workspace);
+  return model.prior_potential_given(theta, workspace) + data;
+}
+
 namespace {
 [[noreturn]] void missing_capability(const char* function, const char* capability) {
   throw Error(std::string("Model::") + function + " called on a model without the '" + capability +
@@ -272,6 +296,11 @@ void Model::initial_point(std::span<double> theta, Rng&) const {
 }
 double Model::data_potential(std::span<const double>, const Batch&, Workspace&) const {
   missing_capability("data_potential", "exact-log-likelihood");
+}
+double Model::data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
+                                          std::span<double> gradient, Workspace& workspace, Rng& rng) const {
+  add_data_gradient(theta, batch, gradient, workspace, rng);
+  return data_potential(theta, batch, workspace);
 }
 void Model::item_gradients(std::span<const double>, std::span<const std::size_t>, std::span<double>,
                            Workspace&) const {

@@ -261,6 +261,12 @@ public:
   double data_potential(std::span<const double> theta, const Batch& batch, sgmcmc::Workspace& base) const override {
     return network_.batch(theta, train_, batch.items, batch.weights, {}, scratch(base));
   }
+  /// One forward pass for both: the gradient's pass sums the potential on the way (the head's
+  /// sum is the same with or without its adjoint), which add_data_gradient drops.
+  double data_potential_and_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
+                                     sgmcmc::Workspace& base, Rng&) const override {
+    return network_.batch(theta, train_, batch.items, batch.weights, gradient, scratch(base));
+  }
   void item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
                       sgmcmc::Workspace& base) const override {
     network_.item_gradients(theta, train_, items, out, scratch(base));

@@ -17,6 +17,8 @@
 
 #include "support.hpp"
 #include "model_support.hpp"
+#include "targets.hpp"
+#include "two_passes.hpp"
 
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
@@ -148,6 +150,28 @@ TEST_CASE("mlp plugin: prior_scale may give each layer its own normal prior") {
   CHECK_THROWS_WITH(build("layers = [4]\nprior_scale = [1, 2, 3]\n"),
                     Contains("model.prior_scale") && Contains("3 scales for 2 layers"));
   CHECK_THROWS_WITH(build("prior_scale = [1, -2]\n"), Contains("model.prior_scale"));
+}
+
+TEST_CASE("mlp plugin: OBABO + MH with exact endpoints pays one fused full pass per block, and the same draws") {
+  // N = 180 training rows (200 simulated, test_size 0.1), batch n = 10, K = 10, 100 iterations:
+  // B = 10 blocks. Counted by hand: the first block's start takes ∇U(θ_0) and U(θ_0) in one full
+  // pass; each block then makes K - 1 = 9 minibatch gradients (n items each) and, at its end,
+  // ∇U(θ_K) and U(θ_K) in one full pass (N items). So B + 1 = 11 full passes and
+  // N + B (9n + N) = 180 + 10 × 270 = 2,880 item gradients; with two passes at each end (the
+  // code before the fusion) 22 and 4,680. The draws are those of the two-pass path bit for bit.
+  const auto model = build("n = 200\nfeatures = 3\nlayers = [4]\n");
+  REQUIRE(model->num_items() == 180);
+  const std::string toml = "[estimator]\nbatch_size = 10\n[integrator]\nname = \"obabo\"\nstep_size = 0.001\n"
+                           "[corrector]\nname = \"mh\"\nevery = 10\n";
+  const auto fused = test::run_chain(model, toml, 100, 10);  // a draw at each block's end
+  const auto separate = test::run_chain(std::make_shared<test::TwoPasses>(model), toml, 100, 10);
+  CHECK(fused.result.cost.full_passes == 11);
+  CHECK(fused.result.cost.item_gradients == 180 + 10 * (9 * 10 + 180));
+  REQUIRE(fused.draws.rows.size() == 10);
+  CHECK(fused.draws.rows == separate.draws.rows);
+  std::size_t accepted = 0;
+  for (const auto& decision : fused.draws.decisions) accepted += decision.accepted ? 1 : 0;
+  CHECK(accepted > 0);  // the chain moved: equal draws are not those of a chain stuck at its start
 }
 
 TEST_CASE("mlp plugin: a chain starts at Glorot scale for tanh and He scale for relu, never at 0") {
