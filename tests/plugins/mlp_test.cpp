@@ -152,6 +152,39 @@ TEST_CASE("mlp plugin: prior_scale may give each layer its own normal prior") {
   CHECK_THROWS_WITH(build("prior_scale = [1, -2]\n"), Contains("model.prior_scale"));
 }
 
+TEST_CASE("mlp plugin: prior_scaling = fan_in gives layer l's weights sd s_l/sqrt(n_{l-1}), its biases s_l") {
+  // 2 features → 3 hidden → 3 classes, prior_scale = [2, 0.5]: θ is W1 (2×3), b1 (3), W2 (3×3),
+  // b2 (3). Variances by the definition: W1 2²/2 = 2, b1 2² = 4, W2 0.5²/3, b2 0.5²; so
+  // f_0 = Σ_j θ_j²/(2 v_j) and ∂f_0/∂θ_j = θ_j/v_j. Without the scaling every W1 variance would
+  // be 4 and every W2 variance 0.25, and both checks fail.
+  const std::string keys = "features = 2\nclasses = 3\nn = 50\nlayers = [3]\nprior_scale = [2, 0.5]\n";
+  const auto model = build(keys + "prior_scaling = \"fan_in\"\n");
+  REQUIRE(model->dimension() == 21);
+  const auto variance = [](std::size_t j) { return j < 6 ? 2.0 : j < 9 ? 4.0 : j < 18 ? 0.25 / 3 : 0.25; };
+  std::vector<double> theta(21), gradient(21, 0.0);
+  double by_hand = 0.0;
+  for (std::size_t j = 0; j < 21; ++j) {
+    theta[j] = std::cos(0.7 * static_cast<double>(j));
+    by_hand += theta[j] * theta[j] / (2 * variance(j));
+  }
+  CHECK(model->prior_potential(theta) == Approx(by_hand).epsilon(1e-14));
+  model->add_prior_gradient(theta, gradient);
+  for (std::size_t j = 0; j < 21; ++j) {
+    INFO("coordinate " << j);
+    CHECK(gradient[j] == Approx(theta[j] / variance(j)).epsilon(1e-14));
+  }
+  // The default is no scaling: the same keys without it give every weight its layer's s_l².
+  CHECK(build(keys)->prior_potential(theta) != Approx(by_hand).epsilon(1e-6));
+  CHECK_THROWS_WITH(build("prior_scaling = \"fanin\"\n"), Contains("model.prior_scaling") && Contains("none") &&
+                                                                   Contains("fan_in"));
+  const auto checked = test::run_cli(
+      "check-model mlp --set model.n=200 --set model.layers=[6,4] --set model.features=3 --set model.prior_scale=[2,0.5,1] "
+      "--set model.prior_scaling=" + test::quoted("fan_in"));
+  INFO(checked.output);
+  CHECK(checked.exit_code == 0);
+  CHECK_THAT(checked.output, Contains("0 failed") && !Contains("FAIL"));
+}
+
 TEST_CASE("mlp plugin: OBABO + MH with exact endpoints pays one fused full pass per block, and the same draws") {
   // N = 180 training rows (200 simulated, test_size 0.1), batch n = 10, K = 10, 100 iterations:
   // B = 10 blocks. Counted by hand: the first block's start takes ∇U(θ_0) and U(θ_0) in one full
