@@ -12,6 +12,7 @@ module;
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -118,14 +119,17 @@ public:
   virtual double data_potential(std::span<const double> theta, const Batch& batch,
                                 Workspace& workspace) const;
 
-  /// Both of the above in one call: gradient += Σ_k w_k ∇f_{items[k]}(θ), returning Σ_k w_k f_{items[k]}(θ);
-  /// only models with `exact_log_likelihood`. The MH corrector needs U and ∇U at a block's end
-  /// (potential_and_add_gradient); a model whose gradient pass computes the potential on the way
-  /// (a network's forward pass, a GLM's linear predictor) overrides this to make one pass of two.
-  /// The override must return what the two calls return, bit for bit (same sums in the same
-  /// order), so that runs do not depend on it; the default makes the two calls.
-  virtual double data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
-                                             std::span<double> gradient, Workspace& workspace, Rng& rng) const;
+  /// gradient += Σ_k w_k ∇f_{items[k]}(θ) as add_data_gradient does, and Σ_k w_k f_{items[k]}(θ)
+  /// returned when the model computes it in the same pass; none by default (add_data_gradient
+  /// alone). The MH corrector's exact gradient at a block's end calls this and needs U there too:
+  /// a model whose gradient pass yields the potential on the way (a network's forward pass, a GLM's
+  /// x_iᵀβ) overrides it to make one full pass of two. The default returns none rather than calling
+  /// data_potential too, since integrators that take several exact gradients per step (hmc) would
+  /// then pay a potential pass for each. An override must return data_potential's value and add
+  /// add_data_gradient's, bit for bit (the same sums in the same order): runs must not depend on it.
+  virtual std::optional<double> data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
+                                                            std::span<double> gradient, Workspace& workspace,
+                                                            Rng& rng) const;
 
   /// Row k of `out` (items.size() × dimension(), row-major) ← ∇f_{items[k]}(θ);
   /// only models with `per_item_gradients`.
@@ -198,11 +202,11 @@ double potential(const Model& model, std::span<const double> theta, std::span<co
 void add_gradient(const Model& model, std::span<const double> theta, std::span<const std::size_t> every,
                   std::span<double> gradient, Workspace& workspace, Rng& rng);
 
-/// U(θ), returned, and gradient += ∇U(θ) over `every` together (Model::data_potential_and_gradient):
-/// one full data pass where the model fuses them; the same values as potential() and add_gradient().
-double potential_and_add_gradient(const Model& model, std::span<const double> theta,
-                                  std::span<const std::size_t> every, std::span<double> gradient,
-                                  Workspace& workspace, Rng& rng);
+/// gradient += ∇U(θ) over `every` as add_gradient() does, and U(θ) as potential() gives it when the
+/// model computes its data term in the same pass (Model::data_potential_and_gradient), else none.
+std::optional<double> add_gradient_and_potential(const Model& model, std::span<const double> theta,
+                                                 std::span<const std::size_t> every, std::span<double> gradient,
+                                                 Workspace& workspace, Rng& rng);
 
 /// What a plugin tells without building a model (`sgmcmc list`).
 struct PluginInfo {
@@ -270,12 +274,13 @@ void add_gradient(const Model& model, std::span<const double> theta, std::span<c
   model.add_prior_gradient_given(theta, gradient, workspace);
 }
 
-double potential_and_add_gradient(const Model& model, std::span<const double> theta,
-                                  std::span<const std::size_t> every, std::span<double> gradient,
-                                  Workspace& workspace, Rng& rng) {
-  const double data = model.data_potential_and_gradient(theta, Batch{every}, gradient, workspace, rng);
+std::optional<double> add_gradient_and_potential(const Model& model, std::span<const double> theta,
+                                                 std::span<const std::size_t> every, std::span<double> gradient,
+                                                 Workspace& workspace, Rng& rng) {
+  const auto data = model.data_potential_and_gradient(theta, Batch{every}, gradient, workspace, rng);
   model.add_prior_gradient_given(theta, gradient, workspace);
-  return model.prior_potential_given(theta, workspace) + data;
+  if (!data) return std::nullopt;
+  return model.prior_potential_given(theta, workspace) + *data;
 }
 
 namespace {
@@ -297,10 +302,11 @@ void Model::initial_point(std::span<double> theta, Rng&) const {
 double Model::data_potential(std::span<const double>, const Batch&, Workspace&) const {
   missing_capability("data_potential", "exact-log-likelihood");
 }
-double Model::data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
-                                          std::span<double> gradient, Workspace& workspace, Rng& rng) const {
+std::optional<double> Model::data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
+                                                         std::span<double> gradient, Workspace& workspace,
+                                                         Rng& rng) const {
   add_data_gradient(theta, batch, gradient, workspace, rng);
-  return data_potential(theta, batch, workspace);
+  return std::nullopt;
 }
 void Model::item_gradients(std::span<const double>, std::span<const std::size_t>, std::span<double>,
                            Workspace&) const {

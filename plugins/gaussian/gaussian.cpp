@@ -163,8 +163,9 @@ public:
   }
 
   /// Both of the above with one x_iᵀβ per item: the same expressions, in the same order.
-  double data_potential_and_gradient(std::span<const double> beta, const Batch& batch, std::span<double> gradient,
-                                     sgmcmc::Workspace&, Rng&) const override {
+  std::optional<double> data_potential_and_gradient(std::span<const double> beta, const Batch& batch,
+                                                    std::span<double> gradient, sgmcmc::Workspace&,
+                                                    Rng&) const override {
     const double precision_scale = noise_sd_ * noise_sd_;
     double sum = 0.0;
     for (std::size_t k = 0; k < batch.items.size(); ++k) {

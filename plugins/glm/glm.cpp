@@ -182,8 +182,9 @@ public:
   }
   /// One pass over the batch's rows for both (x_iᵀβ once per row); the dispersion's derivative
   /// as add_data_gradient adds it.
-  double data_potential_and_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
-                                     sgmcmc::Workspace&, Rng&) const override {
+  std::optional<double> data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
+                                                    std::span<double> gradient, sgmcmc::Workspace&,
+                                                    Rng&) const override {
     const double potential = kernels_.add_weighted_gradients_and_potential(
         constants(theta), train_, batch.items, batch.weights, coefficients(theta), gradient.first(train_.columns()));
     if (sampled())

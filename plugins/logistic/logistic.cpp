@@ -139,8 +139,9 @@ public:
     return kernels_.weighted_potential(train_, batch.items, batch.weights, beta);
   }
   /// One pass over the batch's rows for both (x_iᵀβ once per row).
-  double data_potential_and_gradient(std::span<const double> beta, const Batch& batch, std::span<double> gradient,
-                                     sgmcmc::Workspace&, Rng&) const override {
+  std::optional<double> data_potential_and_gradient(std::span<const double> beta, const Batch& batch,
+                                                    std::span<double> gradient, sgmcmc::Workspace&,
+                                                    Rng&) const override {
     return kernels_.add_weighted_gradients_and_potential(train_, batch.items, batch.weights, beta, gradient);
   }
 

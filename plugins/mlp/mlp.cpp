@@ -277,8 +277,9 @@ public:
   }
   /// One forward pass for both: the gradient's pass sums the potential on the way (the head's
   /// sum is the same with or without its adjoint), which add_data_gradient drops.
-  double data_potential_and_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
-                                     sgmcmc::Workspace& base, Rng&) const override {
+  std::optional<double> data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
+                                                    std::span<double> gradient, sgmcmc::Workspace& base,
+                                                    Rng&) const override {
     return network_.batch(theta, train_, batch.items, batch.weights, gradient, scratch(base));
   }
   void item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,

@@ -191,7 +191,7 @@ TEST_CASE("mlp plugin: OBABO + MH with exact endpoints pays one fused full pass 
   // pass; each block then makes K - 1 = 9 minibatch gradients (n items each) and, at its end,
   // ∇U(θ_K) and U(θ_K) in one full pass (N items). So B + 1 = 11 full passes and
   // N + B (9n + N) = 180 + 10 × 270 = 2,880 item gradients; with two passes at each end (the
-  // code before the fusion) 22 and 4,680. The draws are those of the two-pass path bit for bit.
+  // code before the fusion) 22 and 4,860. The draws are those of the two-pass path bit for bit.
   const auto model = build("n = 200\nfeatures = 3\nlayers = [4]\n");
   REQUIRE(model->num_items() == 180);
   const std::string toml = "[estimator]\nbatch_size = 10\n[integrator]\nname = \"obabo\"\nstep_size = 0.001\n"

@@ -66,22 +66,23 @@ public:
 };
 
 /// The exact gradient ∇U(θ) = ∇f_0(θ) + Σ_i ∇f_i(θ) at a block's ends (corrector.exact_endpoints),
-/// computed with U(θ) in one full data pass (Model::data_potential_and_gradient), since the MH
-/// test needs U at the very point where the last step takes its gradient. It keeps that U and
-/// the θ it belongs to, so the corrector's U(θ_K) costs nothing more; the same values, bit for
-/// bit, as the `exact` estimator's gradient and a separate potential pass.
+/// with U(θ) from the same full data pass when the model computes it there
+/// (Model::data_potential_and_gradient), since the MH test needs U at the very point where the
+/// last step takes its gradient. It keeps that U and the θ it belongs to, so the corrector's
+/// U(θ_K) costs nothing more; the same values, bit for bit, as the `exact` estimator's gradient
+/// and a separate potential pass. A model that does not fuse them costs what it did before.
 class ExactEndpoint final : public Estimator {
 public:
   explicit ExactEndpoint(const Model& model) : all_items_(every_item(model)) {}
 
   void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) override {
     std::fill(gradient.begin(), gradient.end(), 0.0);
-    potential_ = potential_and_add_gradient(context.model, theta, all_items_, gradient, context.workspace, context.rng);
+    potential_ = add_gradient_and_potential(context.model, theta, all_items_, gradient, context.workspace, context.rng);
     at_.assign(theta.begin(), theta.end());
     context.cost.full_passes += 1;
     context.cost.item_gradients += all_items_.size();
   }
-  /// U(θ) if the last estimate was at θ under the current target, else none.
+  /// U(θ) if the last estimate was at θ under the current target and the model gave it, else none.
   std::optional<double> potential_at(std::span<const double> theta) const {
     if (!potential_ || !std::equal(theta.begin(), theta.end(), at_.begin(), at_.end())) return std::nullopt;
     return potential_;
