@@ -3,6 +3,7 @@
 // declared capabilities, quantities of interest, reproducibility and thread safety.
 module;
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -168,6 +169,33 @@ std::vector<CheckOutcome> gradient_checks(const Probe& probe) {
   return outcomes;
 }
 
+/// data_potential_and_gradient (the MH corrector's one pass at a block's end) adds what
+/// add_data_gradient adds and returns what data_potential returns, bit for bit: runs must not
+/// depend on whether a model fuses the two (Model::data_potential_and_gradient). Weighted, at
+/// every probe point.
+CheckOutcome fused_pass_check(const Probe& probe) {
+  const std::string name = "fused potential and gradient (data_potential_and_gradient) equal the separate calls, bit for bit";
+  if (!probe.capabilities.exact_log_likelihood) return skipped(name, "needs the exact-log-likelihood capability");
+  for (std::size_t p = 0; p < probe.points.size(); ++p) {
+    const Vector& theta = probe.points[p];
+    Vector fused(theta.size(), 0.0);
+    Rng rng(12345, 6789);  // probe.gradient's stream
+    const auto potential =
+        probe.model->data_potential_and_gradient(theta, Batch{probe.items, probe.weights}, fused, *probe.workspace, rng);
+    if (!potential) return skipped(name, "the model computes the potential apart (the default)");
+    const Vector gradient = probe.gradient(theta, probe.items, probe.weights);
+    const double separate = probe.potential(theta, probe.items, probe.weights);
+    const auto differs = [](double a, double b) { return std::bit_cast<std::uint64_t>(a) != std::bit_cast<std::uint64_t>(b); };
+    if (differs(*potential, separate))
+      return compare(name, 2.0, fmt::format("point {}: potential {:.17g} fused, {:.17g} alone", p + 1, *potential, separate));
+    for (std::size_t j = 0; j < theta.size(); ++j)
+      if (differs(fused[j], gradient[j]))
+        return compare(name, 2.0, fmt::format("point {}, coordinate {}: gradient {:.17g} fused, {:.17g} alone", p + 1,
+                                              j + 1, fused[j], gradient[j]));
+  }
+  return compare(name, 0.0, item_list(probe));
+}
+
 std::vector<CheckOutcome> batch_checks(const Probe& probe) {
   std::vector<CheckOutcome> outcomes;
   const Vector& theta = probe.points.front();
@@ -203,6 +231,7 @@ std::vector<CheckOutcome> batch_checks(const Probe& probe) {
                                   worst({probe.potential(theta, probe.items, probe.weights)}, {weighted_sum}));
     outcomes.push_back(compare(potential_name, ratio, item_list(probe)));
   }
+  outcomes.push_back(fused_pass_check(probe));
   return outcomes;
 }
 

@@ -12,6 +12,7 @@ module;
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,7 +25,7 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 9;  // 2: lipschitz_bounds, 3: quantities,
+inline constexpr std::uint32_t model_interface_version = 10;  // 2: lipschitz_bounds, 3: quantities,
                                                              // 4: prior terms given the workspace,
                                                              // 5: Workspace save_state/restore_state
                                                              // 6: sparse item gradients, after_step
@@ -32,6 +33,7 @@ inline constexpr std::uint32_t model_interface_version = 9;  // 2: lipschitz_bou
                                                              // 7: prior_simulation, simulated_parameters
                                                              // 8: Workspace::restart_averages
                                                              // 9: prediction (sgmcmc predict)
+                                                             // 10: data_potential_and_gradient
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.
@@ -140,6 +142,18 @@ public:
   virtual double data_potential(std::span<const double> theta, const Batch& batch,
                                 Workspace& workspace) const;
 
+  /// gradient += Σ_k w_k ∇f_{items[k]}(θ) as add_data_gradient does, and Σ_k w_k f_{items[k]}(θ)
+  /// returned when the model computes it in the same pass; none by default (add_data_gradient
+  /// alone). The MH corrector's exact gradient at a block's end calls this and needs U there too:
+  /// a model whose gradient pass yields the potential on the way (a network's forward pass, a GLM's
+  /// x_iᵀβ) overrides it to make one full pass of two. The default returns none rather than calling
+  /// data_potential too, since integrators that take several exact gradients per step (hmc) would
+  /// then pay a potential pass for each. An override must return data_potential's value and add
+  /// add_data_gradient's, bit for bit (the same sums in the same order): runs must not depend on it.
+  virtual std::optional<double> data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
+                                                            std::span<double> gradient, Workspace& workspace,
+                                                            Rng& rng) const;
+
   /// Row k of `out` (items.size() × dimension(), row-major) ← ∇f_{items[k]}(θ);
   /// only models with `per_item_gradients`.
   virtual void item_gradients(std::span<const double> theta, std::span<const std::size_t> items,
@@ -223,6 +237,12 @@ double potential(const Model& model, std::span<const double> theta, std::span<co
 void add_gradient(const Model& model, std::span<const double> theta, std::span<const std::size_t> every,
                   std::span<double> gradient, Workspace& workspace, Rng& rng);
 
+/// gradient += ∇U(θ) over `every` as add_gradient() does, and U(θ) as potential() gives it when the
+/// model computes its data term in the same pass (Model::data_potential_and_gradient), else none.
+std::optional<double> add_gradient_and_potential(const Model& model, std::span<const double> theta,
+                                                 std::span<const std::size_t> every, std::span<double> gradient,
+                                                 Workspace& workspace, Rng& rng);
+
 /// What a plugin tells without building a model (`sgmcmc list`).
 struct PluginInfo {
   std::string name;
@@ -290,6 +310,15 @@ void add_gradient(const Model& model, std::span<const double> theta, std::span<c
   model.add_prior_gradient_given(theta, gradient, workspace);
 }
 
+std::optional<double> add_gradient_and_potential(const Model& model, std::span<const double> theta,
+                                                 std::span<const std::size_t> every, std::span<double> gradient,
+                                                 Workspace& workspace, Rng& rng) {
+  const auto data = model.data_potential_and_gradient(theta, Batch{every}, gradient, workspace, rng);
+  model.add_prior_gradient_given(theta, gradient, workspace);
+  if (!data) return std::nullopt;
+  return model.prior_potential_given(theta, workspace) + *data;
+}
+
 namespace {
 [[noreturn]] void missing_capability(const char* function, const char* capability) {
   throw Error(std::string("Model::") + function + " called on a model without the '" + capability +
@@ -308,6 +337,12 @@ void Model::initial_point(std::span<double> theta, Rng&) const {
 }
 double Model::data_potential(std::span<const double>, const Batch&, Workspace&) const {
   missing_capability("data_potential", "exact-log-likelihood");
+}
+std::optional<double> Model::data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
+                                                         std::span<double> gradient, Workspace& workspace,
+                                                         Rng& rng) const {
+  add_data_gradient(theta, batch, gradient, workspace, rng);
+  return std::nullopt;
 }
 void Model::item_gradients(std::span<const double>, std::span<const std::size_t>, std::span<double>,
                            Workspace&) const {

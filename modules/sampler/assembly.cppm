@@ -33,8 +33,7 @@ namespace sgmcmc {
 
 std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& model, const Integrator& integrator) {
   const Settings& section = config["corrector"];
-  // The estimator an MH test uses at the ends of a block (corrector.exact_endpoints).
-  const CorrectorTarget target{model, integrator, [&model] { return make_estimator(ExactParameters{}, model); }};
+  const CorrectorTarget target{model, integrator};
   auto corrector = choose(corrector_catalogue(), section, default_corrector).make(section, target);
   if (!corrector->tests_acceptance()) {
     if (integrator.adapts_step_size())

@@ -188,6 +188,18 @@ public:
   double data_potential(std::span<const double> theta, const Batch& batch, sgmcmc::Workspace&) const override {
     return kernels_.weighted_potential(constants(theta), train_, batch.items, batch.weights, coefficients(theta));
   }
+  /// One pass over the batch's rows for both (x_iᵀβ once per row); the dispersion's derivative
+  /// as add_data_gradient adds it.
+  std::optional<double> data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
+                                                    std::span<double> gradient, sgmcmc::Workspace&,
+                                                    Rng&) const override {
+    const double potential = kernels_.add_weighted_gradients_and_potential(
+        constants(theta), train_, batch.items, batch.weights, coefficients(theta), gradient.first(train_.columns()));
+    if (sampled())
+      for (std::size_t k = 0; k < batch.items.size(); ++k)
+        gradient.back() += batch.weight(k) * dispersion_derivative(theta, batch.items[k]);
+    return potential;
+  }
 
   void item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
                       sgmcmc::Workspace&) const override {

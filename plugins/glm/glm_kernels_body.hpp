@@ -36,6 +36,22 @@ double weighted_potential_body(const LikelihoodConstants& c, const DesignMatrix<
 }
 
 template <class L, class Real>
+double add_weighted_gradients_and_potential_body(const LikelihoodConstants& c, const DesignMatrix<Real>& x,
+                                                 std::span<const std::size_t> items, std::span<const double> weights,
+                                                 std::span<const double> beta, std::span<double> gradient) {
+  double sum = 0.0;
+  for_each_block(x, items, beta, [&](const Block& block) {
+    double scale[block_rows], term[block_rows];
+    for (std::size_t k = 0; k < block.size; ++k) scale[k] = L::scalar(block.y[k], block.z[k], c);
+    for (std::size_t k = 0; k < block.size; ++k)
+      axpy(weight(weights, block.first + k) * scale[k], x.row(items[block.first + k]), gradient);
+    for (std::size_t k = 0; k < block.size; ++k) term[k] = L::loss(block.y[k], block.z[k], c);
+    for (std::size_t k = 0; k < block.size; ++k) sum += weight(weights, block.first + k) * term[k];
+  });
+  return sum;
+}
+
+template <class L, class Real>
 void glm_scalars_body(const LikelihoodConstants& c, const DesignMatrix<Real>& x, std::span<const std::size_t> items,
                       std::span<const double> beta, std::span<double> out) {
   for_each_block(x, items, beta, [&](const Block& block) {
@@ -52,7 +68,7 @@ void log_likelihoods_body(const LikelihoodConstants& c, const DesignMatrix<Real>
 
 template <class L, class Real>
 constexpr GlmKernels<Real> kernels_for{add_weighted_gradients_body<L, Real>, weighted_potential_body<L, Real>,
-                                       glm_scalars_body<L, Real>, add_scaled_rows_body<Real>,
+                                       add_weighted_gradients_and_potential_body<L, Real>, glm_scalars_body<L, Real>, add_scaled_rows_body<Real>,
                                        log_likelihoods_body<L, Real>};
 
 /// One entry per Likelihood, in its order.

@@ -22,6 +22,11 @@ struct Kernels {
   /// Σ_k w_k f_{items[k]}(β)
   double (*weighted_potential)(const DesignMatrix<Real>& x, std::span<const std::size_t> items,
                                std::span<const double> weights, std::span<const double> beta);
+  /// Both in one pass over the rows: gradient += Σ_k w_k ∇f_{items[k]}(β), returning Σ_k w_k f_{items[k]}(β)
+  /// (the same sums, in the same order, as the two kernels above)
+  double (*add_weighted_gradients_and_potential)(const DesignMatrix<Real>& x, std::span<const std::size_t> items,
+                                                 std::span<const double> weights, std::span<const double> beta,
+                                                 std::span<double> gradient);
   /// out[k] ← s_{items[k]}(β)
   void (*glm_scalars)(const DesignMatrix<Real>& x, std::span<const std::size_t> items, std::span<const double> beta,
                       std::span<double> out);

@@ -44,6 +44,22 @@ double weighted_potential_body(const DesignMatrix<Real>& x, std::span<const std:
 }
 
 template <class Real>
+double add_weighted_gradients_and_potential_body(const DesignMatrix<Real>& x, std::span<const std::size_t> items,
+                                                 std::span<const double> weights, std::span<const double> beta,
+                                                 std::span<double> gradient) {
+  double sum = 0.0;
+  for_each_block(x, items, beta, [&](const Block& block) {
+    double scale[block_rows], term[block_rows];
+    for (std::size_t k = 0; k < block.size; ++k) scale[k] = glm_scalar(block.y[k], block.z[k]);
+    for (std::size_t k = 0; k < block.size; ++k)
+      axpy(weight(weights, block.first + k) * scale[k], x.row(items[block.first + k]), gradient);
+    for (std::size_t k = 0; k < block.size; ++k) term[k] = softplus(-block.y[k] * block.z[k]);
+    for (std::size_t k = 0; k < block.size; ++k) sum += weight(weights, block.first + k) * term[k];
+  });
+  return sum;
+}
+
+template <class Real>
 void glm_scalars_body(const DesignMatrix<Real>& x, std::span<const std::size_t> items,
                       std::span<const double> beta, std::span<double> out) {
   for_each_block(x, items, beta, [&](const Block& block) {
@@ -59,7 +75,7 @@ void log_likelihoods_body(const DesignMatrix<Real>& x, std::span<const double> b
 
 template <class Real>
 constexpr Kernels<Real> kernels_for{add_weighted_gradients_body<Real>, weighted_potential_body<Real>,
-                                    glm_scalars_body<Real>, add_scaled_rows_body<Real>, log_likelihoods_body<Real>};
+                                    add_weighted_gradients_and_potential_body<Real>, glm_scalars_body<Real>, add_scaled_rows_body<Real>, log_likelihoods_body<Real>};
 extern const Kernels<double> double_kernels = kernels_for<double>;
 extern const Kernels<float> float_kernels = kernels_for<float>;
 

@@ -142,6 +142,12 @@ public:
   double data_potential(std::span<const double> beta, const Batch& batch, sgmcmc::Workspace&) const override {
     return kernels_.weighted_potential(train_, batch.items, batch.weights, beta);
   }
+  /// One pass over the batch's rows for both (x_iᵀβ once per row).
+  std::optional<double> data_potential_and_gradient(std::span<const double> beta, const Batch& batch,
+                                                    std::span<double> gradient, sgmcmc::Workspace&,
+                                                    Rng&) const override {
+    return kernels_.add_weighted_gradients_and_potential(train_, batch.items, batch.weights, beta, gradient);
+  }
 
   void item_gradients(std::span<const double> beta, std::span<const std::size_t> items, std::span<double> out,
                       sgmcmc::Workspace&) const override {

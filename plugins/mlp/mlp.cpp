@@ -1,9 +1,10 @@
 // Bayesian multilayer perceptron chosen in the configuration (no C++): hidden layers of widths
 // `model.layers` with one activation, an output head from `model.family` (categorical softmax,
 // bernoulli logit, gaussian with a fixed noise_sd) and a normal prior N(0, prior_scale²) on every
-// weight and bias (a scale per layer if given). Potentials (README.md beside this file has the
-// equations):
-//   f_0(θ) = Σ_l |θ_l|² / (2 s_l²)       f_i(θ) = -log p(y_i | net(x_i; θ))
+// weight and bias (a scale per layer if given; with prior_scaling = "fan_in" a weight's sd is
+// s_l/sqrt(n_{l-1})). Potentials (README.md beside this file has the equations):
+//   f_0(θ) = Σ_l |W_l|² n_{l-1}^c / (2 s_l²) + |b_l|² / (2 s_l²)   (c = 1 with fan_in, else 0)
+//   f_i(θ) = -log p(y_i | net(x_i; θ))
 // The passes over a batch are network.hpp's, written with the SDK's sgmcmc/layers.hpp. Data come
 // through the readers `glm` and `logistic` share (../regression/): CSV or LIBSVM, the label first.
 #include <sgmcmc/plugin.hpp>
@@ -38,6 +39,7 @@ struct Choices {
   Activation activation = Activation::tanh;
   Head head;
   std::vector<double> prior_scale{1.0};  // one for every layer, or one per layer
+  bool fan_in = false;                   // model.prior_scaling = "fan_in": weights' sd s_l/sqrt(n_{l-1})
   std::optional<std::size_t> classes;  // categorical: model.classes, else inferred from the labels
 };
 
@@ -223,12 +225,15 @@ struct Reading {
 template <class Real>
 class MlpModel final : public sgmcmc::Model {
 public:
-  MlpModel(Network<Real> network, Rows<Real> train, Rows<Real> test, std::span<const double> prior_scale,
+  MlpModel(Network<Real> network, Rows<Real> train, Rows<Real> test, std::span<const double> prior_scale, bool fan_in,
            Reading reading)
       : network_(std::move(network)), train_(std::move(train)), test_(std::move(test)), reading_(reading) {
     for (std::size_t l = 0; l < net().layers(); ++l) {
       const double scale = prior_scale[prior_scale.size() == 1 ? 0 : l];
-      prior_precision_.push_back(1.0 / (scale * scale));
+      bias_precision_.push_back(1.0 / (scale * scale));
+      // Fan-in scaling: var(W_l) = s_l²/n_{l-1}, so precision n_{l-1}/s_l².
+      const double fan = fan_in ? static_cast<double>(net().inputs(l)) : 1.0;
+      weight_precision_.push_back(fan / (scale * scale));
     }
   }
 
@@ -251,19 +256,28 @@ public:
 
   void initial_point(std::span<double> theta, Rng& rng) const override { draw_starting_weights(net(), theta, rng); }
 
-  /// Σ_l |θ_l|² / (2 s_l²) over each layer's weights and biases θ_l.
+  /// Σ_l |W_l|² τ_l/2 + |b_l|² / (2 s_l²), τ_l the weights' precision (1/s_l², or n_{l-1}/s_l² with
+  /// fan-in scaling). With one precision for the layer, one sum over W_l and b_l together (the
+  /// order of the sums as before prior_scaling existed, so those runs' draws are unchanged).
   double prior_potential(std::span<const double> theta) const override {
+    const auto squared_norm = [](std::span<const double> v) { return std::inner_product(v.begin(), v.end(), v.begin(), 0.0); };
     double total = 0.0;
     for (std::size_t l = 0; l < net().layers(); ++l) {
       const auto layer = layer_parameters(theta, l);
-      total += 0.5 * prior_precision_[l] * std::inner_product(layer.begin(), layer.end(), layer.begin(), 0.0);
+      const std::size_t weights = net().inputs(l) * net().outputs(l);
+      if (weight_precision_[l] == bias_precision_[l])
+        total += 0.5 * bias_precision_[l] * squared_norm(layer);
+      else
+        total += 0.5 * weight_precision_[l] * squared_norm(layer.first(weights)) +
+                 0.5 * bias_precision_[l] * squared_norm(layer.subspan(weights));
     }
     return total;
   }
   void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const override {
     for (std::size_t l = 0; l < net().layers(); ++l) {
-      const std::size_t begin = net().weights_at(l), end = begin + layer_parameters(theta, l).size();
-      for (std::size_t j = begin; j < end; ++j) gradient[j] += prior_precision_[l] * theta[j];
+      for (std::size_t j = net().weights_at(l); j < net().bias_at(l); ++j) gradient[j] += weight_precision_[l] * theta[j];
+      for (std::size_t j = net().bias_at(l); j < net().bias_at(l) + net().outputs(l); ++j)
+        gradient[j] += bias_precision_[l] * theta[j];
     }
   }
 
@@ -273,6 +287,13 @@ public:
   }
   double data_potential(std::span<const double> theta, const Batch& batch, sgmcmc::Workspace& base) const override {
     return network_.batch(theta, train_, batch.items, batch.weights, {}, scratch(base));
+  }
+  /// One forward pass for both: the gradient's pass sums the potential on the way (the head's
+  /// sum is the same with or without its adjoint), which add_data_gradient drops.
+  std::optional<double> data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
+                                                    std::span<double> gradient, sgmcmc::Workspace& base,
+                                                    Rng&) const override {
+    return network_.batch(theta, train_, batch.items, batch.weights, gradient, scratch(base));
   }
   void item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
                       sgmcmc::Workspace& base) const override {
@@ -431,7 +452,7 @@ private:
   Network<Real> network_;
   Rows<Real> train_, test_;
   Reading reading_;
-  std::vector<double> prior_precision_;  // 1/s_l² of each layer
+  std::vector<double> weight_precision_, bias_precision_;  // of each layer: 1/s_l² (weights: n_{l-1}/s_l² with fan_in)
 };
 
 // ---- Configuration ------------------------------------------------------------------------------
@@ -469,6 +490,12 @@ Choices read_choices(const Settings& settings) {
                                     "per layer",
                                     settings.describe("prior_scale"), choices.prior_scale.size(), layers,
                                     choices.hidden.size()));
+  const std::string scaling = settings.text("prior_scaling", "none");
+  if (scaling != "none" && scaling != "fan_in")
+    throw sgmcmc::Error(fmt::format("{}: '{}' is not a prior scaling; expected none (every weight N(0, s_l²)) or fan_in "
+                                    "(layer l's weights N(0, s_l²/n_{{l-1}}), n_{{l-1}} its inputs)",
+                                    settings.describe("prior_scaling"), scaling));
+  choices.fan_in = scaling == "fan_in";
   return choices;
 }
 
@@ -480,7 +507,7 @@ std::unique_ptr<sgmcmc::Model> build(const regression::Prepared& prepared, const
   return std::make_unique<MlpModel<Real>>(std::move(network),
                                           network_rows<Real>(prepared.data, prepared.train, choices.head.family),
                                           network_rows<Real>(test_source, prepared.test, choices.head.family),
-                                          choices.prior_scale, reading);
+                                          choices.prior_scale, choices.fan_in, reading);
 }
 
 sgmcmc::PluginInfo mlp_info() {
@@ -489,9 +516,10 @@ sgmcmc::PluginInfo mlp_info() {
               "Bayesian multilayer perceptron chosen in the configuration: hidden layers (layers, [50]) with one "
               "activation (tanh|relu|gelu; tanh), an output head (family: categorical softmax with classes inferred "
               "from the labels 0..K-1 unless given, bernoulli logit with labels as glm's, gaussian with a fixed "
-              "noise_sd 1), a normal prior N(0, prior_scale²) on every weight and bias (prior_scale 1, or one per layer). Forward and "
+              "noise_sd 1), a normal prior N(0, prior_scale²) on every weight and bias (prior_scale 1, or one per layer; prior_scaling = "
+              "\"fan_in\" divides layer l's weights' sd by sqrt(its inputs)). Forward and "
               "backward passes over the whole batch as matrix products (OpenBLAS); starts at a Glorot/He draw from "
-              "the chain's stream. Keys: layers, activation, family, classes, noise_sd, prior_scale, data (CSV or "
+              "the chain's stream. Keys: layers, activation, family, classes, noise_sd, prior_scale, prior_scaling (none|fan_in), data (CSV or "
               "LIBSVM, label first, .gz or plain), test_data, test_size (0.1), subsample (1.0), format "
               "(auto|libsvm|csv), labels (bernoulli: auto|0/1|1/2|-1/+1), features (LIBSVM width, or the simulated "
               "width: 10), n (1000 simulated rows), storage (double|float)",

@@ -4,7 +4,9 @@
 // user writes it, one thread) in the same run, and how many times faster than PyTorch this is, in
 // wall-clock time and in CPU time (the chain thread's; the Python process's), which a machine busy
 // with other work stretches less.
-// Printed figures and ratios, not a timed test:
+// And a block of OBABO + MH over K = 10 steps with exact endpoints, its end's potential and
+// gradient in one fused pass against the two passes it replaced (tests/two_passes.hpp), in the
+// same run. Printed figures and ratios, not a timed test:
 //
 //   build/release/tests/benchmarks/mlp_benchmark [repetitions=5] [mnist]
 //
@@ -26,6 +28,7 @@
 #include <fmt/format.h>
 
 #include "sgld_timing.hpp"
+#include "two_passes.hpp"
 
 namespace mlp_benchmark {
 
@@ -56,6 +59,22 @@ std::optional<bench::IterationTimes> torch_sgld_iteration_us(const std::string& 
   bench::IterationTimes times{};
   if (!line || !(std::istringstream(*line) >> times.wall_us >> times.cpu_us)) return std::nullopt;
   return times;
+}
+
+/// µs per block of OBABO + MH (K = 10 steps, batch `batch`, exact endpoints: K - 1 batch
+/// gradients and the end's full pass) over 50 blocks from the model's start: wall, chain CPU.
+bench::IterationTimes obabo_mh_block_times(std::shared_ptr<const sgmcmc::Model> model, std::size_t batch) {
+  constexpr std::uint64_t every = 10, blocks = 50;
+  auto config = sgmcmc::parse_config(fmt::format("[estimator]\nbatch_size = {}\n[integrator]\nname = \"obabo\"\n"
+                                                 "step_size = 0.001\n[corrector]\nname = \"mh\"\nevery = {}\n",
+                                                 batch, every),
+                                     "bench.toml");
+  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
+  bench::NoOutput output;
+  const std::uint64_t iterations = every * blocks;
+  const auto result = chain->run({.iterations = iterations, .thin = iterations, .eval_every = iterations}, output);
+  const double per = 1e6 / static_cast<double>(blocks);
+  return {result.seconds * per, result.cpu_seconds * per};
 }
 
 void run(const Case& c, int repetitions) {
@@ -95,12 +114,24 @@ void run(const Case& c, int repetitions) {
     const auto times = bench::sgld_iteration_times(model, c.batch, 1e-5, iterations);
     iteration = {std::min(iteration.wall_us, times.wall_us), std::min(iteration.cpu_us, times.cpu_us)};
   }
+  bench::IterationTimes fused{1e300, 1e300}, two_passes{1e300, 1e300};
+  const auto separate = std::make_shared<const test::TwoPasses>(model);
+  for (int r = 0; r < repetitions; ++r) {
+    const auto one = obabo_mh_block_times(model, c.batch), two = obabo_mh_block_times(separate, c.batch);
+    fused = {std::min(fused.wall_us, one.wall_us), std::min(fused.cpu_us, one.cpu_us)};
+    two_passes = {std::min(two_passes.wall_us, two.wall_us), std::min(two_passes.cpu_us, two.cpu_us)};
+  }
   std::printf("%s: N = %zu, d = %zu, batch %zu (µs, fastest of %d)\n", c.name, n, model->dimension(), c.batch,
               repetitions);
   std::printf("  %-40s %10.1f\n", "data gradient (add_data_gradient)", data);
   std::printf("  %-40s %10.1f\n", "data potential (forward pass only)", potential);
   if (per_item) std::printf("  %-40s %10.1f\n", "per-item gradients (item_gradients)", *per_item);
   std::printf("  %-40s %10.1f wall %10.1f CPU\n", "SGLD iteration (sgmcmc::Chain)", iteration.wall_us, iteration.cpu_us);
+  std::printf("  %-40s %10.1f wall %10.1f CPU\n", "OBABO + MH block, K = 10, two end passes", two_passes.wall_us,
+              two_passes.cpu_us);
+  std::printf("  %-40s %10.1f wall %10.1f CPU\n", "OBABO + MH block, K = 10, one fused pass", fused.wall_us, fused.cpu_us);
+  std::printf("OBABO + MH block, %s: two passes / fused = %.2f× (wall), %.2f× (CPU)\n", c.name,
+              two_passes.wall_us / fused.wall_us, two_passes.cpu_us / fused.cpu_us);
   if (const auto torch = torch_sgld_iteration_us(c.torch_arguments))
     std::printf("SGLD iteration, %s: torch / this = %.1f / %.1f µs = %.2f× faster than PyTorch (wall); "
                 "%.1f / %.1f µs = %.2f× (CPU)\n\n",

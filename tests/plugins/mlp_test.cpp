@@ -17,6 +17,8 @@
 
 #include "support.hpp"
 #include "model_support.hpp"
+#include "targets.hpp"
+#include "two_passes.hpp"
 
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
@@ -148,6 +150,61 @@ TEST_CASE("mlp plugin: prior_scale may give each layer its own normal prior") {
   CHECK_THROWS_WITH(build("layers = [4]\nprior_scale = [1, 2, 3]\n"),
                     Contains("model.prior_scale") && Contains("3 scales for 2 layers"));
   CHECK_THROWS_WITH(build("prior_scale = [1, -2]\n"), Contains("model.prior_scale"));
+}
+
+TEST_CASE("mlp plugin: prior_scaling = fan_in gives layer l's weights sd s_l/sqrt(n_{l-1}), its biases s_l") {
+  // 2 features → 3 hidden → 3 classes, prior_scale = [2, 0.5]: θ is W1 (2×3), b1 (3), W2 (3×3),
+  // b2 (3). Variances by the definition: W1 2²/2 = 2, b1 2² = 4, W2 0.5²/3, b2 0.5²; so
+  // f_0 = Σ_j θ_j²/(2 v_j) and ∂f_0/∂θ_j = θ_j/v_j. Without the scaling every W1 variance would
+  // be 4 and every W2 variance 0.25, and both checks fail.
+  const std::string keys = "features = 2\nclasses = 3\nn = 50\nlayers = [3]\nprior_scale = [2, 0.5]\n";
+  const auto model = build(keys + "prior_scaling = \"fan_in\"\n");
+  REQUIRE(model->dimension() == 21);
+  const auto variance = [](std::size_t j) { return j < 6 ? 2.0 : j < 9 ? 4.0 : j < 18 ? 0.25 / 3 : 0.25; };
+  std::vector<double> theta(21), gradient(21, 0.0);
+  double by_hand = 0.0;
+  for (std::size_t j = 0; j < 21; ++j) {
+    theta[j] = std::cos(0.7 * static_cast<double>(j));
+    by_hand += theta[j] * theta[j] / (2 * variance(j));
+  }
+  CHECK(model->prior_potential(theta) == Approx(by_hand).epsilon(1e-14));
+  model->add_prior_gradient(theta, gradient);
+  for (std::size_t j = 0; j < 21; ++j) {
+    INFO("coordinate " << j);
+    CHECK(gradient[j] == Approx(theta[j] / variance(j)).epsilon(1e-14));
+  }
+  // The default is no scaling: the same keys without it give every weight its layer's s_l².
+  CHECK(build(keys)->prior_potential(theta) != Approx(by_hand).epsilon(1e-6));
+  CHECK_THROWS_WITH(build("prior_scaling = \"fanin\"\n"), Contains("model.prior_scaling") && Contains("none") &&
+                                                                   Contains("fan_in"));
+  const auto checked = test::run_cli(
+      "check-model mlp --set model.n=200 --set model.layers=[6,4] --set model.features=3 --set model.prior_scale=[2,0.5,1] "
+      "--set model.prior_scaling=" + test::quoted("fan_in"));
+  INFO(checked.output);
+  CHECK(checked.exit_code == 0);
+  CHECK_THAT(checked.output, Contains("0 failed") && !Contains("FAIL"));
+}
+
+TEST_CASE("mlp plugin: OBABO + MH with exact endpoints pays one fused full pass per block, and the same draws") {
+  // N = 180 training rows (200 simulated, test_size 0.1), batch n = 10, K = 10, 100 iterations:
+  // B = 10 blocks. Counted by hand: the first block's start takes ∇U(θ_0) and U(θ_0) in one full
+  // pass; each block then makes K - 1 = 9 minibatch gradients (n items each) and, at its end,
+  // ∇U(θ_K) and U(θ_K) in one full pass (N items). So B + 1 = 11 full passes and
+  // N + B (9n + N) = 180 + 10 × 270 = 2,880 item gradients; with two passes at each end (the
+  // code before the fusion) 22 and 4,860. The draws are those of the two-pass path bit for bit.
+  const auto model = build("n = 200\nfeatures = 3\nlayers = [4]\n");
+  REQUIRE(model->num_items() == 180);
+  const std::string toml = "[estimator]\nbatch_size = 10\n[integrator]\nname = \"obabo\"\nstep_size = 0.001\n"
+                           "[corrector]\nname = \"mh\"\nevery = 10\n";
+  const auto fused = test::run_chain(model, toml, 100, 10);  // a draw at each block's end
+  const auto separate = test::run_chain(std::make_shared<test::TwoPasses>(model), toml, 100, 10);
+  CHECK(fused.result.cost.full_passes == 11);
+  CHECK(fused.result.cost.item_gradients == 180 + 10 * (9 * 10 + 180));
+  REQUIRE(fused.draws.rows.size() == 10);
+  CHECK(fused.draws.rows == separate.draws.rows);
+  std::size_t accepted = 0;
+  for (const auto& decision : fused.draws.decisions) accepted += decision.accepted ? 1 : 0;
+  CHECK(accepted > 0);  // the chain moved: equal draws are not those of a chain stuck at its start
 }
 
 TEST_CASE("mlp plugin: a chain starts at Glorot scale for tanh and He scale for relu, never at 0") {

@@ -3,6 +3,7 @@
 // test over K stochastic-gradient steps of Garriga-Alonso & Fortuin (2021, §4–5, app. C),
 // using the integrator's ChainState::energy_error and the model's exact potential at the ends.
 module;
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <functional>
@@ -20,13 +21,10 @@ import sgmcmc.error;
 
 export namespace sgmcmc {
 
-/// What a corrector is built for. `exact_estimator` makes the exact-gradient estimator an MH test
-/// uses at a block's ends; the assembly (sgmcmc.assembly) supplies it, so that correctors need no
-/// estimator of their own.
+/// What a corrector is built for.
 struct CorrectorTarget {
   const Model& model;
   const Integrator& integrator;
-  std::function<std::unique_ptr<Estimator>()> exact_estimator;
 };
 
 using CorrectorFactory = std::function<std::unique_ptr<Corrector>(const Settings&, const CorrectorTarget&)>;
@@ -42,7 +40,7 @@ struct NoCorrectionParameters {
 /// mh: a Metropolis–Hastings test at the end of every block of `every` integrator steps.
 struct MhParameters {
   std::size_t every = 1;        // K >= 1, the block length
-  bool exact_endpoints = true;  // exact gradients at a block's ends (CorrectorTarget::exact_estimator)
+  bool exact_endpoints = true;  // exact gradients at a block's ends, with U(θ) in the same data pass
   static MhParameters from_settings(const Settings& section);
 };
 
@@ -67,6 +65,37 @@ public:
   Decision end_block(ChainState&, ChainContext&) override { return {}; }
 };
 
+/// The exact gradient ∇U(θ) = ∇f_0(θ) + Σ_i ∇f_i(θ) at a block's ends (corrector.exact_endpoints),
+/// with U(θ) from the same full data pass when the model computes it there
+/// (Model::data_potential_and_gradient), since the MH test needs U at the very point where the
+/// last step takes its gradient. It keeps that U and the θ it belongs to, so the corrector's
+/// U(θ_K) costs nothing more; the same values, bit for bit, as the `exact` estimator's gradient
+/// and a separate potential pass. A model that does not fuse them costs what it did before.
+class ExactEndpoint final : public Estimator {
+public:
+  explicit ExactEndpoint(const Model& model) : all_items_(every_item(model)) {}
+
+  void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) override {
+    std::fill(gradient.begin(), gradient.end(), 0.0);
+    potential_ = add_gradient_and_potential(context.model, theta, all_items_, gradient, context.workspace, context.rng);
+    at_.assign(theta.begin(), theta.end());
+    context.cost.full_passes += 1;
+    context.cost.item_gradients += all_items_.size();
+  }
+  /// U(θ) if the last estimate was at θ under the current target and the model gave it, else none.
+  std::optional<double> potential_at(std::span<const double> theta) const {
+    if (!potential_ || !std::equal(theta.begin(), theta.end(), at_.begin(), at_.end())) return std::nullopt;
+    return potential_;
+  }
+  /// The model's after_step changed the target: the kept U is of the old one.
+  void forget() { potential_.reset(); }
+
+private:
+  std::vector<std::size_t> all_items_;
+  std::optional<double> potential_;
+  std::vector<double> at_;  // the θ of potential_
+};
+
 /// Metropolis–Hastings over a block of K steps (Garriga-Alonso & Fortuin 2021, §4–5, app. C; modules/README.md "Correctors"):
 /// save (θ_0, m_0), run K steps, accept with probability min(1, exp(-ΔH̃/T)) where
 /// ΔH̃ = U(θ_K) - U(θ_0) + (the integrator's energy error); on rejection restore (θ_0, m_0) and
@@ -77,7 +106,7 @@ public:
   MetropolisHastings(const MhParameters& parameters, const CorrectorTarget& target)
       : every_(parameters.every), temperature_(target.integrator.temperature()), all_items_(every_item(target.model)) {
     require_parameter(every_ >= 1, "corrector mh", "every >= 1", every_);
-    if (parameters.exact_endpoints) exact_ = target.exact_estimator();
+    if (parameters.exact_endpoints) exact_ = std::make_unique<ExactEndpoint>(target.model);
   }
 
   std::size_t block_length() const override { return every_; }
@@ -85,7 +114,10 @@ public:
   Estimator* endpoint_estimator() override { return exact_.get(); }
   /// U(θ_0) of the next block is then computed afresh under the new target (its gradient too:
   /// the chain clears gradient_valid).
-  void target_changed() override { start_potential_.reset(); }
+  void target_changed() override {
+    start_potential_.reset();
+    if (exact_) exact_->forget();
+  }
 
   void begin_block(ChainState& state, ChainContext& context) override {
     // With exact endpoints every block ends on an exact gradient (the chain passes
@@ -130,9 +162,12 @@ public:
   }
 
 private:
-  /// U(θ) = f_0(θ) + Σ_i f_i(θ): one full pass over the data, counted as such and as N item
+  /// U(θ) = f_0(θ) + Σ_i f_i(θ): kept from the exact endpoint's gradient pass at θ when there
+  /// was one (no further cost), else one full pass over the data, counted as such and as N item
   /// evaluations, so that methods compare by cost with their corrections included.
   double potential(std::span<const double> theta, ChainContext& context) const {
+    if (exact_)
+      if (const auto kept = exact_->potential_at(theta)) return *kept;
     context.cost.full_passes += 1;
     context.cost.item_gradients += all_items_.size();
     return sgmcmc::potential(context.model, theta, all_items_, context.workspace);
@@ -141,7 +176,7 @@ private:
   std::size_t every_;
   double temperature_;
   std::vector<std::size_t> all_items_;
-  std::unique_ptr<Estimator> exact_;
+  std::unique_ptr<ExactEndpoint> exact_;
   std::optional<double> start_potential_;  // U(θ_0), kept from the last accepted block's end
   ChainState saved_;
 };
