@@ -179,7 +179,7 @@ TEST_CASE("SGLD with each estimator, gaussian plugin: stationary mean μ, varian
     auto probe = std::make_unique<NoiseProbe>(std::move(estimator), fixture, eigen, sums);
     const NoiseProbe& probe_view = *probe;
     auto integrator = sgmcmc::make_integrator(sgmcmc::SgldParameters{.schedule = {.step_size = epsilon}});
-    auto corrector = sgmcmc::make_corrector(sgmcmc::NoCorrectionParameters{}, {model, *integrator, {}});
+    auto corrector = sgmcmc::make_corrector(sgmcmc::NoCorrectionParameters{}, {model, *integrator});
     sgmcmc::Chain chain(fixture.model, std::move(probe), std::move(integrator), std::move(corrector),
                         sgmcmc::Rng(2025, sgmcmc::chain_stream(0)));
     DrawSums observer(fixture, eigen, sums);

@@ -532,7 +532,7 @@ TEST_CASE("svrg: `period` counts the chain's iterations, whatever the estimates 
     auto integrator = name == "sgld" ? sgmcmc::make_integrator(sgmcmc::SgldParameters{.schedule = step})
                                      : sgmcmc::make_integrator(sgmcmc::HmcParameters{.schedule = step, .steps = 5});
     auto estimator = sgmcmc::make_estimator(sgmcmc::SvrgParameters{.batches = {.batch_size = 5}, .period = 4}, *fixture.model);
-    auto corrector = sgmcmc::make_corrector(sgmcmc::NoCorrectionParameters{}, {*fixture.model, *integrator, {}});
+    auto corrector = sgmcmc::make_corrector(sgmcmc::NoCorrectionParameters{}, {*fixture.model, *integrator});
     sgmcmc::Chain chain(fixture.model, std::move(estimator), std::move(integrator), std::move(corrector),
                         sgmcmc::Rng(3, sgmcmc::chain_stream(0)));
     test::Draws draws;
@@ -552,7 +552,7 @@ TEST_CASE("cv reports what its centring chose: h_0 = 1/λ̂, and λ̂ near the p
   test::GaussianFixture fixture(2000, 3);
   const double exact = xt::amax(std::get<0>(xt::linalg::eigh(fixture.precision)))();
   auto integrator = sgmcmc::make_integrator(sgmcmc::SgldParameters{.schedule = {.step_size = 1e-5}});
-  auto corrector = sgmcmc::make_corrector(sgmcmc::NoCorrectionParameters{}, {*fixture.model, *integrator, {}});
+  auto corrector = sgmcmc::make_corrector(sgmcmc::NoCorrectionParameters{}, {*fixture.model, *integrator});
   auto estimator = sgmcmc::make_estimator(sgmcmc::CvParameters{.batches = {.batch_size = 100}}, *fixture.model);
   sgmcmc::Chain chain(fixture.model, std::move(estimator), std::move(integrator), std::move(corrector),
                       sgmcmc::Rng(8, sgmcmc::chain_stream(0)));
