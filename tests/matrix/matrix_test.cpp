@@ -214,7 +214,7 @@ ChainUnderTest build_chain(std::shared_ptr<const sgmcmc::Model> model, const std
 // Lengths: the mixing time τ at these steps is ~100 iterations for sgld/mala/obabo/baoab/sghmc
 // at h (4× at h/2) and a few trajectories for hmc; n ≳ 2000 τ puts the lag-n/100 autocorrelation
 // near e^-20 and the variance's SE near sqrt(2 · 2τ/n) ≈ 2 % at h/2, a tenth of the biases the
-// steps are chosen to show. The whole matrix is about 1.5 minutes with ctest -j2 on 2 cores.
+// steps are chosen to show. Times per target: tests/README.md.
 /// What step_size is for h (in units of s): h s (time), ε = (h s)² (sgld, mala), or psgld's ε = h² s / N.
 enum class StepUnit { time, squared, preconditioned };
 
