@@ -36,7 +36,7 @@ using IntegratorFactory = std::function<std::unique_ptr<Integrator>(const Settin
 
 /// Step-size adaptation by dual averaging (Hoffman & Gelman 2014, Alg. 5, after Nesterov 2009) to
 /// a target acceptance of the MH test, during the warmup; the step is then frozen at the averaged
-/// iterate. Only for the integrators an MH test can follow (mala, obabo, baoab, hmc, leapfrog);
+/// iterate. Only for the integrators an MH test can follow (mala, obabo, baoab, ubu, hmc, leapfrog);
 /// the assembly refuses it without an MH corrector, the chain without a warmup.
 struct StepAdaptation {
   bool adapt = false;              // integrator.adapt_step_size
