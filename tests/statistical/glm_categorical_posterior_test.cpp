@@ -9,6 +9,7 @@
 #include <vector>
 #include <fmt/format.h>
 
+#include "grid_quadrature.hpp"
 #include "statistics.hpp"
 #include "support.hpp"
 #include "model_support.hpp"
@@ -46,49 +47,10 @@ double log_posterior(const std::vector<Row>& data, double b0, double b1) {
   return value;
 }
 
-struct Moments {
-  double mean[2], sd[2];
-  double edge_gap;  // log density: the mode's minus the largest on the grid's edge
-};
-
-/// Posterior mean and sd of (β_0, β_1) by the midpoint rule on a G × G grid over [lo, hi]².
-Moments quadrature(const std::vector<Row>& data, double lo, double hi) {
-  constexpr int grid = 800;
-  const auto at = [&](int a) { return lo + (a + 0.5) * (hi - lo) / grid; };
-  std::vector<double> log_density(grid * grid);
-  double mode = -INFINITY, edge = -INFINITY;
-  for (int a = 0; a < grid; ++a)
-    for (int c = 0; c < grid; ++c) {
-      const double value = log_density[a * grid + c] = log_posterior(data, at(a), at(c));
-      mode = std::max(mode, value);
-      if (a == 0 || c == 0 || a == grid - 1 || c == grid - 1) edge = std::max(edge, value);
-    }
-  double total = 0.0, first[2] = {}, second[2] = {};
-  for (int a = 0; a < grid; ++a)
-    for (int c = 0; c < grid; ++c) {
-      const double weight = std::exp(log_density[a * grid + c] - mode), point[2] = {at(a), at(c)};
-      total += weight;
-      for (int j = 0; j < 2; ++j) {
-        first[j] += weight * point[j];
-        second[j] += weight * point[j] * point[j];
-      }
-    }
-  Moments moments{};
-  for (int j = 0; j < 2; ++j) {
-    moments.mean[j] = first[j] / total;
-    moments.sd[j] = std::sqrt(second[j] / total - moments.mean[j] * moments.mean[j]);
-  }
-  moments.edge_gap = mode - edge;
-  return moments;
+/// Posterior mean and sd of (β_0, β_1) by the midpoint rule on an 800 × 800 grid over [lo, hi]².
+test::GridMoments quadrature(const std::vector<Row>& data, double lo, double hi) {
+  return test::grid_moments([&](double b0, double b1) { return log_posterior(data, b0, b1); }, lo, hi, lo, hi, 800);
 }
-
-struct Recorder final : sgmcmc::ChainObserver {
-  std::vector<double> draws[2];
-  void on_draw(const sgmcmc::Draw& draw) override {
-    for (int j = 0; j < 2; ++j) draws[j].push_back(draw.theta[j]);
-  }
-  void on_metrics(const sgmcmc::MetricsRow&) override {}  // no held-out rows: no metrics
-};
 
 }  // namespace
 
@@ -98,7 +60,7 @@ TEST_CASE("glm plugin: categorical with three classes has the posterior computed
   for (const auto& [x, y] : data) csv += fmt::format("{},{:.17g}\n", y, x);
   test::TempDir dir;
 
-  const Moments reference = quadrature(data, -6.0, 9.0);
+  const test::GridMoments reference = quadrature(data, -6.0, 9.0);
   INFO(fmt::format("reference: beta.0 {} ± {}, beta.1 {} ± {}; edge gap {}", reference.mean[0], reference.sd[0],
                    reference.mean[1], reference.sd[1], reference.edge_gap));
   // Far from the data the prior N(0, 2²) decides the tails, so they fall slowly; an edge 25 nats
@@ -130,7 +92,7 @@ name = "mh"
   REQUIRE(model->parameter_names() == std::vector<std::string>{"beta.0.1", "beta.1.1"});
   auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
   for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
-  Recorder recorder;
+  test::FirstTwoCoordinates recorder;
   const auto result = chain->run({.warmup = 1'000, .iterations = 100'000, .thin = 1, .eval_every = 10}, recorder);
   REQUIRE_FALSE(result.diverged);
 

@@ -11,6 +11,7 @@
 #include <vector>
 #include <fmt/format.h>
 
+#include "grid_quadrature.hpp"
 #include "statistics.hpp"
 #include "support.hpp"
 #include "model_support.hpp"
@@ -43,57 +44,20 @@ double log_pmf(int y, double mu, double r) {
   return log_coefficient + r * std::log(r / (r + mu)) + y * std::log(mu / (r + mu));
 }
 
-struct Moments {
-  double mean[2], sd[2];
-  double edge_gap;  // log density: the mode's minus the largest on the grid's edge
-};
-
-/// Posterior mean and sd of (β, u) by a midpoint rule on a G × G grid over [β_lo, β_hi] × [u_lo,
-/// u_hi]; the density is smooth and negligible at the edges (edge_gap says how negligible).
-Moments quadrature(const std::vector<int>& counts, double beta_lo, double beta_hi, double u_lo, double u_hi) {
-  constexpr int grid = 600;
+/// Posterior mean and sd of (β, u) by the midpoint rule on a 600 × 600 grid over [β_lo, β_hi] × [u_lo,
+/// u_hi] (grid_moments; the density is smooth and negligible at the edges: edge_gap says how much).
+test::GridMoments quadrature(const std::vector<int>& counts, double beta_lo, double beta_hi, double u_lo, double u_hi) {
   std::map<int, int> histogram;
   for (int y : counts) ++histogram[y];
-  std::vector<double> log_density(grid * grid);
-  double mode = -INFINITY, edge = -INFINITY;
-  for (int a = 0; a < grid; ++a)
-    for (int c = 0; c < grid; ++c) {
-      const double beta = beta_lo + (a + 0.5) * (beta_hi - beta_lo) / grid, u = u_lo + (c + 0.5) * (u_hi - u_lo) / grid;
-      const double r = std::exp(u);
-      // log N(β; 0, s²) + log Gamma(r; a, b) + log |dr/du| (= u), up to constants.
-      double value = -0.5 * beta * beta / (prior_sd * prior_sd) + (shape - 1.0) * u - rate * r + u;
-      for (const auto& [y, count] : histogram) value += count * log_pmf(y, std::exp(beta), r);
-      log_density[a * grid + c] = value;
-      mode = std::max(mode, value);
-      if (a == 0 || c == 0 || a == grid - 1 || c == grid - 1) edge = std::max(edge, value);
-    }
-  double total = 0.0, first[2] = {}, second[2] = {};
-  for (int a = 0; a < grid; ++a)
-    for (int c = 0; c < grid; ++c) {
-      const double weight = std::exp(log_density[a * grid + c] - mode);
-      const double point[2] = {beta_lo + (a + 0.5) * (beta_hi - beta_lo) / grid, u_lo + (c + 0.5) * (u_hi - u_lo) / grid};
-      total += weight;
-      for (int j = 0; j < 2; ++j) {
-        first[j] += weight * point[j];
-        second[j] += weight * point[j] * point[j];
-      }
-    }
-  Moments moments{};
-  for (int j = 0; j < 2; ++j) {
-    moments.mean[j] = first[j] / total;
-    moments.sd[j] = std::sqrt(second[j] / total - moments.mean[j] * moments.mean[j]);
-  }
-  moments.edge_gap = mode - edge;
-  return moments;
+  const auto log_density = [&](double beta, double u) {
+    const double r = std::exp(u);
+    // log N(β; 0, s²) + log Gamma(r; a, b) + log |dr/du| (= u), up to constants.
+    double value = -0.5 * beta * beta / (prior_sd * prior_sd) + (shape - 1.0) * u - rate * r + u;
+    for (const auto& [y, count] : histogram) value += count * log_pmf(y, std::exp(beta), r);
+    return value;
+  };
+  return test::grid_moments(log_density, beta_lo, beta_hi, u_lo, u_hi, 600);
 }
-
-struct Recorder final : sgmcmc::ChainObserver {
-  std::vector<double> draws[2];
-  void on_draw(const sgmcmc::Draw& draw) override {
-    for (int j = 0; j < 2; ++j) draws[j].push_back(draw.theta[j]);
-  }
-  void on_metrics(const sgmcmc::MetricsRow&) override {}  // no held-out rows: no metrics
-};
 
 }  // namespace
 
@@ -104,7 +68,7 @@ TEST_CASE("glm plugin: a sampled negative binomial dispersion has the posterior 
   for (int y : counts) csv += fmt::format("{},1\n", y);
   test::TempDir dir;
 
-  const Moments reference = quadrature(counts, 0.0, 2.0, -2.0, 4.0);
+  const test::GridMoments reference = quadrature(counts, 0.0, 2.0, -2.0, 4.0);
   INFO(fmt::format("reference: beta {} ± {}, log r {} ± {}; edge gap {}", reference.mean[0], reference.sd[0],
                    reference.mean[1], reference.sd[1], reference.edge_gap));
   REQUIRE(reference.edge_gap > 40.0);  // the grid holds all but e^-40 of the mass per edge cell
@@ -136,7 +100,7 @@ name = "mh"
   REQUIRE(model->parameter_names() == std::vector<std::string>{"beta.1", "log_dispersion"});
   auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
   for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
-  Recorder recorder;
+  test::FirstTwoCoordinates recorder;
   const auto result = chain->run({.warmup = 1'000, .iterations = 100'000, .thin = 1, .eval_every = 10}, recorder);
   REQUIRE_FALSE(result.diverged);
 

@@ -1,0 +1,60 @@
+// A two-parameter posterior's moments by quadrature, the independent reference of the glm
+// statistical tests, and an observer that keeps a chain's first two coordinates.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+import sgmcmc;
+
+namespace test {
+
+struct GridMoments {
+  double mean[2], sd[2];
+  double edge_gap;  // log density: the mode's minus the largest on the grid's edge
+};
+
+/// Mean and sd of both coordinates of the density ∝ exp(log_density(x, y)) by the midpoint rule
+/// on grid × grid points over [x_lo, x_hi] × [y_lo, y_hi]. The rule is accurate for a smooth
+/// density negligible at the edges: edge_gap says how negligible.
+template <class LogDensity>
+GridMoments grid_moments(LogDensity log_density, double x_lo, double x_hi, double y_lo, double y_hi, int grid) {
+  const auto x_at = [&](int a) { return x_lo + (a + 0.5) * (x_hi - x_lo) / grid; };
+  const auto y_at = [&](int c) { return y_lo + (c + 0.5) * (y_hi - y_lo) / grid; };
+  std::vector<double> values(static_cast<std::size_t>(grid) * grid);
+  double mode = -INFINITY, edge = -INFINITY;
+  for (int a = 0; a < grid; ++a)
+    for (int c = 0; c < grid; ++c) {
+      const double value = values[a * grid + c] = log_density(x_at(a), y_at(c));
+      mode = std::max(mode, value);
+      if (a == 0 || c == 0 || a == grid - 1 || c == grid - 1) edge = std::max(edge, value);
+    }
+  double total = 0.0, first[2] = {}, second[2] = {};
+  for (int a = 0; a < grid; ++a)
+    for (int c = 0; c < grid; ++c) {
+      const double weight = std::exp(values[a * grid + c] - mode), point[2] = {x_at(a), y_at(c)};
+      total += weight;
+      for (int j = 0; j < 2; ++j) {
+        first[j] += weight * point[j];
+        second[j] += weight * point[j] * point[j];
+      }
+    }
+  GridMoments moments{};
+  for (int j = 0; j < 2; ++j) {
+    moments.mean[j] = first[j] / total;
+    moments.sd[j] = std::sqrt(second[j] / total - moments.mean[j] * moments.mean[j]);
+  }
+  moments.edge_gap = mode - edge;
+  return moments;
+}
+
+/// Keeps θ_1 and θ_2 of every draw.
+struct FirstTwoCoordinates final : sgmcmc::ChainObserver {
+  std::vector<double> draws[2];
+  void on_draw(const sgmcmc::Draw& draw) override {
+    for (int j = 0; j < 2; ++j) draws[j].push_back(draw.theta[j]);
+  }
+  void on_metrics(const sgmcmc::MetricsRow&) override {}  // no held-out rows: no metrics
+};
+
+}  // namespace test
