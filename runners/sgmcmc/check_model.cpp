@@ -160,6 +160,6 @@ Command add_check_model_command(CLI::App& app) {
   command->footer("Example: sgmcmc check-model gaussian --set model.dim=3");
   command->add_option("plugin", check->plugin, "plugin name or path to its .so")->required();
   command->add_option("--set", check->overrides, "a [model] key: model.key=value (repeatable)");
-  command->add_option("--plugin-dir", check->plugin_dir, "search this folder for model plugins first");
+  add_plugin_dir_option(*command, check->plugin_dir);
   return {command, [check] { return check_model_command(check->plugin, check->overrides, check->plugin_dir); }};
 }

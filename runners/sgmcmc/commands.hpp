@@ -75,10 +75,42 @@ inline constexpr int exit_interrupted = 130;
 /// `where` (" on rank 1") follows the label. Flushes, and returns the exit code (2 or 3).
 int report_error(const std::exception& error, const std::string& where = "");
 
-struct RunOptions {
+/// `--plugin-dir DIR`, which every command that loads a model plugin takes.
+inline void add_plugin_dir_option(CLI::App& command, std::optional<std::filesystem::path>& plugin_dir) {
+  command.add_option("--plugin-dir", plugin_dir, "search this folder for model plugins first");
+}
+
+/// Where a command's configuration comes from: `--preset NAME` or `--config FILE` (one of the
+/// two), then the `--set section.key=value` overrides. `run`, `sbc`, `tune` and
+/// `gradient-variance` take it; add_configuration_options (configuration.hpp) registers it.
+struct ConfigurationSource {
   std::optional<std::string> preset;
   std::optional<std::filesystem::path> config_file;
   std::vector<std::string> overrides;  // --set section.key=value
+};
+
+/// The options of the commands that run a grid of runs at once, each in its own folder under
+/// `out`: sweep's cells, sbc's replications, tune's pilots.
+struct GridOptions {
+  unsigned jobs = 0;  // runs at once; 0: the number of cores
+  std::optional<std::filesystem::path> out;
+  bool resume = false;
+  bool quiet = false;
+  std::optional<std::filesystem::path> plugin_dir;
+};
+
+/// Registers GridOptions. `runs` names the grid's runs ("cells"), `default_out` the output folder
+/// when --out is not given, `quiet` what --quiet leaves out.
+inline void add_grid_options(CLI::App& command, GridOptions& options, const std::string& runs,
+                             const std::string& default_out, const std::string& quiet) {
+  command.add_option("--jobs", options.jobs, runs + " run at once (default: the number of cores)")->check(at_least_one);
+  command.add_option("--out", options.out, "output folder (default: " + default_out + ")");
+  command.add_flag("--resume", options.resume, "keep the " + runs + " this folder already finished, run the rest");
+  command.add_flag("--quiet", options.quiet, quiet);
+  add_plugin_dir_option(command, options.plugin_dir);
+}
+
+struct RunOptions : ConfigurationSource {
   std::optional<std::int64_t> seed;
   std::optional<std::int64_t> chains;
   unsigned threads = 0;  // 0: one per chain, at most the number of cores
@@ -94,13 +126,8 @@ struct RunOptions {
 
 int run_command(const RunOptions& options);
 
-struct SweepOptions {
+struct SweepOptions : GridOptions {
   std::filesystem::path file;
-  unsigned jobs = 0;  // cells at once; 0: the number of cores
-  std::optional<std::filesystem::path> out;
-  bool resume = false;
-  bool quiet = false;
-  std::optional<std::filesystem::path> plugin_dir;
   std::size_t max_cells = 200;  // a larger grid is refused unless `yes`
   bool yes = false;
 };
@@ -117,10 +144,7 @@ struct PlotOptions {
   std::string name;              // empty: the sweep folder's name
 };
 
-struct SbcOptions {
-  std::optional<std::string> preset;
-  std::optional<std::filesystem::path> config_file;
-  std::vector<std::string> overrides;  // --set section.key=value
+struct SbcOptions : ConfigurationSource, GridOptions {
   std::size_t replications = 100;      // R
   std::size_t draws = 99;              // L: ranks 0..L
   std::size_t bins = 20;               // of the χ² test
@@ -128,32 +152,19 @@ struct SbcOptions {
   std::size_t simulations = 10000;     // uniform rank sets for the ECDF band
   std::int64_t seed = 1;               // replication r: run.seed = run.data_seed = r + R·(seed - 1)
   std::vector<std::string> quantities;  // --quantities: lp__ and model quantities ranked beside θ
-  unsigned jobs = 0;
-  std::optional<std::filesystem::path> out;
-  bool resume = false;
-  bool quiet = false;
   bool no_plot = false;
-  std::optional<std::filesystem::path> plugin_dir;
 };
 
 /// `sgmcmc sbc`: simulation-based calibration through a sweep of replications; 1 when one failed.
 int sbc_command(const SbcOptions& options);
 
-struct TuneOptions {
-  std::optional<std::string> preset;
-  std::optional<std::filesystem::path> config_file;
-  std::vector<std::string> overrides;  // --set section.key=value
+struct TuneOptions : ConfigurationSource, GridOptions {
   std::vector<double> steps;           // --steps: the grid as given; empty: factor and points
   double factor = 3.0;                 // neighbouring steps of the grid differ by this ratio
   std::size_t points = 7;              // steps in the grid, centred on integrator.step_size
   std::optional<std::uint64_t> iterations;  // each pilot's run.iterations (default: the configuration's)
   std::optional<std::uint64_t> warmup;      // each pilot's run.warmup (default: the configuration's)
   std::size_t draws = 500;             // about this many draws per pilot, each with a full-data gradient
-  unsigned jobs = 0;
-  std::optional<std::filesystem::path> out;
-  bool resume = false;
-  bool quiet = false;
-  std::optional<std::filesystem::path> plugin_dir;
 };
 
 /// `sgmcmc tune`: pilot chains over a grid of step sizes, the one whose draws have the lowest

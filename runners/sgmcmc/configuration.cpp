@@ -37,8 +37,8 @@ void resolve_preset_data_files(sgmcmc::RunConfig& config, const std::function<fs
     }
 }
 
-LoadedConfig load_config(const std::optional<std::string>& preset, const std::optional<fs::path>& file,
-                         const std::vector<std::string>& overrides) {
+LoadedConfig load_config(const ConfigurationSource& source) {
+  const auto& [preset, file, overrides] = source;
   LoadedConfig loaded;
   if (preset) {
     const auto& found = find_preset(*preset);
@@ -52,9 +52,12 @@ LoadedConfig load_config(const std::optional<std::string>& preset, const std::op
   return loaded;
 }
 
-void add_configuration_options(CLI::App& command, std::optional<std::string>& preset,
-                               std::optional<fs::path>& config_file, std::vector<std::string>& overrides) {
-  auto* preset_option = command.add_option("--preset", preset, "a preset (see `sgmcmc presets`)");
-  command.add_option("--config", config_file, "a TOML configuration file")->excludes(preset_option);
-  command.add_option("--set", overrides, "override a key: section.key=value (repeatable)");
+void add_configuration_options(CLI::App& command, ConfigurationSource& source) {
+  auto* preset_option = command.add_option("--preset", source.preset, "a preset (see `sgmcmc presets`)");
+  command.add_option("--config", source.config_file, "a TOML configuration file")->excludes(preset_option);
+  command.add_option("--set", source.overrides, "override a key: section.key=value (repeatable)");
+}
+
+void require_configuration(const ConfigurationSource& source, const std::string& command) {
+  if (!source.preset && !source.config_file) throw sgmcmc::Error(command + ": give --preset NAME or --config FILE");
 }

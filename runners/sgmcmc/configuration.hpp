@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "commands.hpp"
+
 import sgmcmc;
 
 namespace CLI {
@@ -24,8 +26,7 @@ struct LoadedConfig {
 /// to the file's folder when they are relative, as a file's own references are: `exp/a.toml`
 /// with data = "d.csv" reads `exp/d.csv` from any working folder. Overrides are taken as given
 /// (relative to the working folder, as a shell argument is).
-LoadedConfig load_config(const std::optional<std::string>& preset, const std::optional<std::filesystem::path>& file,
-                         const std::vector<std::string>& overrides);
+LoadedConfig load_config(const ConfigurationSource& source);
 
 /// The keys load_config reads relative to the file's folder: [model]'s `data`, `test_data` and
 /// any key ending in `_file`, and [run]'s `init`.
@@ -41,7 +42,8 @@ void resolve_file_names(sgmcmc::RunConfig& config, const std::filesystem::path& 
 /// installed sgmcmc alike.
 void resolve_preset_data_files(sgmcmc::RunConfig& config, const std::function<std::filesystem::path()>& plugin_file);
 
-/// The options every command that starts from a configuration takes: --preset NAME or --config
-/// FILE (one of the two), and --set section.key=value (repeatable).
-void add_configuration_options(CLI::App& command, std::optional<std::string>& preset,
-                               std::optional<std::filesystem::path>& config_file, std::vector<std::string>& overrides);
+/// Registers a ConfigurationSource's options on `command`.
+void add_configuration_options(CLI::App& command, ConfigurationSource& source);
+
+/// Throws, naming `command`, when neither --preset nor --config was given.
+void require_configuration(const ConfigurationSource& source, const std::string& command);

@@ -24,29 +24,29 @@ int run_generated_sweep(const GeneratedSweep& sweep, bool& ran) {
   const bool created = !fs::exists(sweep.out);
   if (root) {
     require_folder_or_absent(sweep.out);
-    if (!sweep.resume && fs::exists(sweep.out) && !fs::is_empty(sweep.out))
+    if (!sweep.grid.resume && fs::exists(sweep.out) && !fs::is_empty(sweep.out))
       throw sgmcmc::Error(fmt::format("{}: '{}' is not empty; choose another --out, or --resume to finish it", sweep.command,
                                       sweep.out.string()));
     // --resume continues this command's own folder, never writes into another's (a run folder, say).
-    if (sweep.resume && fs::exists(sweep.out) && !fs::is_empty(sweep.out) && !fs::exists(file))
+    if (sweep.grid.resume && fs::exists(sweep.out) && !fs::is_empty(sweep.out) && !fs::exists(file))
       throw sgmcmc::Error(fmt::format("{0}: '{1}' holds no {2}, so it is not the folder of an earlier `sgmcmc {0}` to "
                                       "resume; choose another --out",
                                       sweep.command, sweep.out.string(), sweep.file_name));
     fs::create_directories(sweep.out);
-    if (sweep.resume && fs::exists(file) && read_file(file, "the generated sweep") != sweep.text)
+    if (sweep.grid.resume && fs::exists(file) && read_file(file, "the generated sweep") != sweep.text)
       throw sgmcmc::Error(fmt::format("{}: '{}' holds another {} (its {} differs: other settings or options); resume it "
                                       "with the same options",
                                       sweep.command, sweep.out.string(), sweep.kind, sweep.file_name));
     write_atomically(file, sweep.text);
   }
-  const int code = sweep_command({.file = file,
-                                  .jobs = sweep.jobs,
-                                  .out = cells,
-                                  .resume = sweep.resume && fs::exists(cells),
-                                  .quiet = sweep.quiet,
-                                  .plugin_dir = sweep.plugin_dir,
-                                  .max_cells = sweep.cell_count,
-                                  .yes = true});
+  SweepOptions of_cells;
+  static_cast<GridOptions&>(of_cells) = sweep.grid;
+  of_cells.out = cells;
+  of_cells.resume = sweep.grid.resume && fs::exists(cells);
+  of_cells.file = file;
+  of_cells.max_cells = sweep.cell_count;
+  of_cells.yes = true;
+  const int code = sweep_command(of_cells);
   if (!root) return code;
   ran = fs::exists(cells);
   if (!ran && created) fs::remove_all(sweep.out);  // the sweep refused every cell: nothing ran

@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "commands.hpp"
+
 import sgmcmc;
 
 struct GeneratedSweep {
@@ -17,10 +19,7 @@ struct GeneratedSweep {
   std::string cells;              // the sweep's folder in it ("replications")
   std::string text;               // the sweep file (generated_sweep_text)
   std::size_t cell_count = 0;
-  bool resume = false;
-  unsigned jobs = 0;
-  bool quiet = false;
-  std::optional<std::filesystem::path> plugin_dir;
+  GridOptions grid;               // the command's --jobs, --resume, --quiet, --plugin-dir (--out: `out`)
 };
 
 /// A sweep file: `comment` (one line), the configuration as config = '''…''', then `rest` (its

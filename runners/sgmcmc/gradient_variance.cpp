@@ -35,10 +35,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Options {
-  std::optional<std::string> preset;
-  std::optional<fs::path> config_file;
-  std::vector<std::string> overrides;
+struct Options : ConfigurationSource {
   fs::path at;                 // a run folder (its chain-1.csv) or a CSV file of parameter values
   std::size_t points = 10;     // evenly spaced rows of that file
   std::size_t repeats = 200;   // R estimates per estimator and point
@@ -78,7 +75,7 @@ double median_ratio(const std::vector<double>& plain, const std::vector<double>&
 int gradient_variance_command(const Options& options) {
   if (options.repeats < 2) throw sgmcmc::Error("gradient-variance: --repeats must be at least 2 (a variance needs two estimates)");
   if (options.points < 1) throw sgmcmc::Error("gradient-variance: --points must be at least 1");
-  auto loaded = load_config(options.preset, options.config_file, options.overrides);
+  auto loaded = load_config(options);
   loaded.config["run"].set("chains", {std::int64_t{1}, "gradient-variance"});
   const auto prepared = prepare_run(loaded.config, loaded.source, options.plugin_dir);
   check_keys(*prepared);  // a misspelt key is refused, as `run` refuses it
@@ -149,16 +146,15 @@ Command add_gradient_variance_command(CLI::App& app) {
   auto* command = app.add_subcommand(
       "gradient-variance", "the variance of a configuration's gradient estimator at a run's draws, against minibatch SGLD's");
   command->footer("Example: sgmcmc gradient-variance --preset lda-sgldcv --at runs/lda-sgld --points 5 --repeats 50");
-  add_configuration_options(*command, options->preset, options->config_file, options->overrides);
+  add_configuration_options(*command, *options);
   command->add_option("--at", options->at, "a run folder (its chain-1.csv) or a CSV file with a column per parameter")
       ->required();
   command->add_option("--points", options->points, "evenly spaced draws of that file, first and last included (10)");
   command->add_option("--repeats", options->repeats, "estimates per estimator and draw (200)");
   command->add_option("--csv", options->csv, "also write the table as CSV to this file");
-  command->add_option("--plugin-dir", options->plugin_dir, "search this folder for model plugins first");
+  add_plugin_dir_option(*command, options->plugin_dir);
   return {command, [options] {
-            if (!options->preset && !options->config_file)
-              throw sgmcmc::Error("gradient-variance: give --preset NAME or --config FILE");
+            require_configuration(*options, "gradient-variance");
             return gradient_variance_command(*options);
           }};
 }

@@ -87,7 +87,7 @@ Command add_list_command(CLI::App& app) {
   const auto plugin_dir = std::make_shared<std::optional<std::filesystem::path>>();
   auto* command = app.add_subcommand("list", "models found, estimators, integrators, correctors");
   command->footer("Example: sgmcmc list --plugin-dir build/release/plugins");
-  command->add_option("--plugin-dir", *plugin_dir, "search this folder for model plugins first");
+  add_plugin_dir_option(*command, *plugin_dir);
   return {command, [plugin_dir] { return list_command(*plugin_dir); }};
 }
 

@@ -46,7 +46,7 @@ namespace {
 LoadedConfig load_run_config(const RunOptions& options) {
   LoadedConfig loaded;
   if (options.preset || options.config_file) {
-    loaded = load_config(options.preset, options.config_file, options.overrides);
+    loaded = load_config(options);
   } else {  // --resume DIR alone: the configuration the run wrote there
     const fs::path file = *options.resume / run_folder::config;
     loaded = {sgmcmc::parse_config(read_file(file, "the configuration the run recorded"), file.string()), "", file.string()};
@@ -212,7 +212,7 @@ Command add_run_command(CLI::App& app) {
   const auto run = std::make_shared<RunOptions>();
   auto* command = app.add_subcommand("run", "run chains from a preset or a TOML configuration");
   command->footer("Example: sgmcmc run --preset demo --seed 1 --set run.iterations=2000 --out runs/demo");
-  add_configuration_options(*command, run->preset, run->config_file, run->overrides);
+  add_configuration_options(*command, *run);
   command->add_option("--seed", run->seed, "run.seed")->check(at_least_zero);
   command->add_option("--chains", run->chains, "run.chains")->check(at_least_one);
   command->add_option("--threads", run->threads, "threads running chains (default: one per chain, at most the cores)")
@@ -220,7 +220,7 @@ Command add_run_command(CLI::App& app) {
   command->add_option("--out", run->out, "output folder (default: runs/<preset or config>-<time>)");
   command->add_flag("--replace", run->replace, "replace the output folder's files if it is not empty");
   command->add_flag("--quiet", run->quiet, "no progress bar, no summary");
-  command->add_option("--plugin-dir", run->plugin_dir, "search this folder for model plugins first");
+  add_plugin_dir_option(*command, run->plugin_dir);
   command->add_option("--checkpoint-every", run->checkpoint_every,
                       "run.checkpoint_every: save every chain's state every K iterations, for --resume")
       ->check(at_least_zero);

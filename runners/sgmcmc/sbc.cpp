@@ -58,7 +58,7 @@ struct Replication {
 /// The configuration with --set applied and model.simulate_from_prior set; its label names the
 /// default output folder.
 std::pair<sgmcmc::RunConfig, std::string> load_sbc_config(const SbcOptions& options) {
-  auto [config, label, source] = load_config(options.preset, options.config_file, options.overrides);
+  auto [config, label, source] = load_config(options);
   config["model"].set("simulate_from_prior", {true, "sgmcmc sbc"});
   // --quantities: lp__ needs run.lp, a model quantity output.quantities, in every replication's draws.
   for (const auto& name : options.quantities) {
@@ -271,10 +271,7 @@ int sbc_command(const SbcOptions& options) {
                        .cells = replications_folder,
                        .text = "",  // written below, from the sweep's other fields
                        .cell_count = options.replications,
-                       .resume = options.resume,
-                       .jobs = options.jobs,
-                       .quiet = options.quiet,
-                       .plugin_dir = options.plugin_dir};
+                       .grid = options};
   sweep.text = generated_sweep_text(
       sweep, fmt::format("Written by `sgmcmc sbc`: {} replications, each data simulated from a prior draw and sampled.", options.replications),
       config, sweep_axes(options));
@@ -288,7 +285,7 @@ Command add_sbc_command(CLI::App& app) {
   const auto sbc = std::make_shared<SbcOptions>();
   auto* command = app.add_subcommand("sbc", "simulation-based calibration: ranks of prior draws among the sampler's draws");
   command->footer("Example: sgmcmc sbc --preset demo --set model.n=200 --replications 100 --jobs 2");
-  add_configuration_options(*command, sbc->preset, sbc->config_file, sbc->overrides);
+  add_configuration_options(*command, *sbc);
   command->add_option("--replications", sbc->replications, "R, the number of prior draws (100)");
   command->add_option("--draws", sbc->draws, "L, the draws each θ* is ranked among (99: ranks 0..99)");
   command->add_option("--bins", sbc->bins, "bins of the χ² test (20)");
@@ -300,14 +297,11 @@ Command add_sbc_command(CLI::App& app) {
       ->delimiter(',');
   command->add_option("--seed", sbc->seed, "replication r uses run.seed = run.data_seed = r + R·(seed - 1) (1)")
       ->check(at_least_one);
-  command->add_option("--jobs", sbc->jobs, "replications run at once (default: the number of cores)")->check(at_least_one);
-  command->add_option("--out", sbc->out, "output folder (default: runs/sbc-<preset>)");
-  command->add_flag("--resume", sbc->resume, "keep the replications this folder already finished, run the rest");
-  command->add_flag("--quiet", sbc->quiet, "no line per replication (the verdicts are printed)");
+  add_grid_options(*command, *sbc, "replications", "runs/sbc-<preset>",
+                   "no line per replication (the verdicts are printed)");
   command->add_flag("--no-plot", sbc->no_plot, "no PNG");
-  command->add_option("--plugin-dir", sbc->plugin_dir, "search this folder for model plugins first");
   return {command, [sbc] {
-            if (!sbc->preset && !sbc->config_file) throw sgmcmc::Error("sbc: give --preset NAME or --config FILE");
+            require_configuration(*sbc, "sbc");
             return sbc_command(*sbc);
           }};
 }

@@ -86,11 +86,7 @@ Command add_sweep_command(CLI::App& app) {
   auto* command = app.add_subcommand("sweep", "a grid of runs (cells) over any settings, on a thread pool");
   command->footer("Example: sgmcmc sweep runners/presets/sweeps/covtype-figure1.toml --jobs 2");
   command->add_option("file", sweep->file, "a sweep file: preset, [base.<section>] and [axes]")->required();
-  command->add_option("--jobs", sweep->jobs, "cells run at once (default: the number of cores)")->check(at_least_one);
-  command->add_option("--out", sweep->out, "output folder (default: runs/sweep-<file name>)");
-  command->add_flag("--resume", sweep->resume, "keep the cells this folder already finished, run the rest");
-  command->add_flag("--quiet", sweep->quiet, "no line per cell");
-  command->add_option("--plugin-dir", sweep->plugin_dir, "search this folder for model plugins first");
+  add_grid_options(*command, *sweep, "cells", "runs/sweep-<file name>", "no line per cell");
   command->add_option("--max-cells", sweep->max_cells, "refuse a larger grid unless --yes (200)");
   command->add_flag("--yes", sweep->yes, "run a grid larger than --max-cells");
   return {command, [sweep] { return sweep_command(*sweep); }};

@@ -240,7 +240,7 @@ int choose(const fs::path& out, const sgmcmc::RunConfig& config, const std::vect
 
 int tune_command(const TuneOptions& options) {
   if (options.draws < 10) throw sgmcmc::Error("tune: --draws must be at least 10");
-  const auto [config, label, source] = load_config(options.preset, options.config_file, options.overrides);
+  const auto [config, label, source] = load_config(options);
   const auto steps = step_grid(config, options);
   const auto pilot = pilot_config(config, options);
   if (launcher_rank() == 0) check_pilot(pilot, steps.front(), options);
@@ -251,10 +251,7 @@ int tune_command(const TuneOptions& options) {
                        .cells = pilots_folder,
                        .text = "",  // written below, from the sweep's other fields
                        .cell_count = steps.size(),
-                       .resume = options.resume,
-                       .jobs = options.jobs,
-                       .quiet = options.quiet,
-                       .plugin_dir = options.plugin_dir};
+                       .grid = options};
   sweep.text = generated_sweep_text(sweep, "Written by `sgmcmc tune`: one pilot chain per step size, scored by the KSD of its draws.",
                                     pilot, sweep_axes(steps));
   bool ran = false;
@@ -268,7 +265,7 @@ Command add_tune_command(CLI::App& app) {
   const auto tune = std::make_shared<TuneOptions>();
   auto* command = app.add_subcommand("tune", "choose the step size by the kernel Stein discrepancy of pilot chains");
   command->footer("Example: sgmcmc tune --preset demo --factor 3 --points 7 --jobs 2");
-  add_configuration_options(*command, tune->preset, tune->config_file, tune->overrides);
+  add_configuration_options(*command, *tune);
   command->add_option("--steps", tune->steps, "the step sizes to try (default: a grid around integrator.step_size)")
       ->delimiter(',');
   command->add_option("--factor", tune->factor, "ratio of neighbouring steps of the grid (3)");
@@ -276,13 +273,10 @@ Command add_tune_command(CLI::App& app) {
   command->add_option("--iterations", tune->iterations, "each pilot's run.iterations (default: the configuration's)");
   command->add_option("--warmup", tune->warmup, "each pilot's run.warmup (default: the configuration's)");
   command->add_option("--draws", tune->draws, "about this many draws per pilot, each with a full-data gradient, score it (500)");
-  command->add_option("--jobs", tune->jobs, "pilots run at once (default: the number of cores)")->check(at_least_one);
-  command->add_option("--out", tune->out, "output folder (default: runs/tune-<preset>)");
-  command->add_flag("--resume", tune->resume, "keep the pilots this folder already finished, run the rest");
-  command->add_flag("--quiet", tune->quiet, "no line per pilot (the table and the choice are printed)");
-  command->add_option("--plugin-dir", tune->plugin_dir, "search this folder for model plugins first");
+  add_grid_options(*command, *tune, "pilots", "runs/tune-<preset>",
+                   "no line per pilot (the table and the choice are printed)");
   return {command, [tune] {
-            if (!tune->preset && !tune->config_file) throw sgmcmc::Error("tune: give --preset NAME or --config FILE");
+            require_configuration(*tune, "tune");
             return tune_command(*tune);
           }};
 }
