@@ -4,7 +4,7 @@
     run = sgmcmc.run(preset="demo", set={"run.iterations": 500}, seed=1, chains=2)
     run.chains[0]              # chain 1's draws (pandas DataFrame, the CSV's columns)
     run.draws_array()          # (chains, draws, columns) NumPy array
-    run.to_netcdf("demo.nc")   # ArviZ layout: arviz.from_netcdf("demo.nc")
+    sgmcmc.to_netcdf(run, "demo.nc")   # ArviZ layout: arviz.from_netcdf("demo.nc")
 
 See runners/python/README.md.
 """

@@ -205,18 +205,8 @@ class Run:
             frames.append(frame)
         return pd.concat(frames, ignore_index=True)
 
-    # --- export ----------------------------------------------------------------------------
-    def to_inference_data_groups(self, gradients: bool = True):
-        """ArviZ InferenceData groups as xarray Datasets (see sgmcmc.export)."""
-        from .export import to_inference_data_groups
-
-        return to_inference_data_groups(self, gradients=gradients)
-
-    def to_netcdf(self, path, gradients: bool = True):
-        """Writes the run as a netCDF file that ``arviz.from_netcdf`` opens (see sgmcmc.export)."""
-        from .export import to_netcdf
-
-        return to_netcdf(self, path, gradients=gradients)
+    # Exports (netCDF, ArviZ groups) are functions of sgmcmc.export taking a Run: export reads
+    # runs, reading does not know about exports.
 
     def __repr__(self) -> str:
         model = self.manifest.get("model", {}).get("name", "?")
