@@ -30,6 +30,7 @@ module;
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -98,6 +99,99 @@ private:
   std::size_t position_ = 0;
   std::string section_ = "(start)";  // the part being read, for messages
 };
+
+/// One description of a component's saved state serves saving and restoring alike: the component
+/// lists its fields once, in a member template `template <class Self, class Archive> static void
+/// saved_fields(Self& self, Archive& archive)`, and save_state calls it with a SavingArchive
+/// (Self const), restore_state with a RestoringArchive, so the two cannot disagree on the order or
+/// the type of a field. A field is a count, a number, a flag, a vector of numbers (restored at the
+/// size the run already gave it, or at Sized's: a checkpoint of another shape is refused), or an
+/// optional one of these (a flag, then the value or a zero); `archive.section(name)` starts a
+/// named part and `archive.nested(part)` saves or restores a part that has its own save_state.
+/// A vector of numbers saved as is and restored at `size` numbers (a table the run fills lazily,
+/// so its size before restoring is not the saved one).
+template <class Vector>
+struct Sized {
+  Vector& values;
+  std::size_t size;
+};
+template <class Vector>
+Sized(Vector&, std::size_t) -> Sized<Vector>;
+
+class SavingArchive {
+public:
+  static constexpr bool restoring = false;
+  explicit SavingArchive(StateWriter& out) : out_(out) {}
+  void section(std::string_view name) { out_.section(name); }
+  void operator()(const std::uint64_t& value) { out_.count(value); }
+  void operator()(const double& value) { out_.number(value); }
+  void operator()(const bool& value) { out_.flag(value); }
+  void operator()(const std::vector<double>& values) { out_.numbers(values); }
+  void operator()(const Sized<const std::vector<double>>& table) { out_.numbers(table.values); }
+  /// A part with its own save_state (the chain's random stream, its components).
+  template <class Component>
+  void nested(const Component& component) {
+    component.save_state(out_);
+  }
+  template <class T>
+  void operator()(const std::optional<T>& value) {
+    (*this)(value.has_value());
+    (*this)(value.value_or(T{}));
+  }
+  template <class... Fields>
+    requires(sizeof...(Fields) > 1)
+  void operator()(Fields&&... fields) {
+    ((*this)(fields), ...);
+  }
+
+private:
+  StateWriter& out_;
+};
+
+class RestoringArchive {
+public:
+  static constexpr bool restoring = true;
+  explicit RestoringArchive(StateReader& in) : in_(in) {}
+  void section(std::string_view name) { in_.section(name); }
+  void operator()(std::uint64_t& value) { value = in_.count(); }
+  void operator()(double& value) { value = in_.number(); }
+  void operator()(bool& value) { value = in_.flag(); }
+  void operator()(std::vector<double>& values) { in_.numbers(values, values.size()); }
+  void operator()(const Sized<std::vector<double>>& table) { in_.numbers(table.values, table.size); }
+  template <class Component>
+  void nested(Component& component) {
+    component.restore_state(in_);
+  }
+  template <class T>
+  void operator()(std::optional<T>& value) {
+    bool present = false;
+    T saved{};
+    (*this)(present);
+    (*this)(saved);
+    value = present ? std::optional<T>(saved) : std::nullopt;
+  }
+  template <class... Fields>
+    requires(sizeof...(Fields) > 1)
+  void operator()(Fields&&... fields) {  // && also takes a Sized made in the call
+    ((*this)(fields), ...);
+  }
+  StateReader& reader() { return in_; }
+
+private:
+  StateReader& in_;
+};
+
+/// save_state and restore_state of a component whose fields its saved_fields lists.
+template <class Component>
+void save_fields(const Component& component, StateWriter& out) {
+  SavingArchive archive(out);
+  Component::saved_fields(component, archive);
+}
+template <class Component>
+void restore_fields(Component& component, StateReader& in) {
+  RestoringArchive archive(in);
+  Component::saved_fields(component, archive);
+}
 
 /// A chain's checkpoint file, held open while its chain runs. The first write of a process makes
 /// the file anew (through `path` + ".partial" and a rename), with room in each slot for a

@@ -143,35 +143,30 @@ void Chain::evaluate_temperatures(std::span<double> out) {
   out[k] = sum / static_cast<double>(state_.theta.size());
 }
 
+/// The chain's checkpoint after its dimension, listed once for saving and restoring (SavingArchive):
+/// its own fields, then its random stream, components and model workspace.
+template <class Self, class Archive>
+void Chain::saved_fields(Self& self, Archive& archive) {
+  auto& state = self.state_;
+  auto& tally = self.tally_;
+  archive(state.iteration, state.theta, state.momentum, state.gradient, state.gradient_valid, state.energy_error);
+  archive(self.cost_.item_gradients, self.cost_.full_passes);
+  archive(tally.blocks, tally.accepted_blocks, tally.non_finite_proposals, tally.accept_sum, tally.seconds.wall,
+          tally.seconds.cpu, tally.warmup_seconds, tally.target_changes, tally.data_changes, tally.start_scale);
+  archive(tally.decided_blocks, tally.decided_accepted, tally.window_blocks, tally.window_accepted);
+  archive.nested(self.rng_);
+  archive.nested(*self.integrator_);
+  archive.nested(*self.estimator_);
+  archive.nested(*self.corrector_);
+  archive.section("model workspace");
+  archive.nested(*self.workspace_);
+}
+
 void Chain::save_state(StateWriter& out) const {
   out.section("chain");
   out.count(model_->dimension());
-  out.count(state_.iteration);
-  out.numbers(state_.theta);
-  out.numbers(state_.momentum);
-  out.numbers(state_.gradient);
-  out.flag(state_.gradient_valid);
-  out.number(state_.energy_error);
-  out.count(cost_.item_gradients);
-  out.count(cost_.full_passes);
-  out.count(tally_.blocks);
-  out.count(tally_.accepted_blocks);
-  out.count(tally_.non_finite_proposals);
-  out.number(tally_.accept_sum);
-  out.number(tally_.seconds.wall);
-  out.number(tally_.seconds.cpu);
-  out.number(tally_.warmup_seconds);
-  out.count(tally_.target_changes);
-  out.count(tally_.data_changes);
-  out.number(tally_.start_scale);
-  for (const auto count : {tally_.decided_blocks, tally_.decided_accepted, tally_.window_blocks, tally_.window_accepted})
-    out.count(count);
-  rng_.save_state(out);
-  integrator_->save_state(out);
-  estimator_->save_state(out);
-  corrector_->save_state(out);
-  out.section("model workspace");
-  workspace_->save_state(out);
+  SavingArchive archive(out);
+  saved_fields(*this, archive);
 }
 
 void Chain::restore_state(StateReader& in) {
@@ -180,35 +175,12 @@ void Chain::restore_state(StateReader& in) {
   if (const auto saved = in.count(); saved != dimension)
     throw Error(fmt::format("{}: the checkpoint is of a model with {} parameters, this run's has {}", in.origin(), saved,
                             dimension));
-  // The integrator sizes its buffers (the mass) and the state; its momentum draw is discarded.
+  // The integrator sizes its buffers (the mass) and the state, which the saved vectors must fit;
+  // its momentum draw is discarded.
   Rng discarded = rng_;
   integrator_->initialise(state_, dimension, discarded);
-  state_.iteration = in.count();
-  in.numbers(state_.theta, dimension);
-  in.numbers(state_.momentum, state_.momentum.size());
-  in.numbers(state_.gradient, dimension);
-  state_.gradient_valid = in.flag();
-  state_.energy_error = in.number();
-  cost_.item_gradients = in.count();
-  cost_.full_passes = in.count();
-  tally_.blocks = in.count();
-  tally_.accepted_blocks = in.count();
-  tally_.non_finite_proposals = in.count();
-  tally_.accept_sum = in.number();
-  tally_.seconds.wall = in.number();
-  tally_.seconds.cpu = in.number();
-  tally_.warmup_seconds = in.number();
-  tally_.target_changes = in.count();
-  tally_.data_changes = in.count();
-  tally_.start_scale = in.number();
-  for (auto* count : {&tally_.decided_blocks, &tally_.decided_accepted, &tally_.window_blocks, &tally_.window_accepted})
-    *count = in.count();
-  rng_.restore_state(in);
-  integrator_->restore_state(in);
-  estimator_->restore_state(in);
-  corrector_->restore_state(in);
-  in.section("model workspace");
-  workspace_->restore_state(in);
+  RestoringArchive archive(in);
+  saved_fields(*this, archive);
   restored_ = true;
 }
 

@@ -185,6 +185,10 @@ private:
   /// Why the chain must stop at the end of a block (θ not finite, or a runaway beyond
   /// schedule.divergence_threshold), or an empty string.
   std::string divergence(const ChainSchedule& schedule) const;
+  /// The chain's own fields of a checkpoint, in order, for save_state and restore_state alike
+  /// (SavingArchive, sgmcmc.state).
+  template <class Self, class Archive>
+  static void saved_fields(Self& self, Archive& archive);
 
   /// What run() accumulates and a checkpoint must carry across a restart.
   struct Tally {

@@ -149,17 +149,14 @@ public:
   }
 
   /// U(θ_0) of the next block (saved at a block's end, so (θ_0, m_0) are the chain's state).
-  void save_state(StateWriter& out) const override {
-    out.section("corrector mh");
-    out.flag(start_potential_.has_value());
-    out.number(start_potential_.value_or(0.0));
+  /// What a checkpoint holds (SavingArchive, sgmcmc.state).
+  template <class Self, class Archive>
+  static void saved_fields(Self& self, Archive& archive) {
+    archive.section("corrector mh");
+    archive(self.start_potential_);
   }
-  void restore_state(StateReader& in) override {
-    in.section("corrector mh");
-    const bool known = in.flag();
-    const double value = in.number();
-    start_potential_ = known ? std::optional<double>(value) : std::nullopt;
-  }
+  void save_state(StateWriter& out) const override { save_fields(*this, out); }
+  void restore_state(StateReader& in) override { restore_fields(*this, in); }
 
 private:
   /// U(θ) = f_0(θ) + Σ_i f_i(θ): kept from the exact endpoint's gradient pass at θ when there

@@ -76,22 +76,20 @@ public:
   std::span<const double> data_gradient() const { return data_gradient_; }
 
   /// c, Σ_i ∇f_i(c) and, for GLM models, s_i(c): everything the full pass at c computed.
-  void save_state(StateWriter& out) const {
-    out.section("control-variate centre");
-    out.flag(placed());
-    if (!placed()) return;
-    out.numbers(point_);
-    out.numbers(data_gradient_);
-    out.numbers(centre_scalars_);
+  /// What a checkpoint holds (SavingArchive, sgmcmc.state): whether θ̂ is placed, and then θ̂,
+  /// ∇U(θ̂) and the GLM scalars at θ̂.
+  template <class Self, class Archive>
+  static void saved_fields(Self& self, Archive& archive) {
+    archive.section("control-variate centre");
+    bool placed = self.placed();
+    archive(placed);
+    if (!placed) return;
+    if constexpr (Archive::restoring) self.allocate();
+    archive(Sized{self.point_, self.dimension_}, Sized{self.data_gradient_, self.dimension_},
+            Sized{self.centre_scalars_, self.glm_ ? self.items_ : 0});
   }
-  void restore_state(StateReader& in) {
-    in.section("control-variate centre");
-    if (!in.flag()) return;
-    allocate();
-    in.numbers(point_, dimension_);
-    in.numbers(data_gradient_, dimension_);
-    in.numbers(centre_scalars_, glm_ ? items_ : 0);
-  }
+  void save_state(StateWriter& out) const { save_fields(*this, out); }
+  void restore_state(StateReader& in) { restore_fields(*this, in); }
 
   /// gradient ← ∇U(c) + ∇f_0(θ) - ∇f_0(c): the estimate with the batch term left out, which is
   /// exact at θ = c (used right after a full pass, where the batch term is zero).
@@ -261,23 +259,19 @@ public:
 
   /// The centre θ̂ and its full gradient (the centring phase is not repeated), the batch permutation,
   /// and h_0 and λ̂ (estimated by prepare when sgd_step_size = 0; messages and the manifest quote them).
-  void save_state(StateWriter& out) const override {
-    out.section("estimator cv");
-    out.number(schedule_.first_step());
-    out.flag(curvature_.has_value());
-    out.number(curvature_.value_or(0.0));
-    centre_.save_state(out);
-    sampler_.save_state(out);
+  /// What a checkpoint holds (SavingArchive, sgmcmc.state).
+  template <class Self, class Archive>
+  static void saved_fields(Self& self, Archive& archive) {
+    archive.section("estimator cv");
+    double first_step = self.schedule_.first_step();
+    archive(first_step);
+    if constexpr (Archive::restoring) self.schedule_.set_first_step(first_step);
+    archive(self.curvature_);
+    archive.nested(self.centre_);
+    archive.nested(self.sampler_);
   }
-  void restore_state(StateReader& in) override {
-    in.section("estimator cv");
-    schedule_.set_first_step(in.number());
-    const bool estimated = in.flag();
-    const double curvature = in.number();
-    curvature_ = estimated ? std::optional(curvature) : std::nullopt;
-    centre_.restore_state(in);
-    sampler_.restore_state(in);
-  }
+  void save_state(StateWriter& out) const override { save_fields(*this, out); }
+  void restore_state(StateReader& in) override { restore_fields(*this, in); }
 
   /// θ̂ stays; its full gradient is recomputed under the new data terms (one full pass).
   void data_terms_changed(std::span<const double>, ChainContext& context) override {
@@ -374,21 +368,16 @@ public:
     centre_.estimate(theta, sampler_.draw(context.rng), gradient, context);
   }
 
-  void save_state(StateWriter& out) const override {
-    out.section("estimator svrg");
-    out.flag(snapshot_iteration_.has_value());
-    out.count(snapshot_iteration_.value_or(0));
-    centre_.save_state(out);
-    sampler_.save_state(out);
+  /// What a checkpoint holds (SavingArchive, sgmcmc.state).
+  template <class Self, class Archive>
+  static void saved_fields(Self& self, Archive& archive) {
+    archive.section("estimator svrg");
+    archive(self.snapshot_iteration_);
+    archive.nested(self.centre_);
+    archive.nested(self.sampler_);
   }
-  void restore_state(StateReader& in) override {
-    in.section("estimator svrg");
-    const bool taken = in.flag();
-    const std::uint64_t at = in.count();
-    snapshot_iteration_ = taken ? std::optional(at) : std::nullopt;
-    centre_.restore_state(in);
-    sampler_.restore_state(in);
-  }
+  void save_state(StateWriter& out) const override { save_fields(*this, out); }
+  void restore_state(StateReader& in) override { restore_fields(*this, in); }
   /// The next estimate takes a new snapshot (a full pass under the new data terms).
   void data_terms_changed(std::span<const double>, ChainContext&) override { snapshot_iteration_.reset(); }
 

@@ -78,17 +78,15 @@ public:
   explicit FullTable(const Model& model)
       : dimension_(model.dimension()), items_(model.num_items()), per_item_(model.capabilities().per_item_gradients) {}
 
-  void save_state(StateWriter& out) const override {
-    out.section("saga table, N x d");
-    out.numbers(rows_);
-    out.numbers(sum_);
+  /// What a checkpoint holds (SavingArchive, sgmcmc.state); the scratch Δ is cleared on restoring.
+  template <class Self, class Archive>
+  static void saved_fields(Self& self, Archive& archive) {
+    archive.section("saga table, N x d");
+    archive(Sized{self.rows_, self.items_ * self.dimension_}, Sized{self.sum_, self.dimension_});
+    if constexpr (Archive::restoring) self.change_.assign(self.dimension_, 0.0);
   }
-  void restore_state(StateReader& in) override {
-    in.section("saga table, N x d");
-    in.numbers(rows_, items_ * dimension_);
-    in.numbers(sum_, dimension_);
-    change_.assign(dimension_, 0.0);
-  }
+  void save_state(StateWriter& out) const override { save_fields(*this, out); }
+  void restore_state(StateReader& in) override { restore_fields(*this, in); }
 
   void fill(std::span<const double> theta, ChainContext& context) override {
     const auto items = every_item(context.model);
@@ -146,17 +144,15 @@ class CompactTable final : public GradientTable {
 public:
   explicit CompactTable(const Model& model) : dimension_(model.dimension()), items_(model.num_items()) {}
 
-  void save_state(StateWriter& out) const override {
-    out.section("saga table, N scalars");
-    out.numbers(scalars_);
-    out.numbers(sum_);
+  /// What a checkpoint holds (SavingArchive, sgmcmc.state); the scratch Δ is cleared on restoring.
+  template <class Self, class Archive>
+  static void saved_fields(Self& self, Archive& archive) {
+    archive.section("saga table, N scalars");
+    archive(Sized{self.scalars_, self.items_}, Sized{self.sum_, self.dimension_});
+    if constexpr (Archive::restoring) self.change_.assign(self.dimension_, 0.0);
   }
-  void restore_state(StateReader& in) override {
-    in.section("saga table, N scalars");
-    in.numbers(scalars_, items_);
-    in.numbers(sum_, dimension_);
-    change_.assign(dimension_, 0.0);
-  }
+  void save_state(StateWriter& out) const override { save_fields(*this, out); }
+  void restore_state(StateReader& in) override { restore_fields(*this, in); }
 
   void fill(std::span<const double> theta, ChainContext& context) override {
     const auto items = every_item(context.model);
@@ -210,16 +206,14 @@ public:
   explicit SparseTable(const Model& model)
       : support_size_(model.item_gradient_support_size()), dimension_(model.dimension()), items_(model.num_items()) {}
 
-  void save_state(StateWriter& out) const override {
-    out.section("saga table, N x s");
-    out.numbers(values_);
-    out.numbers(sum_);
+  /// What a checkpoint holds (SavingArchive, sgmcmc.state).
+  template <class Self, class Archive>
+  static void saved_fields(Self& self, Archive& archive) {
+    archive.section("saga table, N x s");
+    archive(Sized{self.values_, self.items_ * self.support_size_}, Sized{self.sum_, self.dimension_});
   }
-  void restore_state(StateReader& in) override {
-    in.section("saga table, N x s");
-    in.numbers(values_, items_ * support_size_);
-    in.numbers(sum_, dimension_);
-  }
+  void save_state(StateWriter& out) const override { save_fields(*this, out); }
+  void restore_state(StateReader& in) override { restore_fields(*this, in); }
 
   void fill(std::span<const double> theta, ChainContext& context) override {
     const auto items = every_item(context.model);
@@ -328,18 +322,16 @@ public:
     table_->exchange(theta, sampler_.draw(context.rng), sampler_.distinct_items(), gradient, context);
   }
 
-  void save_state(StateWriter& out) const override {
-    out.section("estimator saga");
-    out.flag(filled_);
-    if (filled_) table_->save_state(out);
-    sampler_.save_state(out);
+  /// What a checkpoint holds (SavingArchive, sgmcmc.state): the table only once it is filled.
+  template <class Self, class Archive>
+  static void saved_fields(Self& self, Archive& archive) {
+    archive.section("estimator saga");
+    archive(self.filled_);
+    if (self.filled_) archive.nested(*self.table_);
+    archive.nested(self.sampler_);
   }
-  void restore_state(StateReader& in) override {
-    in.section("estimator saga");
-    filled_ = in.flag();
-    if (filled_) table_->restore_state(in);
-    sampler_.restore_state(in);
-  }
+  void save_state(StateWriter& out) const override { save_fields(*this, out); }
+  void restore_state(StateReader& in) override { restore_fields(*this, in); }
   /// The table is refilled at the next estimate (a full pass under the new data terms).
   void data_terms_changed(std::span<const double>, ChainContext&) override { filled_ = false; }
 
