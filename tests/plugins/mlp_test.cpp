@@ -293,6 +293,16 @@ TEST_CASE("mlp plugin: with no hidden layer a gaussian with a sampled noise sd i
       for (std::size_t k = 0; k < 4; ++k)
         for (std::size_t j = 0; j < 4; ++j)
           CHECK(mlp_items[k * 4 + j] == Approx(glm_items[k * 4 + from_glm[j]]).epsilon(1e-12).margin(1e-15));
+      // `sgmcmc predict` and the held-out densities: each draw's own σ.
+      const auto path = dir.write("new.csv", "0.5,1,-1\n");
+      const auto mlp_rows = mlp->read_prediction_rows(path), glm_rows = glm->read_prediction_rows(path);
+      std::vector<double> mlp_out(2), glm_out(2), mlp_log_density(1), glm_log_density(1);
+      mlp->predict_rows(at_mlp, *mlp_rows, mlp_out, mlp_log_density);
+      glm->predict_rows(at_glm, *glm_rows, glm_out, glm_log_density);
+      CHECK(mlp_out[0] == Approx(glm_out[0]).epsilon(1e-12));
+      CHECK(mlp_out[1] == Approx(std::exp(2 * u)).epsilon(1e-12));
+      CHECK(glm_out[1] == Approx(std::exp(2 * u)).epsilon(1e-12));
+      CHECK(mlp_log_density[0] == Approx(glm_log_density[0]).epsilon(1e-12));
     }
   }
   // Float storage keeps u in double and the network in float: the same U to float precision.
