@@ -57,7 +57,7 @@ using sgmcmc::Settings;
 struct Choices {
   const Family* family;
   LikelihoodConstants constants;
-  Prior prior;
+  CoefficientPriors prior;
   bool intercept;
   std::optional<DispersionPrior> sampled_dispersion;      // negative binomial without model.dispersion
   std::optional<regression::NoisePrior> sampled_noise;   // gaussian with model.noise_prior
@@ -326,12 +326,32 @@ private:
   const GlmKernels<Real>& kernels_;
 };
 
-/// model.prior, prior_scale, prior_df (student_t only): the same for every family.
+/// model.prior, prior_scale (not for flat), prior_df (student_t only): the same for every family.
 Prior read_prior(const Settings& settings) {
   const PriorForm& form = find_prior(settings.text("prior", "normal"), settings.describe("prior"));
-  PriorConstants prior{.scale = settings.positive_number("prior_scale", 1.0)};
+  PriorConstants prior;
+  if (form.has_scale) prior.scale = settings.positive_number("prior_scale", 1.0);
   if (form.has_degrees_of_freedom) prior.degrees_of_freedom = settings.positive_number("prior_df", 3.0);
-  return Prior(form, prior);
+  return Prior(form, prior, settings.describe("prior"));
+}
+
+/// model.prior for every coefficient, or, with model.intercept_prior, for all but the intercept,
+/// which then has its own (intercept_prior_location 0, intercept_prior_scale 1, intercept_prior_df
+/// 3 for student_t): brms puts a Student-t on the intercept of the centred design.
+CoefficientPriors read_coefficient_priors(const Settings& settings, bool intercept) {
+  CoefficientPriors priors{.slopes = read_prior(settings), .intercept = std::nullopt};
+  const auto name = settings.optional_text("intercept_prior");
+  if (!name) return priors;
+  if (!intercept)
+    throw sgmcmc::Error(fmt::format("{}: the model has no intercept ({}); remove one of the two",
+                                    settings.describe("intercept_prior"), settings.describe("intercept")));
+  const PriorForm& form = find_prior(*name, settings.describe("intercept_prior"));
+  PriorConstants constants{.location = settings.number("intercept_prior_location", 0.0)};
+  if (form.has_scale) constants.scale = settings.positive_number("intercept_prior_scale", 1.0);
+  if (form.has_degrees_of_freedom) constants.degrees_of_freedom = settings.positive_number("intercept_prior_df", 3.0);
+  priors.intercept = Prior(form, constants, settings.describe("intercept_prior"));
+  priors.intercepts = 1;
+  return priors;
 }
 
 /// model.family, link, its constants (noise_sd or noise_prior, dispersion), prior, prior_scale,
@@ -357,7 +377,8 @@ Choices read_choices(const Settings& settings) {
       sampled_dispersion = DispersionPrior{.shape = settings.positive_number("dispersion_shape", 1.0),
                                            .rate = settings.positive_number("dispersion_rate", 1.0)};
   }
-  return {&family, constants, read_prior(settings), settings.flag("intercept", true), sampled_dispersion, sampled_noise};
+  const bool intercept = settings.flag("intercept", true);
+  return {&family, constants, read_coefficient_priors(settings, intercept), intercept, sampled_dispersion, sampled_noise};
 }
 
 sgmcmc::PluginInfo glm_info() {
@@ -365,13 +386,15 @@ sgmcmc::PluginInfo glm_info() {
           .description = fmt::format(
               "Generalised linear model chosen in the configuration (McCullagh & Nelder 1989): family and link "
               "({}; default bernoulli, the family's first link), independent prior on every coefficient "
-              "(normal, laplace, student_t; prior_scale 1, prior_df 3), intercept (true). The GLM form and Lipschitz "
+              "(normal, laplace, student_t, flat; prior_scale 1, prior_df 3), intercept (true). The GLM form and Lipschitz "
               "bounds for every family but poisson (no bounds), a sampled dispersion or noise sd (neither) and categorical "
               "(bounds only: its last class is the reference). Keys: family, classes (categorical), "
               "link, noise_sd (gaussian, 1) or noise_prior (gaussian: log sigma sampled under half_normal|half_cauchy|"
               "half_student_t|exponential|flat, with noise_prior_scale 1, noise_prior_df for half_student_t), dispersion (negative_binomial: r fixed; without it log r is sampled "
               "with r ~ Gamma(dispersion_shape 1, dispersion_rate 1)), "
-              "prior, prior_scale, prior_df (student_t), intercept, data (LIBSVM or CSV, .gz or plain), test_data, "
+              "prior (normal|laplace|student_t|flat), prior_scale, prior_df (student_t), intercept, intercept_prior "
+              "(the intercept's own, not categorical: as prior, with intercept_prior_location 0, intercept_prior_scale 1, "
+              "intercept_prior_df 3), data (LIBSVM or CSV, .gz or plain), test_data, "
               "test_size (0.1), subsample (1.0), format (auto|libsvm|csv), labels (bernoulli: auto|0/1|1/2|-1/+1; "
               "categorical: 0..K-1|1..K), classes (categorical: K, inferred from the labels unless given), "
               "features (LIBSVM dimension, or the simulated width: 10), n (1000 simulated rows), simulate_from_prior "
@@ -396,6 +419,10 @@ std::unique_ptr<sgmcmc::Model> make_glm(const sgmcmc::ModelContext& context) {
   const Settings& settings = context.settings;
   if (settings.text("family", "bernoulli") == "categorical") {
     regression::refuse_noise_prior(settings, "categorical");
+    if (settings.contains("intercept_prior"))
+      throw sgmcmc::Error(fmt::format("{}: family categorical's K-1 intercepts share model.prior; an intercept prior "
+                                      "of its own is for the other families",
+                                      settings.describe("intercept_prior")));
     return make_categorical(context, read_prior(settings), settings.flag("intercept", true), float_storage(settings));
   }
   const Choices choices = read_choices(settings);

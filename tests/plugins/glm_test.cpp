@@ -260,6 +260,82 @@ TEST_CASE("glm plugin: bad configuration is refused naming the key") {
                     Contains("model.dispersion_shape") && Contains("expected a number > 0"));
 }
 
+TEST_CASE("glm plugin: a flat prior adds nothing to U and an intercept prior of its own applies to the intercept only") {
+  // Gaussian rows (σ = 0.5), θ = (intercept, β_1). U's change between two points is minus the
+  // change of the log density written here: the likelihood alone under prior = "flat"; with
+  // intercept_prior = student_t(ν = 3, location m = 2, scale c = 1.5) and prior = normal(0, s = 0.8),
+  // log t_3((b_0 - m)/c) + log N(β_1; 0, s²).
+  const double xs[3] = {0.5, -1.5, 2.0}, ys[3] = {1.1, -0.4, 2.9}, sigma = 0.5;
+  std::string csv;
+  for (int i = 0; i < 3; ++i) csv += fmt::format("{},{}\n", ys[i], xs[i]);
+  test::TempDir dir;
+  const std::string common =
+      fmt::format("data = {}\ntest_size = 0\nfamily = \"gaussian\"\nnoise_sd = {}\n", quoted(dir.write("rows.csv", csv)), sigma);
+  const auto log_likelihood = [&](std::span<const double> theta) {
+    double sum = 0.0;
+    for (int i = 0; i < 3; ++i) {
+      const double r = ys[i] - theta[0] - theta[1] * xs[i];
+      sum += -r * r / (2 * sigma * sigma);
+    }
+    return sum;
+  };
+  const auto flat = build(common + "prior = \"flat\"\n");
+  const auto own = build(common + "prior_scale = 0.8\nintercept_prior = \"student_t\"\nintercept_prior_location = 2\n"
+                                  "intercept_prior_scale = 1.5\n");
+  const auto log_prior = [](std::span<const double> theta) {
+    const double t = (theta[0] - 2.0) / 1.5;
+    return -2.0 * std::log(1.0 + t * t / 3.0) - theta[1] * theta[1] / (2 * 0.8 * 0.8);  // (ν+1)/2 = 2
+  };
+  const std::vector<double> base{0.0, 0.0};
+  for (const auto& theta : {std::vector<double>{0.3, 0.8}, std::vector<double>{-2.5, 1.7}, std::vector<double>{4.0, -0.6}}) {
+    INFO(theta[0] << ", " << theta[1]);
+    // 1e-12 relative: rounding of a few terms of order ≤ 100; a prior left on, or on the wrong
+    // coordinate, moves it by O(1).
+    CHECK(full_potential(*flat, theta) - full_potential(*flat, base) ==
+          Approx(log_likelihood(base) - log_likelihood(theta)).epsilon(1e-12));
+    CHECK(full_potential(*own, theta) - full_potential(*own, base) ==
+          Approx(log_likelihood(base) + log_prior(base) - log_likelihood(theta) - log_prior(theta)).epsilon(1e-12));
+    const auto gradient = full_gradient(*own, theta);
+    for (int j = 0; j < 2; ++j) {
+      auto up = theta, down = theta;
+      up[j] += 1e-5;
+      down[j] -= 1e-5;
+      const auto log_density = [&](std::span<const double> at) { return log_likelihood(at) + log_prior(at); };
+      CHECK(gradient[j] == Approx((log_density(down) - log_density(up)) / 2e-5).epsilon(1e-7).margin(1e-8));
+    }
+  }
+  // A prior draw puts the intercept at its own location: N(100, 0.01²) is within 0.1 of 100 but
+  // with probability 1e-23, and the slopes' N(0, 1) draws are not near it.
+  const auto drawn = build("family = \"gaussian\"\nn = 50\nsimulate_from_prior = true\nintercept_prior = \"normal\"\n"
+                           "intercept_prior_location = 100\nintercept_prior_scale = 0.01\n");
+  const auto truth = drawn->simulated_parameters();
+  REQUIRE(truth.size() == drawn->dimension());
+  CHECK(std::abs(truth[0] - 100.0) < 0.1);
+  for (std::size_t j = 1; j < truth.size(); ++j) CHECK(std::abs(truth[j]) < 50.0);
+}
+
+TEST_CASE("glm plugin: a flat or intercept prior's bad configuration is refused naming the key") {
+  struct Case {
+    std::string keys, key, expected;
+  };
+  const Case cases[] = {
+      {"prior = \"flat\"\nsimulate_from_prior = true\n", "model.prior", "improper"},
+      {"intercept_prior = \"flat\"\nsimulate_from_prior = true\n", "model.intercept_prior", "improper"},
+      {"prior = \"flat\"\nprior_scale = 2\n", "prior_scale", "unknown"},
+      {"intercept_prior = \"normal\"\nintercept = false\n", "model.intercept_prior", "model.intercept"},
+      {"intercept_prior = \"cauchy\"\n", "model.intercept_prior", "'cauchy' is not a prior; expected normal, laplace, student_t, flat"},
+      {"intercept_prior = \"normal\"\nintercept_prior_scale = 0\n", "model.intercept_prior_scale", "expected a number > 0"},
+      {"intercept_prior = \"normal\"\nintercept_prior_df = 3\n", "intercept_prior_df", "unknown"},
+      {"intercept_prior_location = 3\n", "intercept_prior_location", "unknown"},
+      {"family = \"categorical\"\nintercept_prior = \"normal\"\n", "model.intercept_prior", "categorical"},
+      {"family = \"categorical\"\nprior = \"flat\"\nsimulate_from_prior = true\n", "model.prior", "improper"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.keys);
+    CHECK_THROWS_WITH(build("n = 50\n" + c.keys), Contains(c.key) && Contains(c.expected));
+  }
+}
+
 TEST_CASE("glm plugin: a sampled noise sd's bad configuration is refused naming the key") {
   struct Case {
     std::string keys, key, expected;
@@ -456,7 +532,9 @@ TEST_CASE("glm plugin: check-model passes for every family and link, and for eac
                            "family=gaussian --set model.noise_prior=half_cauchy",
                            "family=gaussian --set model.noise_prior=half_student_t --set model.noise_prior_df=4",
                            "family=gaussian --set model.noise_prior=exponential --set model.noise_prior_scale=0.5",
-                           "family=gaussian --set model.noise_prior=flat"}) {
+                           "family=gaussian --set model.noise_prior=flat",
+                           "family=gaussian --set model.prior=flat --set model.noise_prior=half_normal",
+                           "family=poisson --set model.intercept_prior=student_t --set model.intercept_prior_location=1"}) {
     const auto checked = test::run_cli(std::string("check-model glm --set model.n=300 --set model.") + keys);
     INFO(checked.output);
     CHECK(checked.exit_code == 0);
