@@ -61,6 +61,7 @@ struct Choices {
   bool intercept;
   std::optional<DispersionPrior> sampled_dispersion;      // negative binomial without model.dispersion
   std::optional<regression::NoisePrior> sampled_noise;   // gaussian with model.noise_prior
+  bool offset = false;  // model.offset: the first column after the response is o_i, z_i = o_i + x_iᵀβ
 };
 
 // ---- Simulated data (no model.data) -------------------------------------------------------------
@@ -82,9 +83,16 @@ regression::Simulation simulate(const Settings& settings, const Choices& choices
   regression::Simulation simulation;
   std::vector<double> beta(columns);
   for (std::size_t j = 0; j < columns; ++j) beta[j] = std::sin(1.0 + static_cast<double>(j));
+  // With model.offset the first feature is the offset o_i: its coefficient is 1, not a parameter.
+  const std::size_t offsets = choices.offset ? 1 : 0;
+  if (features < 1 + offsets)
+    throw sgmcmc::Error(fmt::format("{}: model.offset takes the first simulated feature as the offset; simulate at "
+                                    "least 2 features",
+                                    settings.describe("features")));
   LikelihoodConstants constants = choices.constants;
   if (from_prior) {
-    beta = simulation.beta_star = choices.prior.draw(columns, rng);
+    beta = simulation.beta_star = choices.prior.draw(columns - offsets, rng);
+    if (choices.offset) beta.insert(beta.begin() + static_cast<std::ptrdiff_t>(first), 1.0);
     if (choices.sampled_dispersion) {
       const double u = choices.sampled_dispersion->draw(rng);
       constants.dispersion = std::exp(u);
@@ -95,6 +103,8 @@ regression::Simulation simulate(const Settings& settings, const Choices& choices
       constants.noise_sd = std::exp(u);
       simulation.beta_star.push_back(u);
     }
+  } else if (choices.offset) {
+    beta[first] = 1.0;
   }
 
   LabelledRows& data = simulation.data;
@@ -129,7 +139,12 @@ Prepared prepare(const sgmcmc::ModelContext& context, const Choices& choices) {
     return simulate(settings, choices, declared, from_prior, rng);
   });
   prepared.storage.intercept = choices.intercept;
-  check_responses(prepared.data.y, *choices.family, settings.optional_text("data").value_or("simulated data"));
+  const std::string data_name = settings.optional_text("data").value_or("simulated data");
+  if (choices.offset) {
+    regression::take_offset_column(prepared.data, data_name);
+    if (prepared.test_from_file) regression::take_offset_column(prepared.test_file, *settings.optional_text("test_data"));
+  }
+  check_responses(prepared.data.y, *choices.family, data_name);
   if (prepared.test_from_file) check_responses(prepared.test_file.y, *choices.family, *settings.optional_text("test_data"));
   return prepared;
 }
@@ -314,6 +329,7 @@ private:
     const Real* row = train_.row(i);
     double z = 0.0;
     for (std::size_t j = 0; j < train_.columns(); ++j) z += row[j] * theta[j];
+    if (!train_.offset.empty()) z += train_.offset[i];
     if (choices_.sampled_noise) return regression::gaussian_log_noise_sd_derivative(train_.y[i] - z, std::exp(theta.back()));
     return negative_binomial_log_dispersion_derivative(train_.y[i], z, theta.back());
   }
@@ -378,7 +394,8 @@ Choices read_choices(const Settings& settings) {
                                            .rate = settings.positive_number("dispersion_rate", 1.0)};
   }
   const bool intercept = settings.flag("intercept", true);
-  return {&family, constants, read_coefficient_priors(settings, intercept), intercept, sampled_dispersion, sampled_noise};
+  return {&family,          constants,     read_coefficient_priors(settings, intercept), intercept,
+          sampled_dispersion, sampled_noise, settings.flag("offset", false)};
 }
 
 sgmcmc::PluginInfo glm_info() {
@@ -394,7 +411,8 @@ sgmcmc::PluginInfo glm_info() {
               "with r ~ Gamma(dispersion_shape 1, dispersion_rate 1)), "
               "prior (normal|laplace|student_t|flat), prior_scale, prior_df (student_t), intercept, intercept_prior "
               "(the intercept's own, not categorical: as prior, with intercept_prior_location 0, intercept_prior_scale 1, "
-              "intercept_prior_df 3), data (LIBSVM or CSV, .gz or plain), test_data, "
+              "intercept_prior_df 3), offset (false; true: the first column after the response is o_i, "
+              "z = o_i + x'beta, not categorical), data (LIBSVM or CSV, .gz or plain), test_data, "
               "test_size (0.1), subsample (1.0), format (auto|libsvm|csv), labels (bernoulli: auto|0/1|1/2|-1/+1; "
               "categorical: 0..K-1|1..K), classes (categorical: K, inferred from the labels unless given), "
               "features (LIBSVM dimension, or the simulated width: 10), n (1000 simulated rows), simulate_from_prior "
@@ -419,6 +437,10 @@ std::unique_ptr<sgmcmc::Model> make_glm(const sgmcmc::ModelContext& context) {
   const Settings& settings = context.settings;
   if (settings.text("family", "bernoulli") == "categorical") {
     regression::refuse_noise_prior(settings, "categorical");
+    if (settings.contains("offset"))
+      throw sgmcmc::Error(fmt::format("{}: family categorical has one linear predictor per class; an offset is for "
+                                      "the other families",
+                                      settings.describe("offset")));
     if (settings.contains("intercept_prior"))
       throw sgmcmc::Error(fmt::format("{}: family categorical's K-1 intercepts share model.prior; an intercept prior "
                                       "of its own is for the other families",

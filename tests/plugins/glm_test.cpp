@@ -314,6 +314,56 @@ TEST_CASE("glm plugin: a flat prior adds nothing to U and an intercept prior of 
   for (std::size_t j = 1; j < truth.size(); ++j) CHECK(std::abs(truth[j]) < 50.0);
 }
 
+TEST_CASE("glm plugin: a poisson offset column enters z with coefficient 1 in U, the gradient, metrics and predictions") {
+  // Rows (count, exposure offset o = log t, x): μ_i = e^{o_i + b_0 + b_1 x_i}, so
+  // f_i = μ_i - y_i (o_i + b_0 + b_1 x_i) + log y_i!, ∂f_i/∂b = (μ_i - y_i)(1, x_i); normal prior s = 2.
+  const double ys[3] = {2, 0, 7}, os[3] = {std::log(2.0), std::log(0.5), std::log(4.0)}, xs[3] = {0.5, -1.5, 2.0};
+  std::string csv;
+  for (int i = 0; i < 3; ++i) csv += fmt::format("{},{:.17g},{}\n", ys[i], os[i], xs[i]);
+  test::TempDir dir;
+  const auto path = quoted(dir.write("counts.csv", csv));
+  const auto model = build(fmt::format("data = {}\ntest_data = {}\nfamily = \"poisson\"\noffset = true\nprior_scale = 2\n",
+                                       path, path));
+  REQUIRE(model->parameter_names() == std::vector<std::string>{"intercept", "beta.1"});
+  const auto log_density = [&](std::span<const double> b) {
+    double sum = -(b[0] * b[0] + b[1] * b[1]) / 8.0;
+    for (int i = 0; i < 3; ++i) {
+      const double z = os[i] + b[0] + b[1] * xs[i];
+      sum += ys[i] * z - std::exp(z) - std::lgamma(ys[i] + 1.0);
+    }
+    return sum;
+  };
+  const std::vector<double> theta{0.3, -0.4};
+  // 1e-12 relative: a few terms of order ≤ 30; the offset dropped (or taken as a feature) moves U by O(1).
+  CHECK(full_potential(*model, theta) == Approx(-log_density(theta)).epsilon(1e-12));
+  const auto gradient = full_gradient(*model, theta);
+  for (int j = 0; j < 2; ++j) {
+    auto up = theta, down = theta;
+    up[j] += 1e-5;
+    down[j] -= 1e-5;
+    CHECK(gradient[j] == Approx((log_density(down) - log_density(up)) / 2e-5).epsilon(1e-7).margin(1e-8));
+  }
+  // The held-out density (the test file is the training file): the mean of log p(y_i | z_i).
+  auto workspace = model->make_workspace();
+  std::vector<double> out(1);
+  model->evaluate_quantities(theta, *workspace, out);
+  CHECK(out[0] == Approx((log_density(theta) + (theta[0] * theta[0] + theta[1] * theta[1]) / 8.0) / 3.0).epsilon(1e-12));
+  // `sgmcmc predict` reads the offset column too: mean = variance = e^{o + b_0 + b_1 x}.
+  const auto rows = model->read_prediction_rows(dir.write("new.csv", fmt::format("{:.17g},1.5\n", std::log(3.0))));
+  std::vector<double> prediction(2);
+  model->predict_rows(theta, *rows, prediction, {});
+  CHECK(prediction[0] == Approx(3.0 * std::exp(0.3 - 0.4 * 1.5)).epsilon(1e-13));
+  CHECK(prediction[1] == Approx(prediction[0]).epsilon(1e-15));
+  // Simulated data: the first simulated feature is the offset, so one coefficient fewer; a prior
+  // draw has one value per parameter.
+  const auto simulated = build("family = \"poisson\"\noffset = true\nn = 100\nfeatures = 4\n");
+  CHECK(simulated->dimension() == 4);
+  const auto drawn = build("family = \"poisson\"\noffset = true\nn = 100\nfeatures = 4\nsimulate_from_prior = true\n");
+  CHECK(drawn->simulated_parameters().size() == drawn->dimension());
+  CHECK_THROWS_WITH(build("family = \"categorical\"\noffset = true\nn = 50\n"),
+                    Contains("model.offset") && Contains("categorical"));
+}
+
 TEST_CASE("glm plugin: a flat or intercept prior's bad configuration is refused naming the key") {
   struct Case {
     std::string keys, key, expected;
@@ -534,7 +584,10 @@ TEST_CASE("glm plugin: check-model passes for every family and link, and for eac
                            "family=gaussian --set model.noise_prior=exponential --set model.noise_prior_scale=0.5",
                            "family=gaussian --set model.noise_prior=flat",
                            "family=gaussian --set model.prior=flat --set model.noise_prior=half_normal",
-                           "family=poisson --set model.intercept_prior=student_t --set model.intercept_prior_location=1"}) {
+                           "family=poisson --set model.intercept_prior=student_t --set model.intercept_prior_location=1",
+                           "family=poisson --set model.offset=true --set model.features=4",
+                           "family=negative_binomial --set model.offset=true --set model.features=4 --set model.dispersion_shape=2",
+                           "family=gaussian --set model.offset=true --set model.noise_prior=half_cauchy"}) {
     const auto checked = test::run_cli(std::string("check-model glm --set model.n=300 --set model.") + keys);
     INFO(checked.output);
     CHECK(checked.exit_code == 0);
