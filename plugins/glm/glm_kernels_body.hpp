@@ -63,6 +63,7 @@ template <class L, class Real>
 void log_likelihoods_body(const LikelihoodConstants& c, const DesignMatrix<Real>& x, std::span<const double> beta,
                           std::span<double> out) {
   for (std::size_t i = 0; i < x.rows(); ++i) out[i] = dot(x.row(i), beta);
+  for (std::size_t i = 0; i < x.offset.size(); ++i) out[i] += x.offset[i];  // model.offset
   for (std::size_t i = 0; i < x.rows(); ++i) out[i] = -L::loss(x.y[i], out[i], c);
 }
 

@@ -37,6 +37,8 @@ DesignMatrix<Real> design_matrix(const LabelledRows& data, std::span<const std::
     x.y[r] = data.y[rows[r]];
     std::copy_n(&data.x[rows[r] * data.features], data.features, x.row(r) + x.first_feature());
   }
+  for (const std::size_t r : rows)
+    if (!data.offset.empty()) x.offset.push_back(data.offset[r]);
   return x;
 }
 

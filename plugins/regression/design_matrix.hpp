@@ -36,6 +36,7 @@ public:
   const Real* row(std::size_t i) const { return data_.get() + i * stride_; }
   std::size_t prefetch() const { return prefetch_; }
   std::vector<double> y;
+  std::vector<double> offset;  // o_i added to x_iᵀβ (glm's model.offset); empty: none
 
 private:
   struct Free {
@@ -45,7 +46,7 @@ private:
   std::unique_ptr<Real[], Free> data_;
 };
 
-/// The given rows of `data` (in that order) as a design matrix.
+/// The given rows of `data` (in that order) as a design matrix, with their offsets if any.
 template <class Real>
 DesignMatrix<Real> design_matrix(const LabelledRows& data, std::span<const std::size_t> rows, StorageOptions options);
 

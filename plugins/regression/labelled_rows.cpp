@@ -243,6 +243,23 @@ PredictionFile read_prediction_file(const std::string& path, FileFormat format, 
   return file;
 }
 
+void take_offset_column(LabelledRows& rows, const std::string& where) {
+  if (rows.features == 0)
+    throw sgmcmc::Error(fmt::format("{}: model.offset takes the offset from the first column after the response, but "
+                                    "the rows have no such column",
+                                    where));
+  const std::size_t count = rows.y.size(), features = rows.features - 1;
+  std::vector<double> x(count * features);
+  rows.offset.resize(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const double* row = rows.x.data() + i * rows.features;
+    rows.offset[i] = row[0];
+    std::copy_n(row + 1, features, x.data() + i * features);
+  }
+  rows.x = std::move(x);
+  rows.features = features;
+}
+
 void widen(LabelledRows& rows, std::size_t features) {
   std::vector<double> x(rows.y.size() * features, 0.0);
   for (std::size_t i = 0; i < rows.y.size(); ++i)

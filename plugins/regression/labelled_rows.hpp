@@ -16,7 +16,12 @@ struct LabelledRows {
   std::size_t features = 0;
   bool sparse = false;  // read from LIBSVM, where trailing zero features are simply absent
   std::vector<std::size_t> lines = {};  // each row's line in its file (empty for simulated rows), for errors
+  std::vector<double> offset = {};      // o_i added to x_iᵀβ (glm's model.offset); empty: none
 };
+
+/// Moves the first feature column of `rows` into rows.offset (glm's model.offset); refuses, naming
+/// `where`, rows with no feature column to take.
+void take_offset_column(LabelledRows& rows, const std::string& where);
 
 /// Pads every row with zero features up to `features` (a LIBSVM file narrower than another).
 void widen(LabelledRows& rows, std::size_t features);

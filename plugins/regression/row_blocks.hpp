@@ -56,7 +56,7 @@ constexpr std::size_t block_rows = 16;
 
 struct Block {
   std::size_t first = 0, size = 0;  // positions in the batch
-  double y[block_rows], z[block_rows];  // labels and x_iᵀβ of the block's rows
+  double y[block_rows], z[block_rows];  // labels and x_iᵀβ (+ o_i) of the block's rows
 };
 
 /// Calls `use(block)` for consecutive blocks of `items` with their labels and dot products.
@@ -64,6 +64,7 @@ template <class Real, class Use>
 void for_each_block(const DesignMatrix<Real>& x, std::span<const std::size_t> items, std::span<const double> beta,
                     Use use) {
   prefetch_start(x, items);
+  const double* offset = x.offset.empty() ? nullptr : x.offset.data();  // glm's model.offset
   Block block;
   for (block.first = 0; block.first < items.size(); block.first += block_rows) {
     block.size = std::min(block_rows, items.size() - block.first);
@@ -73,6 +74,8 @@ void for_each_block(const DesignMatrix<Real>& x, std::span<const std::size_t> it
       block.y[k] = x.y[i];
       block.z[k] = dot(x.row(i), beta);
     }
+    if (offset)  // one test per block, outside the rows' loop (logistic's kernels have none)
+      for (std::size_t k = 0; k < block.size; ++k) block.z[k] += offset[items[block.first + k]];
     use(block);
   }
 }

@@ -43,6 +43,19 @@ TEST_CASE("sbc refuses models that cannot be calibrated by simulation, with the 
   const auto data = test::run_cli("sbc --preset demo --set model.data=x.csv --out '" + (dir.path() / "d").string() + "'");
   CHECK(data.exit_code == 2);
   CHECK_THAT(data.output, Contains("simulate_from_prior"));
+  // glm with a flat (improper) prior on σ or on the coefficients: no prior draw to simulate from.
+  const std::string flat_priors[] = {"noise_prior = \"flat\"", "prior = \"flat\""};
+  for (const std::string& prior : flat_priors) {
+    INFO(prior);
+    const auto config = dir.write("flat.toml", fmt::format("[model]\nname = \"glm\"\nfamily = \"gaussian\"\n{}\nn = 50\n"
+                                                           "[integrator]\nname = \"mala\"\nstep_size = 0.1\n"
+                                                           "[corrector]\nname = \"mh\"\n",
+                                                           prior));
+    const auto flat = test::run_cli(fmt::format("sbc --config '{}' --replications 2 --draws 9 --no-plot --quiet --out '{}'",
+                                                config.string(), (dir.path() / ("f" + std::to_string(prior.size()))).string()));
+    CHECK(flat.exit_code == 2);
+    CHECK_THAT(flat.output, Contains("'flat' is an improper prior") && Contains("sgmcmc sbc"));
+  }
 }
 
 TEST_CASE("sbc on gaussian: ranks, tests and θ* recorded, the same for --jobs 1 and 2, --resume finishes a run") {
