@@ -135,6 +135,11 @@ class Row:
         return (self.ours.mean - self.reference.mean) / math.hypot(self.ours.mcse_mean, self.reference.mcse_mean)
 
     @property
+    def run_ess(self) -> float:
+        """The run's effective sample size as batch means see it: (sd / MCSE of the mean)²."""
+        return (self.ours.sd / self.ours.mcse_mean) ** 2
+
+    @property
     def sd_ratio(self) -> float:
         return self.ours.sd / self.reference.sd
 
@@ -165,8 +170,10 @@ def compare(run_folder: Path, root: Path, posterior: str, names_path: Path | Non
         ours = [TRANSFORMS[transform](table[sgmcmc_name].to_numpy(dtype=float)) for table in run.chains]
         rows.append(Row(reference_name, sgmcmc_name, summarise(reference[reference_name], f"{reference_path} {reference_name}"),
                         summarise(ours, f"{run_folder} {sgmcmc_name}")))
-    draws = (f"run: {run.num_chains} chains × {'/'.join(str(n) for n in sorted(set(run.num_draws)))} draws; "
-             f"reference: {len(reference[names[0][0]])} chains × {len(reference[names[0][0]][0])} draws")
+    cpu_seconds = sum(float(chain.get("cpu_seconds", math.nan)) for chain in run.manifest.get("chains", []))
+    draws = (f"run: {run.num_chains} chains × {'/'.join(str(n) for n in sorted(set(run.num_draws)))} draws, "
+             f"{cpu_seconds:.3g} CPU s; reference: {len(reference[names[0][0]])} chains × "
+             f"{len(reference[names[0][0]][0])} draws")
     return rows, run.status, draws
 
 
@@ -174,11 +181,11 @@ def print_table(rows: list[Row]) -> None:
     width = max(len("parameter"), *(len(r.reference_name) for r in rows))
     sgmcmc_width = max(len("sgmcmc"), *(len(r.sgmcmc_name) for r in rows))
     print(f"{'parameter':<{width}} {'sgmcmc':<{sgmcmc_width}} {'ref mean':>11} {'run mean':>11} {'Δ/sd_ref':>9} "
-          f"{'Δ/MCSE':>7} {'ref sd':>10} {'run sd':>10} {'sd ratio':>8} {'Δsd/MCSE':>8}")
+          f"{'Δ/MCSE':>7} {'ref sd':>10} {'run sd':>10} {'sd ratio':>8} {'Δsd/MCSE':>8} {'run ESS':>8}")
     for r in rows:
         print(f"{r.reference_name:<{width}} {r.sgmcmc_name:<{sgmcmc_width}} {r.reference.mean:>11.5g} {r.ours.mean:>11.5g} "
               f"{r.mean_in_sds:>9.4f} {r.mean_in_mcse:>7.2f} {r.reference.sd:>10.4g} {r.ours.sd:>10.4g} "
-              f"{r.sd_ratio:>8.4f} {r.sd_in_mcse:>8.2f}")
+              f"{r.sd_ratio:>8.4f} {r.sd_in_mcse:>8.2f} {r.run_ess:>8.0f}")
 
 
 def main(argv: list[str] | None = None) -> int:
