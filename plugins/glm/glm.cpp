@@ -9,7 +9,8 @@
 // With ∂²f_i/∂z² ≤ c_i, the Hessian of f_i is ⪯ c_i x_i x_iᵀ, so L_i = c_i ‖x_i‖² is a Lipschitz
 // constant of ∇f_i (families.hpp; none for poisson).
 // A negative binomial without model.dispersion samples u = log r as θ's last coordinate
-// (dispersion.hpp); ∇f_i then has a u component, so that model has no GLM form and no bound.
+// (dispersion.hpp), and a gaussian with model.noise_prior u = log σ (../regression/noise_prior.hpp);
+// ∇f_i then has a u component, so such a model has no GLM form and no bound.
 //
 // Family `categorical` (multinomial logit, the last class as reference) has a vector of linear
 // predictors per row, so no GLM form: categorical.cpp.
@@ -34,6 +35,7 @@
 #include "families.hpp"
 #include "glm_kernels.hpp"
 #include "labelled_rows.hpp"
+#include "noise_prior.hpp"
 #include "prediction_rows.hpp"
 #include "predictive_workspace.hpp"
 #include "prepared_rows.hpp"
@@ -55,16 +57,18 @@ using sgmcmc::Settings;
 struct Choices {
   const Family* family;
   LikelihoodConstants constants;
-  Prior prior;
+  CoefficientPriors prior;
   bool intercept;
-  std::optional<DispersionPrior> sampled_dispersion;  // negative binomial without model.dispersion
+  std::optional<DispersionPrior> sampled_dispersion;      // negative binomial without model.dispersion
+  std::optional<regression::NoisePrior> sampled_noise;   // gaussian with model.noise_prior
 };
 
 // ---- Simulated data (no model.data) -------------------------------------------------------------
 // n rows (1000) of `features` (10) features uniform on [-√(3/F), √(3/F)], each of variance 1/F, so
 // that z = xᵀβ has a spread of order |β| whatever F; β*_j = sin(1 + j), or, with
 // model.simulate_from_prior, β* drawn from the prior (for `sgmcmc sbc`), and a sampled dispersion
-// r* = 1 or drawn from its prior; y_i from the family.
+// r* (noise sd σ*) = 1 or drawn from its prior (a flat prior on σ refuses: it has no draw); y_i
+// from the family.
 constexpr std::int64_t default_rows = 1000;
 constexpr std::size_t default_features = 10;
 
@@ -84,6 +88,11 @@ regression::Simulation simulate(const Settings& settings, const Choices& choices
     if (choices.sampled_dispersion) {
       const double u = choices.sampled_dispersion->draw(rng);
       constants.dispersion = std::exp(u);
+      simulation.beta_star.push_back(u);
+    }
+    if (choices.sampled_noise) {
+      const double u = choices.sampled_noise->draw(rng);
+      constants.noise_sd = std::exp(u);
       simulation.beta_star.push_back(u);
     }
   }
@@ -126,7 +135,7 @@ Prepared prepare(const sgmcmc::ModelContext& context, const Choices& choices) {
 }
 
 /// What every family and link offers; glm-gradients and lipschitz-bounds are added where the
-/// model has them (not with a sampled dispersion).
+/// model has them (not with a sampled dispersion or noise sd).
 sgmcmc::Capabilities common_capabilities() {
   return {.exact_log_likelihood = true, .per_item_gradients = true, .simulation = true, .prior_simulation = true,
           .prediction = true};
@@ -151,7 +160,8 @@ public:
     std::vector<std::string> names;
     if (choices_.intercept) names.emplace_back("intercept");
     for (std::size_t j = 1; names.size() < train_.columns(); ++j) names.push_back(fmt::format("beta.{}", j));
-    if (sampled()) names.emplace_back("log_dispersion");
+    if (choices_.sampled_dispersion) names.emplace_back("log_dispersion");
+    if (choices_.sampled_noise) names.emplace_back(regression::log_noise_sd_name);
     return names;
   }
   sgmcmc::Capabilities capabilities() const override {
@@ -168,12 +178,12 @@ public:
   }
 
   double prior_potential(std::span<const double> theta) const override {
-    const double dispersion = sampled() ? choices_.sampled_dispersion->potential(theta.back()) : 0.0;
-    return choices_.prior.potential(coefficients(theta)) + dispersion;
+    const double scale = sampled() ? scale_prior_potential(theta.back()) : 0.0;
+    return choices_.prior.potential(coefficients(theta)) + scale;
   }
   void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const override {
     choices_.prior.add_gradient(coefficients(theta), gradient.first(train_.columns()));
-    if (sampled()) gradient.back() += choices_.sampled_dispersion->derivative(theta.back());
+    if (sampled()) gradient.back() += scale_prior_derivative(theta.back());
   }
 
   void add_data_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
@@ -182,13 +192,13 @@ public:
                                     gradient.first(train_.columns()));
     if (!sampled()) return;
     for (std::size_t k = 0; k < batch.items.size(); ++k)
-      gradient.back() += batch.weight(k) * dispersion_derivative(theta, batch.items[k]);
+      gradient.back() += batch.weight(k) * scale_derivative(theta, batch.items[k]);
   }
 
   double data_potential(std::span<const double> theta, const Batch& batch, sgmcmc::Workspace&) const override {
     return kernels_.weighted_potential(constants(theta), train_, batch.items, batch.weights, coefficients(theta));
   }
-  /// One pass over the batch's rows for both (x_iᵀβ once per row); the dispersion's derivative
+  /// One pass over the batch's rows for both (x_iᵀβ once per row); the sampled u's derivative
   /// as add_data_gradient adds it.
   std::optional<double> data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
                                                     std::span<double> gradient, sgmcmc::Workspace&,
@@ -197,7 +207,7 @@ public:
         constants(theta), train_, batch.items, batch.weights, coefficients(theta), gradient.first(train_.columns()));
     if (sampled())
       for (std::size_t k = 0; k < batch.items.size(); ++k)
-        gradient.back() += batch.weight(k) * dispersion_derivative(theta, batch.items[k]);
+        gradient.back() += batch.weight(k) * scale_derivative(theta, batch.items[k]);
     return potential;
   }
 
@@ -209,7 +219,7 @@ public:
     for (std::size_t k = 0; k < items.size(); ++k) {
       const Real* row = train_.row(items[k]);
       for (std::size_t j = 0; j < columns; ++j) out[k * d + j] = scalars[k] * row[j];
-      if (sampled()) out[k * d + columns] = dispersion_derivative(theta, items[k]);
+      if (sampled()) out[k * d + columns] = scale_derivative(theta, items[k]);
     }
   }
 
@@ -277,23 +287,34 @@ public:
   }
 
 private:
-  bool sampled() const { return choices_.sampled_dispersion.has_value(); }
+  /// Whether θ ends with a sampled u: log r (negative binomial) or log σ (gaussian).
+  bool sampled() const { return choices_.sampled_dispersion || choices_.sampled_noise; }
   bool binary() const { return choices_.family->coding != regression::LabelCoding::as_read; }
-  /// β: θ without the sampled u = log r.
+  /// β: θ without the sampled u.
   std::span<const double> coefficients(std::span<const double> theta) const {
     return theta.first(train_.columns());
   }
-  /// The likelihood's constants at θ: the sampled dispersion r = e^u, or the configured one.
+  /// The likelihood's constants at θ: the sampled dispersion r = e^u or noise sd σ = e^u, or
+  /// the configured ones.
   LikelihoodConstants constants(std::span<const double> theta) const {
     LikelihoodConstants at = choices_.constants;
-    if (sampled()) at.dispersion = std::exp(theta.back());
+    if (choices_.sampled_dispersion) at.dispersion = std::exp(theta.back());
+    if (choices_.sampled_noise) at.noise_sd = std::exp(theta.back());
     return at;
   }
-  /// ∂f_i/∂u at θ (dispersion.hpp), z_i = x_iᵀβ.
-  double dispersion_derivative(std::span<const double> theta, std::size_t i) const {
+  /// The sampled u's prior term f_0(u), Jacobian included, and its derivative.
+  double scale_prior_potential(double u) const {
+    return choices_.sampled_dispersion ? choices_.sampled_dispersion->potential(u) : choices_.sampled_noise->potential(u);
+  }
+  double scale_prior_derivative(double u) const {
+    return choices_.sampled_dispersion ? choices_.sampled_dispersion->derivative(u) : choices_.sampled_noise->derivative(u);
+  }
+  /// ∂f_i/∂u at θ, z_i = x_iᵀβ: the dispersion's (dispersion.hpp) or the noise sd's (noise_prior.hpp).
+  double scale_derivative(std::span<const double> theta, std::size_t i) const {
     const Real* row = train_.row(i);
     double z = 0.0;
     for (std::size_t j = 0; j < train_.columns(); ++j) z += row[j] * theta[j];
+    if (choices_.sampled_noise) return regression::gaussian_log_noise_sd_derivative(train_.y[i] - z, std::exp(theta.back()));
     return negative_binomial_log_dispersion_derivative(train_.y[i], z, theta.back());
   }
 
@@ -305,21 +326,49 @@ private:
   const GlmKernels<Real>& kernels_;
 };
 
-/// model.prior, prior_scale, prior_df (student_t only): the same for every family.
+/// model.prior, prior_scale (not for flat), prior_df (student_t only): the same for every family.
 Prior read_prior(const Settings& settings) {
   const PriorForm& form = find_prior(settings.text("prior", "normal"), settings.describe("prior"));
-  PriorConstants prior{.scale = settings.positive_number("prior_scale", 1.0)};
+  PriorConstants prior;
+  if (form.has_scale) prior.scale = settings.positive_number("prior_scale", 1.0);
   if (form.has_degrees_of_freedom) prior.degrees_of_freedom = settings.positive_number("prior_df", 3.0);
-  return Prior(form, prior);
+  return Prior(form, prior, settings.describe("prior"));
 }
 
-/// model.family, link, its constants (noise_sd, dispersion), prior, prior_scale, prior_df, intercept.
-/// A family's or prior's own key is read only with it, so that it is reported as unknown elsewhere.
+/// model.prior for every coefficient, or, with model.intercept_prior, for all but the intercept,
+/// which then has its own (intercept_prior_location 0, intercept_prior_scale 1, intercept_prior_df
+/// 3 for student_t): brms puts a Student-t on the intercept of the centred design.
+CoefficientPriors read_coefficient_priors(const Settings& settings, bool intercept) {
+  CoefficientPriors priors{.slopes = read_prior(settings), .intercept = std::nullopt};
+  const auto name = settings.optional_text("intercept_prior");
+  if (!name) return priors;
+  if (!intercept)
+    throw sgmcmc::Error(fmt::format("{}: the model has no intercept ({}); remove one of the two",
+                                    settings.describe("intercept_prior"), settings.describe("intercept")));
+  const PriorForm& form = find_prior(*name, settings.describe("intercept_prior"));
+  PriorConstants constants{.location = settings.number("intercept_prior_location", 0.0)};
+  if (form.has_scale) constants.scale = settings.positive_number("intercept_prior_scale", 1.0);
+  if (form.has_degrees_of_freedom) constants.degrees_of_freedom = settings.positive_number("intercept_prior_df", 3.0);
+  priors.intercept = Prior(form, constants, settings.describe("intercept_prior"));
+  priors.intercepts = 1;
+  return priors;
+}
+
+/// model.family, link, its constants (noise_sd or noise_prior, dispersion), prior, prior_scale,
+/// prior_df, intercept. A family's or prior's own key is read only with it, so that it is reported
+/// as unknown elsewhere (noise_prior, for which a clearer error says why).
 Choices read_choices(const Settings& settings) {
   const Family& family = find_family(settings.text("family", "bernoulli"), settings.text("link", ""),
                                      settings.describe("family"), settings.describe("link"));
   LikelihoodConstants constants;
-  if (family.likelihood == Likelihood::gaussian_identity) constants.noise_sd = settings.positive_number("noise_sd", 1.0);
+  std::optional<regression::NoisePrior> sampled_noise;
+  if (family.likelihood == Likelihood::gaussian_identity) {
+    const auto noise = regression::read_gaussian_noise(settings);
+    constants.noise_sd = noise.fixed_sd;  // 1 with noise_prior: the σ* of simulated data
+    sampled_noise = noise.sampled;
+  } else {
+    regression::refuse_noise_prior(settings, family.family);
+  }
   std::optional<DispersionPrior> sampled_dispersion;
   if (family.likelihood == Likelihood::negative_binomial_log) {
     if (settings.contains("dispersion"))
@@ -328,7 +377,8 @@ Choices read_choices(const Settings& settings) {
       sampled_dispersion = DispersionPrior{.shape = settings.positive_number("dispersion_shape", 1.0),
                                            .rate = settings.positive_number("dispersion_rate", 1.0)};
   }
-  return {&family, constants, read_prior(settings), settings.flag("intercept", true), sampled_dispersion};
+  const bool intercept = settings.flag("intercept", true);
+  return {&family, constants, read_coefficient_priors(settings, intercept), intercept, sampled_dispersion, sampled_noise};
 }
 
 sgmcmc::PluginInfo glm_info() {
@@ -336,19 +386,23 @@ sgmcmc::PluginInfo glm_info() {
           .description = fmt::format(
               "Generalised linear model chosen in the configuration (McCullagh & Nelder 1989): family and link "
               "({}; default bernoulli, the family's first link), independent prior on every coefficient "
-              "(normal, laplace, student_t; prior_scale 1, prior_df 3), intercept (true). The GLM form and Lipschitz "
-              "bounds for every family but poisson (no bounds), a sampled dispersion (neither) and categorical "
+              "(normal, laplace, student_t, flat; prior_scale 1, prior_df 3), intercept (true). The GLM form and Lipschitz "
+              "bounds for every family but poisson (no bounds), a sampled dispersion or noise sd (neither) and categorical "
               "(bounds only: its last class is the reference). Keys: family, classes (categorical), "
-              "link, noise_sd (gaussian, 1), dispersion (negative_binomial: r fixed; without it log r is sampled "
+              "link, noise_sd (gaussian, 1) or noise_prior (gaussian: log sigma sampled under half_normal|half_cauchy|"
+              "half_student_t|exponential|flat, with noise_prior_scale 1, noise_prior_df for half_student_t), dispersion (negative_binomial: r fixed; without it log r is sampled "
               "with r ~ Gamma(dispersion_shape 1, dispersion_rate 1)), "
-              "prior, prior_scale, prior_df (student_t), intercept, data (LIBSVM or CSV, .gz or plain), test_data, "
+              "prior (normal|laplace|student_t|flat), prior_scale, prior_df (student_t), intercept, intercept_prior "
+              "(the intercept's own, not categorical: as prior, with intercept_prior_location 0, intercept_prior_scale 1, "
+              "intercept_prior_df 3), data (LIBSVM or CSV, .gz or plain), test_data, "
               "test_size (0.1), subsample (1.0), format (auto|libsvm|csv), labels (bernoulli: auto|0/1|1/2|-1/+1; "
               "categorical: 0..K-1|1..K), classes (categorical: K, inferred from the labels unless given), "
               "features (LIBSVM dimension, or the simulated width: 10), n (1000 simulated rows), simulate_from_prior "
               "(false); speed: storage (double|float), prefetch (8), huge_pages (true)",
               family_list()),
           .parameters = "intercept (unless intercept = false), beta.1 .. beta.features: regression coefficients; "
-                        "log_dispersion (negative_binomial without dispersion): log r; categorical: intercept.<class>, "
+                        "log_dispersion (negative_binomial without dispersion): log r; log_noise_sd (gaussian with noise_prior): "
+                        "log sigma; categorical: intercept.<class>, "
                         "beta.<class>.<feature> for every class but the last (the reference)",
           .capabilities = common_capabilities()};
 }
@@ -363,8 +417,14 @@ bool float_storage(const Settings& settings) {
 
 std::unique_ptr<sgmcmc::Model> make_glm(const sgmcmc::ModelContext& context) {
   const Settings& settings = context.settings;
-  if (settings.text("family", "bernoulli") == "categorical")
+  if (settings.text("family", "bernoulli") == "categorical") {
+    regression::refuse_noise_prior(settings, "categorical");
+    if (settings.contains("intercept_prior"))
+      throw sgmcmc::Error(fmt::format("{}: family categorical's K-1 intercepts share model.prior; an intercept prior "
+                                      "of its own is for the other families",
+                                      settings.describe("intercept_prior")));
     return make_categorical(context, read_prior(settings), settings.flag("intercept", true), float_storage(settings));
+  }
   const Choices choices = read_choices(settings);
   const std::string storage = float_storage(settings) ? "float" : "double";
   const Prepared prepared = prepare(context, choices);

@@ -39,10 +39,15 @@ double student_draw(const PriorConstants& c, Rng& rng) {
   return c.scale * z / std::sqrt(rng.gamma(0.5 * nu, 0.5) / nu);
 }
 
+/// Flat, p(b) ∝ 1 on the real line: f_0 = 0, improper (no draw).
+double flat_term(double, const PriorConstants&) { return 0.0; }
+double flat_derivative(double, const PriorConstants&) { return 0.0; }
+
 const PriorForm table[] = {
     {"normal", false, normal_term, normal_derivative, normal_draw},
     {"laplace", false, laplace_term, laplace_derivative, laplace_draw},
     {"student_t", true, student_term, student_derivative, student_draw},
+    {"flat", false, flat_term, flat_derivative, nullptr, false},
 };
 
 }  // namespace
@@ -56,19 +61,44 @@ const PriorForm& find_prior(const std::string& name, const std::string& key) {
   throw sgmcmc::Error(fmt::format("{}: '{}' is not a prior; expected {}", key, name, names));
 }
 
+// b - m with m = 0 is b exactly, so the coefficients' draws are those before the location existed.
 double Prior::potential(std::span<const double> beta) const {
   double sum = 0.0;
-  for (double b : beta) sum += form_->term(b, constants_);
+  for (double b : beta) sum += form_->term(b - constants_.location, constants_);
   return sum;
 }
 
 void Prior::add_gradient(std::span<const double> beta, std::span<double> gradient) const {
-  for (std::size_t j = 0; j < beta.size(); ++j) gradient[j] += form_->derivative(beta[j], constants_);
+  for (std::size_t j = 0; j < beta.size(); ++j) gradient[j] += form_->derivative(beta[j] - constants_.location, constants_);
 }
 
 std::vector<double> Prior::draw(std::size_t count, Rng& rng) const {
+  if (!form_->draw)
+    throw sgmcmc::Error(fmt::format("{}: '{}' is an improper prior (p(b) ∝ 1 on the real line has no normalised "
+                                    "density), so there is no prior draw to simulate data from "
+                                    "(model.simulate_from_prior, sgmcmc sbc); give a proper prior",
+                                    key_.empty() ? "model.prior" : key_, form_->name));
   std::vector<double> beta(count);
-  for (double& b : beta) b = form_->draw(constants_, rng);
+  for (double& b : beta) b = constants_.location + form_->draw(constants_, rng);
+  return beta;
+}
+
+double CoefficientPriors::potential(std::span<const double> beta) const {
+  if (!intercept) return slopes.potential(beta);
+  return intercept->potential(beta.first(intercepts)) + slopes.potential(beta.subspan(intercepts));
+}
+
+void CoefficientPriors::add_gradient(std::span<const double> beta, std::span<double> gradient) const {
+  if (!intercept) return slopes.add_gradient(beta, gradient);
+  intercept->add_gradient(beta.first(intercepts), gradient.first(intercepts));
+  slopes.add_gradient(beta.subspan(intercepts), gradient.subspan(intercepts));
+}
+
+std::vector<double> CoefficientPriors::draw(std::size_t count, Rng& rng) const {
+  if (!intercept) return slopes.draw(count, rng);
+  auto beta = intercept->draw(intercepts, rng);
+  const auto rest = slopes.draw(count - intercepts, rng);
+  beta.insert(beta.end(), rest.begin(), rest.end());
   return beta;
 }
 

@@ -51,7 +51,7 @@ void draw_starting_weights(const Architecture& net, std::span<double> theta, Rng
 // n rows (1000) of `features` (10) standard normal features; the responses from a teacher network
 // of the configured shape with weights drawn as a chain's start is (draw_starting_weights), so
 // its outputs are of order 1: a class from the softmax (model.classes, 3 unless given), a 0/1 draw,
-// or the mean plus N(0, noise_sd²).
+// or the mean plus N(0, noise_sd²) (σ* = 1 when σ is sampled).
 namespace {
 constexpr std::int64_t default_rows = 1000;
 constexpr std::size_t default_features = 10;
@@ -69,7 +69,7 @@ regression::Simulation simulate(const Settings& settings, const Choices& choices
                          "model.n × model.features simulated values");
   const std::size_t classes = choices.classes.value_or(default_simulated_classes);
   const Network<double> teacher(architecture(choices, features, classes, settings), choices.head);
-  std::vector<double> theta(teacher.architecture().dimension);
+  std::vector<double> theta(teacher.dimension());  // a sampled u = log σ stays 0: σ* = noise_sd's default 1
   draw_starting_weights(teacher.architecture(), theta, rng);
 
   regression::Simulation simulation;

@@ -9,6 +9,7 @@
 
 #include "labelled_rows.hpp"
 #include "network.hpp"
+#include "noise_prior.hpp"
 #include "prepared_rows.hpp"
 
 import sgmcmc;
@@ -23,6 +24,7 @@ struct Choices {
   std::vector<double> prior_scale{1.0};  // one for every layer, or one per layer
   bool fan_in = false;                   // model.prior_scaling = "fan_in": weights' sd s_l/sqrt(n_{l-1})
   std::optional<std::size_t> classes;  // categorical: model.classes, else inferred from the labels
+  std::optional<regression::NoisePrior> noise_prior;  // gaussian with model.noise_prior: log σ sampled
 };
 
 /// The network for `features` inputs, refused naming model.layers when θ and the few vectors of

@@ -1,10 +1,12 @@
 // Bayesian multilayer perceptron chosen in the configuration (no C++): hidden layers of widths
 // `model.layers` with one activation, an output head from `model.family` (categorical softmax,
-// bernoulli logit, gaussian with a fixed noise_sd) and a normal prior N(0, prior_scale²) on every
+// bernoulli logit, gaussian with a fixed noise_sd or log σ sampled under model.noise_prior, as glm's)
+// and a normal prior N(0, prior_scale²) on every
 // weight and bias (a scale per layer if given; with prior_scaling = "fan_in" a weight's sd is
 // s_l/sqrt(n_{l-1})). Potentials (README.md beside this file has the equations):
 //   f_0(θ) = Σ_l |W_l|² n_{l-1}^c / (2 s_l²) + |b_l|² / (2 s_l²)   (c = 1 with fan_in, else 0)
 //   f_i(θ) = -log p(y_i | net(x_i; θ))
+//   (+ the noise prior's f_0(u), Jacobian included: ../regression/noise_prior.hpp)
 // The passes over a batch are network.hpp's, written with the SDK's sgmcmc/layers.hpp. Data come
 // through the readers `glm` and `logistic` share (../regression/): CSV or LIBSVM, the label first.
 #include <sgmcmc/plugin.hpp>
@@ -96,8 +98,9 @@ template <class Real>
 class MlpModel final : public sgmcmc::Model {
 public:
   MlpModel(Network<Real> network, Rows<Real> train, Rows<Real> test, std::span<const double> prior_scale, bool fan_in,
-           Reading reading)
-      : network_(std::move(network)), train_(std::move(train)), test_(std::move(test)), reading_(reading) {
+           std::optional<regression::NoisePrior> noise_prior, Reading reading)
+      : network_(std::move(network)), train_(std::move(train)), test_(std::move(test)),
+        noise_prior_(std::move(noise_prior)), reading_(reading) {
     for (std::size_t l = 0; l < net().layers(); ++l) {
       const double scale = prior_scale[prior_scale.size() == 1 ? 0 : l];
       bias_precision_.push_back(1.0 / (scale * scale));
@@ -107,7 +110,7 @@ public:
     }
   }
 
-  std::size_t dimension() const override { return net().dimension; }
+  std::size_t dimension() const override { return network_.dimension(); }
   std::size_t num_items() const override { return train_.size(); }
   std::vector<std::string> parameter_names() const override {
     std::vector<std::string> names;
@@ -116,6 +119,7 @@ public:
         for (std::size_t j = 1; j <= net().outputs(l); ++j) names.push_back(fmt::format("w{}.{}.{}", l + 1, i, j));
       for (std::size_t j = 1; j <= net().outputs(l); ++j) names.push_back(fmt::format("b{}.{}", l + 1, j));
     }
+    if (noise_prior_) names.emplace_back(regression::log_noise_sd_name);
     return names;
   }
   sgmcmc::Capabilities capabilities() const override { return mlp_capabilities; }
@@ -128,7 +132,8 @@ public:
 
   /// Σ_l |W_l|² τ_l/2 + |b_l|² / (2 s_l²), τ_l the weights' precision (1/s_l², or n_{l-1}/s_l² with
   /// fan-in scaling). With one precision for the layer, one sum over W_l and b_l together (the
-  /// order of the sums as before prior_scaling existed, so those runs' draws are unchanged).
+  /// order of the sums as before prior_scaling existed, so those runs' draws are unchanged);
+  /// and the sampled noise sd's prior on u = log σ.
   double prior_potential(std::span<const double> theta) const override {
     const auto squared_norm = [](std::span<const double> v) { return std::inner_product(v.begin(), v.end(), v.begin(), 0.0); };
     double total = 0.0;
@@ -141,6 +146,7 @@ public:
         total += 0.5 * weight_precision_[l] * squared_norm(layer.first(weights)) +
                  0.5 * bias_precision_[l] * squared_norm(layer.subspan(weights));
     }
+    if (noise_prior_) total += noise_prior_->potential(theta.back());
     return total;
   }
   void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const override {
@@ -149,6 +155,7 @@ public:
       for (std::size_t j = net().bias_at(l); j < net().bias_at(l) + net().outputs(l); ++j)
         gradient[j] += bias_precision_[l] * theta[j];
     }
+    if (noise_prior_) gradient.back() += noise_prior_->derivative(theta.back());
   }
 
   void add_data_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
@@ -274,7 +281,7 @@ private:
           predictions[j] = 1.0 / (1.0 + std::exp(-static_cast<double>(out(k, 0))));  // σ(z) = p(y = 1)
         } else {
           predictions[2 * j] = static_cast<double>(out(k, 0));
-          predictions[2 * j + 1] = network_.head().noise_sd * network_.head().noise_sd;
+          predictions[2 * j + 1] = scratch.noise_sd * scratch.noise_sd;  // θ's σ
         }
       }
     }
@@ -321,6 +328,7 @@ private:
 
   Network<Real> network_;
   Rows<Real> train_, test_;
+  std::optional<regression::NoisePrior> noise_prior_;  // gaussian with a sampled σ
   Reading reading_;
   std::vector<double> weight_precision_, bias_precision_;  // of each layer: 1/s_l² (weights: n_{l-1}/s_l² with fan_in)
 };
@@ -340,6 +348,7 @@ Choices read_choices(const Settings& settings) {
     throw sgmcmc::Error(fmt::format("{}: '{}' is not an activation; expected tanh, relu or gelu",
                                     settings.describe("activation"), activation));
   const std::string family = settings.text("family", "categorical");
+  if (family != "gaussian") regression::refuse_noise_prior(settings, family);
   if (family == "categorical") {
     choices.head.family = Family::categorical;
     if (settings.contains("classes"))
@@ -348,7 +357,10 @@ Choices read_choices(const Settings& settings) {
     choices.head.family = Family::bernoulli;
   } else if (family == "gaussian") {
     choices.head.family = Family::gaussian;
-    choices.head.noise_sd = settings.positive_number("noise_sd", 1.0);
+    const auto noise = regression::read_gaussian_noise(settings);
+    choices.head.noise_sd = noise.fixed_sd;
+    choices.head.sampled_noise = noise.sampled.has_value();
+    choices.noise_prior = noise.sampled;
   } else {
     throw sgmcmc::Error(fmt::format("{}: '{}' is not an mlp family; expected categorical, bernoulli or gaussian",
                                     settings.describe("family"), family));
@@ -377,7 +389,7 @@ std::unique_ptr<sgmcmc::Model> build(const regression::Prepared& prepared, const
   return std::make_unique<MlpModel<Real>>(std::move(network),
                                           network_rows<Real>(prepared.data, prepared.train, choices.head.family),
                                           network_rows<Real>(test_source, prepared.test, choices.head.family),
-                                          choices.prior_scale, choices.fan_in, reading);
+                                          choices.prior_scale, choices.fan_in, choices.noise_prior, reading);
 }
 
 sgmcmc::PluginInfo mlp_info() {
@@ -386,14 +398,16 @@ sgmcmc::PluginInfo mlp_info() {
               "Bayesian multilayer perceptron chosen in the configuration: hidden layers (layers, [50]) with one "
               "activation (tanh|relu|gelu; tanh), an output head (family: categorical softmax with classes inferred "
               "from the labels 0..K-1 unless given, bernoulli logit with labels as glm's, gaussian with a fixed "
-              "noise_sd 1), a normal prior N(0, prior_scale²) on every weight and bias (prior_scale 1, or one per layer; prior_scaling = "
+              "noise_sd 1 or log sigma sampled under noise_prior as glm's), a normal prior N(0, prior_scale²) on every weight and bias (prior_scale 1, or one per layer; prior_scaling = "
               "\"fan_in\" divides layer l's weights' sd by sqrt(its inputs)). Forward and "
               "backward passes over the whole batch as matrix products (OpenBLAS); starts at a Glorot/He draw from "
-              "the chain's stream. Keys: layers, activation, family, classes, noise_sd, prior_scale, prior_scaling (none|fan_in), data (CSV or "
+              "the chain's stream. Keys: layers, activation, family, classes, noise_sd, noise_prior (half_normal|"
+              "half_cauchy|half_student_t|exponential|flat), noise_prior_scale (1), noise_prior_df, prior_scale, prior_scaling (none|fan_in), data (CSV or "
               "LIBSVM, label first, .gz or plain), test_data, test_size (0.1), subsample (1.0), format "
               "(auto|libsvm|csv), labels (bernoulli: auto|0/1|1/2|-1/+1), features (LIBSVM width, or the simulated "
               "width: 10), n (1000 simulated rows), storage (double|float)",
-          .parameters = "w<l>.<i>.<j>: the weight from input i to unit j of layer l; b<l>.<j>: unit j's bias",
+          .parameters = "w<l>.<i>.<j>: the weight from input i to unit j of layer l; b<l>.<j>: unit j's bias; "
+                        "log_noise_sd (gaussian with noise_prior): log sigma",
           .capabilities = mlp_capabilities,
           .no_prior_simulation = "a network's weights are not identifiable (hidden units can be permuted), so "
                                  "their ranks among posterior draws say nothing"};

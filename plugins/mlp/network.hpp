@@ -56,7 +56,8 @@ struct Rows {
 /// The likelihood of the output layer.
 struct Head {
   Family family = Family::categorical;
-  double noise_sd = 1.0;  // gaussian
+  double noise_sd = 1.0;       // gaussian: σ, unless sampled
+  bool sampled_noise = false;  // gaussian with model.noise_prior: θ ends with u = log σ
 };
 
 /// A chain's buffers for the passes, sized once for `chunk` rows: a batch of any size is
@@ -69,6 +70,8 @@ struct Scratch {
   std::vector<std::uint32_t> classes;       // the chunk's responses and weights
   std::vector<double> y, weights;
   std::vector<Real> theta, gradient;        // float storage: θ and the gradient's accumulator in Real
+  double noise_sd = 1.0;                    // gaussian: σ at the θ of the last pass
+  double log_noise_sd_adjoint = 0.0;        // sampled σ: Σ_k w_k ∂f_k/∂u of the pass so far
 
   Scratch(const Architecture& net, std::size_t chunk_) : chunk(chunk_), input(chunk_ * net.widths[0]) {
     for (std::size_t l = 0; l < net.layers(); ++l) {
@@ -100,16 +103,20 @@ public:
 
   Network(Architecture architecture, Head head) : net_(std::move(architecture)), head_(head) {}
   const Architecture& architecture() const { return net_; }
+  /// θ's length: the layers' weights and biases, then u = log σ when the head samples σ.
+  std::size_t dimension() const { return net_.dimension + (head_.sampled_noise ? 1 : 0); }
   const Head& head() const { return head_; }
   Scratch<Real> scratch() const { return Scratch<Real>(net_, chunk); }
 
   /// Σ_k w_k f_{items[k]}(θ) over rows `items` of `rows`; with a non-empty `gradient`, also
-  /// gradient += Σ_k w_k ∇f_{items[k]}(θ). Empty `weights`: every w_k = 1.
+  /// gradient += Σ_k w_k ∇f_{items[k]}(θ). Empty `weights`: every w_k = 1. θ and the gradient
+  /// have dimension() entries.
   double batch(std::span<const double> theta, const Rows<Real>& rows, std::span<const std::size_t> items,
                std::span<const double> weights, std::span<double> gradient, Scratch<Real>& s) const;
 
-  /// Row k of `out` (items.size() × dimension) ← ∇f_{items[k]}(θ): the batch's forward and
-  /// backward passes, then each item's outer products a_{l-1,k} d_{l,k}ᵀ written out.
+  /// Row k of `out` (items.size() × dimension()) ← ∇f_{items[k]}(θ): the batch's forward and
+  /// backward passes, then each item's outer products a_{l-1,k} d_{l,k}ᵀ written out (and
+  /// ∂f_k/∂u when σ is sampled).
   void item_gradients(std::span<const double> theta, const Rows<Real>& rows, std::span<const std::size_t> items,
                       std::span<double> out, Scratch<Real>& s) const;
 
@@ -118,11 +125,13 @@ public:
   Matrix<const Real> outputs(std::span<const double> theta, const Rows<Real>& rows, std::span<const std::size_t> items,
                              Scratch<Real>& s) const;
 
-  /// One row's f = -log p(y | output), its response taken from the scratch's row k.
+  /// One row's f = -log p(y | output), its response taken from the scratch's row k (and σ from
+  /// the scratch, set by the pass that made `out`).
   double row_potential(Matrix<const Real> out, std::size_t k, const Scratch<Real>& s) const;
 
 private:
   const Real* as_real(std::span<const double> theta, Scratch<Real>& s) const;
+  void set_noise_sd(std::span<const double> theta, Scratch<Real>& s) const;
   Real* gradient_accumulator(std::span<double> gradient, Scratch<Real>& s) const;
   void gather(const Rows<Real>& rows, std::span<const std::size_t> items, std::span<const double> weights,
               Scratch<Real>& s) const;
@@ -131,6 +140,7 @@ private:
   Matrix<const Real> output(std::size_t n, const Scratch<Real>& s) const;
   void forward(const Real* parameters, std::size_t n, Scratch<Real>& s) const;
   double potential(std::size_t n, bool adjoint_wanted, Scratch<Real>& s) const;
+  void add_log_noise_sd_adjoint(std::size_t n, Scratch<Real>& s) const;
   void backpropagate(const Real* parameters, std::size_t n, Scratch<Real>& s) const;
 
   Architecture net_;

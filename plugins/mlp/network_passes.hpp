@@ -4,6 +4,9 @@
 #include "network.hpp"
 
 #include <algorithm>
+#include <cmath>
+
+#include "log_noise_sd.hpp"
 #include <type_traits>
 
 // The passes' element-wise loops (tanh, softmax, the adjoints) compiled twice, for x86-64-v3
@@ -26,6 +29,7 @@ double Network<Real>::batch(std::span<const double> theta, const Rows<Real>& row
                             std::span<const double> weights, std::span<double> gradient, Scratch<Real>& s) const {
   const Real* parameters = as_real(theta, s);
   Real* accumulator = gradient_accumulator(gradient, s);
+  set_noise_sd(theta, s);
   double total = 0.0;
   for (std::size_t begin = 0; begin < items.size(); begin += chunk) {
     const std::size_t n = std::min(chunk, items.size() - begin);
@@ -40,7 +44,8 @@ double Network<Real>::batch(std::span<const double> theta, const Rows<Real>& row
   }
   if constexpr (!std::is_same_v<Real, double>)
     if (!gradient.empty())
-      for (std::size_t j = 0; j < gradient.size(); ++j) gradient[j] += s.gradient[j];
+      for (std::size_t j = 0; j < net_.dimension; ++j) gradient[j] += s.gradient[j];
+  if (head_.sampled_noise && !gradient.empty()) gradient[net_.dimension] += s.log_noise_sd_adjoint;
   return total;
 }
 
@@ -49,7 +54,8 @@ MLP_CPU_CLONES
 void Network<Real>::item_gradients(std::span<const double> theta, const Rows<Real>& rows,
                                    std::span<const std::size_t> items, std::span<double> out, Scratch<Real>& s) const {
   const Real* parameters = as_real(theta, s);
-  const std::size_t dimension = net_.dimension;
+  set_noise_sd(theta, s);
+  const std::size_t dimension = this->dimension();
   for (std::size_t begin = 0; begin < items.size(); begin += chunk) {
     const std::size_t n = std::min(chunk, items.size() - begin);
     gather(rows, items.subspan(begin, n), {}, s);
@@ -67,6 +73,9 @@ void Network<Real>::item_gradients(std::span<const double> theta, const Rows<Rea
           for (std::size_t j = 0; j < width; ++j) w[i * width + j] = static_cast<double>(input[i]) * d[j];
         std::copy_n(d, width, row + net_.bias_at(l));
       }
+      if (head_.sampled_noise)
+        row[net_.dimension] = regression::gaussian_log_noise_sd_derivative(
+            s.y[k] - static_cast<double>(output(n, s)(k, 0)), s.noise_sd);
     }
   }
 }
@@ -75,6 +84,7 @@ template <class Real>
 Matrix<const Real> Network<Real>::outputs(std::span<const double> theta, const Rows<Real>& rows,
                                           std::span<const std::size_t> items, Scratch<Real>& s) const {
   gather(rows, items, {}, s);
+  set_noise_sd(theta, s);
   forward(as_real(theta, s), items.size(), s);
   return output(items.size(), s);
 }
@@ -85,20 +95,28 @@ double Network<Real>::row_potential(Matrix<const Real> out, std::size_t k, const
   switch (head_.family) {
     case Family::categorical: return layers::categorical_potential<Real>(row, std::span(&s.classes[k], 1), {}, {});
     case Family::bernoulli: return layers::bernoulli_logit_potential<Real>(row, std::span(&s.y[k], 1), {}, {});
-    case Family::gaussian: return layers::gaussian_potential<Real>(row, std::span(&s.y[k], 1), head_.noise_sd, {}, {});
+    case Family::gaussian: return layers::gaussian_potential<Real>(row, std::span(&s.y[k], 1), s.noise_sd, {}, {});
   }
   return 0.0;
 }
 
-/// θ in the storage type: θ itself for double, a converted copy for float.
+/// The layers' weights and biases in the storage type: θ itself for double, a converted copy for
+/// float (without a sampled u, which stays double).
 template <class Real>
 const Real* Network<Real>::as_real(std::span<const double> theta, Scratch<Real>& s) const {
   if constexpr (std::is_same_v<Real, double>) {
     return theta.data();
   } else {
-    std::copy(theta.begin(), theta.end(), s.theta.begin());
+    std::copy_n(theta.begin(), net_.dimension, s.theta.begin());
     return s.theta.data();
   }
+}
+
+/// σ at θ for the gaussian head: e^u when sampled, else the configured one; the u adjoint zeroed.
+template <class Real>
+void Network<Real>::set_noise_sd(std::span<const double> theta, Scratch<Real>& s) const {
+  s.noise_sd = head_.sampled_noise ? std::exp(theta[net_.dimension]) : head_.noise_sd;
+  s.log_noise_sd_adjoint = 0.0;
 }
 
 /// Where dense_parameter_adjoint adds: the gradient itself for double, a zeroed float buffer
@@ -175,10 +193,22 @@ double Network<Real>::potential(std::size_t n, bool adjoint_wanted, Scratch<Real
       return layers::categorical_potential<Real>(output(n, s), std::span(s.classes.data(), n), weights, d);
     case Family::bernoulli:
       return layers::bernoulli_logit_potential<Real>(output(n, s), std::span(s.y.data(), n), weights, d);
-    case Family::gaussian:
-      return layers::gaussian_potential<Real>(output(n, s), std::span(s.y.data(), n), head_.noise_sd, weights, d);
+    case Family::gaussian: {
+      const double total = layers::gaussian_potential<Real>(output(n, s), std::span(s.y.data(), n), s.noise_sd, weights, d);
+      if (head_.sampled_noise && adjoint_wanted) add_log_noise_sd_adjoint(n, s);
+      return total;
+    }
   }
   return 0.0;
+}
+
+/// Σ_k w_k ∂f_k/∂u over the chunk into the scratch's u adjoint, u = log σ (log_noise_sd.hpp).
+template <class Real>
+void Network<Real>::add_log_noise_sd_adjoint(std::size_t n, Scratch<Real>& s) const {
+  const Matrix<const Real> out = output(n, s);
+  for (std::size_t k = 0; k < n; ++k)
+    s.log_noise_sd_adjoint +=
+        s.weights[k] * regression::gaussian_log_noise_sd_derivative(s.y[k] - static_cast<double>(out(k, 0)), s.noise_sd);
 }
 
 /// D_{l-1} = (D_l W_lᵀ) ⊙ φ'(Z_{l-1}), from the head's D_L down to the first hidden layer.

@@ -2,8 +2,9 @@
 // against the hand-tuned `logistic` on the same file (to rounding); poisson's U against a hand
 // computation on three rows and its gradient against finite differences of that computation;
 // gaussian's U and ∇U against the closed-form Gaussian posterior; probit's and negative binomial's
-// U (fixed and sampled dispersion) against products of probabilities; check-model for each family;
-// bad configuration refused naming the key.
+// U (fixed and sampled dispersion) against products of probabilities; gaussian with a sampled
+// noise sd: U, ∇U and predictions under each noise prior against densities written here;
+// check-model for each family and noise prior; bad configuration refused naming the key.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
@@ -214,6 +215,10 @@ TEST_CASE("glm plugin: without an intercept the model has one coefficient per fe
 }
 
 TEST_CASE("glm plugin: simulated data for every family, and from a prior draw") {
+  // A gaussian's σ drawn from its prior, as log σ after β*.
+  const auto noise = build("family = \"gaussian\"\nnoise_prior = \"half_normal\"\nn = 200\nsimulate_from_prior = true\n");
+  CHECK(noise->simulated_parameters().size() == noise->dimension());
+  CHECK(noise->dimension() == 12);
   for (const char* family : {"bernoulli", "poisson", "gaussian", "negative_binomial"}) {
     INFO(family);
     const auto model = build(fmt::format("family = \"{}\"\nn = 200\nfeatures = 4\ntest_size = 20\n", family));
@@ -253,6 +258,185 @@ TEST_CASE("glm plugin: bad configuration is refused naming the key") {
                     Contains("dispersion_rate"));
   CHECK_THROWS_WITH(build("family = \"negative_binomial\"\ndispersion_shape = 0\nn = 50\n"),
                     Contains("model.dispersion_shape") && Contains("expected a number > 0"));
+}
+
+TEST_CASE("glm plugin: a flat prior adds nothing to U and an intercept prior of its own applies to the intercept only") {
+  // Gaussian rows (σ = 0.5), θ = (intercept, β_1). U's change between two points is minus the
+  // change of the log density written here: the likelihood alone under prior = "flat"; with
+  // intercept_prior = student_t(ν = 3, location m = 2, scale c = 1.5) and prior = normal(0, s = 0.8),
+  // log t_3((b_0 - m)/c) + log N(β_1; 0, s²).
+  const double xs[3] = {0.5, -1.5, 2.0}, ys[3] = {1.1, -0.4, 2.9}, sigma = 0.5;
+  std::string csv;
+  for (int i = 0; i < 3; ++i) csv += fmt::format("{},{}\n", ys[i], xs[i]);
+  test::TempDir dir;
+  const std::string common =
+      fmt::format("data = {}\ntest_size = 0\nfamily = \"gaussian\"\nnoise_sd = {}\n", quoted(dir.write("rows.csv", csv)), sigma);
+  const auto log_likelihood = [&](std::span<const double> theta) {
+    double sum = 0.0;
+    for (int i = 0; i < 3; ++i) {
+      const double r = ys[i] - theta[0] - theta[1] * xs[i];
+      sum += -r * r / (2 * sigma * sigma);
+    }
+    return sum;
+  };
+  const auto flat = build(common + "prior = \"flat\"\n");
+  const auto own = build(common + "prior_scale = 0.8\nintercept_prior = \"student_t\"\nintercept_prior_location = 2\n"
+                                  "intercept_prior_scale = 1.5\n");
+  const auto log_prior = [](std::span<const double> theta) {
+    const double t = (theta[0] - 2.0) / 1.5;
+    return -2.0 * std::log(1.0 + t * t / 3.0) - theta[1] * theta[1] / (2 * 0.8 * 0.8);  // (ν+1)/2 = 2
+  };
+  const std::vector<double> base{0.0, 0.0};
+  for (const auto& theta : {std::vector<double>{0.3, 0.8}, std::vector<double>{-2.5, 1.7}, std::vector<double>{4.0, -0.6}}) {
+    INFO(theta[0] << ", " << theta[1]);
+    // 1e-12 relative: rounding of a few terms of order ≤ 100; a prior left on, or on the wrong
+    // coordinate, moves it by O(1).
+    CHECK(full_potential(*flat, theta) - full_potential(*flat, base) ==
+          Approx(log_likelihood(base) - log_likelihood(theta)).epsilon(1e-12));
+    CHECK(full_potential(*own, theta) - full_potential(*own, base) ==
+          Approx(log_likelihood(base) + log_prior(base) - log_likelihood(theta) - log_prior(theta)).epsilon(1e-12));
+    const auto gradient = full_gradient(*own, theta);
+    for (int j = 0; j < 2; ++j) {
+      auto up = theta, down = theta;
+      up[j] += 1e-5;
+      down[j] -= 1e-5;
+      const auto log_density = [&](std::span<const double> at) { return log_likelihood(at) + log_prior(at); };
+      CHECK(gradient[j] == Approx((log_density(down) - log_density(up)) / 2e-5).epsilon(1e-7).margin(1e-8));
+    }
+  }
+  // A prior draw puts the intercept at its own location: N(100, 0.01²) is within 0.1 of 100 but
+  // with probability 1e-23, and the slopes' N(0, 1) draws are not near it.
+  const auto drawn = build("family = \"gaussian\"\nn = 50\nsimulate_from_prior = true\nintercept_prior = \"normal\"\n"
+                           "intercept_prior_location = 100\nintercept_prior_scale = 0.01\n");
+  const auto truth = drawn->simulated_parameters();
+  REQUIRE(truth.size() == drawn->dimension());
+  CHECK(std::abs(truth[0] - 100.0) < 0.1);
+  for (std::size_t j = 1; j < truth.size(); ++j) CHECK(std::abs(truth[j]) < 50.0);
+}
+
+TEST_CASE("glm plugin: a flat or intercept prior's bad configuration is refused naming the key") {
+  struct Case {
+    std::string keys, key, expected;
+  };
+  const Case cases[] = {
+      {"prior = \"flat\"\nsimulate_from_prior = true\n", "model.prior", "improper"},
+      {"intercept_prior = \"flat\"\nsimulate_from_prior = true\n", "model.intercept_prior", "improper"},
+      {"prior = \"flat\"\nprior_scale = 2\n", "prior_scale", "unknown"},
+      {"intercept_prior = \"normal\"\nintercept = false\n", "model.intercept_prior", "model.intercept"},
+      {"intercept_prior = \"cauchy\"\n", "model.intercept_prior", "'cauchy' is not a prior; expected normal, laplace, student_t, flat"},
+      {"intercept_prior = \"normal\"\nintercept_prior_scale = 0\n", "model.intercept_prior_scale", "expected a number > 0"},
+      {"intercept_prior = \"normal\"\nintercept_prior_df = 3\n", "intercept_prior_df", "unknown"},
+      {"intercept_prior_location = 3\n", "intercept_prior_location", "unknown"},
+      {"family = \"categorical\"\nintercept_prior = \"normal\"\n", "model.intercept_prior", "categorical"},
+      {"family = \"categorical\"\nprior = \"flat\"\nsimulate_from_prior = true\n", "model.prior", "improper"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.keys);
+    CHECK_THROWS_WITH(build("n = 50\n" + c.keys), Contains(c.key) && Contains(c.expected));
+  }
+}
+
+TEST_CASE("glm plugin: a sampled noise sd's bad configuration is refused naming the key") {
+  struct Case {
+    std::string keys, key, expected;
+  };
+  const Case cases[] = {
+      {"noise_prior = \"half_cauchy\"\nnoise_sd = 2\n", "model.noise_sd", "model.noise_prior"},
+      {"noise_prior = \"cauchy\"\n", "model.noise_prior",
+       "'cauchy' is not a noise prior; expected half_normal, half_cauchy, half_student_t, exponential, flat"},
+      {"noise_prior = \"half_student_t\"\n", "model.noise_prior", "noise_prior_df"},
+      {"noise_prior = \"half_student_t\"\nnoise_prior_df = 0\n", "model.noise_prior_df", "expected a number > 0"},
+      {"noise_prior = \"half_normal\"\nnoise_prior_scale = -1\n", "model.noise_prior_scale", "expected a number > 0"},
+      // A flat prior on σ is improper: no prior draw of σ to simulate data from (sbc).
+      {"noise_prior = \"flat\"\nsimulate_from_prior = true\n", "model.noise_prior", "improper"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.keys);
+    CHECK_THROWS_WITH(build("family = \"gaussian\"\nn = 50\n" + c.keys), Contains(c.key) && Contains(c.expected));
+  }
+  // Only the gaussian family has a noise sd; the keys of the other noise priors are unknown.
+  for (const char* family : {"poisson", "bernoulli", "negative_binomial", "categorical"}) {
+    INFO(family);
+    CHECK_THROWS_WITH(build(fmt::format("family = \"{}\"\nnoise_prior = \"half_normal\"\nn = 50\n", family)),
+                      Contains("model.noise_prior") && Contains(fmt::format("family {} has no noise sd", family)));
+  }
+  CHECK_THROWS_WITH(build("family = \"gaussian\"\nnoise_prior = \"half_normal\"\nnoise_prior_df = 3\nn = 50\n"),
+                    Contains("noise_prior_df"));
+  CHECK_THROWS_WITH(build("family = \"gaussian\"\nnoise_prior = \"flat\"\nnoise_prior_scale = 3\nn = 50\n"),
+                    Contains("noise_prior_scale"));
+}
+
+TEST_CASE("glm plugin: a gaussian with a sampled noise sd has U, its gradient and predictions by hand under each noise prior") {
+  // θ = (intercept, β, u = log σ). The posterior density in (β, u) is
+  //   Π_i N(y_i; z_i, σ²) · Π_j N(β_j; 0, s²) · p(σ) · σ   (σ = |dσ/du|, the Jacobian)
+  // with each prior's normalised density p(σ) on σ > 0 written here; U's change between two
+  // points is minus the change of its logarithm.
+  const double xs[3] = {0.5, -1.5, 2.0}, ys[3] = {1.1, -0.4, 2.9};
+  std::string csv;
+  for (int i = 0; i < 3; ++i) csv += fmt::format("{},{}\n", ys[i], xs[i]);
+  test::TempDir dir;
+  const auto data = quoted(dir.write("rows.csv", csv));
+  const double s = 1.5, pi = std::numbers::pi;
+  struct Prior {
+    const char* keys;
+    double (*density)(double sigma);
+  };
+  // Scales 2 (half_normal), 0.7 (half_cauchy), 1.3 with ν = 4 (half_student_t), 0.5 (exponential).
+  const Prior priors[] = {
+      {"noise_prior = \"half_normal\"\nnoise_prior_scale = 2\n",
+       [](double sigma) { return 2.0 / (2.0 * std::sqrt(2.0 * std::numbers::pi)) * std::exp(-sigma * sigma / 8.0); }},
+      {"noise_prior = \"half_cauchy\"\nnoise_prior_scale = 0.7\n",
+       [](double sigma) { return 2.0 / (std::numbers::pi * 0.7 * (1.0 + (sigma / 0.7) * (sigma / 0.7))); }},
+      {"noise_prior = \"half_student_t\"\nnoise_prior_df = 4\nnoise_prior_scale = 1.3\n",
+       [](double sigma) {
+         const double nu = 4.0, c = 1.3;
+         return 2.0 * std::tgamma((nu + 1) / 2) / (std::tgamma(nu / 2) * std::sqrt(nu * std::numbers::pi) * c) *
+                std::pow(1.0 + sigma * sigma / (nu * c * c), -(nu + 1) / 2);
+       }},
+      {"noise_prior = \"exponential\"\nnoise_prior_scale = 0.5\n", [](double sigma) { return std::exp(-sigma / 0.5) / 0.5; }},
+      {"noise_prior = \"flat\"\n", [](double) { return 1.0; }},
+  };
+  for (const auto& prior : priors) {
+    INFO(prior.keys);
+    const auto model =
+        build(fmt::format("data = {}\ntest_size = 0\nfamily = \"gaussian\"\nprior_scale = {}\n{}", data, s, prior.keys));
+    REQUIRE(model->parameter_names() == std::vector<std::string>{"intercept", "beta.1", "log_noise_sd"});
+    CHECK_FALSE(model->capabilities().glm_gradients);
+    CHECK_FALSE(model->capabilities().lipschitz_bounds);
+    const auto log_density = [&](std::span<const double> theta) {
+      const double sigma = std::exp(theta[2]);
+      double sum = std::log(prior.density(sigma)) + theta[2];
+      for (int j = 0; j < 2; ++j) sum += -theta[j] * theta[j] / (2 * s * s) - std::log(s * std::sqrt(2 * pi));
+      for (int i = 0; i < 3; ++i) {
+        const double r = ys[i] - theta[0] - theta[1] * xs[i];
+        sum += -r * r / (2 * sigma * sigma) - std::log(sigma * std::sqrt(2 * pi));
+      }
+      return sum;
+    };
+    // Agreement to 1e-12 relative on differences of sums of a dozen terms of order ≤ 30: rounding
+    // leaves ~1e-14; a missing Jacobian or a prior's wrong scale moves them by O(0.1-1).
+    const std::vector<double> base{0.3, 0.8, 0.0};
+    for (const double u : {-1.2, 0.4, 2.5}) {
+      INFO(u);
+      const std::vector<double> theta{0.3, 0.8, u};
+      CHECK(full_potential(*model, theta) - full_potential(*model, base) ==
+            Approx(log_density(base) - log_density(theta)).epsilon(1e-12));
+      // ∇U against central differences of the hand computation (step 1e-5: error ~1e-10).
+      const auto gradient = full_gradient(*model, theta);
+      for (int j = 0; j < 3; ++j) {
+        auto up = theta, down = theta;
+        up[j] += 1e-5;
+        down[j] -= 1e-5;
+        CHECK(gradient[j] == Approx((log_density(down) - log_density(up)) / 2e-5).epsilon(1e-7).margin(1e-8));
+      }
+      // `sgmcmc predict`: each draw's own σ, the variance σ² = e^{2u} beside the mean z.
+      const auto rows = model->read_prediction_rows(dir.write("new.csv", "0,2\n"));
+      std::vector<double> out(2);
+      model->predict_rows(theta, *rows, out, {});
+      CHECK(out[0] == Approx(0.3 + 0.8 * 2).epsilon(1e-14));
+      CHECK(out[1] == Approx(std::exp(2 * u)).epsilon(1e-14));
+    }
+  }
 }
 
 TEST_CASE("glm plugin: probit and negative binomial U are hand-computed log densities of three rows") {
@@ -343,15 +527,23 @@ TEST_CASE("glm plugin: check-model passes for every family and link, and for eac
                            "family=poisson --set model.prior=laplace", "family=gaussian --set model.noise_sd=0.5",
                            "family=negative_binomial --set model.dispersion=3 --set model.prior=student_t",
                            "family=negative_binomial --set model.dispersion_shape=2",
-                           "family=gaussian --set model.intercept=false --set model.storage=float"}) {
+                           "family=gaussian --set model.intercept=false --set model.storage=float",
+                           "family=gaussian --set model.noise_prior=half_normal --set model.noise_prior_scale=2",
+                           "family=gaussian --set model.noise_prior=half_cauchy",
+                           "family=gaussian --set model.noise_prior=half_student_t --set model.noise_prior_df=4",
+                           "family=gaussian --set model.noise_prior=exponential --set model.noise_prior_scale=0.5",
+                           "family=gaussian --set model.noise_prior=flat",
+                           "family=gaussian --set model.prior=flat --set model.noise_prior=half_normal",
+                           "family=poisson --set model.intercept_prior=student_t --set model.intercept_prior_location=1"}) {
     const auto checked = test::run_cli(std::string("check-model glm --set model.n=300 --set model.") + keys);
     INFO(checked.output);
     CHECK(checked.exit_code == 0);
     CHECK_THAT(checked.output, Contains("0 failed") && !Contains("FAIL"));
-    // No bound for poisson; neither a bound nor the GLM form with a sampled dispersion.
-    const bool sampled_dispersion = std::string(keys).find("dispersion_shape") != std::string::npos;
-    const bool bounded = std::string(keys).find("poisson") == std::string::npos && !sampled_dispersion;
+    // No bound for poisson; neither a bound nor the GLM form with a sampled dispersion or noise sd.
+    const bool sampled = std::string(keys).find("dispersion_shape") != std::string::npos ||
+                         std::string(keys).find("noise_prior") != std::string::npos;
+    const bool bounded = std::string(keys).find("poisson") == std::string::npos && !sampled;
     CHECK_THAT(checked.output, Contains(bounded ? "PASS  Lipschitz bounds" : "SKIP  Lipschitz bounds"));
-    CHECK_THAT(checked.output, Contains(sampled_dispersion ? "SKIP  GLM form" : "PASS  GLM form"));
+    CHECK_THAT(checked.output, Contains(sampled ? "SKIP  GLM form" : "PASS  GLM form"));
   }
 }

@@ -1,7 +1,8 @@
 // The mlp plugin, loaded from disk: U, ∇U and the held-out quantities and metrics of a 2 → 2 → 3
 // tanh network on three rows against a scalar computation written here; the start at Glorot/He
-// scale; check-model for every activation and family; float storage against double; bad
-// configuration refused naming the key.
+// scale; check-model for every activation and family, and each noise prior of a gaussian; with
+// `layers = []` and a sampled noise sd, glm's gaussian to rounding; float storage against double;
+// bad configuration refused naming the key.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
@@ -242,6 +243,82 @@ TEST_CASE("mlp plugin: check-model passes for every activation and family") {
     }
 }
 
+TEST_CASE("mlp plugin: check-model passes for a gaussian with its noise sd sampled under each noise prior") {
+  for (const char* prior : {"half_normal --set model.noise_prior_scale=2", "half_cauchy",
+                            "half_student_t --set model.noise_prior_df=4", "exponential --set model.noise_prior_scale=0.5",
+                            "flat"}) {
+    const auto checked = test::run_cli(fmt::format(
+        "check-model mlp --set model.n=200 --set model.layers=[6,4] --set model.features=3 --set model.family=gaussian "
+        "--set model.noise_prior={}",
+        prior));
+    INFO(checked.output);
+    CHECK(checked.exit_code == 0);
+    CHECK_THAT(checked.output, Contains("0 failed") && !Contains("FAIL"));
+    CHECK_THAT(checked.output, Contains("PASS  per-item gradients"));
+  }
+}
+
+TEST_CASE("mlp plugin: with no hidden layer a gaussian with a sampled noise sd is glm's gaussian to rounding") {
+  // layers = [] is linear regression: z = xᵀw + b. mlp's θ = (w_1 .. w_F, b, u), glm's
+  // (intercept, β_1 .. β_F, u); the same normal prior on every coefficient and the same noise
+  // prior on u = log σ, so U and ∇U agree coordinate for coordinate after the permutation.
+  // Both sum the same terms in a different order: 1e-12 relative is rounding, a wrong term O(1).
+  test::TempDir dir;
+  const auto data = test::quoted(dir.write("rows.csv", "1.1,0.5,-1\n-0.4,-1.5,0.25\n2.9,2,0.5\n0.3,0.1,-0.7\n"));
+  for (const char* prior : {"noise_prior = \"half_cauchy\"\nnoise_prior_scale = 0.7\n",
+                            "noise_prior = \"half_student_t\"\nnoise_prior_df = 4\n", "noise_prior = \"exponential\"\n"}) {
+    INFO(prior);
+    const std::string keys =
+        fmt::format("data = {}\ntest_size = 0\nfamily = \"gaussian\"\nprior_scale = 1.5\n{}", data, prior);
+    const auto mlp = build(keys + "layers = []\n");
+    const auto glm = test::build_model("glm", keys);
+    REQUIRE(mlp->parameter_names() == std::vector<std::string>{"w1.1.1", "w1.2.1", "b1.1", "log_noise_sd"});
+    REQUIRE(glm->parameter_names() == std::vector<std::string>{"intercept", "beta.1", "beta.2", "log_noise_sd"});
+    constexpr std::size_t from_glm[4] = {1, 2, 0, 3};  // mlp coordinate j is glm coordinate from_glm[j]
+    auto mlp_workspace = mlp->make_workspace(), glm_workspace = glm->make_workspace();
+    for (const double u : {-0.8, 0.0, 1.3}) {
+      INFO(u);
+      const std::vector<double> at_glm{0.4, -0.9, 0.6, u};
+      std::vector<double> at_mlp(4);
+      for (std::size_t j = 0; j < 4; ++j) at_mlp[j] = at_glm[from_glm[j]];
+      CHECK(test::full_potential(*mlp, at_mlp) == Approx(test::full_potential(*glm, at_glm)).epsilon(1e-12));
+      const auto mlp_gradient = test::full_gradient(*mlp, at_mlp, *mlp_workspace);
+      const auto glm_gradient = test::full_gradient(*glm, at_glm, *glm_workspace);
+      for (std::size_t j = 0; j < 4; ++j) CHECK(mlp_gradient[j] == Approx(glm_gradient[from_glm[j]]).epsilon(1e-12));
+      // Per-item gradients (SAGA's table, the Fisher mass) likewise.
+      const std::vector<std::size_t> items{0, 1, 2, 3};
+      std::vector<double> mlp_items(16), glm_items(16);
+      mlp->item_gradients(at_mlp, items, mlp_items, *mlp_workspace);
+      glm->item_gradients(at_glm, items, glm_items, *glm_workspace);
+      for (std::size_t k = 0; k < 4; ++k)
+        for (std::size_t j = 0; j < 4; ++j)
+          CHECK(mlp_items[k * 4 + j] == Approx(glm_items[k * 4 + from_glm[j]]).epsilon(1e-12).margin(1e-15));
+      // `sgmcmc predict` and the held-out densities: each draw's own σ.
+      const auto path = dir.write("new.csv", "0.5,1,-1\n");
+      const auto mlp_rows = mlp->read_prediction_rows(path), glm_rows = glm->read_prediction_rows(path);
+      std::vector<double> mlp_out(2), glm_out(2), mlp_log_density(1), glm_log_density(1);
+      mlp->predict_rows(at_mlp, *mlp_rows, mlp_out, mlp_log_density);
+      glm->predict_rows(at_glm, *glm_rows, glm_out, glm_log_density);
+      CHECK(mlp_out[0] == Approx(glm_out[0]).epsilon(1e-12));
+      CHECK(mlp_out[1] == Approx(std::exp(2 * u)).epsilon(1e-12));
+      CHECK(glm_out[1] == Approx(std::exp(2 * u)).epsilon(1e-12));
+      CHECK(mlp_log_density[0] == Approx(glm_log_density[0]).epsilon(1e-12));
+    }
+  }
+  // Float storage keeps u in double and the network in float: the same U to float precision.
+  const std::string keys = "n = 200\nlayers = [6, 4]\nfeatures = 3\nfamily = \"gaussian\"\nnoise_prior = \"half_normal\"\n";
+  const auto in_double = build(keys), in_float = build(keys + "storage = \"float\"\n");
+  std::vector<double> theta(in_double->dimension());
+  sgmcmc::Rng rng(5, 0);
+  in_double->initial_point(theta, rng);
+  theta.back() = -0.3;
+  CHECK(test::full_potential(*in_float, theta) == Approx(test::full_potential(*in_double, theta)).epsilon(1e-5));
+  auto workspace_double = in_double->make_workspace(), workspace_float = in_float->make_workspace();
+  // ∂U/∂u = Σ_i (1 - r_i²/σ²) + the prior's: 180 rows' float residuals (relative error ~1e-6).
+  CHECK(test::full_gradient(*in_float, theta, *workspace_float).back() ==
+        Approx(test::full_gradient(*in_double, theta, *workspace_double).back()).epsilon(1e-4).margin(1e-2));
+}
+
 TEST_CASE("mlp plugin: float storage gives double storage's potential and gradient to float precision") {
   // Not check-model: its finite differences (step ~1e-5) of a potential whose every activation is
   // rounded to float (relative 6e-8) are noise of order 1e-2, and its batch-against-items sums
@@ -287,8 +364,14 @@ TEST_CASE("mlp plugin: bad configuration and labels are refused naming the key o
                     Contains("three.csv:3: the label 2 is not a class") && Contains("model.classes"));
   const auto one_class = test::quoted(dir.write("one.csv", "0,1,2\n0,0,1\n"));
   CHECK_THROWS_WITH(build(fmt::format("data = {}\ntest_size = 0\n", one_class)), Contains("K ≥ 2"));
-  // A key of another family is unknown here, as in glm.
+  // A key of another family is unknown here, as in glm; a noise prior is refused saying why.
   CHECK_THROWS_WITH(build("noise_sd = 2\n"), Contains("noise_sd"));
+  CHECK_THROWS_WITH(build("noise_prior = \"half_normal\"\n"),
+                    Contains("model.noise_prior") && Contains("family categorical has no noise sd"));
+  CHECK_THROWS_WITH(build("family = \"gaussian\"\nnoise_prior = \"half_normal\"\nnoise_sd = 1\n"),
+                    Contains("model.noise_sd") && Contains("model.noise_prior"));
+  CHECK_THROWS_WITH(build("family = \"gaussian\"\nnoise_prior = \"half_student_t\"\nnoise_prior_df = -1\n"),
+                    Contains("model.noise_prior_df") && Contains("expected a number > 0"));
 }
 
 TEST_CASE("mlp plugin: the bundled digits are 1,797 rows of a label 0-9 and 64 pixels in sixteenths of [0, 1]") {
