@@ -150,15 +150,18 @@ class Row:
 
 def compare(run_folder: Path, root: Path, posterior: str, names_path: Path | None) -> tuple[list[Row], str, str]:
     """The rows, the run's status and a line describing both sets of draws."""
-    names = read_names(find_names(run_folder, names_path))
+    if not run_folder.is_dir():
+        raise Refused(f"{run_folder}: no such folder (expected a folder `sgmcmc run` wrote)")
+    names_file = find_names(run_folder, names_path)
+    names = read_names(names_file)
     reference_path, reference = reference_chains(root, posterior)
     mapped = {reference_name for reference_name, _, _ in names}
     unknown = sorted(mapped - set(reference))
     if unknown:
-        raise Refused(f"names.csv maps {', '.join(unknown)}, which {reference_path} does not have")
+        raise Refused(f"{names_file} maps {', '.join(unknown)}, which {reference_path} does not have")
     missing = [parameter for parameter in reference if parameter not in mapped]
     if missing:
-        raise Refused(f"names.csv does not map {', '.join(missing)} of {reference_path}")
+        raise Refused(f"{names_file} does not map {', '.join(missing)} of {reference_path}")
     try:
         run = read_run(run_folder)
     except RunFolderError as error:
@@ -166,7 +169,7 @@ def compare(run_folder: Path, root: Path, posterior: str, names_path: Path | Non
     rows = []
     for reference_name, sgmcmc_name, transform in names:
         if sgmcmc_name not in run.columns:
-            raise Refused(f"the run {run_folder} has no parameter `{sgmcmc_name}` (names.csv maps {reference_name} to it)")
+            raise Refused(f"the run {run_folder} has no parameter `{sgmcmc_name}` ({names_file} maps {reference_name} to it)")
         ours = [TRANSFORMS[transform](table[sgmcmc_name].to_numpy(dtype=float)) for table in run.chains]
         rows.append(Row(reference_name, sgmcmc_name, summarise(reference[reference_name], f"{reference_path} {reference_name}"),
                         summarise(ours, f"{run_folder} {sgmcmc_name}")))
