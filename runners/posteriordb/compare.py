@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compare an sgmcmc run with a posteriordb posterior's reference draws.
 
-    compare.py RUN_FOLDER --posteriordb DIR --posterior NAME [--names FILE] [--tolerance 4]
+    compare.py RUN_FOLDER --posteriordb DIR --posterior NAME [--names FILE] [--tolerance 4] [--summaries FILE]
 
 Per reference parameter: the reference's and the run's mean and sd, the difference of the means in
 reference sds and in combined MCSE, the ratio of the sds and their difference in combined MCSE of
@@ -119,6 +119,24 @@ def reference_chains(root: Path, posterior: str) -> tuple[Path, dict[str, list[n
     return path, parameters
 
 
+def reference_summaries(root: Path, posterior: str, summaries_file: Path | None) -> tuple[str, dict[str, Summary]]:
+    """Each reference parameter's Summary, from the reference draws, or from a summaries file
+    (JSON {posterior: {parameter: {mean, sd, mcse_mean, mcse_sd}}}, as tests/posteriordb/vendor.py
+    writes it from the draws, for a copy of posteriordb that does not keep them); and where from."""
+    if summaries_file is None:
+        path, chains = reference_chains(root, posterior)
+        summaries = {name: summarise(draws, f"{path} {name}") for name, draws in chains.items()}
+        first = next(iter(chains.values()))
+        return f"{path} ({len(first)} chains × {len(first[0])} draws)", summaries
+    try:
+        table = read_json(summaries_file)[posterior]
+        return str(summaries_file), {name: Summary(float(row["mean"]), float(row["sd"]), float(row["mcse_mean"]),
+                                                   float(row["mcse_sd"])) for name, row in table.items()}
+    except (KeyError, TypeError, ValueError) as error:
+        raise Refused(f"{summaries_file}: expected {{\"{posterior}\": {{parameter: {{mean, sd, mcse_mean, mcse_sd}}}}}}, "
+                      f"missing {error}") from error
+
+
 @dataclass(frozen=True)
 class Row:
     reference_name: str
@@ -148,20 +166,21 @@ class Row:
         return (self.ours.sd - self.reference.sd) / math.hypot(self.ours.mcse_sd, self.reference.mcse_sd)
 
 
-def compare(run_folder: Path, root: Path, posterior: str, names_path: Path | None) -> tuple[list[Row], str, str]:
+def compare(run_folder: Path, root: Path, posterior: str, names_path: Path | None,
+            summaries_file: Path | None = None) -> tuple[list[Row], str, str]:
     """The rows, the run's status and a line describing both sets of draws."""
     if not run_folder.is_dir():
         raise Refused(f"{run_folder}: no such folder (expected a folder `sgmcmc run` wrote)")
     names_file = find_names(run_folder, names_path)
     names = read_names(names_file)
-    reference_path, reference = reference_chains(root, posterior)
+    source, reference = reference_summaries(root, posterior, summaries_file)
     mapped = {reference_name for reference_name, _, _ in names}
     unknown = sorted(mapped - set(reference))
     if unknown:
-        raise Refused(f"{names_file} maps {', '.join(unknown)}, which {reference_path} does not have")
+        raise Refused(f"{names_file} maps {', '.join(unknown)}, which {source} does not have")
     missing = [parameter for parameter in reference if parameter not in mapped]
     if missing:
-        raise Refused(f"{names_file} does not map {', '.join(missing)} of {reference_path}")
+        raise Refused(f"{names_file} does not map {', '.join(missing)} of {source}")
     try:
         run = read_run(run_folder)
     except RunFolderError as error:
@@ -171,12 +190,10 @@ def compare(run_folder: Path, root: Path, posterior: str, names_path: Path | Non
         if sgmcmc_name not in run.columns:
             raise Refused(f"the run {run_folder} has no parameter `{sgmcmc_name}` ({names_file} maps {reference_name} to it)")
         ours = [TRANSFORMS[transform](table[sgmcmc_name].to_numpy(dtype=float)) for table in run.chains]
-        rows.append(Row(reference_name, sgmcmc_name, summarise(reference[reference_name], f"{reference_path} {reference_name}"),
-                        summarise(ours, f"{run_folder} {sgmcmc_name}")))
+        rows.append(Row(reference_name, sgmcmc_name, reference[reference_name], summarise(ours, f"{run_folder} {sgmcmc_name}")))
     cpu_seconds = sum(float(chain.get("cpu_seconds", math.nan)) for chain in run.manifest.get("chains", []))
     draws = (f"run: {run.num_chains} chains × {'/'.join(str(n) for n in sorted(set(run.num_draws)))} draws, "
-             f"{cpu_seconds:.3g} CPU s; reference: {len(reference[names[0][0]])} chains × "
-             f"{len(reference[names[0][0]][0])} draws")
+             f"{cpu_seconds:.3g} CPU s; reference: {source}")
     return rows, run.status, draws
 
 
@@ -198,9 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--posterior", required=True, help="the posterior's name, e.g. sblri-blr")
     parser.add_argument("--names", type=Path, help="names.csv (default: in RUN_FOLDER, else beside it)")
     parser.add_argument("--tolerance", type=float, default=4.0, help="in combined MCSE (4)")
+    parser.add_argument("--summaries", type=Path, help="the reference's summaries instead of its draws (tests/posteriordb/vendor.py)")
     args = parser.parse_args(argv)
     try:
-        rows, status, draws = compare(args.run_folder, args.posteriordb, args.posterior, args.names)
+        rows, status, draws = compare(args.run_folder, args.posteriordb, args.posterior, args.names, args.summaries)
     except Refused as refusal:
         print(f"compare.py: {refusal}", file=sys.stderr)
         return 2

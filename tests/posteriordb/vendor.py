@@ -7,7 +7,8 @@ Copies, unchanged, for every posterior in POSTERIORS: its posteriors/<name>.json
 and its data zip into tests/posteriordb/posterior_database/ (the checkout's layout, so that
 runners/posteriordb/convert.py and compare.py read it as a checkout), the reference draws of
 DRAWS_VENDORED, posteriordb's LICENCE.md, and writes reference_summaries.json: per posterior and
-parameter the reference draws' mean and sd and the bulk ESS posteriordb's info file reports.
+parameter the reference draws' mean and sd, their MCSEs as compare.py computes them (batch means),
+and the bulk ESS posteriordb's info file reports; `compare.py --summaries` reads it.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def main() -> int:
     root = parser.parse_args().posteriordb
     sys.path.insert(0, str(HERE.parents[1] / "runners" / "posteriordb"))
     from convert import read_json
+    from compare import summarise
 
     shutil.copyfile(root / "LICENCE.md", HERE / "LICENCE.md")
     summaries = {}
@@ -69,9 +71,9 @@ def main() -> int:
         ess = dict(zip(diagnostics["diagnostic_information"]["names"], diagnostics["effective_sample_size_bulk"]))
         summaries[posterior] = {}
         for parameter in chains[0]:
-            draws = np.concatenate([np.asarray(chain[parameter], dtype=float) for chain in chains])
-            summaries[posterior][parameter] = {"mean": float(draws.mean()), "sd": float(draws.std(ddof=1)),
-                                               "ess_bulk": float(ess[parameter])}
+            reference = summarise([np.asarray(chain[parameter], dtype=float) for chain in chains], parameter)
+            summaries[posterior][parameter] = {"mean": reference.mean, "sd": reference.sd, "mcse_mean": reference.mcse_mean,
+                                               "mcse_sd": reference.mcse_sd, "ess_bulk": float(ess[parameter])}
     (HERE / "reference_summaries.json").write_text(json.dumps(summaries, indent=1) + "\n")
     print(f"{HERE}: {len(POSTERIORS)} posteriors, reference draws of {', '.join(DRAWS_VENDORED)}")
     return 0
