@@ -18,7 +18,7 @@ import json
 import math
 import sys
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -69,7 +69,6 @@ class LinearRegression:
     noise_prior: Prior
     intercept_prior: Prior | Callable[[Data], Prior] | None = None  # None: the coefficients' prior
     noise_name: str = "sigma"
-    notes: str = field(default="")
 
 
 # ---- Transformed data, as the Stan files write it --------------------------------------------
@@ -114,7 +113,9 @@ def coefficients(*columns: np.ndarray, first: int = 2, name: str = "beta") -> Co
 
 
 def matrix_columns(data: Data, name: str, coefficient: str, skip_first: bool = False) -> Columns:
-    matrix = np.asarray(data.get(name), dtype=float)
+    if name not in data:
+        raise Refused(f"the data has no `{name}` (it has {', '.join(sorted(data))})")
+    matrix = np.asarray(data[name], dtype=float)
     if matrix.ndim != 2:
         raise Refused(f"data `{name}`: expected an N × D matrix")
     start = 1 if skip_first else 0
