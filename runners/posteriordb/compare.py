@@ -70,7 +70,9 @@ def summarise(chains: list[np.ndarray], what: str) -> Summary:
     mean = float(pooled.mean())
     sd = float(pooled.std(ddof=1))
     squares = [(chain - mean) ** 2 for chain in chains]
-    mcse_sd = batch_means_mcse(squares, what) / (2.0 * sd) if sd > 0 else math.inf
+    # Constant draws (a chain that never moved) have sd 0 and no spread to err by: MCSE 0, so
+    # their sd is judged against the reference's own MCSE alone.
+    mcse_sd = batch_means_mcse(squares, what) / (2.0 * sd) if sd > 0 else 0.0
     return Summary(mean, sd, batch_means_mcse(chains, what), mcse_sd)
 
 
@@ -155,7 +157,7 @@ class Row:
     @property
     def run_ess(self) -> float:
         """The run's effective sample size as batch means see it: (sd / MCSE of the mean)²."""
-        return (self.ours.sd / self.ours.mcse_mean) ** 2
+        return (self.ours.sd / self.ours.mcse_mean) ** 2 if self.ours.mcse_mean > 0 else math.nan
 
     @property
     def sd_ratio(self) -> float:
