@@ -13,6 +13,10 @@ import sgmcmc;
 
 namespace glm {
 
+using regression::Likelihood;
+using regression::LikelihoodConstants;
+using regression::likelihood_count;
+
 struct Family {
   const char* family;
   const char* link;

@@ -46,6 +46,9 @@ import sgmcmc;
 namespace glm {
 namespace {
 
+using regression::DesignMatrix;
+using regression::glm_kernels;
+using regression::GlmKernels;
 using regression::LabelledRows;
 using regression::Prepared;
 using regression::PredictiveWorkspace;

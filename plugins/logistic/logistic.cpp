@@ -19,7 +19,7 @@
 #include <fmt/format.h>
 
 #include "design_matrix.hpp"
-#include "kernels.hpp"
+#include "glm_kernels.hpp"
 #include "labelled_rows.hpp"
 #include "laplace.hpp"
 #include "prediction_rows.hpp"
@@ -32,6 +32,7 @@ namespace logistic {
 namespace {
 
 using regression::design_matrix;
+using regression::DesignMatrix;
 using regression::LabelledRows;
 using regression::parse_label_coding;
 using regression::Prepared;
@@ -136,24 +137,24 @@ public:
 
   void add_data_gradient(std::span<const double> beta, const Batch& batch, std::span<double> gradient, sgmcmc::Workspace&,
                          Rng&) const override {
-    kernels_.add_weighted_gradients(train_, batch.items, batch.weights, beta, gradient);
+    kernels_.add_weighted_gradients(constants_, train_, batch.items, batch.weights, beta, gradient);
   }
 
   double data_potential(std::span<const double> beta, const Batch& batch, sgmcmc::Workspace&) const override {
-    return kernels_.weighted_potential(train_, batch.items, batch.weights, beta);
+    return kernels_.weighted_potential(constants_, train_, batch.items, batch.weights, beta);
   }
   /// One pass over the batch's rows for both (x_iᵀβ once per row).
   std::optional<double> data_potential_and_gradient(std::span<const double> beta, const Batch& batch,
                                                     std::span<double> gradient, sgmcmc::Workspace&,
                                                     Rng&) const override {
-    return kernels_.add_weighted_gradients_and_potential(train_, batch.items, batch.weights, beta, gradient);
+    return kernels_.add_weighted_gradients_and_potential(constants_, train_, batch.items, batch.weights, beta, gradient);
   }
 
   void item_gradients(std::span<const double> beta, std::span<const std::size_t> items, std::span<double> out,
                       sgmcmc::Workspace&) const override {
     const std::size_t d = dimension();
     std::vector<double> scalars(items.size());
-    kernels_.glm_scalars(train_, items, beta, scalars);
+    kernels_.glm_scalars(constants_, train_, items, beta, scalars);
     for (std::size_t k = 0; k < items.size(); ++k) {
       const Real* row = train_.row(items[k]);
       for (std::size_t j = 0; j < d; ++j) out[k * d + j] = scalars[k] * row[j];
@@ -162,7 +163,7 @@ public:
 
   void glm_scalars(std::span<const double> beta, std::span<const std::size_t> items, std::span<double> out,
                    sgmcmc::Workspace&) const override {
-    kernels_.glm_scalars(train_, items, beta, out);
+    kernels_.glm_scalars(constants_, train_, items, beta, out);
   }
 
   void add_scaled_features(std::span<const std::size_t> items, std::span<const double> scales,
@@ -184,7 +185,7 @@ public:
   /// Baker et al. (2019, §5.1): (1/J) Σ_j log[(1/S) Σ_s p(y*_j | x*_j, β_s)] over the S draws evaluated so far.
   void evaluate_metrics(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
     auto& workspace = static_cast<LogisticWorkspace&>(base);
-    kernels_.log_likelihoods(test_, beta, workspace.log_likelihoods);
+    kernels_.log_likelihoods(constants_, test_, beta, workspace.log_likelihoods);
     out[0] = workspace.predictive.add(workspace.log_likelihoods);
   }
 
@@ -196,7 +197,7 @@ public:
   /// ZV-corrected estimate Baker et al. (2019)'s Figure 2 shows.
   void evaluate_quantities(std::span<const double> beta, sgmcmc::Workspace& base, std::span<double> out) const override {
     auto& workspace = static_cast<LogisticWorkspace&>(base);
-    kernels_.log_likelihoods(test_, beta, workspace.log_likelihoods);
+    kernels_.log_likelihoods(constants_, test_, beta, workspace.log_likelihoods);
     const auto& terms = workspace.log_likelihoods;
     out[0] = std::accumulate(terms.begin(), terms.end(), 0.0) / static_cast<double>(terms.size());
   }
@@ -211,7 +212,7 @@ public:
     const auto& rows = static_cast<const regression::MatrixPredictionRows<Real>&>(base);
     for (std::size_t i = 0; i < rows.count; ++i)
       out[i] = 1.0 / (1.0 + std::exp(-regression::linear_predictor(rows.x, i, beta.data())));
-    if (!log_densities.empty()) kernels_.log_likelihoods(rows.x, beta, log_densities);
+    if (!log_densities.empty()) kernels_.log_likelihoods(constants_, rows.x, beta, log_densities);
   }
 
 private:
@@ -221,7 +222,9 @@ private:
   regression::FileFormat format_;
   regression::StorageOptions storage_;
   DesignMatrix<Real> train_, test_;
-  const Kernels<Real>& kernels_ = kernels<Real>();
+  // glm's bernoulli-logit kernels: y ∈ {-1, +1}, f_i = log(1 + exp(-y_i z_i)), no constants.
+  const regression::GlmKernels<Real>& kernels_ = regression::glm_kernels<Real>(regression::Likelihood::bernoulli_logit);
+  const regression::LikelihoodConstants constants_ = {};
 };
 
 sgmcmc::PluginInfo logistic_info() {

@@ -1,8 +1,8 @@
 // The pass over a batch's rows that every regression kernel makes, compiled once per instruction
 // set: a kernel file defines REGRESSION_ISA to its namespace (x86_64_v3 or baseline) before
 // including this, so that every inlined helper gets that file's instruction set and the two
-// copies never meet at link time. Shared by `logistic` (kernels_body.hpp) and `glm`
-// (glm_kernels_body.hpp), which differ only in the per-row scalar they compute from (y_i, z_i).
+// copies never meet at link time. glm_kernels_body.hpp makes each likelihood's kernels from it,
+// which differ only in the per-row scalar they compute from (y_i, z_i).
 #include <algorithm>
 #include <cmath>
 #include <span>

@@ -1,4 +1,4 @@
-// The glm kernels' bodies, compiled once per instruction set (glm_kernels_x86_64_v3.cpp and
+// The GLM kernels' bodies (glm_kernels.hpp), compiled once per instruction set (glm_kernels_x86_64_v3.cpp and
 // glm_kernels_baseline.cpp define REGRESSION_ISA and include this; glm_kernels.cpp picks one
 // when the plugin loads), and once per likelihood: the table at the end, in the order of the
 // Likelihood enum, instantiates them.
@@ -6,9 +6,7 @@
 #include "row_blocks.hpp"
 #include "likelihood_math.hpp"
 
-namespace glm::REGRESSION_ISA {
-
-using namespace regression::REGRESSION_ISA;
+namespace regression::REGRESSION_ISA {
 
 template <class L, class Real>
 void add_weighted_gradients_body(const LikelihoodConstants& c, const DesignMatrix<Real>& x,
@@ -80,4 +78,4 @@ constexpr GlmKernels<Real> table[likelihood_count] = {
 extern const GlmKernels<double>* const double_kernels = table<double>;
 extern const GlmKernels<float>* const float_kernels = table<float>;
 
-}  // namespace glm::REGRESSION_ISA
+}  // namespace regression::REGRESSION_ISA

@@ -3,7 +3,7 @@
 #include "glm_kernels.hpp"
 #include "isa.hpp"
 
-namespace glm {
+namespace regression {
 
 namespace x86_64_v3 {
 extern const GlmKernels<double>* const double_kernels;
@@ -25,4 +25,4 @@ const GlmKernels<float>& glm_kernels<float>(Likelihood likelihood) {
   return chosen[static_cast<std::size_t>(likelihood)];
 }
 
-}  // namespace glm
+}  // namespace regression

@@ -4,7 +4,7 @@
 #pragma once
 #include <cstddef>
 
-namespace glm {
+namespace regression {
 
 /// Index into the kernels' table: the order of likelihood_math.hpp's `Likelihoods` list.
 enum class Likelihood : std::size_t {
@@ -22,4 +22,4 @@ struct LikelihoodConstants {
   double dispersion = 1.0;  // negative binomial: r (variance μ + μ²/r)
 };
 
-}  // namespace glm
+}  // namespace regression

@@ -13,7 +13,7 @@
 #error "define REGRESSION_ISA to the namespace of this instruction set"
 #endif
 
-namespace glm::REGRESSION_ISA {
+namespace regression::REGRESSION_ISA {
 
 /// log(1 + exp(t)) without overflow or loss of precision, and without a branch (it vectorises).
 inline double softplus(double t) { return std::max(t, 0.0) + std::log1p(std::exp(-std::abs(t))); }
@@ -83,4 +83,4 @@ struct NegativeBinomialLog {
   }
 };
 
-}  // namespace glm::REGRESSION_ISA
+}  // namespace regression::REGRESSION_ISA

@@ -1,7 +1,9 @@
-// The glm plugin's batch kernels, one set per likelihood: the same one pass over a batch's rows
-// as logistic's (../regression/row_blocks.hpp), with the likelihood's scalar in place of the
-// logistic one. z_i = x_iᵀβ; f_i = loss(y_i, z_i); ∇f_i = s_i x_i with s_i = ∂f_i/∂z_i
-// (likelihood_math.hpp). Empty `weights` means every weight is 1.
+// The batch kernels of the GLM likelihoods, one set per likelihood, shared by the `glm` plugin
+// (every family but categorical) and `logistic` (bernoulli_logit): one pass over a batch's rows
+// (row_blocks.hpp), fused (the dot product, the likelihood's scalar and the axpy while the row is
+// in L1), with rows `prefetch` ahead requested from memory. z_i = x_iᵀβ (+ the row's offset);
+// f_i = loss(y_i, z_i); ∇f_i = s_i x_i with s_i = ∂f_i/∂z_i (likelihood_math.hpp). Empty
+// `weights` means every weight is 1.
 #pragma once
 #include <cstddef>
 #include <span>
@@ -9,9 +11,7 @@
 #include "design_matrix.hpp"
 #include "likelihoods.hpp"
 
-namespace glm {
-
-using regression::DesignMatrix;
+namespace regression {
 
 template <class Real>
 struct GlmKernels {
@@ -43,4 +43,4 @@ struct GlmKernels {
 template <class Real>
 const GlmKernels<Real>& glm_kernels(Likelihood likelihood);
 
-}  // namespace glm
+}  // namespace regression

@@ -1,2 +1,0 @@
-#define REGRESSION_ISA baseline
-#include "kernels_body.hpp"
