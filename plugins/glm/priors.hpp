@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace glm {
 
