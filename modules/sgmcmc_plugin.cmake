@@ -12,11 +12,11 @@ include(${CMAKE_CURRENT_LIST_DIR}/sgmcmc_autodiff.cmake)
 # them silently whatever -O, -D, -march or -g a consumer uses, and refuses them only when a
 # language option differs (-std, -fno-exceptions, ...: "configuration mismatch"). So they are
 # reused only when this project's compiler, build type and flags are sgmcmc's and a probe that
-# imports sgmcmc through them compiles; otherwise CMake compiles the BMIs from the interface
+# imports sgmcmc.sdk through them compiles; otherwise CMake compiles the BMIs from the interface
 # units as before. SGMCMC_USE_INSTALLED_BMIS=OFF forces the latter.
 function(_sgmcmc_installed_bmis_usable out)
   set(${out} OFF PARENT_SCOPE)
-  if(NOT SGMCMC_BMI_DIR OR NOT EXISTS "${SGMCMC_BMI_DIR}/sgmcmc.pcm")
+  if(NOT SGMCMC_BMI_DIR OR NOT EXISTS "${SGMCMC_BMI_DIR}/sgmcmc.sdk.pcm")
     return()
   endif()
   option(SGMCMC_USE_INSTALLED_BMIS "reuse the BMIs installed with sgmcmc when compiler and flags match" ON)
@@ -35,7 +35,7 @@ function(_sgmcmc_installed_bmis_usable out)
   if(NOT DEFINED CACHE{_SGMCMC_BMI_PROBE_KEY} OR NOT _SGMCMC_BMI_PROBE_KEY STREQUAL key)
     message(CHECK_START "sgmcmc: can this compiler load the installed BMIs")
     set(CMAKE_TRY_COMPILE_TARGET_TYPE STATIC_LIBRARY)  # compile only: the probe has no main
-    try_compile(ok SOURCE_FROM_CONTENT probe.cpp "import sgmcmc;\n"
+    try_compile(ok SOURCE_FROM_CONTENT probe.cpp "import sgmcmc.sdk;\n"
       CMAKE_FLAGS -DCMAKE_CXX_VISIBILITY_PRESET=hidden -DCMAKE_VISIBILITY_INLINES_HIDDEN=ON
       COMPILE_DEFINITIONS "-fprebuilt-module-path=${SGMCMC_BMI_DIR}"
       LINK_LIBRARIES sgmcmc::build_flags

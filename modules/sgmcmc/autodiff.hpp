@@ -31,7 +31,7 @@
 #include <span>
 #include <vector>
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace sgmcmc::autodiff {
 

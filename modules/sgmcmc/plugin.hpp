@@ -1,7 +1,7 @@
 // Include in the one source file of a model plugin that exports it:
 //
 //   #include <sgmcmc/plugin.hpp>
-//   import sgmcmc;
+//   import sgmcmc.sdk;  // the plugin SDK (modules/sdk.cppm)
 //   ...
 //   SGMCMC_MODEL_PLUGIN(my_plugin_info, make_my_model)
 //

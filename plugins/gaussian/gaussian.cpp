@@ -22,7 +22,7 @@
 #include <fmt/format.h>
 #include <xtensor/xtensor.hpp>
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace {
 

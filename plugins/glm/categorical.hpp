@@ -6,7 +6,7 @@
 
 #include "priors.hpp"
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace glm {
 

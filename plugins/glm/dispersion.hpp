@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace glm {
 

@@ -9,7 +9,7 @@
 #include "labelled_rows.hpp"
 #include "likelihoods.hpp"
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace glm {
 

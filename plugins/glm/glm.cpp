@@ -41,7 +41,7 @@
 #include "prepared_rows.hpp"
 #include "priors.hpp"
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace glm {
 namespace {

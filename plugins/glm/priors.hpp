@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace glm {
 

@@ -10,7 +10,7 @@
 #include <vector>
 #include <fmt/format.h>
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace lda {
 namespace {

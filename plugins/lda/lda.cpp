@@ -36,7 +36,7 @@
 #include "documents.hpp"
 #include "topic_sampler.hpp"
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace lda {
 namespace {

@@ -26,7 +26,7 @@
 #include "predictive_workspace.hpp"
 #include "prepared_rows.hpp"
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace logistic {
 namespace {

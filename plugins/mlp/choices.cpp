@@ -8,7 +8,7 @@
 
 #include "choices.hpp"
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace mlp {
 

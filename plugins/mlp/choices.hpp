@@ -12,7 +12,7 @@
 #include "noise_prior.hpp"
 #include "prepared_rows.hpp"
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace mlp {
 

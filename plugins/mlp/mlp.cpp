@@ -27,7 +27,7 @@
 #include "network.hpp"
 #include "prepared_rows.hpp"
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace mlp {
 namespace {

@@ -41,7 +41,7 @@
 #include "pmf_data.hpp"
 #include "ratings.hpp"
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace pmf {
 namespace {

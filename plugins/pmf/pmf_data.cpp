@@ -7,7 +7,7 @@
 
 #include "pmf_data.hpp"
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace pmf {
 namespace {

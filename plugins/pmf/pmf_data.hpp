@@ -8,7 +8,7 @@
 #include "normal_gamma.hpp"
 #include "ratings.hpp"
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace pmf {
 

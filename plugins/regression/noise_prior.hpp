@@ -20,7 +20,7 @@
 
 #include "log_noise_sd.hpp"
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace regression {
 

@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <vector>
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace regression {
 

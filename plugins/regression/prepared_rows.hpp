@@ -10,7 +10,7 @@
 #include "design_matrix.hpp"
 #include "labelled_rows.hpp"
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace regression {
 

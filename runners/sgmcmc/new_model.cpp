@@ -67,7 +67,7 @@ constexpr const char* model_source = R"template(// @NAME@: a model plugin for sg
 #include <string>
 #include <vector>
 
-import sgmcmc;
+import sgmcmc.sdk;
 
 namespace {
 

@@ -42,52 +42,8 @@ std::unique_ptr<Integrator> make_integrator(const BaoabParameters& parameters);
 
 namespace sgmcmc::integrator_parts {
 
-/// BAOAB (Leimkuhler & Matthews 2013): B(h/2) A(h/2) O(h) A(h/2) B(h/2), the O keeping
-/// c = exp(-γh) over the whole step. For the MH energy error the parts between two O's are
-/// deterministic, volume-preserving and reversible under a momentum flip (the B A before an O
-/// and the A B after it), so ΔH̃ adds their changes of kinetic energy, as for OBABO (derivation
-/// in modules/README.md, "Correctors").
-class Baoab final : public MomentumIntegrator {
-public:
-  explicit Baoab(const BaoabParameters& parameters)
-      : MomentumIntegrator(parameters), friction_(parameters.friction, schedule_) {}
-
-  void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
-    const double h = advance(state);
-    ensure_gradient(state, estimator, context);
-    half_kick(state, h);
-    move(state, h / 2);
-    refresh(state, std::exp(-friction_.per_step(h)), context.rng);
-    move(state, h / 2);
-    new_gradient(state, estimator, context);
-    half_kick(state, h);
-  }
-
-private:
-  Friction friction_;
-};
-
-CatalogueEntry<IntegratorFactory> baoab_entry() {
-  return {"baoab", "BAOAB splitting, its O keeps exp(-γh) (step_size = h); keys " + friction_doc() + "; " + adapt_step_doc(),
-       with_mass_keys({"friction", "adapt_step_size", "target_acceptance"}),
-       factory<BaoabParameters>()};
-}
+// The catalogue's entry (integrators.cppm). The class and the bodies are in baoab.cpp, so that
+// editing them recompiles that file alone.
+CatalogueEntry<IntegratorFactory> baoab_entry();
 
 }  // namespace sgmcmc::integrator_parts
-
-namespace sgmcmc {
-
-using namespace integrator_parts;
-
-BaoabParameters BaoabParameters::from_settings(const Settings& section) {
-  auto parameters = read_scheduled<BaoabParameters>(section);
-  parameters.friction = read_friction(section, parameters.schedule);
-  parameters.step_adaptation = read_step_adaptation(section, parameters.schedule);
-  return parameters;
-}
-
-std::unique_ptr<Integrator> make_integrator(const BaoabParameters& parameters) {
-  return std::make_unique<Baoab>(parameters);
-}
-
-}  // namespace sgmcmc

@@ -1,8 +1,9 @@
 // Integrators: one step of a discretised Langevin dynamics driven by a gradient estimate
 // (modules/README.md, "Integrators"), with a step-size schedule (sgmcmc.schedules). The state they
 // move is ChainState. They are built from the exact sub-flows of the partition `substeps`.
-// Each integrator is one partition: its parameters, its class, its key reader and its catalogue
-// entry (modules/README.md, "How to add an integrator").
+// Each integrator is one partition, its parameters and declarations, and one implementation unit
+// beside it (<name>.cpp): its class, its key reader and its catalogue entry, so that editing a
+// step recompiles that file alone (modules/README.md, "How to add an integrator").
 module;
 #include <algorithm>
 #include <cmath>
@@ -66,98 +67,5 @@ double step_exponent(const std::string& name);
 /// metric for a model with positive parameters (the reflection at 0 keeps ½mᵀM⁻¹m only for a
 /// diagonal M).
 void check_metric(const Settings& section, const Model& model);
-
-}  // namespace sgmcmc
-
-namespace sgmcmc {
-
-using namespace integrator_parts;
-
-const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
-  static const std::vector<CatalogueEntry<IntegratorFactory>> catalogue = {
-      sgld_entry(), mala_entry(), obabo_entry(), baoab_entry(), hmc_entry(), leapfrog_entry(),
-      sghmc_entry(), psgld_entry(), sgnht_entry(), badodab_entry(), ubu_entry()};
-  return catalogue;
-}
-
-std::unique_ptr<Integrator> make_integrator(const Settings& section) {
-  const auto& entry = choose(integrator_catalogue(), section, default_integrator);
-  if (section.flag("scale_step_with_n", false))
-    throw Error(fmt::format("{}: a step for one data item needs the model's number of items; build the integrator "
-                            "with the model (make_chain)",
-                            section.describe("scale_step_with_n")));
-  return entry.make(section);
-}
-
-double step_exponent(const std::string& name) {
-  // A Gaussian posterior of curvature λ (which grows like N): SGLD's stationary variance is
-  // 1/(λ(1 - ελ/4)), a function of ελ alone, and OBABO's (any friction) 1/(λ(1 - h²λ/4)), of h²λ
-  // (modules/README.md, "Step sizes across data sizes"). mala's step_size is ε = h².
-  const std::pair<const char*, double> langevin_or_none[] = {{"sgld", 1.0}, {"mala", 1.0}, {"psgld", 0.0}};
-  for (const auto& [integrator, exponent] : langevin_or_none)
-    if (name == integrator) return exponent;
-  return 0.5;
-}
-
-std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t items) {
-  if (!section.flag("scale_step_with_n", false)) return make_integrator(section);
-  const auto& entry = choose(integrator_catalogue(), section, default_integrator);
-  const double exponent = step_exponent(entry.name);
-  if (exponent == 0.0)
-    throw Error(fmt::format("{}: {}'s step has no per-item form: its preconditioner G = 1/(λ + sqrt(V)) also "
-                            "changes with N, by a power that depends on whether minibatch noise or the gradient "
-                            "itself dominates V; give step_size as is, tuned at the data size you run",
-                            section.describe("scale_step_with_n"), entry.name));
-  if (!section.contains("step_size"))
-    throw Error(fmt::format("{}: give integrator.step_size, the step for one data item, which is then divided by "
-                            "N^{}",
-                            section.describe("scale_step_with_n"), exponent));
-  if (items == 0)
-    throw Error(fmt::format("{}: the model has no data items to scale the step by", section.describe("scale_step_with_n")));
-  const double per_item = section.positive_number("step_size", 1.0);
-  Settings scaled = section;
-  scaled.set("step_size", {per_item * std::pow(static_cast<double>(items), -exponent),
-                           fmt::format("{} (÷ N^{} with N = {})", section.entries().at("step_size").origin, exponent, items)});
-  auto integrator = entry.make(scaled);
-  section.adopt_reads(scaled);  // every key it read counts as read; step_size stays recorded as given
-  return integrator;
-}
-
-void check_metric(const Settings& section, const Model& model) {
-  const std::size_t d = model.dimension();
-  // Read without marking the key as known: an integrator without a metric (psgld) refuses it as unknown.
-  const auto* metric = section.contains("metric") ? std::get_if<std::string>(&section.entries().at("metric").value) : nullptr;
-  const bool dense = metric && *metric == "dense";
-  if (section.contains("mass") && std::holds_alternative<std::string>(section.entries().at("mass").value)) {
-    const Capabilities capabilities = model.capabilities();
-    if (!capabilities.per_item_gradients && !capabilities.sparse_item_gradients)
-      throw Error(fmt::format("{}: the Fisher mass sums ∇f_i ∇f_iᵀ over the items, and this model declares neither "
-                              "'per-item-gradients' nor 'sparse-item-gradients' (give the mass, or adapt_mass)",
-                              section.describe("mass")));
-  }
-  if (section.contains("mass")) {
-    const auto* array = std::get_if<std::vector<double>>(&section.entries().at("mass").value);
-    if (array && array->size() != d && !(dense && array->size() == d * d))
-      throw Error(fmt::format("{}: expected one number or an array of d = {} numbers (the model's dimension){}, found "
-                              "an array of {}",
-                              section.describe("mass"), d,
-                              dense ? fmt::format(", or of d² = {} (the mass matrix row by row)", d * d)
-                                    : fmt::format(", or of d² = {} with metric = \"dense\"", d * d),
-                              array->size()));
-    if (array && dense && array->size() == d * d)
-      if (const std::string problem = dense_mass_problem(*array, d); !problem.empty())
-        throw Error(fmt::format("{}: the mass matrix {}", section.describe("mass"), problem));
-  }
-  if (!dense) return;
-  if (d > dense_metric_limit)
-    throw Error(fmt::format("{}: a dense metric holds d² numbers and costs d² operations per use; the model has d = {} "
-                            "coordinates, above the limit of {} (use metric = \"diagonal\")",
-                            section.describe("metric"), d, dense_metric_limit));
-  if (model.capabilities().positive_parameters)
-    throw Error(fmt::format("{}: this model's parameters are positive, and the integrators reflect a coordinate that "
-                            "crosses 0, which keeps the kinetic energy ½mᵀM⁻¹m only for a diagonal M (use metric = "
-                            "\"diagonal\")",
-                            section.describe("metric")));
-}
 
 }  // namespace sgmcmc

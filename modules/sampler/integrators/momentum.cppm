@@ -34,12 +34,9 @@ namespace sgmcmc::integrator_parts {
 struct Friction {
   static constexpr double default_per_step = 0.1;
   /// γ, or its default for the schedule's first step h₀ = schedule.at(1).
-  Friction(std::optional<double> friction, const StepSchedule& schedule)
-      : gamma(friction.value_or(default_gamma(schedule))) {
-    require_parameter(gamma > 0.0, "integrator", "friction > 0", gamma);
-  }
-  static double default_gamma(const StepSchedule& schedule) { return default_per_step / schedule.at(1); }
-  double per_step(double h) const { return gamma * h; }
+  Friction(std::optional<double> friction, const StepSchedule& schedule);
+  static double default_gamma(const StepSchedule& schedule);
+  double per_step(double h) const;
   double gamma;
 };
 
@@ -48,57 +45,28 @@ class MomentumIntegrator : public ScheduledIntegrator {
 public:
   template <class Parameters>
   explicit MomentumIntegrator(const Parameters& parameters) : ScheduledIntegrator(parameters) {}
-  void initialise(ChainState& state, std::size_t dimension, Rng& rng) override {
-    ScheduledIntegrator::initialise(state, dimension, rng);
-    state.momentum.assign(dimension, 0.0);
-    refresh(state, 0.0, rng);
-  }
+  void initialise(ChainState& state, std::size_t dimension, Rng& rng) override;
   /// pᵀM⁻¹p/d = 2 K(p)/d with the mass in use now: the momentum the step ended with (after the
   /// final O of OBABO, the last kick of BAOAB, SGHMC, SGNHT, BADODAB; hmc and mala have none).
-  std::optional<double> kinetic_temperature(const ChainState& state) const override {
-    return 2.0 * kinetic_energy(state.momentum, mass_) / static_cast<double>(state.momentum.size());
-  }
+  std::optional<double> kinetic_temperature(const ChainState& state) const override;
 
 protected:
   /// O with retention c: m ← c m + sqrt((1 - c²)T) M^{1/2} ξ.
-  void refresh(ChainState& state, double retention, Rng& rng) const {
-    ornstein_uhlenbeck(state.momentum, retention, temperature_, mass_, rng);
-  }
+  void refresh(ChainState& state, double retention, Rng& rng) const;
   /// A over h, reflecting at 0 where the model's parameters are positive.
-  void move(ChainState& state, double h) const {
-    drift(state.theta, state.momentum, mass_, h, state.reflect_at_zero);
-  }
+  void move(ChainState& state, double h) const;
   /// B(h/2) with the gradient in state.gradient, adding its change of ½mᵀM⁻¹m to
   /// state.energy_error (for BAOAB, whose O step sits between its two kicks).
-  void half_kick(ChainState& state, double h) const {
-    const double before = kinetic_energy(state.momentum, mass_);
-    kick(state.momentum, state.gradient, h / 2);
-    state.energy_error += kinetic_energy(state.momentum, mass_) - before;
-  }
+  void half_kick(ChainState& state, double h) const;
   /// BAB with step h (leapfrog): the volume-preserving, reversible core of a step. The first kick
   /// uses the gradient kept at θ (or a fresh one), the second a new estimate at the new θ, kept
   /// for the next step. A drift leaves ½mᵀM⁻¹m alone (a reflection too), so the two kicks'
   /// share of the energy error is the change of ½mᵀM⁻¹m over the whole BAB: two evaluations.
-  void kick_drift_kick(ChainState& state, double h, Estimator& estimator, ChainContext& context) const {
-    ensure_gradient(state, estimator, context);
-    const double before = kinetic_energy(state.momentum, mass_);
-    kick(state.momentum, state.gradient, h / 2);
-    move(state, h);
-    new_gradient(state, estimator, context);
-    kick(state.momentum, state.gradient, h / 2);
-    state.energy_error += kinetic_energy(state.momentum, mass_) - before;
-  }
+  void kick_drift_kick(ChainState& state, double h, Estimator& estimator, ChainContext& context) const;
 };
 
 /// `friction`, whose default (Friction) depends on the schedule's first step.
-double read_friction(const Settings& section, const ScheduleParameters& schedule) {
-  const double gamma = section.number("friction", Friction::default_gamma(StepSchedule(schedule)));
-  if (!(gamma > 0.0))
-    throw Error(fmt::format("{}: expected a friction γ > 0, found {} (with γ = 0 the momentum is never refreshed and "
-                            "the chain does not mix; omit the key for the default γ = {}/step_size)",
-                            section.describe("friction"), gamma, Friction::default_per_step));
-  return gamma;
-}
+double read_friction(const Settings& section, const ScheduleParameters& schedule);
 
 /// The catalogue's words for the friction and the mass of a momentum integrator.
 inline std::string friction_doc() { return "friction γ (default 0.1/step_size: γh = 0.1), mass (1, or \"fisher\")"; }

@@ -52,15 +52,10 @@ namespace sgmcmc::integrator_parts {
 // with same-named helpers of units that import it (https://github.com/llvm/llvm-project/issues/90259).
 
 /// A new estimate at θ, kept as the gradient there.
-void new_gradient(ChainState& state, Estimator& estimator, ChainContext& context) {
-  estimator.estimate(state.theta, state.gradient, context);
-  state.gradient_valid = true;
-}
+void new_gradient(ChainState& state, Estimator& estimator, ChainContext& context);
 
 /// The gradient kept at θ, or a new one.
-void ensure_gradient(ChainState& state, Estimator& estimator, ChainContext& context) {
-  if (!state.gradient_valid) new_gradient(state, estimator, context);
-}
+void ensure_gradient(ChainState& state, Estimator& estimator, ChainContext& context);
 
 /// Nesterov's dual averaging (Nesterov 2009) of the log step size, as Hoffman & Gelman (2014, §3.2.1,
 /// Algorithm 5) adapt NUTS's step and the Stan Reference Manual's step-size adaptation states it
@@ -75,36 +70,13 @@ void ensure_gradient(ChainState& state, Estimator& estimator, ChainContext& cont
 class DualAveraging {
 public:
   static constexpr double gamma = 0.05, t0 = 10.0, kappa = 0.75;
-  void restart(double step) {
-    mu_ = std::log(10.0 * step);
-    count_ = 0;
-    h_bar_ = 0.0;
-    log_averaged_ = 0.0;
-  }
+  void restart(double step);
   /// One MH test's acceptance probability α (clipped to [0, 1]); returns the next step h_m.
-  double learn(double accept_stat, double target) {
-    const double alpha = std::isfinite(accept_stat) ? std::clamp(accept_stat, 0.0, 1.0) : 0.0;
-    ++count_;
-    const double m = static_cast<double>(count_);
-    const double eta = 1.0 / (m + t0);
-    h_bar_ = (1.0 - eta) * h_bar_ + eta * (target - alpha);
-    const double log_step = mu_ - std::sqrt(m) / gamma * h_bar_;
-    const double weight = std::pow(m, -kappa);
-    log_averaged_ = weight * log_step + (1.0 - weight) * log_averaged_;
-    return std::exp(log_step);
-  }
+  double learn(double accept_stat, double target);
   /// h̄ after at least one test; `current` before any (just restarted).
-  double averaged(double current) const { return count_ ? std::exp(log_averaged_) : current; }
-  void save(StateWriter& out) const {
-    out.section("step size adaptation");
-    out.count(count_);
-    for (double value : {mu_, h_bar_, log_averaged_}) out.number(value);
-  }
-  void restore(StateReader& in) {
-    in.section("step size adaptation");
-    count_ = in.count();
-    for (double* value : {&mu_, &h_bar_, &log_averaged_}) *value = in.number();
-  }
+  double averaged(double current) const;
+  void save(StateWriter& out) const;
+  void restore(StateReader& in);
 
 private:
   double mu_ = 0.0, h_bar_ = 0.0, log_averaged_ = 0.0;  // μ, H̄_m, log h̄_m
@@ -121,97 +93,37 @@ public:
                             step_adaptation_of(parameters)) {}
   /// Without `mass` and `adapt_mass` (psgld, whose preconditioner is its own): M = 1, not adapted.
   ScheduledIntegrator(const ScheduleParameters& schedule, double temperature, const Mass& mass = {},
-                      bool adapt_mass = false, StepAdaptation step_adaptation = {})
-      : schedule_(schedule), temperature_(temperature), mass_(mass), adapt_mass_(adapt_mass), adaptation_(mass.dense, mass.windows),
-        step_adaptation_(step_adaptation), adapted_step_(schedule_.at(1)) {
-    require_parameter(temperature_ > 0.0, "integrator", "temperature > 0", temperature_);
-    if (step_adaptation_.adapt) {
-      require_parameter(schedule_.constant(), "integrator", "a constant schedule with adapt_step_size",
-                        "another schedule");
-      const double target = step_adaptation_.target_acceptance;
-      require_parameter(target > 0.0 && target < 1.0, "integrator", "0 < target_acceptance < 1", target);
-      dual_averaging_.restart(adapted_step_);
-    }
-  }
+                      bool adapt_mass = false, StepAdaptation step_adaptation = {});
   template <class Parameters>
   static StepAdaptation step_adaptation_of(const Parameters& parameters) {
     if constexpr (requires { parameters.step_adaptation; }) return parameters.step_adaptation;
     else return {};
   }
-  void initialise(ChainState& state, std::size_t dimension, Rng& rng) override {
-    Integrator::initialise(state, dimension, rng);
-    mass_.resize(dimension);
-  }
+  void initialise(ChainState& state, std::size_t dimension, Rng& rng) override;
   /// mass = "fisher": the empirical Fisher mass at the chain's point once the estimator has prepared
   /// (cv's centre), the momentum drawn for M = 1 carried to N(0, T M) as a window's new mass is.
-  void prepare(ChainState& state, ChainContext& context) override {
-    if (!mass_.fisher()) return;
-    mass_.set_mass(fisher_mass(context.model, state.theta, context.workspace, mass_.dense(), mass_.ridge()),
-                   state.momentum);
-    context.cost.item_gradients += context.model.num_items();  // one pass, counted as the centre's is
-    ++context.cost.full_passes;
-  }
+  void prepare(ChainState& state, ChainContext& context) override;
   /// During the warmup, with adapt_mass: a new mass at the end of each slow window, the momentum
   /// rescaled with it (m ~ N(0, T M_old) becomes m ~ N(0, T M_new): m_j × sqrt(M_new,j / M_old,j)).
   /// With adapt_step_size, during the warmup: first one dual-averaging update from the block's
   /// acceptance probability (the block's MH test), then the mass's (when a window closes, the dual
   /// averaging restarts from the current step, as Stan's does after a metric update); the block
   /// that ends the warmup freezes the step at the averaged h̄, so the sampling phase is a fixed kernel.
-  void after_block(ChainState& state, std::uint64_t warmup, const Decision& decision) override {
-    if (state.iteration > warmup) return;
-    const bool adapting_step = step_adaptation_.adapt && !step_frozen_;
-    if (adapting_step) adapted_step_ = dual_averaging_.learn(decision.accept_stat, step_adaptation_.target_acceptance);
-    if (adapt_mass_) {
-      if (auto mass = adaptation_.observe(state.iteration, warmup, state.theta)) {
-        mass_.adapt(std::move(*mass), state.momentum);
-        if (adapting_step) dual_averaging_.restart(adapted_step_);
-      }
-    }
-    if (adapting_step && state.iteration == warmup) {
-      adapted_step_ = dual_averaging_.averaged(adapted_step_);
-      step_frozen_ = true;
-    }
-  }
-  std::vector<double> adapted_mass() const override {
-    return adapt_mass_ || mass_.fisher() ? mass_.mass() : std::vector<double>{};
-  }
-  bool adapts_step_size() const override { return step_adaptation_.adapt; }
-  std::optional<double> adapted_step_size() const override {
-    return step_frozen_ ? std::optional<double>(adapted_step_) : std::nullopt;
-  }
-  double step_size() const override { return current_; }
-  double temperature() const override { return temperature_; }
-  bool constant_step_size() const override { return schedule_.constant(); }
+  void after_block(ChainState& state, std::uint64_t warmup, const Decision& decision) override;
+  std::vector<double> adapted_mass() const override;
+  bool adapts_step_size() const override;
+  std::optional<double> adapted_step_size() const override;
+  double step_size() const override;
+  double temperature() const override;
+  bool constant_step_size() const override;
   /// A given mass or step is configuration, not state: only what adapts or was computed is saved
   /// (so a checkpoint without either reads as before there was any).
-  void save_state(StateWriter& out) const override {
-    out.section("integrator");
-    out.number(current_);
-    if (adapt_mass_) adaptation_.save(out);
-    if (adapt_mass_ || mass_.fisher()) mass_.save(out);
-    if (step_adaptation_.adapt) {
-      dual_averaging_.save(out);
-      out.number(adapted_step_);
-      out.flag(step_frozen_);
-    }
-  }
-  void restore_state(StateReader& in) override {
-    in.section("integrator");
-    current_ = in.number();
-    if (adapt_mass_) adaptation_.restore(in);
-    if (adapt_mass_ || mass_.fisher()) mass_.restore(in);
-    if (step_adaptation_.adapt) {
-      dual_averaging_.restore(in);
-      adapted_step_ = in.number();
-      step_frozen_ = in.flag();
-    }
-  }
+  void save_state(StateWriter& out) const override;
+  void restore_state(StateReader& in) override;
 
 protected:
   /// The step of this iteration: the schedule's, or the adapted one (whose schedule is constant).
-  double advance(const ChainState& state) {
-    return current_ = step_adaptation_.adapt ? adapted_step_ : schedule_.at(state.iteration);
-  }
+  double advance(const ChainState& state);
   StepSchedule schedule_;
   double temperature_;
   double current_ = 0.0;
@@ -224,37 +136,17 @@ protected:
   DualAveraging dual_averaging_;
 };
 
-const std::vector<std::string> schedule_keys = {"step_size",    "scale_step_with_n", "schedule",   "decay_b",
-                                                 "decay_c",      "cycle_length",      "temperature"};
-
-std::vector<std::string> with_schedule_keys(std::vector<std::string> keys) {
-  keys.insert(keys.begin(), schedule_keys.begin(), schedule_keys.end());
-  return keys;
-}
+/// The schedule's keys (step_size, schedule, ..., temperature) and `keys`: those of an integrator
+/// without a mass (psgld).
+std::vector<std::string> with_schedule_keys(std::vector<std::string> keys);
 
 /// The schedule's keys, the mass's (mass, metric, mass_ridge, adapt_mass and its windows) and `keys`:
 /// those of an integrator with a mass.
-std::vector<std::string> with_mass_keys(std::vector<std::string> keys) {
-  keys.insert(keys.begin(), {"mass", "metric", "mass_ridge", "adapt_mass", "adapt_init_buffer", "adapt_window",
-                             "adapt_term_buffer"});
-  return with_schedule_keys(std::move(keys));
-}
+std::vector<std::string> with_mass_keys(std::vector<std::string> keys);
 
 /// adapt_mass's windows (CmdStan's adapt init_buffer, window and term_buffer): read only with adapt_mass,
 /// and refused without it, where they would change nothing.
-AdaptationWindows read_adaptation_windows(const Settings& section, bool adapt_mass) {
-  AdaptationWindows windows;
-  const std::pair<const char*, std::uint64_t*> keys[] = {
-      {"adapt_init_buffer", &windows.init_buffer}, {"adapt_window", &windows.window}, {"adapt_term_buffer", &windows.term_buffer}};
-  for (const auto& [key, value] : keys) {
-    if (!adapt_mass && section.contains(key))
-      throw Error(fmt::format("{}: {} sets a window of adapt_mass's adaptation, and adapt_mass is false",
-                              section.describe(key), key));
-    *value = static_cast<std::uint64_t>(
-        section.integer_at_least(key, static_cast<std::int64_t>(*value), std::string_view(key) == "adapt_window" ? 1 : 0));
-  }
-  return windows;
-}
+AdaptationWindows read_adaptation_windows(const Settings& section, bool adapt_mass);
 
 /// What every integrator reads first, in this order: the schedule, the temperature and the mass
 /// (one number, an array of d: one per coordinate, or of d² with metric = "dense"; or "fisher",
@@ -293,20 +185,7 @@ Parameters read_scheduled(const Settings& section) {
 /// `adapt_step_size` and `target_acceptance` of the integrators an MH test can follow. The
 /// refusals that need more than this section (no MH corrector, no warmup) are the assembly's and
 /// the chain's.
-StepAdaptation read_step_adaptation(const Settings& section, const ScheduleParameters& schedule) {
-  StepAdaptation adaptation;
-  adaptation.adapt = section.flag("adapt_step_size", false);
-  adaptation.target_acceptance = section.number("target_acceptance", adaptation.target_acceptance);
-  if (!(adaptation.target_acceptance > 0.0 && adaptation.target_acceptance < 1.0))
-    throw Error(fmt::format("{}: expected 0 < target_acceptance < 1 (the mean MH acceptance probability the step "
-                            "size is adapted to), found {}",
-                            section.describe("target_acceptance"), adaptation.target_acceptance));
-  if (adaptation.adapt && schedule.schedule != ScheduleKind::constant)
-    throw Error(fmt::format("{}: adapt_step_size = true needs integrator.schedule = \"constant\": the adaptation "
-                            "chooses the one step the run then keeps, and a schedule would change it again",
-                            section.describe("adapt_step_size")));
-  return adaptation;
-}
+StepAdaptation read_step_adaptation(const Settings& section, const ScheduleParameters& schedule);
 
 template <class Parameters>
 IntegratorFactory factory() {

@@ -32,43 +32,8 @@ std::unique_ptr<Integrator> make_integrator(const SgnhtParameters& parameters);
 
 namespace sgmcmc::integrator_parts {
 
-/// SGNHT (Ding, Fang, Babbush, Chen, Skeel & Neven 2014, Algorithm 2; there M = I, T = 1), the
-/// Euler step of the thermostat's dynamics:
-///   p' = (1 - ξh) p - h ĝ(θ) + sqrt(2AhT) M^{1/2} η,  θ' = θ + h M⁻¹p',  ξ' = ξ + h (p'ᵀM⁻¹p'/d - T),
-/// η ~ N(0, I). Biased by O(h), as sghmc's Euler step.
-class Sgnht final : public ThermostatIntegrator {
-public:
-  explicit Sgnht(const SgnhtParameters& parameters) : ThermostatIntegrator(parameters, "sgnht") {}
-
-  void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
-    const double h = advance(state), noise = std::sqrt(2.0 * diffusion_ * h * temperature_);
-    estimator.estimate(state.theta, state.gradient, context);
-    euler_momentum(state.momentum, state.gradient, thermostat_ * h, h, noise, mass_, context.rng);
-    move(state, h);
-    state.gradient_valid = false;
-    adjust_thermostat(state, h);
-  }
-};
-
-CatalogueEntry<IntegratorFactory> sgnht_entry() {
-  return {"sgnht",
-       "SGNHT: sghmc's Euler step with a thermostat ξ for friction, ξ' = ξ + h(pᵀM⁻¹p/d - T) (Ding et al. 2014, "
-       "Alg. 2; step_size = h); keys diffusion A (1), thermostat_start ξ₀ (A), mass (1, or \"fisher\")",
-       with_mass_keys({"diffusion", "thermostat_start"}), factory<SgnhtParameters>(),
-       "sgnht's Euler-Maruyama momentum step has no realisable backward move, as sghmc's (Garriga-Alonso & Fortuin "
-       "2021, Thm. 1), and its thermostat ξ changes with every step's momentum; use 'obabo'"};
-}
+// The catalogue's entry (integrators.cppm). The class and the bodies are in sgnht.cpp, so that
+// editing them recompiles that file alone.
+CatalogueEntry<IntegratorFactory> sgnht_entry();
 
 }  // namespace sgmcmc::integrator_parts
-
-namespace sgmcmc {
-
-using namespace integrator_parts;
-
-SgnhtParameters SgnhtParameters::from_settings(const Settings& section) { return read_thermostat<SgnhtParameters>(section); }
-
-std::unique_ptr<Integrator> make_integrator(const SgnhtParameters& parameters) {
-  return std::make_unique<Sgnht>(parameters);
-}
-
-}  // namespace sgmcmc

@@ -57,24 +57,13 @@ public:
         thermostat_(parameters.thermostat_start.value_or(parameters.diffusion)) {
     require_parameter(diffusion_ > 0.0, fmt::format("integrator {}", name), "diffusion > 0", diffusion_);
   }
-  void save_state(StateWriter& out) const override {
-    MomentumIntegrator::save_state(out);
-    out.section("thermostat");
-    out.number(thermostat_);
-  }
-  void restore_state(StateReader& in) override {
-    MomentumIntegrator::restore_state(in);
-    in.section("thermostat");
-    thermostat_ = in.number();
-  }
+  void save_state(StateWriter& out) const override;
+  void restore_state(StateReader& in) override;
 
 protected:
   /// D over t: ξ ← ξ + t (pᵀM⁻¹p/d - T), pᵀM⁻¹p being twice the kinetic energy (a reflection at 0
   /// negates p_j and leaves it alone).
-  void adjust_thermostat(const ChainState& state, double t) {
-    const double d = static_cast<double>(state.momentum.size());
-    thermostat_ += t * (2.0 * kinetic_energy(state.momentum, mass_) / d - temperature_);
-  }
+  void adjust_thermostat(const ChainState& state, double t);
   double diffusion_;   // A
   double thermostat_;  // ξ
 };

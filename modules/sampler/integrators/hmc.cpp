@@ -1,0 +1,77 @@
+// hmc and its alias leapfrog: one leapfrog trajectory from a fresh momentum (Duane et al. 1987).
+// The implementation of the partition hmc.cppm: its class, catalogue entries and key reader.
+module;
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+#include <fmt/format.h>
+module sgmcmc.integrators;
+import sgmcmc.sampler;
+import sgmcmc.schedules;
+import sgmcmc.error;
+
+namespace sgmcmc::integrator_parts {
+
+/// HMC / leapfrog (Duane et al. 1987; Neal 2011): each step is one trajectory of L BAB steps
+/// from a fresh momentum ~ N(0, TM). With the `mh` corrector (every = 1) and exact gradients this
+/// is HMC; with stochastic gradients and no corrector, naive SGHMC without friction.
+class Hmc final : public MomentumIntegrator {
+public:
+  explicit Hmc(const HmcParameters& parameters) : MomentumIntegrator(parameters), steps_(parameters.steps) {
+    require_parameter(steps_ >= 1, "integrator hmc", "steps >= 1", steps_);
+  }
+
+  void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
+    const double h = advance(state);
+    refresh(state, 0.0, context.rng);
+    for (std::size_t l = 0; l < steps_; ++l) kick_drift_kick(state, h, estimator, context);
+  }
+  /// None, as `mala`'s: the momentum is redrawn whole at each step's start, so the one carried is
+  /// no state of the chain (θ's next move does not depend on it), and after an MH rejection it is
+  /// the one saved before the refresh, whose law is not N(0, TM) even for exact HMC (mean
+  /// pᵀM⁻¹p/d 0.95 on N(0, 1) at h = 0.5, L = 3; tests/statistical/temperatures_test.cpp).
+  std::optional<double> kinetic_temperature(const ChainState&) const override { return std::nullopt; }
+
+private:
+  std::size_t steps_;
+};
+
+CatalogueEntry<IntegratorFactory> hmc_entry() {
+  return {"hmc",
+       "one leapfrog trajectory of `steps` (10) steps per iteration from fresh momentum (step_size = h); " + adapt_step_doc(),
+       with_mass_keys({"steps", "adapt_step_size", "target_acceptance"}),
+       factory<HmcParameters>()};
+}
+
+CatalogueEntry<IntegratorFactory> leapfrog_entry() {
+  return {"leapfrog", "the same as hmc",
+       with_mass_keys({"steps", "adapt_step_size", "target_acceptance"}),
+       factory<HmcParameters>()};
+}
+
+}  // namespace sgmcmc::integrator_parts
+
+namespace sgmcmc {
+
+using namespace integrator_parts;
+
+HmcParameters HmcParameters::from_settings(const Settings& section) {
+  auto parameters = read_scheduled<HmcParameters>(section);
+  parameters.steps = static_cast<std::size_t>(section.integer_at_least("steps", 10, 1));
+  parameters.step_adaptation = read_step_adaptation(section, parameters.schedule);
+  return parameters;
+}
+
+std::unique_ptr<Integrator> make_integrator(const HmcParameters& parameters) { return std::make_unique<Hmc>(parameters); }
+
+}  // namespace sgmcmc
