@@ -7,7 +7,7 @@ standard normal, so a false alarm somewhere among the 2 × 26 has probability ab
 (52 × 6.3e-5); the seeds are fixed, so the outcome is too.
 
 The models: eight_schools-eight_schools_noncentered (τ > 0 sampled as log τ, its Jacobian in
-the prior; θ_j = μ + τ θ̃_j as quantities), arK-arK (σ > 0 as log σ) and
+the prior; θ_j = μ + τ θ̃_j as quantities), arK-arK (σ > 0 as log σ),
 low_dim_gauss_mix-low_dim_gauss_mix (an ordered pair μ₁ < μ₂, two σ > 0, a weight in (0, 1) by
 the logit; names.csv maps it back with compare.py's `inv_logit`) and garch-garch11 (flat priors
 on α₀ > 0, 0 < α₁ < 1 and 0 < β₁ < 1 - α₁, a bound that is itself a parameter: the prior is the
