@@ -20,6 +20,12 @@
 // predictor xᵀθ is `sgmcmc::autodiff::dot(theta, x)`: one node on the tape instead of 2d, which
 // makes a GLM's gradient about 5× cheaper.
 //
+// Constrained parameters (σ > 0, 0 < p < 1, ordered): give the model a member
+//   template <class T> MyParameters<T> parameters(std::span<const T> theta) const;
+// that reads θ with autodiff::Parameters (below) into a struct of constrained values and their
+// log Jacobian; log_prior and log_likelihood then take that struct instead of θ, and it is
+// computed once per batch, not once per item.
+//
 // Threads: every chain's thread keeps its own tape (Stan's tape is thread-local in Debian's build),
 // created on first use; the model itself holds no mutable state, as every Model.
 #pragma once
@@ -29,6 +35,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 import sgmcmc.sdk;
@@ -158,6 +165,73 @@ inline Var dot(std::span<const Var> theta, std::span<const double> x) {
   return z;
 }
 
+/// The parameters of a model with constraints (σ > 0, 0 < p < 1, μ₁ < μ₂), read from the
+/// unconstrained θ the samplers move, in order, each on its constrained scale, with the log
+/// Jacobian of the map summed in `log_jacobian`. Samplers need θ ∈ ℝᵈ: a constrained parameter x
+/// is sampled as u with x = g(u), and the density of u is p(g(u)) |g′(u)|; log_prior must add
+/// `log_jacobian`, log_likelihood must not (it is in f_0 once, not in every f_i). The maps are
+/// Stan's (Stan Reference Manual, "Constraint transforms"), so the unconstrained θ is Stan's:
+///   positive: x = exp(u),                     log|dx/du| = u
+///   bounded:  x = a + (b - a) logistic(u),    log|dx/du| = log(b - a) + log logistic(u) + log logistic(-u)
+///   ordered:  x₁ = u₁, x_k = x_{k-1} + exp(u_k),  log|J| = Σ_{k≥2} u_k
+///
+///   template <class T> struct Scale { T mu, tau, log_jacobian; };
+///   template <class T> Scale<T> parameters(std::span<const T> theta) const {  // θ = (μ, log τ)
+///     sgmcmc::autodiff::Parameters<T> in(theta);
+///     return {.mu = in.real(), .tau = in.positive(), .log_jacobian = in.log_jacobian};  // read left to right
+///   }
+///   template <class T> T log_prior(const Scale<T>& p) const { return ... + p.log_jacobian; }
+///   template <class T> T log_likelihood(const Scale<T>& p, std::size_t i) const;
+/// Works for T = double too (the model's quantities: the constrained values of a draw).
+template <class T>
+class Parameters {
+public:
+  explicit Parameters(std::span<const T> theta) : theta_(theta) {}
+
+  T log_jacobian = 0.0;
+
+  T real() { return next(); }
+  T positive() {
+    using std::exp;
+    const T u = next();
+    log_jacobian += u;
+    return exp(u);
+  }
+  /// In (lower, upper); either bound may itself be a parameter (garch's β₁ < 1 - α₁).
+  template <class Lower, class Upper>
+  T bounded(const Lower& lower, const Upper& upper) {
+    using std::log;
+    const T u = next();
+    log_jacobian += log(upper - lower) + stan::math::log_inv_logit(u) + stan::math::log_inv_logit(-u);
+    return lower + (upper - lower) * stan::math::inv_logit(u);
+  }
+  std::vector<T> reals(std::size_t n) { return many(n, [this] { return real(); }); }
+  std::vector<T> positives(std::size_t n) { return many(n, [this] { return positive(); }); }
+  /// x₁ < x₂ < ... < x_n.
+  std::vector<T> ordered(std::size_t n) {
+    std::vector<T> x;
+    for (std::size_t k = 0; k < n; ++k) x.push_back(k == 0 ? real() : x.back() + positive());
+    return x;
+  }
+
+private:
+  T next() {
+    if (next_ >= theta_.size())
+      throw sgmcmc::Error("autodiff::Parameters: the model reads more than the " + std::to_string(theta_.size()) +
+                          " coordinates of θ it declares (dimension())");
+    return theta_[next_++];
+  }
+  template <class Read>
+  std::vector<T> many(std::size_t n, Read read) {
+    std::vector<T> x;
+    for (std::size_t k = 0; k < n; ++k) x.push_back(read());
+    return x;
+  }
+
+  std::span<const T> theta_;
+  std::size_t next_ = 0;
+};
+
 /// The Model of a plugin that writes `log_prior` and `log_likelihood` as templates (see above):
 /// U(θ) = -log p(θ) - Σ_i log p(x_i | θ), so f_0 = -log_prior and f_i = -log_likelihood(·, i).
 /// It has an exact log-likelihood (MH correction, lp__) and per-item gradients (SAGA); override
@@ -175,10 +249,10 @@ public:
   }
   Capabilities capabilities() const override { return autodiff_capabilities(); }
 
-  double prior_potential(std::span<const double> theta) const override { return -self().log_prior(theta); }
+  double prior_potential(std::span<const double> theta) const override { return -self().log_prior(view(theta)); }
 
   void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const override {
-    detail::add_gradient(theta, gradient, [&](std::span<const Var> t) { return -self().log_prior(t); });
+    detail::add_gradient(theta, gradient, [&](std::span<const Var> t) { return -self().log_prior(view(t)); });
   }
 
   void add_data_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
@@ -195,8 +269,8 @@ public:
     const std::size_t d = theta.size();
     detail::Tape tape(theta);  // θ taped once; each item's terms are a nested part swept alone
     for (std::size_t k = 0; k < items.size(); ++k) {
-      detail::Nested nested;
-      const Var f = -self().log_likelihood(tape.theta(), items[k]);
+      detail::Nested nested;  // the parameters too: a sweep of the nested part stops at its start
+      const Var f = -self().log_likelihood(view(tape.theta()), items[k]);
       tape.zero_adjoints();
       stan::math::grad(f.vi_);
       const auto row = out.subspan(k * d, d);
@@ -208,17 +282,29 @@ public:
 private:
   const Derived& self() const { return static_cast<const Derived&>(*this); }
 
+  /// What log_prior and log_likelihood take: the Derived's `parameters(θ)` when it has one
+  /// (read once per batch, not once per item), else θ itself.
+  template <class T>
+  decltype(auto) view(std::span<const T> theta) const {
+    if constexpr (requires(const Derived& model) { model.parameters(theta); })
+      return self().parameters(theta);
+    else
+      return theta;
+  }
+
   /// Σ_k w_k f_{items[k]}(θ) = -Σ_k w_k log_likelihood(θ, items[k]), in double or on the tape.
   double weighted_potential(std::span<const double> theta, const Batch& batch) const {
     double u = 0.0;
-    for (std::size_t k = 0; k < batch.items.size(); ++k) u -= batch.weight(k) * self().log_likelihood(theta, batch.items[k]);
+    const auto& parameters = view(theta);
+    for (std::size_t k = 0; k < batch.items.size(); ++k) u -= batch.weight(k) * self().log_likelihood(parameters, batch.items[k]);
     return u;
   }
   Var weighted_potential(std::span<const Var> theta, const Batch& batch) const {
     auto** terms = stan::math::ChainableStack::instance_->memalloc_.alloc_array<stan::math::vari*>(batch.items.size());
     double u = 0.0;
+    const auto& parameters = view(theta);
     for (std::size_t k = 0; k < batch.items.size(); ++k) {
-      const Var term = self().log_likelihood(theta, batch.items[k]);
+      const Var term = self().log_likelihood(parameters, batch.items[k]);
       terms[k] = term.vi_;
       u -= batch.weight(k) * term.val();
     }

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "noise_prior.hpp"  // after fmt: it imports sgmcmc, whose fmt would hide the header's templates
+#include "noise_prior.hpp"  // after fmt: it imports sgmcmc.sdk, whose fmt would hide the header's templates
 
 namespace regression {
 

@@ -39,7 +39,9 @@ sys.path.insert(0, str(HERE))
 from convert import Refused, database_file, read_json  # noqa: E402
 from sgmcmc.read import RunFolderError, read_run  # noqa: E402
 
-TRANSFORMS = {"identity": lambda x: x, "exp": np.exp}
+# How a parameter sampled unconstrained maps back: exp for x > 0, inv_logit (the logistic
+# function 1/(1 + e^-u), as exp(-log(1 + e^-u)) so that no u overflows) for 0 < x < 1.
+TRANSFORMS = {"identity": lambda x: x, "exp": np.exp, "inv_logit": lambda u: np.exp(-np.logaddexp(0.0, -u))}
 MINIMUM_BATCHES = 20  # fewer make the batch variance itself too uncertain to judge by
 
 

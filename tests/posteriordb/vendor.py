@@ -17,6 +17,7 @@ import argparse
 import json
 import shutil
 import sys
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +39,15 @@ POSTERIORS = [
     "sblri-blr",
 ]
 DRAWS_VENDORED = ["mesquite-logmesquite_logvolume"]  # 243 KB: the only reference draws kept whole
+# Posteriors glm cannot express, each a plugin project written with the autodiff SDK in
+# models/<folder>/ (test_sdk_models.py): their data unzipped there as data.json, the JSON the
+# plugin reads, and their summaries in models/reference_summaries.json.
+SDK_POSTERIORS = {
+    "eight_schools-eight_schools_noncentered": "eight_schools_noncentered",
+    "arK-arK": "arK",
+    "low_dim_gauss_mix-low_dim_gauss_mix": "low_dim_gauss_mix",
+    "garch-garch11": "garch11",
+}
 
 
 def copy(source_root: Path, relative: str) -> None:
@@ -55,8 +65,9 @@ def main() -> int:
     from compare import summarise
 
     shutil.copyfile(root / "LICENCE.md", HERE / "LICENCE.md")
-    summaries = {}
-    for posterior in POSTERIORS:
+
+    def vendor(posterior):
+        """Copies the posterior's files and returns its reference summaries."""
         info = read_json(root / "posterior_database" / "posteriors" / f"{posterior}.json")
         copy(root, f"posterior_database/posteriors/{posterior}.json")
         copy(root, f"posterior_database/models/stan/{info['model_name']}.stan")
@@ -69,13 +80,23 @@ def main() -> int:
         diagnostics = read_json(root / "posterior_database" / "reference_posteriors" / "draws" / "info" /
                                 f"{reference}.info.json")["diagnostics"]
         ess = dict(zip(diagnostics["diagnostic_information"]["names"], diagnostics["effective_sample_size_bulk"]))
-        summaries[posterior] = {}
+        summaries = {}
         for parameter in chains[0]:
             reference = summarise([np.asarray(chain[parameter], dtype=float) for chain in chains], parameter)
-            summaries[posterior][parameter] = {"mean": reference.mean, "sd": reference.sd, "mcse_mean": reference.mcse_mean,
-                                               "mcse_sd": reference.mcse_sd, "ess_bulk": float(ess[parameter])}
+            summaries[parameter] = {"mean": reference.mean, "sd": reference.sd, "mcse_mean": reference.mcse_mean,
+                                    "mcse_sd": reference.mcse_sd, "ess_bulk": float(ess[parameter])}
+        return summaries
+
+    summaries = {posterior: vendor(posterior) for posterior in POSTERIORS}
     (HERE / "reference_summaries.json").write_text(json.dumps(summaries, indent=1) + "\n")
-    print(f"{HERE}: {len(POSTERIORS)} posteriors, reference draws of {', '.join(DRAWS_VENDORED)}")
+    sdk_summaries = {}
+    for posterior, folder in SDK_POSTERIORS.items():
+        sdk_summaries[posterior] = vendor(posterior)
+        data_name = read_json(root / "posterior_database" / "posteriors" / f"{posterior}.json")["data_name"]
+        with zipfile.ZipFile(root / "posterior_database" / "data" / "data" / f"{data_name}.json.zip") as archive:
+            (HERE / "models" / folder / "data.json").write_bytes(archive.read(f"{data_name}.json"))  # unchanged
+    (HERE / "models" / "reference_summaries.json").write_text(json.dumps(sdk_summaries, indent=1) + "\n")
+    print(f"{HERE}: {len(POSTERIORS)} + {len(SDK_POSTERIORS)} posteriors, reference draws of {', '.join(DRAWS_VENDORED)}")
     return 0
 
 
