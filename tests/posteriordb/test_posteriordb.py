@@ -42,7 +42,7 @@ import convert  # noqa: E402
 
 SUMMARIES = json.loads((HERE / "reference_summaries.json").read_text())
 E2E_POSTERIOR = "mesquite-logmesquite_logvolume"
-NOT_FLAT = {"sblri-blr"}  # normal priors on its coefficients
+NOT_FLAT = {"sblri-blr", "sblrc-blr", "kilpisjarvi_mod-kilpisjarvi", "diamonds-diamonds"}  # proper priors on β
 
 
 def tool(script, *arguments):
@@ -190,12 +190,13 @@ class TestEndToEnd(unittest.TestCase):
 
 
 class TestExactSampler(unittest.TestCase):
-    """Every vendored posterior (29 flat-prior regressions and sblri-blr): convert.py's configuration
-    run by the real CLI holds against the reference summaries (compare.py --summaries): each mean and
-    sd within 4 combined MCSE. Under an exact sampler each of the 2 × 187 statistics is about
-    standard normal, so a false alarm somewhere has probability about 2% (374 × 6.3e-5); the seeds
-    are fixed, so the outcome is too (measured: the largest are nes1984-nes's sd at 3.36 and
-    sblri-blr's σ mean at 3.33). About 60 s on 2 shared cores."""
+    """Every vendored posterior (29 flat-prior regressions, sblri-blr, sblrc-blr, kilpisjarvi and
+    diamonds): convert.py's configuration run by the real CLI holds against the reference summaries
+    (compare.py --summaries): each mean and sd within 4 combined MCSE. Under an exact sampler each of
+    the 2 × 222 statistics is about standard normal, so a false alarm somewhere has probability about
+    3% (444 × 6.3e-5); the seeds are fixed, so the outcome is too (measured: the largest are
+    nes1984-nes's sd at 3.36 and sblri-blr's σ mean at 3.33). About 90 s on 2 shared cores. Every
+    prior's scale 10% too large fails diamonds (b[22] at -69 MCSE) and kilpisjarvi (α at -4.1)."""
 
     def test_every_vendored_posterior_holds(self):
         tmp = Path(tempfile.mkdtemp(prefix="sgmcmc-posteriordb-suite-"))
