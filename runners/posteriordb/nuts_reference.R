@@ -13,8 +13,7 @@
 #                   4 chains; the compilation is not counted);
 #   stan_warmup_s, stan_sampling_s   the chains' own timers (rstan's get_elapsed_time), summed;
 #   min_ess_bulk    the smallest bulk ESS (posterior::ess_bulk, Vehtari et al. 2021) over the
-#                   model's parameters (lp__ left out; these models have no generated quantities),
-#                   and which one;
+#                   parameters of the model's `parameters` block, and which one;
 #   ess_per_cpu_s   min_ess_bulk / cpu_seconds; max_rhat; divergences.
 # Needs rstan and posterior (Debian: r-cran-rstan, r-cran-posterior, r-cran-jsonlite). rstan 2.21
 # reads Stan's old array syntax only: `array[N] int x;` is rewritten to `int x[N];` first.
@@ -92,7 +91,8 @@ measure <- function(root, posterior) {
   run <- cpu_seconds_of(sampling(model, data = data, chains = 4, cores = 1, seed = 1, refresh = 0))
   fit <- run$value
   draws <- as_draws_array(as.array(fit))
-  draws <- subset_draws(draws, variable = setdiff(variables(draws), "lp__"))
+  declared <- names(get_inits(fit)[[1]])  # the parameters block's names: no lp__, no generated quantities
+  draws <- subset_draws(draws, variable = variables(draws)[sub("\\[.*$", "", variables(draws)) %in% declared])
   summary <- summarise_draws(draws, ess_bulk, rhat)
   ess <- as.numeric(summary$ess_bulk)
   elapsed <- get_elapsed_time(fit)
