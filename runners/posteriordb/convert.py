@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write a posteriordb posterior as an sgmcmc `glm` run: data.csv, config.toml and names.csv.
 
-    convert.py --posteriordb DIR --posterior NAME --out FOLDER
+    convert.py --posteriordb DIR --posterior NAME --out FOLDER [--sampler exact|sgldcv]
 
 DIR is a posteriordb checkout (the folder holding `posterior_database/`). The posterior's Stan
 model must be one of MODELS below, the table of the Stan models this script knows, each written
