@@ -20,7 +20,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # `sgmcmc plot`; python3-numpy, python3-pandas, python3-xarray and python3-netcdf4 run the Python
 # package of runners/python (read a run folder, export to netCDF) and its tests. R with rstan,
 # posterior and bayesplot runs the test that Stan's R readers open our chains
-# (tests/e2e/read_with_rstan.R); r-cran-codetools silences rstan's notes at start-up. OpenMPI
+# (tests/e2e/read_with_rstan.R); r-cran-codetools silences rstan's notes at start-up; r-cran-jsonlite reads
+# posteriordb's data for runners/posteriordb/nuts_reference.R. OpenMPI
 # (libopenmpi-dev to build, openmpi-bin for mpirun) runs sweeps across processes and machines:
 # `mpirun -n P sgmcmc sweep FILE`. Stan Math's headers (r-cran-stanheaders) and Eigen
 # (libeigen3-dev) build plugins that derive their gradients with sgmcmc/autodiff.hpp. libxxhash-dev hashes the data
@@ -30,7 +31,7 @@ debian_packages=(
   libboost-dev libfmt-dev xtensor-dev libxtensor-blas-dev libopenblas-dev
   catch2 libbenchmark-dev libcli11-dev libtomlplusplus-dev nlohmann-json3-dev libpcg-cpp-dev zlib1g-dev libxxhash-dev
   python3-matplotlib python3-numpy python3-pandas python3-xarray python3-netcdf4
-  r-base-core r-cran-rstan r-cran-posterior r-cran-bayesplot r-cran-codetools
+  r-base-core r-cran-rstan r-cran-posterior r-cran-bayesplot r-cran-codetools r-cran-jsonlite
   r-cran-stanheaders libeigen3-dev
   libopenmpi-dev openmpi-bin
 )

@@ -171,8 +171,8 @@ class Row:
 
 
 def compare(run_folder: Path, root: Path, posterior: str, names_path: Path | None,
-            summaries_file: Path | None = None) -> tuple[list[Row], str, str]:
-    """The rows, the run's status and a line describing both sets of draws."""
+            summaries_file: Path | None = None) -> tuple[list[Row], str, str, float]:
+    """The rows, the run's status, a line describing both sets of draws, the run's CPU seconds."""
     if not run_folder.is_dir():
         raise Refused(f"{run_folder}: no such folder (expected a folder `sgmcmc run` wrote)")
     names_file = find_names(run_folder, names_path)
@@ -195,10 +195,26 @@ def compare(run_folder: Path, root: Path, posterior: str, names_path: Path | Non
             raise Refused(f"the run {run_folder} has no parameter `{sgmcmc_name}` ({names_file} maps {reference_name} to it)")
         ours = [TRANSFORMS[transform](table[sgmcmc_name].to_numpy(dtype=float)) for table in run.chains]
         rows.append(Row(reference_name, sgmcmc_name, reference[reference_name], summarise(ours, f"{run_folder} {sgmcmc_name}")))
-    cpu_seconds = sum(float(chain.get("cpu_seconds", math.nan)) for chain in run.manifest.get("chains", []))
     draws = (f"run: {run.num_chains} chains × {'/'.join(str(n) for n in sorted(set(run.num_draws)))} draws, "
-             f"{cpu_seconds:.3g} CPU s; reference: {source}")
-    return rows, run.status, draws
+             f"{run_cpu_seconds(run):.3g} CPU s; reference: {source}")
+    return rows, run.status, draws, run_cpu_seconds(run)
+
+
+def run_cpu_seconds(run) -> float:
+    """The CPU seconds of the run's chains together, as their manifest entries record them."""
+    return sum(float(chain.get("cpu_seconds", math.nan)) for chain in run.manifest.get("chains", []))
+
+
+def overall_line(rows: list[Row], cpu_seconds: float) -> str:
+    """One line over every parameter, the columns of the tables in runners/posteriordb/README.md
+    and tests/posteriordb/README.md: the largest |Δmean| in reference sds, the sd ratios' range, and
+    the run's smallest ESS, per CPU second of its chains."""
+    worst = max(rows, key=lambda r: abs(r.mean_in_sds))
+    ratios = [r.sd_ratio for r in rows]
+    weakest = min(rows, key=lambda r: r.run_ess)
+    return (f"overall: max |Δmean| {abs(worst.mean_in_sds):.3f} reference sds ({worst.reference_name}), "
+            f"sd ratios {min(ratios):.3f}–{max(ratios):.3f}, min run ESS {weakest.run_ess:.0f} "
+            f"({weakest.reference_name}), {weakest.run_ess / cpu_seconds:.4g} per CPU s ({cpu_seconds:.3g} CPU s)")
 
 
 def print_table(rows: list[Row]) -> None:
@@ -222,12 +238,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--summaries", type=Path, help="the reference's summaries instead of its draws (tests/posteriordb/vendor.py)")
     args = parser.parse_args(argv)
     try:
-        rows, status, draws = compare(args.run_folder, args.posteriordb, args.posterior, args.names, args.summaries)
+        rows, status, draws, cpu_seconds = compare(args.run_folder, args.posteriordb, args.posterior, args.names,
+                                                   args.summaries)
     except Refused as refusal:
         print(f"compare.py: {refusal}", file=sys.stderr)
         return 2
     print(f"{args.posterior} against {args.run_folder} ({draws})")
     print_table(rows)
+    print(overall_line(rows, cpu_seconds))
     failures = [f"{r.reference_name} mean off by {r.mean_in_mcse:.2f} MCSE" for r in rows
                 if not abs(r.mean_in_mcse) <= args.tolerance]
     failures += [f"{r.reference_name} sd off by {r.sd_in_mcse:.2f} MCSE" for r in rows

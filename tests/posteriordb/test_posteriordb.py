@@ -14,7 +14,8 @@
   with a wrong transform in names.csv and with draws shifted by 0.2 reference sds. Chosen for its
   few rows: σ's posterior moves by about 1/sqrt(2N) posterior sds when the Jacobian of u = log σ
   is dropped, 8.2 combined MCSE here (measured), 5 or less at sblri-blr's 100 rows, where a +2.5
-  MCSE fluctuation of the seed-1 run hid it (runners/posteriordb/README.md).
+  MCSE fluctuation of the seed-1 run hid it (runners/posteriordb/README.md). `convert.py --sampler
+  sgldcv` on the same posterior: the CLI runs SGLD-CV with the dense Fisher mass, no MH test.
 
 Run by ctest (tests/CMakeLists.txt sets SGMCMC_CLI, SGMCMC_PLUGIN_PATH and PYTHONPATH), or by hand:
     SGMCMC_CLI=build/release/bin/sgmcmc SGMCMC_PLUGIN_PATH=build/release/plugins python3 -m unittest -v test_posteriordb
@@ -41,7 +42,7 @@ import convert  # noqa: E402
 
 SUMMARIES = json.loads((HERE / "reference_summaries.json").read_text())
 E2E_POSTERIOR = "mesquite-logmesquite_logvolume"
-NOT_FLAT = {"sblri-blr"}  # normal priors on its coefficients
+NOT_FLAT = {"sblri-blr", "sblrc-blr", "kilpisjarvi_mod-kilpisjarvi", "diamonds-diamonds"}  # proper priors on β
 
 
 def tool(script, *arguments):
@@ -122,6 +123,29 @@ class TestEndToEnd(unittest.TestCase):
     def compare(self, run_folder, *extra):
         return tool("compare.py", run_folder, "--posteriordb", HERE, "--posterior", E2E_POSTERIOR, *extra)
 
+    def test_sgldcv_writes_the_uncorrected_fisher_mass_sampler(self):
+        # convert.py --sampler sgldcv (the bias table of tests/posteriordb/README.md): the CLI runs
+        # what it writes as SGLD-CV with the dense Fisher mass at step 0.05 and no MH test, and
+        # compare.py reads the run and prints its overall line whatever the verdict.
+        out = self.tmp / "sgldcv"
+        result = tool("convert.py", "--posteriordb", HERE, "--posterior", E2E_POSTERIOR, "--out", out, "--sampler", "sgldcv")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        run = subprocess.run([os.environ.get("SGMCMC_CLI", "sgmcmc"), "run", "--config", str(out / "config.toml"),
+                              "--out", str(out / "run"), "--quiet"], capture_output=True, text=True)
+        self.assertEqual(run.returncode, 0, run.stderr)
+        manifest = json.loads((out / "run" / "manifest.json").read_text())
+        config = manifest["config"]
+        self.assertEqual((config["estimator"]["name"], config["integrator"]["name"], config["corrector"]["name"]),
+                         ("cv", "sgld", "none"))
+        self.assertEqual((config["integrator"]["mass"], config["integrator"]["metric"], config["integrator"]["step_size"],
+                          config["integrator"]["scale_step_with_n"]), ("fisher", "dense", 0.05, False))
+        self.assertEqual(config["estimator"]["batch_size"], 5)  # a tenth of mesquite's 46 rows, at least 5
+        for chain in manifest["chains"]:
+            self.assertEqual(len(chain["adapted_mass"]), 3, "the Fisher mass is d × d")
+        compared = self.compare(out / "run")
+        self.assertIn(compared.returncode, (0, 1), compared.stderr)
+        self.assertRegex(compared.stdout, r"overall: max \|Δmean\| [0-9.]+ reference sds \(\S+\), sd ratios ")
+
     def damaged_copy(self, name):
         copy = self.tmp / name / "run"
         shutil.copytree(self.run_folder, copy)
@@ -166,12 +190,13 @@ class TestEndToEnd(unittest.TestCase):
 
 
 class TestExactSampler(unittest.TestCase):
-    """Every vendored posterior (29 flat-prior regressions and sblri-blr): convert.py's configuration
-    run by the real CLI holds against the reference summaries (compare.py --summaries): each mean and
-    sd within 4 combined MCSE. Under an exact sampler each of the 2 × 187 statistics is about
-    standard normal, so a false alarm somewhere has probability about 2% (374 × 6.3e-5); the seeds
-    are fixed, so the outcome is too (measured: the largest are nes1984-nes's sd at 3.36 and
-    sblri-blr's σ mean at 3.33). About 60 s on 2 shared cores."""
+    """Every vendored posterior (29 flat-prior regressions, sblri-blr, sblrc-blr, kilpisjarvi and
+    diamonds): convert.py's configuration run by the real CLI holds against the reference summaries
+    (compare.py --summaries): each mean and sd within 4 combined MCSE. Under an exact sampler each of
+    the 2 × 222 statistics is about standard normal, so a false alarm somewhere has probability about
+    3% (444 × 6.3e-5); the seeds are fixed, so the outcome is too (measured: the largest are
+    nes1984-nes's sd at 3.36 and sblri-blr's σ mean at 3.33). About 90 s on 2 shared cores. Every
+    prior's scale 10% too large fails diamonds (b[22] at -69 MCSE) and kilpisjarvi (α at -4.1)."""
 
     def test_every_vendored_posterior_holds(self):
         tmp = Path(tempfile.mkdtemp(prefix="sgmcmc-posteriordb-suite-"))

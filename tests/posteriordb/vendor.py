@@ -25,8 +25,10 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 
 # The linear regressions with flat priors on their coefficients (test_posteriordb.py's
-# least-squares check; the end-to-end test compares with mesquite-logmesquite_logvolume's draws)
-# and sblri-blr (normal priors; its Stan model is the one the refusal test changes).
+# least-squares check; the end-to-end test compares with mesquite-logmesquite_logvolume's draws),
+# sblri-blr and sblrc-blr (normal priors; blr is the Stan model the refusal test changes),
+# kilpisjarvi_mod-kilpisjarvi and diamonds-diamonds (informative normal priors: the posteriors a
+# wrong prior scale moves, tests/posteriordb/README.md).
 POSTERIORS = [
     "earnings-earn_height", "earnings-log10earn_height", "earnings-logearn_height", "earnings-logearn_height_male",
     "earnings-logearn_interaction", "earnings-logearn_interaction_z", "earnings-logearn_logheight_male",
@@ -36,7 +38,7 @@ POSTERIORS = [
     "mesquite-logmesquite", "mesquite-logmesquite_logva", "mesquite-logmesquite_logvas", "mesquite-logmesquite_logvash",
     "mesquite-logmesquite_logvolume", "mesquite-mesquite",
     "nes1972-nes", "nes1976-nes", "nes1980-nes", "nes1984-nes", "nes1988-nes", "nes1992-nes", "nes1996-nes", "nes2000-nes",
-    "sblri-blr",
+    "sblri-blr", "sblrc-blr", "kilpisjarvi_mod-kilpisjarvi", "diamonds-diamonds",
 ]
 DRAWS_VENDORED = ["mesquite-logmesquite_logvolume"]  # 243 KB: the only reference draws kept whole
 # Posteriors glm cannot express, each a plugin project written with the autodiff SDK in
