@@ -102,11 +102,5 @@ name = "mh"
   // under the normal approximation, and still below 1e-4 if the estimated se is 15% low (the sd
   // of an se from 100 batches is ≈ 7%). The quadrature's error is far below: the midpoint rule
   // on a grid of spacing 0.019, 16+ points per posterior sd (0.30 and 0.39), errs by O(h²) ≈ 1e-3 sd.
-  for (int j = 0; j < 2; ++j) {
-    const auto& x = recorder.draws[j];
-    INFO(fmt::format("coordinate {}: chain mean {} (se {}), sd {}", j, test::mean(x), test::batch_means_se(x),
-                     std::sqrt(test::variance(x))));
-    CHECK(std::abs(test::mean(x) - reference.mean[j]) < 4.5 * test::batch_means_se(x));
-    CHECK(std::abs(test::variance(x) - reference.sd[j] * reference.sd[j]) < 4.5 * test::variance_se(x));
-  }
+  test::check_moments(recorder, reference, 4.5);
 }

@@ -110,11 +110,5 @@ name = "mh"
   // rule on a smooth density negligible at the edges, with 15+ points per posterior sd. The
   // chain's sd is compared through its variance: sd² ± 4.5 · se(sd²). Dropping the Jacobian (the
   // last u) moved the chain's E[u] by 0.0127, 34 se (about 1/(2n): σ^{-n} becomes σ^{-(n+1)}).
-  for (int j = 0; j < 2; ++j) {
-    const auto& x = recorder.draws[j];
-    INFO(fmt::format("coordinate {}: chain mean {} (se {}), sd {}", j, test::mean(x), test::batch_means_se(x),
-                     std::sqrt(test::variance(x))));
-    CHECK(std::abs(test::mean(x) - reference.mean[j]) < 4.5 * test::batch_means_se(x));
-    CHECK(std::abs(test::variance(x) - reference.sd[j] * reference.sd[j]) < 4.5 * test::variance_se(x));
-  }
+  test::check_moments(recorder, reference, 4.5);
 }

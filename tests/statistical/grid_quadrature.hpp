@@ -1,9 +1,14 @@
 // A two-parameter posterior's moments by quadrature, the independent reference of the glm
-// statistical tests, and an observer that keeps a chain's first two coordinates.
+// statistical tests, an observer that keeps a chain's first two coordinates, and the check of
+// the one against the other.
 #pragma once
+#include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
 #include <vector>
+#include <fmt/format.h>
+
+#include "statistics.hpp"
 
 import sgmcmc;
 
@@ -56,5 +61,17 @@ struct FirstTwoCoordinates final : sgmcmc::ChainObserver {
   }
   void on_metrics(const sgmcmc::MetricsRow&) override {}  // no held-out rows: no metrics
 };
+
+/// Checks the chain's mean and variance of both coordinates against the quadrature's, each within
+/// `tolerance` batch-means standard errors (batch_means_se, variance_se; each test derives its
+/// tolerance in a comment). The sd is compared through the variance: sd² ± tolerance · se(sd²).
+inline void check_moments(const FirstTwoCoordinates& recorder, const GridMoments& reference, double tolerance) {
+  for (int j = 0; j < 2; ++j) {
+    const auto& x = recorder.draws[j];
+    INFO(fmt::format("coordinate {}: chain mean {} (se {}), sd {}", j, mean(x), batch_means_se(x), std::sqrt(variance(x))));
+    CHECK(std::abs(mean(x) - reference.mean[j]) < tolerance * batch_means_se(x));
+    CHECK(std::abs(variance(x) - reference.sd[j] * reference.sd[j]) < tolerance * variance_se(x));
+  }
+}
 
 }  // namespace test

@@ -111,11 +111,5 @@ name = "mh"
   // of an se from 100 batches is ≈ 7%). The quadrature's own error is far below: the midpoint
   // rule's error on a grid of 100+ points per posterior sd is O(h²) ≈ 1e-5 sd. The chain's sd is
   // compared through its variance: sd² ± 4.5 · se(sd²).
-  for (int j = 0; j < 2; ++j) {
-    const auto& x = recorder.draws[j];
-    INFO(fmt::format("coordinate {}: chain mean {} (se {}), sd {}", j, test::mean(x), test::batch_means_se(x),
-                     std::sqrt(test::variance(x))));
-    CHECK(std::abs(test::mean(x) - reference.mean[j]) < 4.5 * test::batch_means_se(x));
-    CHECK(std::abs(test::variance(x) - reference.sd[j] * reference.sd[j]) < 4.5 * test::variance_se(x));
-  }
+  test::check_moments(recorder, reference, 4.5);
 }
