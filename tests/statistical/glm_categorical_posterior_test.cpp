@@ -88,13 +88,7 @@ name = "mh"
                                                  1.0 / (reference.sd[0] * reference.sd[0]),
                                                  1.0 / (reference.sd[1] * reference.sd[1])),
                                      "test.toml");
-  std::shared_ptr<const sgmcmc::Model> model = test::bundled_plugin("glm").create({config["model"], 1});
-  REQUIRE(model->parameter_names() == std::vector<std::string>{"beta.0.1", "beta.1.1"});
-  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
-  for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
-  test::FirstTwoCoordinates recorder;
-  const auto result = chain->run({.warmup = 1'000, .iterations = 100'000, .thin = 1, .eval_every = 10}, recorder);
-  REQUIRE_FALSE(result.diverged);
+  const auto recorder = test::run_glm_chain(config, {"beta.0.1", "beta.1.1"}, 100'000, 10);
 
   // Quantities: the chain's mean and variance of β_0 and β_1. Reference: the quadrature above.
   // Tolerance: the Monte Carlo error by 100 batch means of 1,000 draws (batch_means_se,

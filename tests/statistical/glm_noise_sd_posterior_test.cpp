@@ -94,13 +94,7 @@ name = "mh"
                   test::quoted(dir.write("rows.csv", csv)), prior_sd, cauchy_scale,
                   1.0 / (reference.sd[0] * reference.sd[0]), 1.0 / (reference.sd[1] * reference.sd[1])),
       "test.toml");
-  std::shared_ptr<const sgmcmc::Model> model = test::bundled_plugin("glm").create({config["model"], 1});
-  REQUIRE(model->parameter_names() == std::vector<std::string>{"beta.1", "log_noise_sd"});
-  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
-  for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
-  test::FirstTwoCoordinates recorder;
-  const auto result = chain->run({.warmup = 1'000, .iterations = 400'000, .thin = 1, .eval_every = 100}, recorder);
-  REQUIRE_FALSE(result.diverged);
+  const auto recorder = test::run_glm_chain(config, {"beta.1", "log_noise_sd"}, 400'000, 100);
 
   // Quantities: the chain's mean and sd of β and of u = log σ. Reference: the quadrature above.
   // Tolerance: the Monte Carlo error, estimated by 100 batch means of 4,000 draws (batch_means_se,

@@ -5,9 +5,13 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
 #include <vector>
 #include <fmt/format.h>
 
+#include "model_support.hpp"
 #include "statistics.hpp"
 
 import sgmcmc;
@@ -61,6 +65,20 @@ struct FirstTwoCoordinates final : sgmcmc::ChainObserver {
   }
   void on_metrics(const sgmcmc::MetricsRow&) override {}  // no held-out rows: no metrics
 };
+
+/// Runs one chain of the bundled glm plugin under `config` (seed 7, 1,000 warmup iterations, every
+/// draw kept) after checking that θ's first two names are `names`; the chain must not diverge.
+inline FirstTwoCoordinates run_glm_chain(const sgmcmc::RunConfig& config, const std::vector<std::string>& names,
+                                         std::uint64_t iterations, std::uint64_t eval_every) {
+  std::shared_ptr<const sgmcmc::Model> model = bundled_plugin("glm").create({config["model"], 1});
+  REQUIRE(model->parameter_names() == names);
+  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
+  for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
+  FirstTwoCoordinates recorder;
+  const auto result = chain->run({.warmup = 1'000, .iterations = iterations, .thin = 1, .eval_every = eval_every}, recorder);
+  REQUIRE_FALSE(result.diverged);
+  return recorder;
+}
 
 /// Checks the chain's mean and variance of both coordinates against the quadrature's, each within
 /// `tolerance` batch-means standard errors (batch_means_se, variance_se; each test derives its
