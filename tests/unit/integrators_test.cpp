@@ -542,6 +542,15 @@ TEST_CASE("scale_step_with_n: refused where it has no meaning, naming the key, r
   // Without step_size, the default 1e-4 would silently be read as a step for one item.
   CHECK_THAT(refusal("[integrator]\nname = \"sgld\"\nscale_step_with_n = true\n"),
              Catch::Matchers::Contains("integrator.scale_step_with_n") && Catch::Matchers::Contains("give integrator.step_size"));
+  // A computed or adapted mass grows with N already: the step would be divided a second time.
+  CHECK_THAT(refusal("[integrator]\nname = \"sgld\"\nstep_size = 1.0\nscale_step_with_n = true\nmass = \"fisher\"\n"),
+             Catch::Matchers::Contains("s.toml:4: integrator.scale_step_with_n") &&
+                 Catch::Matchers::Contains("computed from the data (s.toml:5: integrator.mass)"));
+  CHECK_THAT(refusal("[integrator]\nname = \"obabo\"\nstep_size = 1.0\nscale_step_with_n = true\nadapt_mass = true\n"),
+             Catch::Matchers::Contains("s.toml:4: integrator.scale_step_with_n") &&
+                 Catch::Matchers::Contains("adapted to the draws (s.toml:5: integrator.adapt_mass)"));
+  CHECK(refusal("[integrator]\nname = \"obabo\"\nstep_size = 1.0\nscale_step_with_n = true\nadapt_mass = false\n") ==
+        "accepted");
   // Without the model, no N to divide by.
   auto config = sgmcmc::parse_config("[integrator]\nstep_size = 1.0\nscale_step_with_n = true\n", "s.toml");
   CHECK_THROWS_WITH(sgmcmc::make_integrator(config["integrator"]), Catch::Matchers::Contains("number of items"));

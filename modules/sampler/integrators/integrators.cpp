@@ -57,6 +57,22 @@ std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t
                             "changes with N, by a power that depends on whether minibatch noise or the gradient "
                             "itself dominates V; give step_size as is, tuned at the data size you run",
                             section.describe("scale_step_with_n"), entry.name));
+  // A mass computed from the data (mass = "fisher") or adapted to the draws (adapt_mass) already
+  // grows like N, so the step is then in units of the posterior's spread: dividing it by N^p as
+  // well would shrink it a second time. Peeked at, not read: the integrator reads both keys.
+  const auto& entries = section.entries();
+  const auto mass = entries.find("mass");
+  const auto adapt = entries.find("adapt_mass");
+  const bool computed = mass != entries.end() && std::holds_alternative<std::string>(mass->second.value);
+  const bool adapted = adapt != entries.end() && std::holds_alternative<bool>(adapt->second.value) &&
+                       std::get<bool>(adapt->second.value);
+  if (computed || adapted)
+    throw Error(fmt::format("{}: a mass {} grows with the data size N, so its step_size is already in units of the "
+                            "posterior's spread and needs no scaling by N; give step_size as is (scale_step_with_n = "
+                            "false)",
+                            section.describe("scale_step_with_n"),
+                            computed ? fmt::format("computed from the data ({})", section.describe("mass"))
+                                     : fmt::format("adapted to the draws ({})", section.describe("adapt_mass"))));
   if (!section.contains("step_size"))
     throw Error(fmt::format("{}: give integrator.step_size, the step for one data item, which is then divided by "
                             "N^{}",
