@@ -35,7 +35,8 @@ TEST_CASE("each covtype preset learns on simulated data: held-out log predictive
   // well: the MAP's held-out score on this shape is about -0.35 (runners/presets/covtype-sgld.toml),
   // and 1,000 iterations get within a few hundredths of it; -0.5 is far from both. The presets'
   // steps were tuned at full size: those written per item run at 20,000 rows, the size they must
-  // carry to; covtype-psgld's step is for full size only (its comments say why), so it runs there.
+  // carry to (covtype-sgldcv's, in the units of its Fisher mass, needs no scaling); covtype-psgld's
+  // step is for full size only (its comments say why), so it runs there.
   test::TempDir dir;
   const std::pair<const char*, const char*> presets[] = {
       {"covtype-sgld", "--set model.n=20000"},  {"covtype-sgldcv", "--set model.n=20000"},
@@ -57,7 +58,7 @@ TEST_CASE("the real cover type sample runs through covtype-sgldcv from its gzip 
     WARN("skipped: " << covtype_sample.string() << " is absent (the shared data sets are not on this machine)");
     return;
   }
-  // 20,000 rows, 10% held out: N = 18,000; the preset scales its step as 1/N (8e-6 × 522,911 / 18,000).
+  // 20,000 rows, 10% held out: N = 18,000; the preset's Fisher mass is computed on these rows.
   // A logistic regression on the 54 scaled features predicts cover type 1 vs 2 with held-out
   // accuracy near 75%: the log predictive density sits near -0.5, well above log(1/2) = -0.693.
   test::TempDir dir;
@@ -90,5 +91,5 @@ TEST_CASE("runners/figures/covtype_figure.py draws Figure 1 and prints its table
       "/usr/bin/python3 '{}/runners/figures/covtype_figure.py' --sgmcmc '{}' --out '{}' --rows 6000 "
       "--fractions 0.1,1 --iterations 300",
       SGMCMC_SOURCE_DIR, SGMCMC_CLI, dir.path().string()));
-  test::check_figure(result, dir.path(), "covtype_figure1.png", {"0.1-covtype-sgld", "1-covtype-sgldcv", "1-covtype-saga"});
+  test::check_figure(result, dir.path(), "covtype_figure1.png", {"0.1-sgld", "1-sgld-cv", "1-saga"});
 }
