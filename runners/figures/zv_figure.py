@@ -2,7 +2,7 @@
 """Baker et al. (2019)'s Figure 2: SGLD-CV's estimate of the held-out log predictive density, with and without
 zero-variance (ZV) post-processing, over several seeds, as box plots.
 
-For each seed, on the same data (run.data_seed = 1), runs the real `sgmcmc` CLI with SGLD-CV in the paper's configuration (covtype-sgld's, estimator cv), recording the cheap
+For each seed, on the same data (run.data_seed = 1), runs the real `sgmcmc` CLI with SGLD-CV in the paper's configuration (covtype-baker2019 with estimator cv), recording the cheap
 control-variate gradient with every draw ([output] gradients = "cv", the choice of Baker et al. 2019, §4) and the
 model's quantity `held_out_log_density` (one draw's mean held-out log-likelihood); then
 `sgmcmc zv --order 1 --csv` gives the plain and the first-order ZV estimate of its posterior mean.
@@ -32,9 +32,9 @@ def check(command):
 def estimates(args, seed):
     """(plain estimate, ZV-1 estimate, in-run variance ratio) of QUANTITY's posterior mean."""
     out = args.out / f"seed-{seed}"
-    # The paper's SGLD-CV: covtype-sgld's scalar step with estimator cv (the covtype-sgldcv preset
-    # runs with the Fisher mass instead).
-    command = [args.sgmcmc, "run", "--preset", "covtype-sgld", "--set", 'estimator.name="cv"',
+    # The paper's SGLD-CV: its scalar step with estimator cv (the covtype-sgldcv preset runs with the
+    # Fisher mass instead).
+    command = [args.sgmcmc, "run", "--preset", "covtype-baker2019", "--set", 'estimator.name="cv"',
                "--set", "estimator.sgd_decay_b=1000", "--out", str(out), "--replace", "--quiet",
                "--set", f'output.gradients="{args.gradients}"', "--set", f"run.seed={seed}", "--set", "run.data_seed=1",
                "--set", f"run.iterations={args.iterations}"]

@@ -604,7 +604,7 @@ def race_real(stan: Stan, cli: str, work: Path, data_path: Path, X: np.ndarray, 
     if every_candidate and not options.skip_tuning:
         # Baker et al. (2019)'s SGLD-CV, a scalar step (the covtype-sgldcv preset has the Fisher mass).
         paper_sgldcv = {"estimator.name": '"cv"', "estimator.sgd_decay_b": 1000}
-        tuned = sgmcmc_tune(cli, work / f"tune-sgldcv-{rows}", options.reuse, "covtype-sgld",
+        tuned = sgmcmc_tune(cli, work / f"tune-sgldcv-{rows}", options.reuse, "covtype-baker2019",
                             {**real, **paper_sgldcv, "run.thin": 10}, 20_000 if quick else 50_000)
         # Stan-style mass adaptation needs a step for unit scale and a start mass near the curvature.
         adapt = {"run.warmup": 20_000, "integrator.adapt_mass": "true", "integrator.mass": 10_000,
@@ -616,7 +616,7 @@ def race_real(stan: Stan, cli: str, work: Path, data_path: Path, X: np.ndarray, 
                                   {**real, "run.thin": 10, "integrator.step_size": 1.5e-6}, 20_000 if quick else 50_000)
         candidates += [
             ("SGLD-CV, sgmcmc tune's step", "sgldcv-tuned", dict(config=tuned), base),
-            ("SGLD-CV, adapt_mass", "sgldcv-adapt-mass", dict(preset="covtype-sgld"), {**base, **paper_sgldcv, **adapt}),
+            ("SGLD-CV, adapt_mass", "sgldcv-adapt-mass", dict(preset="covtype-baker2019"), {**base, **paper_sgldcv, **adapt}),
             ("pSGLD, sgmcmc tune's step", "psgld-tuned", dict(config=tuned_psgld), base),
         ]
     sg_rows = []

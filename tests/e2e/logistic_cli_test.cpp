@@ -32,16 +32,17 @@ const std::filesystem::path covtype_sample =
 TEST_CASE("each covtype preset learns on simulated data: held-out log predictive density well above log 1/2") {
   // The prior predictive is σ(0) = 1/2 at every point (the Laplace prior is symmetric), so an
   // unlearnt model scores log(1/2) = -0.693. The simulated coefficients separate the classes
-  // well: the MAP's held-out score on this shape is about -0.35 (runners/presets/covtype-sgld.toml),
-  // and 1,000 iterations get within a few hundredths of it; -0.5 is far from both. The presets'
-  // steps were tuned at full size: those written per item run at 20,000 rows, the size they must
-  // carry to (covtype-sgldcv's, in the units of its Fisher mass, needs no scaling); covtype-psgld's
-  // step is for full size only (its comments say why), so it runs there.
+  // well: the MAP's held-out score on this shape is about -0.35 (runners/presets/covtype-baker2019.toml),
+  // and 1,000 iterations get within a few hundredths of it; -0.5 is far from both. The steps of the
+  // presets with the Fisher mass are in its units, whatever N; covtype-baker2019's is written per
+  // item and runs at 20,000 rows, the size it must carry to; covtype-psgld's step is for full size
+  // only (its comments say why), so it runs there.
   test::TempDir dir;
   const std::pair<const char*, const char*> presets[] = {
       {"covtype-sgld", "--set model.n=20000"},  {"covtype-sgldcv", "--set model.n=20000"},
       {"covtype-saga", "--set model.n=20000"},  {"covtype-sgnht", "--set model.n=20000"},
-      {"covtype-badodab", "--set model.n=20000"}, {"covtype-psgld", ""}};
+      {"covtype-badodab", "--set model.n=20000"}, {"covtype-baker2019", "--set model.n=20000"},
+      {"covtype-psgld", ""}};
   for (const auto& [preset, size] : presets) {
     INFO(preset);
     const auto out = dir.path() / preset;

@@ -28,11 +28,11 @@ TEST_CASE("ZV on logistic regression: first-order controls fitted on one half re
   // from its centre, and coefficients fitted on one half do not fit the other. See runners/figures/README.md, Figure 2.)
   test::TempDir dir;
   const auto out = dir.path() / "run";
-  // Baker et al. (2019)'s configuration: covtype-sgld's scalar step, written for one item, with
-  // SGLD-CV (as runners/presets/sweeps/covtype-figure1.toml runs it), not the covtype-sgldcv
-  // preset's Fisher mass.
+  // Baker et al. (2019)'s configuration (covtype-baker2019: a scalar step, written for one item) with
+  // SGLD-CV, as runners/presets/sweeps/covtype-figure1.toml runs it; not the covtype-sgldcv preset's
+  // Fisher mass.
   const auto result = test::run_cli(fmt::format(
-      "run --preset covtype-sgld --set estimator.name='\"cv\"' --set estimator.sgd_decay_b=1000 "
+      "run --preset covtype-baker2019 --set estimator.name='\"cv\"' --set estimator.sgd_decay_b=1000 "
       "--set model.n=22222 --set run.iterations=50000 "
       "--set run.chains=1 --set output.gradients='\"exact\"' --out '{}' --quiet",
       out.string()));
