@@ -85,8 +85,10 @@ class RunCase(unittest.TestCase):
         self.assertEqual(run.status, "complete")
         dimension = run.manifest["model"]["dimension"]
         self.assertEqual(len(run.parameter_names), dimension)
-        self.assertEqual(run.columns[:3], STATS)
-        self.assertEqual(run.columns[3:3 + dimension], run.parameter_names)
+        stats = len(run.stat_columns)
+        self.assertEqual(run.columns[:stats], run.stat_columns)
+        self.assertEqual(run.stat_columns[:3], STATS)
+        self.assertEqual(run.columns[stats:stats + dimension], run.parameter_names)
         # draws_array: chain k's table, in order
         array = run.draws_array()
         self.assertEqual(array.shape, (chains, iterations // thin, len(run.columns)))
@@ -127,7 +129,9 @@ class RunCase(unittest.TestCase):
             self.assertEqual(dataset["chain"].values.tolist(), run.chain_ids)
             self.assertEqual(dataset["draw"].values.tolist(), list(range(draws)))
             self.assertEqual(dataset.attrs["inference_library"], "sgmcmc")
-        self.assertEqual(sorted(stats.data_vars), ["acceptance_rate", "lp", "step_size"])
+        names = {"lp__": "lp", "accept_stat__": "acceptance_rate", "stepsize__": "step_size",
+                 "delta_energy__": "energy_error", "accepted__": "accepted"}
+        self.assertEqual(sorted(stats.data_vars), sorted(names[column] for column in run.stat_columns))
 
         def value(dataset, column, prefix=""):
             base, *indices = column[len(prefix):].split(".")
@@ -148,12 +152,11 @@ class RunCase(unittest.TestCase):
             for j, column in enumerate(header):
                 nan = not_computed and column == "lp__"
                 from_text.setdefault(column, []).append([math.nan if nan else float(row[j]) for row in rows])
-        names = {"lp__": "lp", "accept_stat__": "acceptance_rate", "stepsize__": "step_size"}
         for column, values in from_text.items():
             expected = np.asarray(values)
             got = stats[names[column]].values if column in names else value(posterior, column)
             same(got, expected, column)
-        variables = {column.split(".")[0] for column in run.columns[3:]}
+        variables = {column.split(".")[0] for column in run.columns[len(run.stat_columns):]}
         self.assertEqual(set(posterior.data_vars), variables)
         if run.gradients is not None:
             gradients = xr.open_dataset(path, group="gradients", engine="netcdf4").load()
@@ -209,6 +212,22 @@ class TestGaussian(RunCase):
         posterior = self.assert_export_round_trip(run, "demo-gradients")
         self.assertEqual(posterior["held_out_log_density"].dims, ("chain", "draw"))
 
+    def test_mh_run(self):
+        # An mh corrector adds delta_energy__ and accepted__ after the three sampler columns: they are
+        # sample statistics, not parameters (a reader that took the three for all put them first
+        # among the parameters and dropped the last two).
+        run = sgmcmc.run(preset="gaussian-obabo-mh", set={"run": {"iterations": 100, "warmup": 0, "thin": 10,
+                                                                  "eval_every": 50}, "estimator.batch_size": 400, "output.quantities": True,
+                                                  "model.n": 2000},
+                         chains=2, out=self.tmp / "obabo-mh")
+        self.assertEqual(run.stat_columns, ["lp__", "accept_stat__", "stepsize__", "delta_energy__", "accepted__"])
+        self.assertEqual(run.parameter_names, [f"beta.{j}" for j in range(1, 6)])
+        self.assertEqual(run.quantity_names, ["held_out_log_density"])
+        self.assertTrue(set(np.unique(run.chains[0]["accepted__"])) <= {0.0, 1.0})
+        self.assert_folder_consistent(run, chains=2, iterations=100, thin=10, eval_every=50)
+        posterior = self.assert_export_round_trip(run, "obabo-mh")
+        self.assertEqual(sorted(posterior.data_vars), ["beta", "held_out_log_density"])
+
     def test_config_file(self):
         config = self.tmp / "small.toml"
         config.write_text('[model]\nname = "gaussian"\ndim = 3\nn = 500\n\n[run]\niterations = 20\nthin = 2\neval_every = 10\n')
@@ -220,7 +239,8 @@ class TestGaussian(RunCase):
 
 class TestLogistic(RunCase):
     def test_covtype_sgld(self):
-        run = sgmcmc.run(preset="covtype-sgld", set={"model.n": 2000, "run.iterations": 100, "run.eval_every": 50},
+        run = sgmcmc.run(preset="covtype-sgld", set={"model.n": 2000, "run.iterations": 100, "run.thin": 10,
+                                                     "run.eval_every": 50},
                          chains=2, out=self.tmp / "covtype")
         self.assertEqual(run.manifest["model"]["name"], "logistic")
         self.assert_folder_consistent(run, chains=2, iterations=100, thin=10, eval_every=50)

@@ -39,10 +39,11 @@ with warnings.catch_warnings():  # Debian 12's netCDF4 (cftime) warns that numpy
     warnings.filterwarnings("ignore", message="numpy.ndarray size changed")
     import netCDF4
 
-from .read import STAT_COLUMNS, Run
+from .read import Run
 
 #: Stan's sampler columns and ArviZ's names for them.
-SAMPLE_STATS_NAMES = {"lp__": "lp", "accept_stat__": "acceptance_rate", "stepsize__": "step_size"}
+SAMPLE_STATS_NAMES = {"lp__": "lp", "accept_stat__": "acceptance_rate", "stepsize__": "step_size",
+                      "delta_energy__": "energy_error", "accepted__": "accepted"}
 #: The groups to_netcdf writes, in order.
 GROUPS = ("posterior", "sample_stats", "gradients")
 
@@ -126,10 +127,11 @@ def to_inference_data_groups(run: Run, gradients: bool = True) -> dict[str, xr.D
     values = run.draws_array()
     columns = run.columns
     chain_ids = run.chain_ids
-    variables = columns[len(STAT_COLUMNS):]
-    groups = {"posterior": _dataset(values[:, :, len(STAT_COLUMNS):], variables, chain_ids, attrs)}
+    stat_columns = run.stat_columns
+    variables = columns[len(stat_columns):]
+    groups = {"posterior": _dataset(values[:, :, len(stat_columns):], variables, chain_ids, attrs)}
     stats = xr.Dataset(
-        {SAMPLE_STATS_NAMES[name]: (["chain", "draw"], values[:, :, j]) for j, name in enumerate(STAT_COLUMNS)},
+        {SAMPLE_STATS_NAMES[name]: (["chain", "draw"], values[:, :, j]) for j, name in enumerate(stat_columns)},
         coords={"chain": np.asarray(chain_ids, dtype=np.int64), "draw": np.arange(values.shape[1], dtype=np.int64)},
         attrs=attrs)
     groups["sample_stats"] = stats

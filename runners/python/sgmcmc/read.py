@@ -27,6 +27,9 @@ import pandas as pd
 
 #: The sampler columns that precede the parameters in every ``chain-<k>.csv``.
 STAT_COLUMNS = ("lp__", "accept_stat__", "stepsize__")
+#: The columns an ``mh`` corrector adds after them (runners/README.md, Correctors): the block's energy
+#: error ΔH̃ and whether it was accepted.
+MH_STAT_COLUMNS = ("delta_energy__", "accepted__")
 # The comment line of a chain file whose lp__ column holds 0 in place of a log density that was not
 # computed (run.lp = false), as CmdStan's variational output does; read back as NaN.
 LP_NOT_COMPUTED = "lp__ = 0: not computed"
@@ -34,6 +37,15 @@ LP_NOT_COMPUTED = "lp__ = 0: not computed"
 #: The columns that precede the model's metrics in ``metrics.csv``.
 METRIC_KEY_COLUMNS = ("chain", "iteration", "seconds", "cpu_seconds", "item_gradients")
 GRADIENT_PREFIX = "grad_lp."
+
+def sampler_columns(columns: list[str]) -> list[str]:
+    """The sampler's columns at the start of a chain file's header ``columns``: STAT_COLUMNS, and
+    MH_STAT_COLUMNS after them when present."""
+    stats = list(STAT_COLUMNS)
+    if tuple(columns[len(stats) : len(stats) + len(MH_STAT_COLUMNS)]) == MH_STAT_COLUMNS:
+        stats += MH_STAT_COLUMNS
+    return stats
+
 
 _CHAIN_FILE = re.compile(r"^chain-([0-9]+)\.csv$")
 
@@ -135,17 +147,22 @@ class Run:
         return list(self.chains[0].columns)
 
     @property
+    def stat_columns(self) -> list[str]:
+        """The sampler's columns before the parameters: STAT_COLUMNS, then MH_STAT_COLUMNS when an
+        ``mh`` corrector ran."""
+        return sampler_columns(self.columns)
+
+    @property
     def parameter_names(self) -> list[str]:
         """The model's parameters (``beta.1``, ...): the first ``model.dimension`` columns after
-        the sampler's three."""
-        dimension = self.manifest["model"]["dimension"]
-        return self.columns[len(STAT_COLUMNS) : len(STAT_COLUMNS) + dimension]
+        the sampler's."""
+        first = len(self.stat_columns)
+        return self.columns[first : first + self.manifest["model"]["dimension"]]
 
     @property
     def quantity_names(self) -> list[str]:
         """The model's quantities of interest (present with ``output.quantities = true``)."""
-        dimension = self.manifest["model"]["dimension"]
-        return self.columns[len(STAT_COLUMNS) + dimension :]
+        return self.columns[len(self.stat_columns) + self.manifest["model"]["dimension"] :]
 
     @property
     def metric_names(self) -> list[str]:
@@ -279,8 +296,9 @@ def read_run(path: Path | str) -> Run:
             raise RunFolderError(f"{chain_path}: the header does not start with {','.join(STAT_COLUMNS)}", chain_path)
         if chains and list(table.columns) != list(chains[0].columns):
             raise RunFolderError(f"{chain_path}: other columns than {chain_paths[chain_ids[0]]}", chain_path)
-        if dimension >= 0 and len(table.columns) < len(STAT_COLUMNS) + dimension:
-            raise RunFolderError(f"{chain_path}: {len(table.columns) - len(STAT_COLUMNS)} parameter column(s), but "
+        stats = len(sampler_columns(list(table.columns)))
+        if dimension >= 0 and len(table.columns) < stats + dimension:
+            raise RunFolderError(f"{chain_path}: {len(table.columns) - stats} parameter column(s), but "
                                  f"{manifest_path} says the model has dimension {dimension}", chain_path)
         if any(line.startswith(LP_NOT_COMPUTED) for line in lines):
             table["lp__"] = np.nan  # written as 0 for R's readers, which refuse a NaN
@@ -291,7 +309,8 @@ def read_run(path: Path | str) -> Run:
     gradient_source = manifest.get("config", {}).get("output", {}).get("gradients", "none")
     if gradient_source != "none" or any((folder / f"gradients-{k}.csv").exists() for k in chain_ids):
         gradients = []
-        names = list(chains[0].columns[len(STAT_COLUMNS) : len(STAT_COLUMNS) + dimension])
+        first = len(sampler_columns(list(chains[0].columns)))
+        names = list(chains[0].columns[first : first + dimension])
         wanted = [GRADIENT_PREFIX + name for name in names]
         for k, table in zip(chain_ids, chains):
             gradient_path = folder / f"gradients-{k}.csv"
