@@ -119,10 +119,14 @@ std::string vector_npy(const char* descr, std::size_t length, const std::string&
   return npy_bytes(fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({},), }}", descr, length), payload);
 }
 
-/// A run on `data` fails with exit code 2 and a message holding each of `expected`.
+/// A run on `data` fails with exit code 2 and a message holding each of `expected`. The run's
+/// settings suit two rows, so that a file the reader wrongly accepted would run (exit 0).
 void check_refused(const test::TempDir& dir, const fs::path& data, const std::vector<std::string>& expected) {
   INFO(data.filename().string());
-  const auto result = test::run_cli(fmt::format("run --preset covtype-sgld --set model.data='\"{}\"' --out '{}' --quiet",
+  fs::remove_all(dir.path() / "refused");
+  const auto result = test::run_cli(fmt::format("run --preset covtype-sgld --set model.data='\"{}\"' --set model.test_size=0 "
+                                                "--set estimator.batch_size=1 --set run.iterations=2 --set run.thin=1 --set run.chains=1 "
+                                                "--set run.eval_every=1 --out '{}' --quiet",
                                                 data.string(), (dir.path() / "refused").string()));
   INFO(result.output);
   CHECK(result.exit_code == 2);
@@ -174,6 +178,14 @@ TEST_CASE("binary data: a malformed .npy or .csr is refused with exit code 2, na
   test::TempDir dir;
   const std::vector<double> six{1.0, 0.5, 0.25, -1.0, 0.125, 2.0};
   const auto good = f8_matrix(2, 3, raw(six));
+  {  // the well-formed file runs with check_refused's settings, so each refusal below is the reader's
+    const auto result = test::run_cli(fmt::format(
+        "run --preset covtype-sgld --set model.data='\"{}\"' --set model.test_size=0 --set estimator.batch_size=1 "
+        "--set run.iterations=2 --set run.thin=1 --set run.chains=1 --set run.eval_every=1 --out '{}' --quiet",
+        dir.write("good.npy", good).string(), (dir.path() / "good").string()));
+    INFO(result.output);
+    REQUIRE(result.exit_code == 0);
+  }
   check_refused(dir, dir.write("magic.npy", "NUMPY!" + good.substr(6)), {"magic.npy", "not a NumPy .npy file"});
   check_refused(dir, dir.write("truncated.npy", good.substr(0, good.size() - 8)),
                 {"truncated.npy", "truncated", "needs 48 bytes", "has 40"});
