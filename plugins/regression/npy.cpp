@@ -197,6 +197,12 @@ Header read_header(const std::string& path) {
   if (size < prefix) throw sgmcmc::Error(fmt::format("{}: truncated within the .npy header", path));
   std::size_t header_length = 0;
   for (std::size_t b = 0; b < length_bytes; ++b) header_length |= std::size_t{static_cast<unsigned char>(start[8 + b])} << (8 * b);
+  // NumPy itself reads headers of at most 10,000 bytes by default (max_header_size); a length far
+  // beyond that is damage, refused before a buffer of that size is made.
+  constexpr std::size_t longest_header = std::size_t{1} << 20;
+  if (header_length > longest_header)
+    throw sgmcmc::Error(fmt::format("{}: the .npy header says it is {} bytes long; expected at most {}", path,
+                                    header_length, longest_header));
   if (size - prefix < header_length)
     throw sgmcmc::Error(fmt::format("{}: truncated: the .npy header says {} bytes, the file has {} after its start", path,
                                     header_length, size - prefix));
