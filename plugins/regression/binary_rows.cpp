@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
+#include <span>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -72,31 +74,58 @@ BinaryLayout binary_layout(const std::string& path) {
   return BinaryLayout::none;
 }
 
-LabelledRows read_npy_rows(const std::string& path, std::size_t declared_features, npy::RowRange range) {
-  const npy::MappedArray array(path, range);
-  if (!is_float(array.dtype()))
+LabelledRows map_npy_rows(const std::string& path, std::size_t declared_features, npy::RowRange range) {
+  auto array = std::make_shared<const npy::MappedArray>(path, range);
+  if (!is_float(array->dtype()))
     throw sgmcmc::Error(fmt::format("{}: dtype '{}'; expected '<f8' or '<f4' (float64 or float32) values", path,
-                                    npy::descr(array.dtype())));
-  if (array.dimensions() != 2 || array.columns() < 2)
+                                    npy::descr(array->dtype())));
+  if (array->dimensions() != 2 || array->columns() < 2)
     throw sgmcmc::Error(fmt::format("{}: a {}-D array of {} column(s); expected 2-D, rows × (the label, then at least one "
                                     "feature): np.column_stack([y, X])",
-                                    path, array.dimensions(), array.columns()));
+                                    path, array->dimensions(), array->columns()));
   LabelledRows rows;
-  rows.features = array.columns() - 1;
+  rows.features = array->columns() - 1;
   if (declared_features && declared_features != rows.features)
     throw sgmcmc::Error(fmt::format("{}: {} feature columns, but model.features = {}", path, rows.features, declared_features));
-  rows.y.resize(array.rows());
-  sgmcmc::allocate(rows.x, array.rows(), rows.features,
-                   fmt::format("{}: {} rows × {} features", path, array.rows(), rows.features));
-  std::vector<double> row(array.columns());
-  for (std::size_t i = 0; i < array.rows(); ++i) {
-    array.row_as_double(i, row);
+  // One pass over the map: the labels out, every value checked finite (in double: a float32
+  // infinity or NaN stays one).
+  rows.y.resize(array->rows());
+  std::vector<double> row(array->columns());
+  for (std::size_t i = 0; i < array->rows(); ++i) {
+    array->row_as_double(i, row);
     for (std::size_t j = 0; j < row.size(); ++j)
-      if (!std::isfinite(row[j])) require_finite(row[j], path, fmt::format("a[{}, {}]", array.first_row() + i, j));
+      if (!std::isfinite(row[j])) require_finite(row[j], path, fmt::format("a[{}, {}]", array->first_row() + i, j));
     rows.y[i] = row[0];
-    std::copy(row.begin() + 1, row.end(), rows.x.begin() + static_cast<std::ptrdiff_t>(i * rows.features));
   }
+  rows.mapped = std::move(array);
   return rows;
+}
+
+LabelledRows read_npy_rows(const std::string& path, std::size_t declared_features, npy::RowRange range) {
+  LabelledRows rows = map_npy_rows(path, declared_features, range);
+  materialise(rows);
+  return rows;
+}
+
+template <class Real>
+void copy_features(const LabelledRows& rows, std::size_t i, Real* out) {
+  if (rows.mapped) {
+    rows.mapped->copy_row(i, 1, std::span<Real>(out, rows.features));  // column 0 is the label
+    return;
+  }
+  const double* row = rows.x.data() + i * rows.features;
+  for (std::size_t j = 0; j < rows.features; ++j) out[j] = static_cast<Real>(row[j]);
+}
+
+template void copy_features(const LabelledRows&, std::size_t, double*);
+template void copy_features(const LabelledRows&, std::size_t, float*);
+
+void materialise(LabelledRows& rows) {
+  if (!rows.mapped) return;
+  sgmcmc::allocate(rows.x, rows.y.size(), rows.features,
+                   fmt::format("{}: {} rows × {} features", rows.mapped->path(), rows.y.size(), rows.features));
+  for (std::size_t i = 0; i < rows.y.size(); ++i) copy_features(rows, i, rows.x.data() + i * rows.features);
+  rows.mapped.reset();
 }
 
 LabelledRows read_csr_rows(const std::string& folder, std::size_t declared_features, npy::RowRange range) {
@@ -183,7 +212,7 @@ void write_dense(const LabelledRows& rows, const std::string& path, npy::Dtype d
   sgmcmc::allocate(values, rows.y.size(), columns, fmt::format("{}: {} rows × {} columns", path, rows.y.size(), columns));
   for (std::size_t i = 0; i < rows.y.size(); ++i) {
     values[i * columns] = rows.y[i];
-    std::copy_n(rows.x.data() + i * rows.features, rows.features, values.data() + i * columns + 1);
+    copy_features(rows, i, values.data() + i * columns + 1);
   }
   const std::size_t shape[] = {rows.y.size(), columns};
   npy::write(path, dtype, shape, values);
@@ -193,10 +222,11 @@ void write_sparse(const LabelledRows& rows, const std::string& folder, npy::Dtyp
   std::error_code error;
   fs::create_directories(folder, error);
   if (error) throw sgmcmc::Error(fmt::format("{}: cannot create the folder ({})", folder, error.message()));
-  std::vector<double> indptr{0.0}, indices, data;
+  std::vector<double> indptr{0.0}, indices, data, row(rows.features);
   for (std::size_t i = 0; i < rows.y.size(); ++i) {
+    copy_features(rows, i, row.data());
     for (std::size_t j = 0; j < rows.features; ++j)
-      if (const double value = rows.x[i * rows.features + j]; value != 0.0) {
+      if (const double value = row[j]; value != 0.0) {
         indices.push_back(static_cast<double>(j));
         data.push_back(value);
       }

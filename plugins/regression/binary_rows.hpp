@@ -24,8 +24,12 @@ enum class BinaryLayout { none, dense_npy, sparse_csr };
 /// The layout `path` names by its extension: ".npy", ".csr" (a folder), or none (a text file).
 BinaryLayout binary_layout(const std::string& path);
 
-/// Rows `range` of a dense .npy file, labels as read (unmapped). `declared_features` (0: none)
-/// must equal the file's feature count.
+/// Rows `range` of a dense .npy file, labels as read (unmapped), the features left in the map
+/// (LabelledRows::mapped) after one pass that checks every value finite. `declared_features` (0:
+/// none) must equal the file's feature count.
+LabelledRows map_npy_rows(const std::string& path, std::size_t declared_features, npy::RowRange range = {});
+
+/// map_npy_rows with the features copied into LabelledRows::x, as double.
 LabelledRows read_npy_rows(const std::string& path, std::size_t declared_features, npy::RowRange range = {});
 
 /// Rows `range` of a .csr folder, densified as a LIBSVM file is, labels as read. The features are

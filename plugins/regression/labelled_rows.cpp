@@ -201,7 +201,7 @@ LabelledRows read_labelled_rows(const std::string& path, FileFormat format, Labe
                                 std::size_t declared_features) {
   // A binary data set is told by its name (binary_rows.hpp); model.format is for text files.
   if (const auto layout = binary_layout(path); layout != BinaryLayout::none) {
-    LabelledRows rows = layout == BinaryLayout::dense_npy ? read_npy_rows(path, declared_features)
+    LabelledRows rows = layout == BinaryLayout::dense_npy ? map_npy_rows(path, declared_features)
                                                           : read_csr_rows(path, declared_features);
     if (rows.y.empty()) throw sgmcmc::Error(fmt::format("{}: no data rows", path));
     sgmcmc::note_rows_read(path, rows.y.size(), false);
@@ -236,6 +236,7 @@ PredictionFile read_prediction_file(const std::string& path, FileFormat format, 
                                     std::size_t features) {
   PredictionFile file{read_labelled_rows(path, format, LabelCoding::as_read, 0)};
   LabelledRows& rows = file.rows;
+  materialise(rows);  // an unlabelled file's rows are rebuilt below
   if (rows.sparse) {
     if (rows.features > features)
       throw sgmcmc::Error(fmt::format("{}: feature index {} is beyond the model's {} features", path, rows.features,
@@ -262,6 +263,7 @@ PredictionFile read_prediction_file(const std::string& path, FileFormat format, 
 }
 
 void take_offset_column(LabelledRows& rows, const std::string& where) {
+  materialise(rows);
   if (rows.features == 0)
     throw sgmcmc::Error(fmt::format("{}: model.offset takes the offset from the first column after the response, but "
                                     "the rows have no such column",
@@ -279,6 +281,7 @@ void take_offset_column(LabelledRows& rows, const std::string& where) {
 }
 
 void widen(LabelledRows& rows, std::size_t features) {
+  materialise(rows);
   std::vector<double> x(rows.y.size() * features, 0.0);
   for (std::size_t i = 0; i < rows.y.size(); ++i)
     std::copy_n(rows.x.data() + i * rows.features, rows.features, x.data() + i * features);  // no x[k] of an empty row

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -281,6 +282,27 @@ void MappedArray::row_as_double(std::size_t i, std::span<double> out) const {
     for (std::size_t j = 0; j < out.size(); ++j) out[j] = static_cast<double>(integer_at(row + j * item_size(header_.dtype)));
   }
 }
+
+template <class Real>
+void MappedArray::copy_row(std::size_t i, std::size_t first_column, std::span<Real> out) const {
+  const std::byte* at = row_bytes(i) + first_column * item_size(header_.dtype);
+  const auto copy_as = [&]<class Stored>(Stored) {
+    if constexpr (std::is_same_v<Stored, Real>) {
+      std::memcpy(out.data(), at, out.size() * sizeof(Real));  // memcpy: the values may be unaligned
+    } else {
+      for (std::size_t j = 0; j < out.size(); ++j) {
+        Stored value;
+        std::memcpy(&value, at + j * sizeof(Stored), sizeof(Stored));
+        out[j] = static_cast<Real>(value);
+      }
+    }
+  };
+  if (header_.dtype == Dtype::float64) copy_as(double{});
+  else copy_as(float{});  // callers hold float arrays only (binary_rows.cpp checks)
+}
+
+template void MappedArray::copy_row(std::size_t, std::size_t, std::span<double>) const;
+template void MappedArray::copy_row(std::size_t, std::size_t, std::span<float>) const;
 
 std::int64_t MappedArray::integer(std::size_t i) const { return integer_at(row_bytes(i)); }
 

@@ -61,6 +61,11 @@ public:
   /// Row i of the range (0 ≤ i < rows()) converted to double into `out` (columns() values);
   /// float64 values are copied unchanged, float32 values widened exactly.
   void row_as_double(std::size_t i, std::span<double> out) const;
+  /// Columns [first_column, first_column + out.size()) of row i of the range, as Real: unchanged
+  /// when the file holds Real (float32 into float storage: a copy, no conversion), otherwise cast as
+  /// C++ casts (float32 widened exactly; float64 rounded to float as a double value would be).
+  template <class Real>
+  void copy_row(std::size_t i, std::size_t first_column, std::span<Real> out) const;
   /// Element i of the range of a 1-D array (or column 0 of a 2-D one) as an integer; for int32 or
   /// int64 arrays only (callers check the dtype).
   std::int64_t integer(std::size_t i) const;

@@ -58,12 +58,12 @@ void convert(const fs::path& in, const fs::path& out, const std::string& options
 
 /// Both chains of the run on each binary copy equal the run on the text file, draw for draw.
 void check_same_draws(const test::TempDir& dir, const std::string& model_lines, const fs::path& text,
-                      const std::vector<fs::path>& copies) {
-  const auto reference = dir.path() / ("run-" + text.filename().string());
+                      const std::vector<fs::path>& copies, const std::string& tag = "run") {
+  const auto reference = dir.path() / (tag + "-" + text.filename().string());
   run_on(dir, model_lines, text, reference);
   for (const auto& copy : copies) {
     INFO(copy.filename().string());
-    const auto out = dir.path() / ("run-" + copy.filename().string());
+    const auto out = dir.path() / (tag + "-" + copy.filename().string());
     run_on(dir, model_lines, copy, out);
     for (const char* chain : {"chain-1.csv", "chain-2.csv"}) {
       const auto expected = draws_of(reference / chain);
@@ -143,6 +143,8 @@ TEST_CASE("binary data: runs on CSV converted to .npy and .csr draw what the run
   convert(csv, dir.path() / "rows.npy");
   convert(csv, dir.path() / "rows.csr");
   check_same_draws(dir, "name = \"glm\"\nfamily = \"gaussian\"\n", csv, {dir.path() / "rows.npy", dir.path() / "rows.csr"});
+  // model.offset edits the rows (the first feature becomes o_i): the mapped features are copied first.
+  check_same_draws(dir, "name = \"glm\"\nfamily = \"gaussian\"\noffset = true\n", csv, {dir.path() / "rows.npy"}, "offset");
 }
 
 TEST_CASE("binary data: float32 data with float storage draw what the CSV with float storage draws, bit for bit (glm)") {
