@@ -1,10 +1,12 @@
 // `sgmcmc convert IN OUT`: a regression data set (CSV or LIBSVM, plain or gzip; or a binary one)
 // rewritten as a binary one that the plugins read without parsing (issue 45): a dense .npy file or
 // a sparse .csr folder, by OUT's name (plugins/regression/binary_rows.hpp gives both layouts).
+// With --ratings, pmf's triples (user item rating) as a .npy of rows × 3 (plugins/pmf/ratings.hpp).
 // The regression plugins' own reader reads IN, so a file converts exactly when a run accepts it,
 // and the labels are kept as read: model.labels maps them when the binary file is read.
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,6 +16,7 @@
 #include "binary_rows.hpp"
 #include "commands.hpp"
 #include "labelled_rows.hpp"
+#include "ratings.hpp"
 
 import sgmcmc;
 
@@ -24,7 +27,7 @@ namespace {
 struct ConvertOptions {
   std::string in, out, format = "auto", dtype = "float64";
   std::size_t features = 0;
-  bool replace = false;
+  bool replace = false, ratings = false;
 };
 
 /// float32 rounds the features, as model.storage = "float" does; a label (a class, a count, a
@@ -36,6 +39,20 @@ void require_float32_labels(const regression::LabelledRows& rows, const std::str
                                       regression::row_place(rows, i, in), rows.y[i]));
 }
 
+/// pmf's ratings: every triple as read (no rating range: model.rating_min/max apply when the .npy
+/// is read), float64, so that ids up to 2^53 and every rating stay exact.
+int convert_ratings(const ConvertOptions& options, regression::BinaryLayout layout) {
+  if (layout != regression::BinaryLayout::dense_npy || options.dtype != "float64" || options.format != "auto" ||
+      options.features != 0)
+    throw sgmcmc::Error(fmt::format("convert --ratings: {}: ratings are written as one float64 .npy (rows × user, item, "
+                                    "rating), without --dtype float32, --format or --features",
+                                    options.out));
+  const auto triples = pmf::read_triples(options.in, {std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max()});
+  pmf::write_triples_npy(triples, options.out);
+  fmt::print(stderr, "sgmcmc: note: {}: {} ratings × (user, item, rating), <f8\n", options.out, triples.size());
+  return 0;
+}
+
 int convert(const ConvertOptions& options) {
   const auto layout = regression::binary_layout(options.out);
   if (layout == regression::BinaryLayout::none)
@@ -43,6 +60,7 @@ int convert(const ConvertOptions& options) {
                                     options.out));
   if (!options.replace && fs::exists(options.out))
     throw sgmcmc::Error(fmt::format("convert: {} exists; pass --replace to overwrite it", options.out));
+  if (options.ratings) return convert_ratings(options, layout);
   const auto dtype = options.dtype == "float32" ? regression::npy::Dtype::float32 : regression::npy::Dtype::float64;
   const auto rows = regression::read_labelled_rows(
       options.in, regression::parse_file_format(options.format, "convert --format"), regression::LabelCoding::as_read,
@@ -70,5 +88,6 @@ Command add_convert_command(CLI::App& app) {
   command->add_option("--dtype", options->dtype, "float64 (exact) or float32 (half the bytes; labels must be exact)")
       ->check(CLI::IsMember({"float64", "float32"}));
   command->add_flag("--replace", options->replace, "overwrite OUT if it exists");
+  command->add_flag("--ratings", options->ratings, "IN is pmf's ratings (user item rating per line); OUT a .npy");
   return {command, [options] { return convert(*options); }};
 }

@@ -239,3 +239,37 @@ TEST_CASE("convert: refuses an unknown output name, an existing output without -
   CHECK_THAT(result.output, Contains("rows.npy exists; pass --replace"));
   convert(csv, out, "--replace");
 }
+
+TEST_CASE("binary data: pmf ratings converted with --ratings draw what the run on the text file draws, and bad ids are refused") {
+  test::TempDir dir;
+  sgmcmc::Rng rng(13, 0);
+  std::string text;
+  for (int user = 1; user <= 30; ++user)  // 10 distinct items a user, MovieLens' tab-separated u.data
+    for (int k = 0; k < 10; ++k) text += fmt::format("{}\t{}\t{}\t8800{}\n", user, (user * 7 + k * 5) % 53 + 1, 1 + rng.index(5), k);
+  const auto ratings = dir.write("u.data", text);
+  convert(ratings, dir.path() / "u.npy", "--ratings");
+  check_same_draws(dir, "name = \"pmf\"\n", ratings, {dir.path() / "u.npy"});
+
+  const std::vector<double> fractional_user{1.0, 2.0, 4.0, 1.5, 3.0, 5.0};
+  const auto bad = dir.write("fractional.npy", f8_matrix(2, 3, raw(fractional_user)));
+  // Settings a two-rating file runs with (shown on the same ratings with whole ids), so that a
+  // fractional id wrongly accepted fails on the exit code too.
+  const auto pmf_run = [&](const fs::path& data) {
+    fs::remove_all(dir.path() / "refused");
+    return test::run_cli(fmt::format("run --preset pmf-sgld --set model.data='\"{}\"' --set estimator.batch_size=1 "
+                                     "--set run.iterations=2 --set run.thin=1 --set run.eval_every=1 --out '{}' --quiet",
+                                     data.string(), (dir.path() / "refused").string()));
+  };
+  const std::vector<double> whole_ids{1.0, 2.0, 4.0, 1.0, 3.0, 5.0};
+  REQUIRE(pmf_run(dir.write("whole.npy", f8_matrix(2, 3, raw(whole_ids)))).exit_code == 0);
+  auto result = pmf_run(bad);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Contains("fractional.npy: a[1, 0] = 1.5: the user id is not a non-negative integer"));
+  const auto wide = dir.write("wide.npy", f8_matrix(1, 6, raw(fractional_user)));
+  result = pmf_run(wide);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Contains("wide.npy: a 2-D '<f8' array of 6 column(s); expected 2-D '<f8' or '<f4', rows × (user, item, rating)"));
+  result = test::run_cli(fmt::format("convert --ratings '{}' '{}'", ratings.string(), (dir.path() / "u.csr").string()));
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Contains("ratings are written as one float64 .npy"));
+}
