@@ -48,7 +48,7 @@ void require_finite(double value, const std::string& path, std::string_view inde
     throw sgmcmc::Error(fmt::format("{}: {} is {}; every value must be finite", path, index, value));
 }
 
-/// A CSR folder's arrays by name, and which one a message names.
+/// The path of a CSR folder's array `name`, which messages name.
 struct CsrFiles {
   std::string folder;
   std::string operator()(const char* name) const { return (fs::path(folder) / (std::string(name) + ".npy")).string(); }
@@ -68,7 +68,9 @@ std::pair<std::size_t, std::size_t> csr_shape(const CsrFiles& file) {
 }  // namespace
 
 BinaryLayout binary_layout(const std::string& path) {
-  const std::string extension = fs::path(path).extension().string();
+  fs::path name(path);
+  if (!name.has_filename()) name = name.parent_path();  // "x.csr/", as a shell completes a folder
+  const std::string extension = name.extension().string();
   if (extension == ".npy") return BinaryLayout::dense_npy;
   if (extension == ".csr") return BinaryLayout::sparse_csr;
   return BinaryLayout::none;
