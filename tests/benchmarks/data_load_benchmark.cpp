@@ -18,6 +18,10 @@
 #include <filesystem>
 #include <functional>
 #include <string>
+#include <vector>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <fmt/format.h>
 
 #include "binary_rows.hpp"
@@ -106,6 +110,32 @@ int main() {
       }
     });
   };
+  // The peak resident memory of one such run, its own process (fork, exec, wait4).
+  const auto run_megabytes = [&](const fs::path& data, const char* storage) {
+    const std::vector<std::string> arguments{SGMCMC_CLI, "run", "--preset", "covtype-sgld", "--set",
+                                             fmt::format("model.data=\"{}\"", data.string()), "--set",
+                                             fmt::format("model.storage=\"{}\"", storage), "--set", "run.iterations=1",
+                                             "--set", "run.thin=1", "--set", "run.eval_every=1", "--set", "run.chains=1",
+                                             "--replace", "--quiet", "--out", (folder / "run").string()};
+    const pid_t child = fork();
+    if (child == 0) {
+      std::vector<char*> argv;
+      for (const auto& argument : arguments) argv.push_back(const_cast<char*>(argument.c_str()));
+      argv.push_back(nullptr);
+      std::freopen("/dev/null", "w", stderr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    int status = 0;
+    rusage usage{};
+    if (wait4(child, &status, 0, &usage) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      fmt::print(stderr, "failed: sgmcmc run on {}\n", data.string());
+      std::exit(1);
+    }
+    return static_cast<double>(usage.ru_maxrss) / 1024.0;  // kB → MiB
+  };
+  const double rss_csv = run_megabytes(csv, "double"), rss_npy = run_megabytes(npy, "double");
+  const double rss_csv_float = run_megabytes(csv, "float"), rss_npy32 = run_megabytes(npy32, "float");
   const double run_csv = run_seconds(csv, "double"), run_npy = run_seconds(npy, "double");
   const double run_csv_float = run_seconds(csv, "float"), run_npy32 = run_seconds(npy32, "float");
   fmt::print("simulated cover type, {} rows × 54 features + label\n", rows);
@@ -122,6 +152,8 @@ int main() {
   fmt::print("sgmcmc run, 1 iteration (covtype-sgld): CSV {:.2f} s, .npy {:.2f} s ({:.1f}×); float storage: CSV {:.2f} s, "
              "float32 .npy {:.2f} s ({:.1f}×)\n",
              run_csv, run_npy, run_csv / run_npy, run_csv_float, run_npy32, run_csv_float / run_npy32);
+  fmt::print("its peak resident memory: CSV {:.0f} MiB, .npy {:.0f} MiB; float storage: CSV {:.0f} MiB, float32 .npy {:.0f} MiB\n",
+             rss_csv, rss_npy, rss_csv_float, rss_npy32);
   fs::remove_all(folder);
   return 0;
 }
