@@ -46,7 +46,7 @@ Rows<Real> network_rows(const regression::LabelledRows& data, std::span<const st
   rows.x.resize(chosen.size() * data.features);
   for (std::size_t k = 0; k < chosen.size(); ++k) {
     const std::size_t i = chosen[k];
-    std::copy_n(&data.x[i * data.features], data.features, &rows.x[k * data.features]);
+    regression::copy_features(data, i, &rows.x[k * data.features]);
     if (family == Family::categorical)
       rows.classes.push_back(static_cast<std::uint32_t>(data.y[i]));
     else

@@ -10,6 +10,8 @@
 #include <vector>
 #include <fmt/format.h>
 
+#include "../regression/npy.hpp"
+
 import sgmcmc.sdk;
 
 namespace pmf {
@@ -51,9 +53,40 @@ double parse_rating(std::string_view text, RatingRange range, const sgmcmc::Text
   return rating;
 }
 
+/// `sgmcmc convert --ratings`'s layout: one 2-D NumPy array, ratings × (user, item, rating), float64
+/// or float32, read by mapping it (../regression/npy.hpp). Ids must be whole numbers ≥ 0 and below
+/// 2^53 (where float64 holds every integer); each refusal names the file and the array element.
+RatingTriples read_triples_npy(const std::string& path, RatingRange range) {
+  const regression::npy::MappedArray array(path);
+  if (array.dimensions() != 2 || array.columns() != 3 ||
+      (array.dtype() != regression::npy::Dtype::float64 && array.dtype() != regression::npy::Dtype::float32))
+    throw sgmcmc::Error(fmt::format("{}: a {}-D '{}' array of {} column(s); expected 2-D '<f8' or '<f4', rows × (user, "
+                                    "item, rating)",
+                                    path, array.dimensions(), regression::npy::descr(array.dtype()), array.columns()));
+  RatingTriples triples;
+  double row[3];
+  for (std::size_t i = 0; i < array.rows(); ++i) {
+    array.row_as_double(i, row);
+    for (int j = 0; j < 2; ++j)
+      if (!(row[j] >= 0.0 && row[j] < 0x1p53 && row[j] == std::floor(row[j])))
+        throw sgmcmc::Error(fmt::format("{}: a[{}, {}] = {}: the {} id is not a non-negative integer", path, i, j, row[j],
+                                        j == 0 ? "user" : "item"));
+    if (!std::isfinite(row[2]) || row[2] < range.min || row[2] > range.max)
+      throw sgmcmc::Error(fmt::format("{}: a[{}, 2] = {}: the rating is {}", path, i, row[2],
+                                      std::isfinite(row[2]) ? fmt::format("outside the declared range [{}, {}] (model.rating_min, "
+                                                                          "model.rating_max)", range.min, range.max)
+                                                            : std::string("not finite")));
+    triples.push_back(static_cast<std::int64_t>(row[0]), static_cast<std::int64_t>(row[1]), row[2], i + 1);
+  }
+  if (triples.size() == 0) throw sgmcmc::Error(fmt::format("{}: no ratings in the file", path));
+  sgmcmc::note_rows_read(path, triples.size(), false);
+  return triples;
+}
+
 }  // namespace
 
 RatingTriples read_triples(const std::string& path, RatingRange range) {
+  if (path.ends_with(".npy")) return read_triples_npy(path, range);
   sgmcmc::TextLines in(path);
   RatingTriples triples;
   bool header = false;
@@ -76,6 +109,15 @@ RatingTriples read_triples(const std::string& path, RatingRange range) {
   if (triples.size() == 0) throw sgmcmc::Error(fmt::format("{}: no ratings in the file", path));
   sgmcmc::note_rows_read(path, triples.size(), header);
   return triples;
+}
+
+void write_triples_npy(const RatingTriples& triples, const std::string& path) {
+  std::vector<double> values;
+  values.reserve(3 * triples.size());
+  for (std::size_t k = 0; k < triples.size(); ++k)
+    values.insert(values.end(), {static_cast<double>(triples.user[k]), static_cast<double>(triples.item[k]), triples.rating[k]});
+  const std::size_t shape[] = {triples.size(), 3};
+  regression::npy::write(path, regression::npy::Dtype::float64, shape, values);
 }
 
 std::vector<std::int64_t> first_users(const RatingTriples& triples, std::size_t count) {

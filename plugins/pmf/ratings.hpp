@@ -35,8 +35,12 @@ struct RatingRange {
 /// anything (MovieLens' timestamp), fields separated by tabs, commas, semicolons or spaces. A first
 /// line whose first field is not a number is a header and skipped. Ids are non-negative integers.
 /// An empty line, a short row, a non-integer id or a rating that is not a number or lies outside
-/// `range` throws, naming path:line.
+/// `range` throws, naming path:line. A path ending in `.npy` is `sgmcmc convert --ratings`'s binary
+/// layout instead, rows × (user, item, rating), read by mapping it.
 RatingTriples read_triples(const std::string& path, RatingRange range);
+
+/// Writes `triples` as that .npy layout (float64), for `sgmcmc convert --ratings`.
+void write_triples_npy(const RatingTriples& triples, const std::string& path);
 
 /// The triples of the first `count` users in increasing id order (the paper's 100 … 943 users),
 /// keeping file order. `ids` are those users' ids.

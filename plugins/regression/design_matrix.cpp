@@ -35,7 +35,7 @@ DesignMatrix<Real> design_matrix(const LabelledRows& data, std::span<const std::
   DesignMatrix<Real> x(rows.size(), data.features, options);
   for (std::size_t r = 0; r < rows.size(); ++r) {
     x.y[r] = data.y[rows[r]];
-    std::copy_n(&data.x[rows[r] * data.features], data.features, x.row(r) + x.first_feature());
+    copy_features(data, rows[r], x.row(r) + x.first_feature());
   }
   for (const std::size_t r : rows)
     if (!data.offset.empty()) x.offset.push_back(data.offset[r]);

@@ -1,5 +1,7 @@
 #include "labelled_rows.hpp"
 
+#include "binary_rows.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -139,19 +141,26 @@ LabelCoding detect_coding(const std::map<double, std::size_t>& first_line_of, co
                                   path));
 }
 
+/// "path:line" of a text file's line, or, as row_place says it, "path: data row i+1" of a binary
+/// file's row i, which has no lines.
+std::string label_place(const std::string& path, const std::vector<std::size_t>& lines, std::size_t number) {
+  return lines.empty() ? fmt::format("{}: data row {}", path, number + 1) : fmt::format("{}:{}", path, number);
+}
+
 void map_labels(std::vector<double>& labels, const std::vector<std::size_t>& lines, LabelCoding coding,
                 const std::string& path) {
   std::map<double, std::size_t> first_line_of;
-  for (std::size_t i = 0; i < labels.size(); ++i) first_line_of.try_emplace(labels[i], lines[i]);
+  for (std::size_t i = 0; i < labels.size(); ++i) first_line_of.try_emplace(labels[i], lines.empty() ? i : lines[i]);
   for (const auto& [value, line] : first_line_of)
     if (value != -1.0 && value != 0.0 && value != 1.0 && value != 2.0)
-      throw sgmcmc::Error(fmt::format("{}:{}: label {} is not binary; expected 0/1, 1/2 or -1/+1", path, line, value));
+      throw sgmcmc::Error(fmt::format("{}: label {} is not binary; expected 0/1, 1/2 or -1/+1", label_place(path, lines, line),
+                                      value));
   if (coding == LabelCoding::automatic) coding = detect_coding(first_line_of, path);
   const auto [negative, positive] = coding_values(coding);
   for (const auto& [value, line] : first_line_of)
     if (value != negative && value != positive)
-      throw sgmcmc::Error(fmt::format("{}:{}: label {} does not belong to the coding {}/{}{}", path, line, value, negative,
-                                      positive, " (set model.labels to choose another)"));
+      throw sgmcmc::Error(fmt::format("{}: label {} does not belong to the coding {}/{}{}", label_place(path, lines, line),
+                                      value, negative, positive, " (set model.labels to choose another)"));
   for (double& label : labels) label = label == positive ? 1.0 : -1.0;
 }
 
@@ -190,6 +199,15 @@ FileFormat parse_file_format(const std::string& text, const std::string& where) 
 
 LabelledRows read_labelled_rows(const std::string& path, FileFormat format, LabelCoding coding,
                                 std::size_t declared_features) {
+  // A binary data set is told by its name (binary_rows.hpp); model.format is for text files.
+  if (const auto layout = binary_layout(path); layout != BinaryLayout::none) {
+    LabelledRows rows = layout == BinaryLayout::dense_npy ? map_npy_rows(path, declared_features)
+                                                          : read_csr_rows(path, declared_features);
+    if (rows.y.empty()) throw sgmcmc::Error(fmt::format("{}: no data rows", path));
+    sgmcmc::note_rows_read(path, rows.y.size(), false);
+    if (coding != LabelCoding::as_read) map_labels(rows.y, rows.lines, coding, path);
+    return rows;
+  }
   sgmcmc::TextLines in(path);
   const bool sniffed = format == FileFormat::automatic;
   if (sniffed) format = sniff_format(in);
@@ -218,6 +236,7 @@ PredictionFile read_prediction_file(const std::string& path, FileFormat format, 
                                     std::size_t features) {
   PredictionFile file{read_labelled_rows(path, format, LabelCoding::as_read, 0)};
   LabelledRows& rows = file.rows;
+  materialise(rows);  // an unlabelled file's rows are rebuilt below
   if (rows.sparse) {
     if (rows.features > features)
       throw sgmcmc::Error(fmt::format("{}: feature index {} is beyond the model's {} features", path, rows.features,
@@ -244,6 +263,7 @@ PredictionFile read_prediction_file(const std::string& path, FileFormat format, 
 }
 
 void take_offset_column(LabelledRows& rows, const std::string& where) {
+  materialise(rows);
   if (rows.features == 0)
     throw sgmcmc::Error(fmt::format("{}: model.offset takes the offset from the first column after the response, but "
                                     "the rows have no such column",
@@ -261,6 +281,7 @@ void take_offset_column(LabelledRows& rows, const std::string& where) {
 }
 
 void widen(LabelledRows& rows, std::size_t features) {
+  materialise(rows);
   std::vector<double> x(rows.y.size() * features, 0.0);
   for (std::size_t i = 0; i < rows.y.size(); ++i)
     std::copy_n(rows.x.data() + i * rows.features, rows.features, x.data() + i * features);  // no x[k] of an empty row

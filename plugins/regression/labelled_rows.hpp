@@ -4,10 +4,15 @@
 // `logistic` and `glm` plugins, which both compile it.
 #pragma once
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace regression {
+
+namespace npy {
+class MappedArray;
+}
 
 /// Rows of (y, x) with y ∈ {-1, +1} (or as read) and x without the intercept, row-major.
 struct LabelledRows {
@@ -17,7 +22,19 @@ struct LabelledRows {
   bool sparse = false;  // read from LIBSVM, where trailing zero features are simply absent
   std::vector<std::size_t> lines = {};  // each row's line in its file (empty for simulated rows), for errors
   std::vector<double> offset = {};      // o_i added to x_iᵀβ (glm's model.offset); empty: none
+  /// Features left where they lie, in a memory-mapped .npy file (binary_rows.hpp), instead of `x`
+  /// (then empty): row i's are columns 1.. of the map's row i, checked finite. copy_features reads
+  /// either; materialise moves them into `x` for the code that edits rows.
+  std::shared_ptr<const npy::MappedArray> mapped = {};
 };
+
+/// Row i's features into `out` (rows.features values) as Real: from `x`, or from the map, where a
+/// float32 file's values reach float storage without a conversion.
+template <class Real>
+void copy_features(const LabelledRows& rows, std::size_t i, Real* out);
+
+/// Moves features left in a map into `x` (nothing if there are none).
+void materialise(LabelledRows& rows);
 
 /// Moves the first feature column of `rows` into rows.offset (glm's model.offset); refuses, naming
 /// `where`, rows with no feature column to take.

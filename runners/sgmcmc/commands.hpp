@@ -38,6 +38,7 @@ Command add_sbc_command(CLI::App& app);
 Command add_tune_command(CLI::App& app);
 Command add_gradient_variance_command(CLI::App& app);
 Command add_predict_command(CLI::App& app);
+Command add_convert_command(CLI::App& app);
 
 /// Exit codes: 0 done, 1 a chain diverged (its draws up to then are kept), 2 bad input, 3 a bug,
 /// 130 (128 + SIGINT, as shells report Ctrl-C) a run stopped by SIGINT or SIGTERM, resumable.

@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   std::vector<Command> commands;
   for (auto add : {add_run_command, add_sweep_command, add_plot_command, add_list_command, add_presets_command,
                    add_check_model_command, add_summary_command, add_zv_command, add_topics_command, add_new_model_command,
-                   add_sbc_command, add_tune_command, add_gradient_variance_command, add_predict_command})
+                   add_sbc_command, add_tune_command, add_gradient_variance_command, add_predict_command,
+                   add_convert_command})
     commands.push_back(add(app));
 
   try {

@@ -1,0 +1,42 @@
+// Labelled rows in binary files, read without parsing (issue 45): the formats `sgmcmc convert`
+// writes, chosen by the data file's name.
+//
+// - Dense, `NAME.npy`: one 2-D NumPy array, rows × (1 + features), float64 or float32, C order,
+//   the label (response) in column 0 and the features after it — the layout of the CSV files, so
+//   `np.save("x.npy", np.column_stack([y, X]))` makes one.
+// - Sparse, a folder `NAME.csr/` of 1-D .npy arrays named as scipy.sparse.csr_matrix's fields:
+//   `indptr` (rows + 1 offsets, int64 or int32), `indices` (0-based feature columns, increasing
+//   along a row, int64 or int32), `data` (the nonzero values, float64 or float32), `shape` (rows,
+//   features), and `labels` (one per row, float64 or float32). LIBSVM's layout without the text.
+//
+// Each reads a row range (npy.hpp), so that a process holding a share of the rows maps only that
+// share; every value must be finite, and each refusal names the file and what was expected.
+#pragma once
+#include <string>
+
+#include "labelled_rows.hpp"
+#include "npy.hpp"
+
+namespace regression {
+
+enum class BinaryLayout { none, dense_npy, sparse_csr };
+
+/// The layout `path` names by its extension: ".npy", ".csr" (a folder), or none (a text file).
+BinaryLayout binary_layout(const std::string& path);
+
+/// Rows `range` of a dense .npy file, labels as read (unmapped), the features left in the map
+/// (LabelledRows::mapped) after one pass that checks every value finite. `declared_features` (0:
+/// none) must equal the file's feature count.
+LabelledRows map_npy_rows(const std::string& path, std::size_t declared_features, npy::RowRange range = {});
+
+/// map_npy_rows with the features copied into LabelledRows::x, as double.
+LabelledRows read_npy_rows(const std::string& path, std::size_t declared_features, npy::RowRange range = {});
+
+/// Rows `range` of a .csr folder, densified as a LIBSVM file is, labels as read. The features are
+/// shape[1], or `declared_features` when given (refused when shape[1] exceeds it).
+LabelledRows read_csr_rows(const std::string& folder, std::size_t declared_features, npy::RowRange range = {});
+
+/// Writes `rows` (labels as read) in `layout` at `path`, values as `dtype` (float64 or float32).
+void write_binary_rows(const LabelledRows& rows, BinaryLayout layout, const std::string& path, npy::Dtype dtype);
+
+}  // namespace regression

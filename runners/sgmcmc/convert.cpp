@@ -1,0 +1,93 @@
+// `sgmcmc convert IN OUT`: a regression data set (CSV or LIBSVM, plain or gzip; or a binary one)
+// rewritten as a binary one that the plugins read without parsing (issue 45): a dense .npy file or
+// a sparse .csr folder, by OUT's name (plugins/regression/binary_rows.hpp gives both layouts).
+// With --ratings, pmf's triples (user item rating) as a .npy of rows × 3 (plugins/pmf/ratings.hpp).
+// The regression plugins' own reader reads IN, so a file converts exactly when a run accepts it,
+// and the labels are kept as read: model.labels maps them when the binary file is read.
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "binary_rows.hpp"
+#include "commands.hpp"
+#include "labelled_rows.hpp"
+#include "ratings.hpp"
+
+import sgmcmc;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct ConvertOptions {
+  std::string in, out, format = "auto", dtype = "float64";
+  std::size_t features = 0;
+  bool replace = false, ratings = false;
+};
+
+/// float32 rounds the features, as model.storage = "float" does; a label (a class, a count, a
+/// response) that would change is refused instead, naming its row.
+void require_float32_labels(const regression::LabelledRows& rows, const std::string& in) {
+  for (std::size_t i = 0; i < rows.y.size(); ++i)
+    if (static_cast<double>(static_cast<float>(rows.y[i])) != rows.y[i])
+      throw sgmcmc::Error(fmt::format("{}: the label {} is not a float32 and would be rounded; convert with --dtype float64",
+                                      regression::row_place(rows, i, in), rows.y[i]));
+}
+
+/// pmf's ratings: every triple as read (no rating range: model.rating_min/max apply when the .npy
+/// is read), float64, so that ids up to 2^53 and every rating stay exact.
+int convert_ratings(const ConvertOptions& options, regression::BinaryLayout layout) {
+  if (layout != regression::BinaryLayout::dense_npy || options.dtype != "float64" || options.format != "auto" ||
+      options.features != 0)
+    throw sgmcmc::Error(fmt::format("convert --ratings: {}: ratings are written as one float64 .npy (rows × user, item, "
+                                    "rating), without --dtype float32, --format or --features",
+                                    options.out));
+  const auto triples = pmf::read_triples(options.in, {std::numeric_limits<double>::lowest(), std::numeric_limits<double>::max()});
+  pmf::write_triples_npy(triples, options.out);
+  fmt::print(stderr, "sgmcmc: note: {}: {} ratings × (user, item, rating), <f8\n", options.out, triples.size());
+  return 0;
+}
+
+int convert(const ConvertOptions& options) {
+  const auto layout = regression::binary_layout(options.out);
+  if (layout == regression::BinaryLayout::none)
+    throw sgmcmc::Error(fmt::format("convert: {}: expected a name ending in .npy (dense rows) or .csr (a sparse folder)",
+                                    options.out));
+  if (!options.replace && fs::exists(options.out))
+    throw sgmcmc::Error(fmt::format("convert: {} exists; pass --replace to overwrite it", options.out));
+  if (options.ratings) return convert_ratings(options, layout);
+  const auto dtype = options.dtype == "float32" ? regression::npy::Dtype::float32 : regression::npy::Dtype::float64;
+  const auto rows = regression::read_labelled_rows(
+      options.in, regression::parse_file_format(options.format, "convert --format"), regression::LabelCoding::as_read,
+      options.features);
+  if (dtype == regression::npy::Dtype::float32) require_float32_labels(rows, options.in);
+  regression::write_binary_rows(rows, layout, options.out, dtype);
+  fmt::print(stderr, "sgmcmc: note: {}: {} rows × {} features, {}, {}\n", options.out, rows.y.size(), rows.features,
+             regression::npy::descr(dtype), layout == regression::BinaryLayout::dense_npy ? "dense" : "sparse (CSR)");
+  return 0;
+}
+
+}  // namespace
+
+Command add_convert_command(CLI::App& app) {
+  const auto options = std::make_shared<ConvertOptions>();
+  auto* command = app.add_subcommand("convert", "a regression data set (CSV or LIBSVM) as a binary one read without parsing");
+  command->footer("Example: sgmcmc convert covtype.libsvm.gz covtype.npy --dtype float32");
+  command->add_option("in", options->in, "the data file: CSV or LIBSVM (plain or gzip), the label first")->required();
+  command->add_option("out", options->out, "NAME.npy (a dense NumPy array, the label first) or NAME.csr (a sparse folder)")
+      ->required();
+  command->add_option("--format", options->format, "how IN is read: auto, csv or libsvm (model.format's values)")
+      ->check(CLI::IsMember({"auto", "csv", "libsvm"}));
+  command->add_option("--features", options->features, "the feature count (model.features): LIBSVM's width")
+      ->check(at_least_zero);
+  command->add_option("--dtype", options->dtype, "float64 (exact) or float32 (half the bytes; labels must be exact)")
+      ->check(CLI::IsMember({"float64", "float32"}));
+  command->add_flag("--replace", options->replace, "overwrite OUT if it exists");
+  command->add_flag("--ratings", options->ratings, "IN is pmf's ratings (user item rating per line); OUT a .npy");
+  return {command, [options] { return convert(*options); }};
+}
