@@ -1,6 +1,7 @@
 // A catalogue of named components (estimators, integrators, correctors): the run chooses one
 // by the `name` key of its section. One lookup serves all three, with the same error wording.
 module;
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@ module;
 export module sgmcmc.catalogue;
 import sgmcmc.error;
 import sgmcmc.settings;
+export import sgmcmc.fields;
 
 export namespace sgmcmc {
 
@@ -20,7 +22,41 @@ struct CatalogueEntry {
   /// Why a Metropolis–Hastings corrector cannot follow this estimator or integrator (it would not
   /// be exact), or "" if it can. A declared property, so `sgmcmc list` can show it without a model.
   std::string mh_refusal = {};
+  /// `keys` with their defaults, constraints and docs, where the entry's parameters have a field
+  /// table (the integrators): `keys` is then keys_of(documented_keys).
+  std::vector<KeyDoc> documented_keys = {};
 };
+
+/// One row of a section's key table: a documented key and the entries that read it.
+struct KeyRow {
+  KeyDoc key;
+  std::vector<std::string> used_by;
+};
+
+/// The documented keys of every entry, each once, in the order they first appear: what `sgmcmc
+/// list` prints and the docs' key table shows (a key documented two ways gets a row for each).
+template <class Factory>
+std::vector<KeyRow> key_table(const std::vector<CatalogueEntry<Factory>>& catalogue) {
+  std::vector<KeyRow> rows;
+  for (const auto& entry : catalogue)
+    for (const auto& key : entry.documented_keys) {
+      auto row = std::find_if(rows.begin(), rows.end(), [&](const KeyRow& r) { return r.key == key; });
+      if (row == rows.end()) rows.push_back({key, {entry.name}});
+      else row->used_by.push_back(entry.name);
+    }
+  return rows;
+}
+
+/// Which entries read the row's key: "all", "all but psgld", or their names, whichever is shorter.
+template <class Factory>
+std::string used_by_text(const KeyRow& row, const std::vector<CatalogueEntry<Factory>>& catalogue) {
+  std::vector<std::string> others;
+  for (const auto& entry : catalogue)
+    if (std::find(row.used_by.begin(), row.used_by.end(), entry.name) == row.used_by.end()) others.push_back(entry.name);
+  if (others.empty()) return "all";
+  if (others.size() < row.used_by.size()) return fmt::format("all but {}", fmt::join(others, ", "));
+  return fmt::format("{}", fmt::join(row.used_by, ", "));
+}
 
 /// Every key any entry reads: a key of another entry than the chosen one is "not used", not
 /// "unknown".

@@ -15,21 +15,23 @@ module;
 export module sgmcmc.schedules;
 import sgmcmc.error;
 import sgmcmc.settings;
+export import sgmcmc.fields;
 
 export namespace sgmcmc {
 
 enum class ScheduleKind { constant, polynomial, cyclical };
 
-/// The step-size keys every integrator reads; the defaults are the Settings path's.
+/// The step-size keys every integrator reads. The member initialisers are the keys' defaults;
+/// fields() their constraints and docs.
 struct ScheduleParameters {
-  double step_size = 1e-4;                      // ε_0 (> 0): the first, and largest, step
+  double step_size = 1e-4;                      // ε_0: the first, and largest, step
   ScheduleKind schedule = ScheduleKind::constant;
-  double decay_b = 1.0;                         // b of a(b + k)^(-c), > 0 (polynomial)
-  double decay_c = 0.55;                        // c, 0 < c <= 1 (polynomial)
-  std::uint64_t cycle_length = 1000;            // L >= 1 (cyclical)
-  /// Reads step_size, decay_b, decay_c, cycle_length and schedule, in that order (the first
-  /// bad key is the one reported), and checks c for a polynomial decay.
-  static ScheduleParameters from_settings(const Settings& section);
+  double decay_b = 1.0;                         // b of a(b + k)^(-c) (polynomial)
+  double decay_c = 0.55;                        // c (polynomial)
+  std::uint64_t cycle_length = 1000;            // L (cyclical)
+  static const FieldTable<ScheduleParameters>& fields();
+  /// Reads the keys in the order of fields() (the first bad key is the one reported).
+  static ScheduleParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
 };
 
 /// ε_k for iteration k = 1, 2, ...: constant; polynomial decay a(b + k)^(-c) (Welling & Teh 2011,
@@ -37,7 +39,7 @@ struct ScheduleParameters {
 /// ε_k = (ε_0/2)(cos(π ((k-1) mod L)/L) + 1) with cycle length L.
 class StepSchedule {
 public:
-  /// Refuses only what no step can use (ε_0 <= 0, L = 0); from_settings checks the rest.
+  /// Refuses what ScheduleParameters::fields() refuses.
   explicit StepSchedule(const ScheduleParameters& parameters);
   double at(std::uint64_t iteration) const;
   bool constant() const { return parameters_.schedule == ScheduleKind::constant; }
@@ -108,30 +110,33 @@ module :private;
 
 namespace sgmcmc {
 
-ScheduleParameters ScheduleParameters::from_settings(const Settings& section) {
-  ScheduleParameters parameters{
-      .step_size = section.positive_number("step_size", 1e-4),
-      .decay_b = section.positive_number("decay_b", 1.0),
-      .decay_c = section.number("decay_c", 0.55),
-      .cycle_length = static_cast<std::uint64_t>(section.integer_at_least("cycle_length", 1000, 1))};
-  const std::string name = section.text("schedule", "constant");
-  const std::pair<const char*, ScheduleKind> kinds[] = {
-      {"constant", ScheduleKind::constant}, {"polynomial", ScheduleKind::polynomial}, {"cyclical", ScheduleKind::cyclical}};
-  for (const auto& [kind_name, kind] : kinds)
-    if (name == kind_name) {
-      parameters.schedule = kind;
-      if (kind == ScheduleKind::polynomial && !(parameters.decay_c > 0.0 && parameters.decay_c <= 1.0))
-        throw Error(fmt::format("{}: expected 0 < c <= 1 for a decaying step size, found {}", section.describe("decay_c"),
-                                parameters.decay_c));
-      return parameters;
-    }
-  throw Error(fmt::format("{}: unknown schedule '{}'; known: constant, polynomial, cyclical",
-                          section.describe("schedule"), name));
+const FieldTable<ScheduleParameters>& ScheduleParameters::fields() {
+  using P = ScheduleParameters;
+  static const FieldTable<P> table = [] {
+    // c is checked only where it is used: a polynomial schedule, read before it.
+    Field<P> decay_c = number_field("decay_c", &P::decay_c, "c of the polynomial schedule");
+    decay_c.shown.constraint = "in (0, 1]";
+    decay_c.problem = [](const P& p) {
+      return p.schedule == ScheduleKind::polynomial && !(p.decay_c > 0.0 && p.decay_c <= 1.0)
+                 ? fmt::format("expected 0 < c <= 1 for a decaying step size, found {}", p.decay_c)
+                 : std::string();
+    };
+    return FieldTable<P>{
+        number_field("step_size", &P::step_size, "the first, and largest, step: ε for sgld, mala and psgld, h for the others",
+               positive()),
+        choice_field("schedule", &P::schedule,
+               {{"constant", ScheduleKind::constant}, {"polynomial", ScheduleKind::polynomial},
+                {"cyclical", ScheduleKind::cyclical}},
+               "polynomial: step_size·(decay_b + k)^(-decay_c) (Welling & Teh 2011); cyclical: a cosine of period "
+               "cycle_length (Zhang et al. 2020)"),
+        number_field("decay_b", &P::decay_b, "b of the polynomial schedule", positive()), decay_c,
+        integer_field("cycle_length", &P::cycle_length, "the cyclical schedule's period, in iterations", at_least(1))};
+  }();
+  return table;
 }
 
 StepSchedule::StepSchedule(const ScheduleParameters& parameters) : parameters_(parameters) {
-  require_parameter(parameters.step_size > 0.0, "step schedule", "step_size > 0", parameters.step_size);
-  require_parameter(parameters.cycle_length >= 1, "step schedule", "cycle_length >= 1", parameters.cycle_length);
+  check_fields(ScheduleParameters::fields(), parameters, "step schedule");
 }
 
 double StepSchedule::at(std::uint64_t iteration) const {

@@ -20,6 +20,19 @@ void print_catalogue(const char* title, const Catalogue& catalogue) {
   for (const auto& entry : catalogue) fmt::print("  {:<12} {}\n", entry.name, entry.description);
 }
 
+/// The keys the entries document (their field tables), each once: default, constraint, the
+/// entries that read it, doc. runners/README.md shows the same table, which a test holds to this.
+template <class Catalogue>
+void print_keys(const char* section, const Catalogue& catalogue) {
+  const auto rows = sgmcmc::key_table(catalogue);
+  if (rows.empty()) return;
+  fmt::print("\n{} keys (besides name): key = default, constraint, read by: meaning\n", section);
+  for (const auto& row : rows)
+    fmt::print("  {:<20} = {}{}, {}: {}\n", row.key.key, row.key.default_value,
+               row.key.constraint.empty() ? "" : fmt::format(" ({})", row.key.constraint),
+               sgmcmc::used_by_text(row, catalogue), row.key.doc);
+}
+
 /// Which combinations sample the posterior exactly, which are biased, which are refused and why
 /// (the refusals are the catalogues' declared `mh_refusal`s, the same that make_corrector applies).
 void print_combinations() {
@@ -57,6 +70,7 @@ int list_command(const std::optional<std::filesystem::path>& plugin_dir) {
   }
   print_catalogue("estimators", sgmcmc::estimator_catalogue());
   print_catalogue("integrators", sgmcmc::integrator_catalogue());
+  print_keys("integrator", sgmcmc::integrator_catalogue());
   print_catalogue("correctors", sgmcmc::corrector_catalogue());
   print_combinations();
   return 0;

@@ -451,6 +451,9 @@ TEST_CASE("list and presets describe what is available") {
                               Contains("estimator  saga") && Contains("estimator  svrg") &&
                               Contains("integrator sghmc") && Contains("integrator sgld"));
   CHECK_THAT(list.output, !Contains("integrator baoab "));
+  // Each integrator key once, with its default, constraint, readers and doc from the field tables.
+  CHECK_THAT(list.output, Contains("integrator keys") && Contains("= 10 (>= 1), hmc, leapfrog: L, the leapfrog steps") &&
+                              Contains("= 0.1/step_size (> 0), obabo, baoab, sghmc, ubu: γ"));
   const auto presets = test::run_cli("presets");
   CHECK_THAT(presets.output, Contains("demo"));
 }

@@ -30,7 +30,7 @@ namespace sgmcmc::integrator_parts {
 /// superconvergence of BAOAB's configurational averages that Leimkuhler & Shang report.
 class Badodab final : public ThermostatIntegrator {
 public:
-  explicit Badodab(const BadodabParameters& parameters) : ThermostatIntegrator(parameters, "badodab") {}
+  explicit Badodab(const BadodabParameters& parameters) : ThermostatIntegrator(parameters) {}
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double h = advance(state);
@@ -47,13 +47,13 @@ public:
 };
 
 CatalogueEntry<IntegratorFactory> badodab_entry() {
-  return {"badodab",
+  return integrator_entry<BadodabParameters>(
+       "badodab",
        "BADODAB: sgnht's thermostat, split B A D O D A B with D the thermostat's half step and O exact at the current ξ "
-       "(Leimkuhler & Shang 2016; step_size = h); keys diffusion A (1), thermostat_start ξ₀ (A), mass (1, or \"fisher\")",
-       with_mass_keys({"diffusion", "thermostat_start"}), factory<BadodabParameters>(),
+       "(Leimkuhler & Shang 2016; step_size = h)",
        "badodab's O step has the friction ξ but the noise sqrt(2AT), so it keeps N(0, TM) invariant only when ξ = A; "
        "the MH energy error drops every O step as reversible with respect to N(0, TM), which then fails (and ξ, which "
-       "its D steps change with the momentum, is state the test does not carry); use 'baoab'"};
+       "its D steps change with the momentum, is state the test does not carry); use 'baoab'");
 }
 
 }  // namespace sgmcmc::integrator_parts
@@ -62,11 +62,13 @@ namespace sgmcmc {
 
 using namespace integrator_parts;
 
-BadodabParameters BadodabParameters::from_settings(const Settings& section) {
-  return read_thermostat<BadodabParameters>(section);
+const FieldTable<BadodabParameters>& BadodabParameters::fields() {
+  static const FieldTable<BadodabParameters> table = thermostat_fields<BadodabParameters>();
+  return table;
 }
 
 std::unique_ptr<Integrator> make_integrator(const BadodabParameters& parameters) {
+  check_fields(BadodabParameters::fields(), parameters, "integrator badodab");
   return std::make_unique<Badodab>(parameters);
 }
 

@@ -29,7 +29,8 @@ export namespace sgmcmc {
 /// badodab (Leimkuhler & Shang 2016): sgnht's dynamics integrated by the splitting
 /// B A D O D A B; the same keys.
 struct BadodabParameters : SgnhtParameters {
-  static BadodabParameters from_settings(const Settings& section);
+  static const FieldTable<BadodabParameters>& fields();
+  static BadodabParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
 };
 std::unique_ptr<Integrator> make_integrator(const BadodabParameters& parameters);
 

@@ -48,9 +48,7 @@ private:
 };
 
 CatalogueEntry<IntegratorFactory> baoab_entry() {
-  return {"baoab", "BAOAB splitting, its O keeps exp(-γh) (step_size = h); keys " + friction_doc() + "; " + adapt_step_doc(),
-       with_mass_keys({"friction", "adapt_step_size", "target_acceptance"}),
-       factory<BaoabParameters>()};
+  return integrator_entry<BaoabParameters>("baoab", "BAOAB splitting, its O keeps exp(-γh) (step_size = h)");
 }
 
 }  // namespace sgmcmc::integrator_parts
@@ -59,14 +57,14 @@ namespace sgmcmc {
 
 using namespace integrator_parts;
 
-BaoabParameters BaoabParameters::from_settings(const Settings& section) {
-  auto parameters = read_scheduled<BaoabParameters>(section);
-  parameters.friction = read_friction(section, parameters.schedule);
-  parameters.step_adaptation = read_step_adaptation(section, parameters.schedule);
-  return parameters;
+const FieldTable<BaoabParameters>& BaoabParameters::fields() {
+  using P = BaoabParameters;
+  static const FieldTable<P> table = concat<P>({mass_integrator_fields<P>(), {friction_field<P>()}, step_adaptation_fields<P>()});
+  return table;
 }
 
 std::unique_ptr<Integrator> make_integrator(const BaoabParameters& parameters) {
+  check_fields(BaoabParameters::fields(), parameters, "integrator baoab");
   return std::make_unique<Baoab>(parameters);
 }
 

@@ -33,7 +33,8 @@ struct BaoabParameters {
   bool adapt_mass = false;
   std::optional<double> friction = std::nullopt;
   StepAdaptation step_adaptation = {};  // adapt_step_size, target_acceptance (mh only)
-  static BaoabParameters from_settings(const Settings& section);
+  static const FieldTable<BaoabParameters>& fields();
+  static BaoabParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
 };
 
 std::unique_ptr<Integrator> make_integrator(const BaoabParameters& parameters);

@@ -27,9 +27,7 @@ namespace sgmcmc::integrator_parts {
 /// is HMC; with stochastic gradients and no corrector, naive SGHMC without friction.
 class Hmc final : public MomentumIntegrator {
 public:
-  explicit Hmc(const HmcParameters& parameters) : MomentumIntegrator(parameters), steps_(parameters.steps) {
-    require_parameter(steps_ >= 1, "integrator hmc", "steps >= 1", steps_);
-  }
+  explicit Hmc(const HmcParameters& parameters) : MomentumIntegrator(parameters), steps_(parameters.steps) {}
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double h = advance(state);
@@ -47,16 +45,12 @@ private:
 };
 
 CatalogueEntry<IntegratorFactory> hmc_entry() {
-  return {"hmc",
-       "one leapfrog trajectory of `steps` (10) steps per iteration from fresh momentum (step_size = h); " + adapt_step_doc(),
-       with_mass_keys({"steps", "adapt_step_size", "target_acceptance"}),
-       factory<HmcParameters>()};
+  return integrator_entry<HmcParameters>(
+      "hmc", "one leapfrog trajectory of `steps` steps per iteration from fresh momentum (step_size = h)");
 }
 
 CatalogueEntry<IntegratorFactory> leapfrog_entry() {
-  return {"leapfrog", "the same as hmc",
-       with_mass_keys({"steps", "adapt_step_size", "target_acceptance"}),
-       factory<HmcParameters>()};
+  return integrator_entry<HmcParameters>("leapfrog", "the same as hmc");
 }
 
 }  // namespace sgmcmc::integrator_parts
@@ -65,13 +59,18 @@ namespace sgmcmc {
 
 using namespace integrator_parts;
 
-HmcParameters HmcParameters::from_settings(const Settings& section) {
-  auto parameters = read_scheduled<HmcParameters>(section);
-  parameters.steps = static_cast<std::size_t>(section.integer_at_least("steps", 10, 1));
-  parameters.step_adaptation = read_step_adaptation(section, parameters.schedule);
-  return parameters;
+const FieldTable<HmcParameters>& HmcParameters::fields() {
+  using P = HmcParameters;
+  static const FieldTable<P> table = concat<P>(
+      {mass_integrator_fields<P>(),
+       {integer_field<P>("steps", &P::steps, "L, the leapfrog steps of a trajectory", at_least(1))},
+       step_adaptation_fields<P>()});
+  return table;
 }
 
-std::unique_ptr<Integrator> make_integrator(const HmcParameters& parameters) { return std::make_unique<Hmc>(parameters); }
+std::unique_ptr<Integrator> make_integrator(const HmcParameters& parameters) {
+  check_fields(HmcParameters::fields(), parameters, "integrator hmc");
+  return std::make_unique<Hmc>(parameters);
+}
 
 }  // namespace sgmcmc

@@ -31,9 +31,10 @@ struct HmcParameters {
   double temperature = 1.0;
   Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
   bool adapt_mass = false;
-  std::size_t steps = 10;  // L >= 1
+  std::size_t steps = 10;  // L
   StepAdaptation step_adaptation = {};  // adapt_step_size, target_acceptance (mh only)
-  static HmcParameters from_settings(const Settings& section);
+  static const FieldTable<HmcParameters>& fields();
+  static HmcParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
 };
 
 std::unique_ptr<Integrator> make_integrator(const HmcParameters& parameters);

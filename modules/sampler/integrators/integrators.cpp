@@ -31,7 +31,7 @@ const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
 
 std::unique_ptr<Integrator> make_integrator(const Settings& section) {
   const auto& entry = choose(integrator_catalogue(), section, default_integrator);
-  if (section.flag("scale_step_with_n", false))
+  if (read_fields(StepScaling::fields(), section).scale_step_with_n)
     throw Error(fmt::format("{}: a step for one data item needs the model's number of items; build the integrator "
                             "with the model (make_chain)",
                             section.describe("scale_step_with_n")));
@@ -49,7 +49,7 @@ double step_exponent(const std::string& name) {
 }
 
 std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t items) {
-  if (!section.flag("scale_step_with_n", false)) return make_integrator(section);
+  if (!read_fields(StepScaling::fields(), section).scale_step_with_n) return make_integrator(section);
   const auto& entry = choose(integrator_catalogue(), section, default_integrator);
   const double exponent = step_exponent(entry.name);
   if (exponent == 0.0)
@@ -79,7 +79,7 @@ std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t
                             section.describe("scale_step_with_n"), exponent));
   if (items == 0)
     throw Error(fmt::format("{}: the model has no data items to scale the step by", section.describe("scale_step_with_n")));
-  const double per_item = section.positive_number("step_size", 1.0);
+  const double per_item = section.positive_number("step_size", ScheduleParameters{}.step_size);  // given: checked above
   Settings scaled = section;
   scaled.set("step_size", {per_item * std::pow(static_cast<double>(items), -exponent),
                            fmt::format("{} (÷ N^{} with N = {})", section.entries().at("step_size").origin, exponent, items)});

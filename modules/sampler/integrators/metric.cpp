@@ -9,12 +9,15 @@ module;
 #include <span>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 #include <fmt/format.h>
 module sgmcmc.integrators;
 import sgmcmc.error;
 import sgmcmc.model;
 import sgmcmc.state;
+import sgmcmc.settings;
+import sgmcmc.fields;
 
 namespace sgmcmc {
 
@@ -95,10 +98,75 @@ std::string dense_mass_problem(std::span<const double> m, std::size_t d) {
 }
 
 Metric::Metric(const Mass& mass) : dense_(mass.dense), fisher_(mass.fisher), ridge_(mass.ridge), given_(mass.values) {
-  require_parameter(!given_.empty(), "integrator", "at least one mass", given_.size());
-  if (fisher_) require_parameter(ridge_ > 0.0, "integrator", "mass_ridge > 0", ridge_);
-  if (!dense_)
-    for (double value : given_) require_parameter(value > 0.0, "integrator", "mass > 0", value);
+  check_fields(mass_fields(), mass, "integrator");
+}
+
+namespace {
+
+/// mass: a number, an array, or "fisher". Read as number_or_numbers, so one number stays one in
+/// the manifest; a dense matrix's entries off the diagonal may be negative (the metric checks the
+/// matrix once d is known, check_metric).
+Field<Mass> mass_field() {
+  Field<Mass> field;
+  field.shown = {"mass", default_text(Mass{}.values.front()), "> 0",
+                 "M: one number, d (one per coordinate), d² with metric = dense, or \"fisher\"; the preconditioner M⁻¹ "
+                 "of sgld and mala, the kinetic energy ½mᵀM⁻¹m of the others"};
+  field.read = [](const Settings& section, Mass& mass) {
+    mass.fisher = section.contains("mass") && std::holds_alternative<std::string>(section.entries().at("mass").value);
+    if (!mass.fisher) {
+      mass.values = section.number_or_numbers("mass", mass.values.front());
+      return;
+    }
+    // The mass stays 1 where the chain starts; prepare() computes the Fisher mass there.
+    if (const std::string given = section.text("mass", ""); given != "fisher")
+      throw Error(fmt::format("{}: expected a number, an array of numbers or \"fisher\" (the empirical Fisher "
+                              "information at the chain's start), found \"{}\"",
+                              section.describe("mass"), given));
+  };
+  field.problem = [](const Mass& mass) -> std::string {
+    if (mass.values.empty()) return "expected at least one number, found none";
+    if (mass.dense || mass.fisher) return "";
+    for (std::size_t j = 0; j < mass.values.size(); ++j)
+      if (!(mass.values[j] > 0.0))
+        return mass.values.size() == 1 ? fmt::format("expected a number > 0, found {}", mass.values[j])
+                                        : fmt::format("expected numbers > 0, found {} at position {}", mass.values[j], j + 1);
+    return "";
+  };
+  return field;
+}
+
+/// mass_ridge: read only with mass = "fisher" (read before it), refused when set without it.
+Field<Mass> mass_ridge_field() {
+  Field<Mass> field = number_field("mass_ridge", &Mass::ridge, "with mass = \"fisher\": r, added to its diagonal", positive());
+  field.read = [read = field.read](const Settings& section, Mass& mass) {
+    if (!mass.fisher && section.contains("mass_ridge"))
+      throw Error(fmt::format("{}: mass_ridge is the ridge of mass = \"fisher\", and the mass here is given",
+                              section.describe("mass_ridge")));
+    read(section, mass);
+  };
+  return field;
+}
+
+}  // namespace
+
+const FieldTable<Mass>& mass_fields() {
+  static const FieldTable<Mass> table = {
+      choice_field("metric", &Mass::dense, {{"diagonal", false}, {"dense", true}},
+                   "diagonal: a mass per coordinate; dense: a full mass matrix, mass then d² numbers"),
+      mass_field(), mass_ridge_field()};
+  return table;
+}
+
+const FieldTable<AdaptationWindows>& adaptation_window_fields() {
+  using W = AdaptationWindows;
+  static const FieldTable<W> table = {
+      integer_field("adapt_init_buffer", &W::init_buffer, "with adapt_mass: the first iterations, before any window",
+                    at_least(0)),
+      integer_field("adapt_window", &W::window, "with adapt_mass: the first slow window; each next is twice as long",
+                    at_least(1)),
+      integer_field("adapt_term_buffer", &W::term_buffer, "with adapt_mass: the last iterations, after the last window",
+                    at_least(0))};
+  return table;
 }
 
 void Metric::resize(std::size_t dimension) {

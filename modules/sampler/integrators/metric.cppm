@@ -19,6 +19,8 @@ export module sgmcmc.integrators:metric;
 import sgmcmc.error;
 import sgmcmc.model;
 import sgmcmc.state;
+import sgmcmc.settings;
+import sgmcmc.fields;
 
 export namespace sgmcmc {
 
@@ -45,6 +47,14 @@ struct Mass {
   /// With adapt_mass: the windows it adapts in.
   AdaptationWindows windows = {};
 };
+
+/// The keys of the mass: metric, mass (one number, an array of d: one per coordinate, or of d² with
+/// metric = "dense"; or "fisher", computed at the start) and mass_ridge, in that order. The windows'
+/// keys are adapt_mass's (adaptation_window_fields), which lives beside the mass in the parameters.
+const FieldTable<Mass>& mass_fields();
+
+/// adapt_init_buffer, adapt_window and adapt_term_buffer.
+const FieldTable<AdaptationWindows>& adaptation_window_fields();
 
 /// The empirical Fisher information of the data terms at θ, plus a ridge r on the diagonal:
 ///   M = Σ_i ∇f_i(θ) ∇f_i(θ)ᵀ + r I,

@@ -15,9 +15,7 @@ import sgmcmc.error;
 namespace sgmcmc::integrator_parts {
 
 Friction::Friction(std::optional<double> friction, const StepSchedule& schedule)
-    : gamma(friction.value_or(default_gamma(schedule))) {
-  require_parameter(gamma > 0.0, "integrator", "friction > 0", gamma);
-}
+    : gamma(friction.value_or(default_gamma(schedule))) {}
 
 double Friction::default_gamma(const StepSchedule& schedule) { return default_per_step / schedule.at(1); }
 
@@ -55,15 +53,6 @@ void MomentumIntegrator::kick_drift_kick(ChainState& state, double h, Estimator&
   new_gradient(state, estimator, context);
   kick(state.momentum, state.gradient, h / 2);
   state.energy_error += kinetic_energy(state.momentum, mass_) - before;
-}
-
-double read_friction(const Settings& section, const ScheduleParameters& schedule) {
-  const double gamma = section.number("friction", Friction::default_gamma(StepSchedule(schedule)));
-  if (!(gamma > 0.0))
-    throw Error(fmt::format("{}: expected a friction γ > 0, found {} (with γ = 0 the momentum is never refreshed and "
-                            "the chain does not mix; omit the key for the default γ = {}/step_size)",
-                            section.describe("friction"), gamma, Friction::default_per_step));
-  return gamma;
 }
 
 }  // namespace sgmcmc::integrator_parts

@@ -33,7 +33,7 @@ namespace sgmcmc::integrator_parts {
 /// up; γ = 0 never refreshes the momentum, so the chain does not mix, and is refused.
 struct Friction {
   static constexpr double default_per_step = 0.1;
-  /// γ, or its default for the schedule's first step h₀ = schedule.at(1).
+  /// γ, or its default for the schedule's first step h₀ = schedule.at(1) (checked by friction_field).
   Friction(std::optional<double> friction, const StepSchedule& schedule);
   static double default_gamma(const StepSchedule& schedule);
   double per_step(double h) const;
@@ -65,10 +65,18 @@ protected:
   void kick_drift_kick(ChainState& state, double h, Estimator& estimator, ChainContext& context) const;
 };
 
-/// `friction`, whose default (Friction) depends on the schedule's first step.
-double read_friction(const Settings& section, const ScheduleParameters& schedule);
-
-/// The catalogue's words for the friction and the mass of a momentum integrator.
-inline std::string friction_doc() { return "friction γ (default 0.1/step_size: γh = 0.1), mass (1, or \"fisher\")"; }
+/// `friction`, whose default (Friction) depends on the schedule's first step, read before it.
+template <class P>
+Field<P> friction_field() {
+  const Constraint positive_friction{
+      "> 0",
+      fmt::format("a friction γ > 0 (with γ = 0 the momentum is never refreshed and the chain does not mix; omit the "
+                  "key for the default γ = {}/step_size)",
+                  Friction::default_per_step),
+      [](double gamma) { return gamma > 0.0; }};
+  return number_field<P>(
+      "friction", &P::friction, [](const P& p) { return Friction::default_gamma(StepSchedule(p.schedule)); },
+      fmt::format("{}/step_size", Friction::default_per_step), "γ, the momentum's friction", positive_friction);
+}
 
 }  // namespace sgmcmc::integrator_parts

@@ -55,15 +55,12 @@ private:
 };
 
 CatalogueEntry<IntegratorFactory> mala_entry() {
-  return {"mala", "OBABO with c = 0: SGLD's update with a gradient at the proposal, for MH (step_size = ε = h²); " +
-                   adapt_step_doc(),
-       with_mass_keys({"adapt_step_size", "target_acceptance"}), factory<MalaParameters>()};
+  return integrator_entry<MalaParameters>(
+      "mala", "OBABO with c = 0: SGLD's update with a gradient at the proposal, for MH (step_size = ε = h²)");
 }
 
 CatalogueEntry<IntegratorFactory> obabo_entry() {
-  return {"obabo", "GGMC / OBABO splitting, each O keeps exp(-γh/2) (step_size = h); keys " + friction_doc() + "; " + adapt_step_doc(),
-       with_mass_keys({"friction", "adapt_step_size", "target_acceptance"}),
-       factory<ObaboParameters>()};
+  return integrator_entry<ObaboParameters>("obabo", "GGMC / OBABO splitting, each O keeps exp(-γh/2) (step_size = h)");
 }
 
 }  // namespace sgmcmc::integrator_parts
@@ -72,23 +69,24 @@ namespace sgmcmc {
 
 using namespace integrator_parts;
 
-MalaParameters MalaParameters::from_settings(const Settings& section) {
-  auto parameters = read_scheduled<MalaParameters>(section);
-  parameters.step_adaptation = read_step_adaptation(section, parameters.schedule);
-  return parameters;
+const FieldTable<MalaParameters>& MalaParameters::fields() {
+  using P = MalaParameters;
+  static const FieldTable<P> table = concat<P>({mass_integrator_fields<P>(), step_adaptation_fields<P>()});
+  return table;
 }
 
-ObaboParameters ObaboParameters::from_settings(const Settings& section) {
-  auto parameters = read_scheduled<ObaboParameters>(section);
-  parameters.friction = read_friction(section, parameters.schedule);
-  parameters.step_adaptation = read_step_adaptation(section, parameters.schedule);
-  return parameters;
+const FieldTable<ObaboParameters>& ObaboParameters::fields() {
+  using P = ObaboParameters;
+  static const FieldTable<P> table = concat<P>({mass_integrator_fields<P>(), {friction_field<P>()}, step_adaptation_fields<P>()});
+  return table;
 }
 
 std::unique_ptr<Integrator> make_integrator(const MalaParameters& parameters) {
+  check_fields(MalaParameters::fields(), parameters, "integrator mala");
   return std::make_unique<Obabo>(parameters);
 }
 std::unique_ptr<Integrator> make_integrator(const ObaboParameters& parameters) {
+  check_fields(ObaboParameters::fields(), parameters, "integrator obabo");
   return std::make_unique<Obabo>(parameters);
 }
 

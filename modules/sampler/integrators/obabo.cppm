@@ -32,7 +32,8 @@ struct MalaParameters {
   Mass mass = {};  // M > 0, one number or one per coordinate; as sgld's, M⁻¹ preconditions the step
   bool adapt_mass = false;  // adapt M during the warmup (Stan's windows), then keep it
   StepAdaptation step_adaptation = {};  // adapt_step_size, target_acceptance (mh only)
-  static MalaParameters from_settings(const Settings& section);
+  static const FieldTable<MalaParameters>& fields();
+  static MalaParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
 };
 
 /// obabo (GGMC): step_size = h; each O keeps exp(-γh/2) of the momentum.
@@ -43,7 +44,8 @@ struct ObaboParameters {
   bool adapt_mass = false;
   std::optional<double> friction = std::nullopt;  // γ > 0; unset: 0.1/h₀ for the first step h₀ (γh₀ = 0.1)
   StepAdaptation step_adaptation = {};  // adapt_step_size, target_acceptance (mh only)
-  static ObaboParameters from_settings(const Settings& section);
+  static const FieldTable<ObaboParameters>& fields();
+  static ObaboParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
 };
 
 std::unique_ptr<Integrator> make_integrator(const MalaParameters& parameters);

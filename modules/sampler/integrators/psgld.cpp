@@ -40,10 +40,7 @@ class Psgld final : public ScheduledIntegrator {
 public:
   explicit Psgld(const PsgldParameters& parameters)
       : ScheduledIntegrator(parameters.schedule, parameters.temperature), alpha_(parameters.alpha),
-        lambda_(parameters.lambda), freeze_(parameters.freeze_after_warmup) {
-    require_parameter(alpha_ >= 0.0 && alpha_ < 1.0, "integrator psgld", "0 <= alpha < 1", alpha_);
-    require_parameter(lambda_ > 0.0, "integrator psgld", "lambda > 0", lambda_);
-  }
+        lambda_(parameters.lambda), freeze_(parameters.freeze_after_warmup) {}
   void initialise(ChainState& state, std::size_t dimension, Rng& rng) override {
     ScheduledIntegrator::initialise(state, dimension, rng);
     second_moment_.assign(dimension, 0.0);
@@ -119,15 +116,14 @@ private:
 };
 
 CatalogueEntry<IntegratorFactory> psgld_entry() {
-  return {"psgld",
+  return integrator_entry<PsgldParameters>(
+       "psgld",
        "pSGLD: sgld preconditioned by RMSprop, G = 1/(λ + sqrt(V)), V ← αV + (1-α)ḡ² (Li et al. 2016, Alg. 1, "
        "without Γ: biased while G changes, so it needs run.warmup > 0, after which V is frozen and the chain is sgld "
-       "with mass λ + sqrt(V); step_size = their ε); keys alpha (0.99), lambda (1e-5), "
-       "freeze_after_warmup (true; false is refused: a V that never freezes leaves a bias no step size removes)",
-       with_schedule_keys({"alpha", "lambda", "freeze_after_warmup"}), factory<PsgldParameters>(),
+       "with mass λ + sqrt(V); step_size = their ε)",
        "psgld computes no gradient at its proposal, and its preconditioner changes with the gradient history (its "
        "chain is biased without the Γ term, which needs second derivatives), so no MH test can correct it; use "
-       "'mala' with a mass, or adapt_mass for one learnt during the warmup"};
+       "'mala' with a mass, or adapt_mass for one learnt during the warmup");
 }
 
 }  // namespace sgmcmc::integrator_parts
@@ -136,20 +132,22 @@ namespace sgmcmc {
 
 using namespace integrator_parts;
 
-PsgldParameters PsgldParameters::from_settings(const Settings& section) {
-  PsgldParameters parameters;
-  parameters.schedule = ScheduleParameters::from_settings(section);
-  parameters.temperature = section.positive_number("temperature", 1.0);
-  parameters.alpha = section.number("alpha", parameters.alpha);
-  if (!(parameters.alpha >= 0.0 && parameters.alpha < 1.0))
-    throw Error(fmt::format("{}: expected 0 <= alpha < 1 (the weight of the past in V's moving average), found {}",
-                            section.describe("alpha"), parameters.alpha));
-  parameters.lambda = section.positive_number("lambda", parameters.lambda);
-  parameters.freeze_after_warmup = section.flag("freeze_after_warmup", parameters.freeze_after_warmup);
-  return parameters;
+const FieldTable<PsgldParameters>& PsgldParameters::fields() {
+  using P = PsgldParameters;
+  static const FieldTable<P> table = concat<P>(
+      {schedule_fields<P>(),
+       {number_field<P>("alpha", &P::alpha, "α of V's moving average, V ← αV + (1 - α)ḡ⊙ḡ",
+                        Constraint{"in [0, 1)", "0 <= alpha < 1 (the weight of the past in V's moving average)",
+                                   [](double alpha) { return alpha >= 0.0 && alpha < 1.0; }}),
+        number_field<P>("lambda", &P::lambda, "λ, bounds G = 1/(λ + sqrt(V)) where the gradient history vanishes",
+                        positive()),
+        flag_field<P>("freeze_after_warmup", &P::freeze_after_warmup,
+                      "stop updating V after the warmup (false is refused: a V that never freezes leaves a bias)")}});
+  return table;
 }
 
 std::unique_ptr<Integrator> make_integrator(const PsgldParameters& parameters) {
+  check_fields(PsgldParameters::fields(), parameters, "integrator psgld");
   return std::make_unique<Psgld>(parameters);
 }
 

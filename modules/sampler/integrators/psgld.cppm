@@ -30,10 +30,11 @@ export namespace sgmcmc {
 struct PsgldParameters {
   ScheduleParameters schedule = {};
   double temperature = 1.0;
-  double alpha = 0.99;              // 0 <= α < 1: V ← αV + (1 - α) ḡ⊙ḡ
-  double lambda = 1e-5;             // λ > 0: bounds G where the gradient history vanishes
+  double alpha = 0.99;              // α: V ← αV + (1 - α) ḡ⊙ḡ
+  double lambda = 1e-5;             // λ: bounds G where the gradient history vanishes
   bool freeze_after_warmup = true;  // stop updating V after the warmup: a fixed kernel when sampling (false: refused)
-  static PsgldParameters from_settings(const Settings& section);
+  static const FieldTable<PsgldParameters>& fields();
+  static PsgldParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
 };
 
 std::unique_ptr<Integrator> make_integrator(const PsgldParameters& parameters);

@@ -71,14 +71,8 @@ ScheduledIntegrator::ScheduledIntegrator(const ScheduleParameters& schedule, dou
                                          bool adapt_mass, StepAdaptation step_adaptation)
     : schedule_(schedule), temperature_(temperature), mass_(mass), adapt_mass_(adapt_mass), adaptation_(mass.dense, mass.windows),
       step_adaptation_(step_adaptation), adapted_step_(schedule_.at(1)) {
-  require_parameter(temperature_ > 0.0, "integrator", "temperature > 0", temperature_);
-  if (step_adaptation_.adapt) {
-    require_parameter(schedule_.constant(), "integrator", "a constant schedule with adapt_step_size",
-                      "another schedule");
-    const double target = step_adaptation_.target_acceptance;
-    require_parameter(target > 0.0 && target < 1.0, "integrator", "0 < target_acceptance < 1", target);
-    dual_averaging_.restart(adapted_step_);
-  }
+  // The values were checked against the parameters' field table (make_integrator).
+  if (step_adaptation_.adapt) dual_averaging_.restart(adapted_step_);
 }
 
 void ScheduledIntegrator::initialise(ChainState& state, std::size_t dimension, Rng& rng) {
@@ -154,49 +148,15 @@ double ScheduledIntegrator::advance(const ChainState& state) {
   return current_ = step_adaptation_.adapt ? adapted_step_ : schedule_.at(state.iteration);
 }
 
-// ---- The keys every integrator reads ------------------------------------------------------------
-
-const std::vector<std::string> schedule_keys = {"step_size",    "scale_step_with_n", "schedule",   "decay_b",
-                                                 "decay_c",      "cycle_length",      "temperature"};
-
-std::vector<std::string> with_schedule_keys(std::vector<std::string> keys) {
-  keys.insert(keys.begin(), schedule_keys.begin(), schedule_keys.end());
-  return keys;
-}
-
-std::vector<std::string> with_mass_keys(std::vector<std::string> keys) {
-  keys.insert(keys.begin(), {"mass", "metric", "mass_ridge", "adapt_mass", "adapt_init_buffer", "adapt_window",
-                             "adapt_term_buffer"});
-  return with_schedule_keys(std::move(keys));
-}
-
-AdaptationWindows read_adaptation_windows(const Settings& section, bool adapt_mass) {
-  AdaptationWindows windows;
-  const std::pair<const char*, std::uint64_t*> keys[] = {
-      {"adapt_init_buffer", &windows.init_buffer}, {"adapt_window", &windows.window}, {"adapt_term_buffer", &windows.term_buffer}};
-  for (const auto& [key, value] : keys) {
-    if (!adapt_mass && section.contains(key))
-      throw Error(fmt::format("{}: {} sets a window of adapt_mass's adaptation, and adapt_mass is false",
-                              section.describe(key), key));
-    *value = static_cast<std::uint64_t>(
-        section.integer_at_least(key, static_cast<std::int64_t>(*value), std::string_view(key) == "adapt_window" ? 1 : 0));
-  }
-  return windows;
-}
-
-StepAdaptation read_step_adaptation(const Settings& section, const ScheduleParameters& schedule) {
-  StepAdaptation adaptation;
-  adaptation.adapt = section.flag("adapt_step_size", false);
-  adaptation.target_acceptance = section.number("target_acceptance", adaptation.target_acceptance);
-  if (!(adaptation.target_acceptance > 0.0 && adaptation.target_acceptance < 1.0))
-    throw Error(fmt::format("{}: expected 0 < target_acceptance < 1 (the mean MH acceptance probability the step "
-                            "size is adapted to), found {}",
-                            section.describe("target_acceptance"), adaptation.target_acceptance));
-  if (adaptation.adapt && schedule.schedule != ScheduleKind::constant)
-    throw Error(fmt::format("{}: adapt_step_size = true needs integrator.schedule = \"constant\": the adaptation "
-                            "chooses the one step the run then keeps, and a schedule would change it again",
-                            section.describe("adapt_step_size")));
-  return adaptation;
-}
-
 }  // namespace sgmcmc::integrator_parts
+
+namespace sgmcmc {
+
+const FieldTable<StepScaling>& StepScaling::fields() {
+  static const FieldTable<StepScaling> table = {
+      flag_field("scale_step_with_n", &StepScaling::scale_step_with_n,
+                 "true: step_size is the step for one data item, divided by N^p (see Samplers)")};
+  return table;
+}
+
+}  // namespace sgmcmc

@@ -27,12 +27,12 @@ export namespace sgmcmc {
 
 using IntegratorFactory = std::function<std::unique_ptr<Integrator>(const Settings&)>;
 
-// Plain parameters, one struct per catalogue entry, with the defaults of the Settings path. Each
-// `from_settings` reads its entry's keys (schedule, temperature, mass, then its own; the first bad
-// key is the one reported), with errors naming where a key was set; make_integrator(parameters)
-// then builds the integrator, refusing only values no step can use (a non-positive step size,
-// temperature, mass or friction, no steps), not the advice from_settings gives (sghmc's γh < 1,
-// the range of a decay's c).
+// Plain parameters, one struct per catalogue entry. Its member initialisers are the keys' defaults,
+// and its `fields()` table (sgmcmc.fields) names each key, its constraint and its doc, composed
+// from the shared tables below (schedule, temperature, mass, step adaptation) and its own keys.
+// `from_settings` reads the keys in the table's order (the first bad key is the one reported),
+// with errors naming where a key was set; make_integrator(parameters) checks a struct built in
+// code against the same table (check_fields), so each value has one check.
 
 /// Step-size adaptation by dual averaging (Hoffman & Gelman 2014, Alg. 5, after Nesterov 2009) to
 /// a target acceptance of the MH test, during the warmup; the step is then frozen at the averaged
@@ -40,7 +40,14 @@ using IntegratorFactory = std::function<std::unique_ptr<Integrator>(const Settin
 /// the assembly refuses it without an MH corrector, the chain without a warmup.
 struct StepAdaptation {
   bool adapt = false;              // integrator.adapt_step_size
-  double target_acceptance = 0.8;  // δ, 0 < δ < 1: integrator.target_acceptance
+  double target_acceptance = 0.8;  // δ: integrator.target_acceptance
+};
+
+/// scale_step_with_n, which make_integrator(section, items) reads before the integrator's own keys:
+/// true reads step_size as the step for one data item (modules/README.md, "Step sizes across data sizes").
+struct StepScaling {
+  bool scale_step_with_n = false;
+  static const FieldTable<StepScaling>& fields();
 };
 
 }  // namespace sgmcmc
@@ -136,67 +143,76 @@ protected:
   DualAveraging dual_averaging_;
 };
 
-/// The schedule's keys (step_size, schedule, ..., temperature) and `keys`: those of an integrator
-/// without a mass (psgld).
-std::vector<std::string> with_schedule_keys(std::vector<std::string> keys);
-
-/// The schedule's keys, the mass's (mass, metric, mass_ridge, adapt_mass and its windows) and `keys`:
-/// those of an integrator with a mass.
-std::vector<std::string> with_mass_keys(std::vector<std::string> keys);
-
-/// adapt_mass's windows (CmdStan's adapt init_buffer, window and term_buffer): read only with adapt_mass,
-/// and refused without it, where they would change nothing.
-AdaptationWindows read_adaptation_windows(const Settings& section, bool adapt_mass);
-
-/// What every integrator reads first, in this order: the schedule, the temperature and the mass
-/// (one number, an array of d: one per coordinate, or of d² with metric = "dense"; or "fisher",
-/// computed at the start, with its `mass_ridge`).
-template <class Parameters>
-Parameters read_scheduled(const Settings& section) {
-  Parameters parameters;
-  parameters.schedule = ScheduleParameters::from_settings(section);
-  parameters.temperature = section.positive_number("temperature", 1.0);
-  const std::string metric = section.text("metric", "diagonal");
-  if (metric != "diagonal" && metric != "dense")
-    throw Error(fmt::format("{}: expected \"diagonal\" (a mass per coordinate) or \"dense\" (a full mass matrix), "
-                            "found \"{}\"",
-                            section.describe("metric"), metric));
-  const bool fisher = section.contains("mass") && std::holds_alternative<std::string>(section.entries().at("mass").value);
-  if (fisher && section.text("mass", "") != "fisher")
-    throw Error(fmt::format("{}: expected a number, an array of numbers or \"fisher\" (the empirical Fisher information "
-                            "at the chain's start), found \"{}\"",
-                            section.describe("mass"), section.text("mass", "")));
-  if (!fisher && section.contains("mass_ridge"))
-    throw Error(fmt::format("{}: mass_ridge is the ridge of mass = \"fisher\", and the mass here is given",
-                            section.describe("mass_ridge")));
-  // A dense mass matrix has negative entries off its diagonal: the metric checks it when d is known.
-  parameters.mass = fisher ? Mass(1.0)  // where the chain starts; prepare() computes the mass
-                    : Mass(metric == "dense" ? section.number_or_numbers("mass", 1.0)
-                                             : section.positive_number_or_numbers("mass", 1.0));
-  parameters.mass.dense = metric == "dense";
-  parameters.mass.fisher = fisher;
-  parameters.mass.ridge = section.positive_number("mass_ridge", 1.0);
-  parameters.adapt_mass = section.flag("adapt_mass", false);
-  parameters.mass.windows = read_adaptation_windows(section, parameters.adapt_mass);
-  return parameters;
+/// What every integrator reads first, in this order: the schedule and the temperature.
+template <class P>
+FieldTable<P> schedule_fields() {
+  return concat<P>({nested<P>(&P::schedule, ScheduleParameters::fields()),
+                    {number_field<P>("temperature", &P::temperature,
+                                     "T, the scale of the noise: 1 samples the posterior, T < 1 a cold posterior π^(1/T)",
+                                     positive())}});
 }
 
-
-/// `adapt_step_size` and `target_acceptance` of the integrators an MH test can follow. The
-/// refusals that need more than this section (no MH corrector, no warmup) are the assembly's and
-/// the chain's.
-StepAdaptation read_step_adaptation(const Settings& section, const ScheduleParameters& schedule);
-
-template <class Parameters>
-IntegratorFactory factory() {
-  return [](const Settings& section) { return make_integrator(Parameters::from_settings(section)); };
+/// adapt_mass's windows: refused when set without adapt_mass, where they would change nothing.
+template <class P>
+FieldTable<P> adaptation_windows_fields() {
+  FieldTable<P> windows = nested<P>(&P::mass, nested<Mass>(&Mass::windows, adaptation_window_fields()));
+  for (auto& field : windows)
+    field.read = [read = field.read, key = field.shown.key](const Settings& section, P& p) {
+      if (!p.adapt_mass && section.contains(key))
+        throw Error(fmt::format("{}: {} sets a window of adapt_mass's adaptation, and adapt_mass is false",
+                                section.describe(key), key));
+      read(section, p);
+    };
+  return windows;
 }
 
+/// The keys of an integrator with a mass M: the schedule's and the temperature, then the mass's
+/// (metric, mass, mass_ridge), adapt_mass and its windows.
+template <class P>
+FieldTable<P> mass_integrator_fields() {
+  return concat<P>({schedule_fields<P>(), nested<P>(&P::mass, mass_fields()),
+                    {flag_field<P>("adapt_mass", &P::adapt_mass,
+                                   "learn M during the warmup, in Stan's windows, then keep it")},
+                    adaptation_windows_fields<P>()});
+}
 
-/// The catalogue's words for adapt_step_size, shared by the integrators an MH test can follow.
-inline std::string adapt_step_doc() {
-  return "with corrector mh: adapt_step_size (false: dual averaging of step_size to target_acceptance (0.8) during the "
-         "warmup, then frozen; Hoffman & Gelman 2014, Alg. 5)";
+/// adapt_step_size and target_acceptance of the integrators an MH test can follow. The refusals
+/// that need more than this section (no MH corrector, no warmup) are the assembly's and the chain's.
+template <class P>
+FieldTable<P> step_adaptation_fields() {
+  Field<P> adapt = nested<P>(&P::step_adaptation, FieldTable<StepAdaptation>{flag_field(
+                                                       "adapt_step_size", &StepAdaptation::adapt,
+                                                       "with corrector mh: dual averaging of step_size to "
+                                                       "target_acceptance during the warmup, then frozen (Hoffman & "
+                                                       "Gelman 2014, Alg. 5)")})
+                       .front();
+  adapt.shown.constraint = "schedule = constant";
+  adapt.problem = [](const P& p) -> std::string {
+    if (!p.step_adaptation.adapt || p.schedule.schedule == ScheduleKind::constant) return "";
+    return "expected a constant schedule with adapt_step_size = true (integrator.schedule = \"constant\"): the "
+           "adaptation chooses the one step the run then keeps, and a schedule would change it again";
+  };
+  const Constraint open_unit_interval{"in (0, 1)",
+                                      "0 < target_acceptance < 1 (the mean MH acceptance probability the step size is "
+                                      "adapted to)",
+                                      [](double value) { return value > 0.0 && value < 1.0; }};
+  return concat<P>({{adapt},
+                    nested<P>(&P::step_adaptation,
+                              FieldTable<StepAdaptation>{number_field(
+                                  "target_acceptance", &StepAdaptation::target_acceptance,
+                                  "δ, the mean MH acceptance probability adapt_step_size aims at", open_unit_interval)})});
+}
+
+/// A catalogue entry whose keys are those of `Parameters::fields()` and scale_step_with_n, which
+/// make_integrator reads first: built by `make_integrator(Parameters::from_settings(section))`.
+template <class Parameters>
+CatalogueEntry<IntegratorFactory> integrator_entry(std::string name, std::string description,
+                                                   std::string mh_refusal = {}) {
+  std::vector<KeyDoc> documented = key_docs(Parameters::fields());
+  for (const auto& key : key_docs(StepScaling::fields())) documented.insert(documented.begin() + 1, key);
+  return {std::move(name), std::move(description), keys_of(documented),
+          [](const Settings& section) { return make_integrator(Parameters::from_settings(section)); },
+          std::move(mh_refusal), std::move(documented)};
 }
 
 }  // namespace sgmcmc::integrator_parts

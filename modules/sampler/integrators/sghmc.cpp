@@ -28,12 +28,7 @@ namespace sgmcmc::integrator_parts {
 class Sghmc final : public MomentumIntegrator {
 public:
   explicit Sghmc(const SghmcParameters& parameters)
-      : MomentumIntegrator(parameters), friction_(parameters.friction, schedule_) {
-    // γh >= 1 makes the decay 1 - γh flip the momentum every step: not a discretisation of SGHMC.
-    // The largest step is the first (from_settings makes the same check and names the key).
-    const double decay = friction_.per_step(schedule_.at(1));
-    require_parameter(decay < 1.0, "integrator sghmc", "friction × step size below 1", decay);
-  }
+      : MomentumIntegrator(parameters), friction_(parameters.friction, schedule_) {}
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double h = advance(state), decay = friction_.per_step(h);
@@ -48,12 +43,28 @@ private:
   Friction friction_;
 };
 
+/// friction, also refused where γh >= 1 makes the decay 1 - γh flip (or zero) the momentum every
+/// step: not a discretisation of SGHMC. Every schedule takes its largest step first, so one check
+/// covers the run.
+Field<SghmcParameters> sghmc_friction_field() {
+  Field<SghmcParameters> field = friction_field<SghmcParameters>();
+  field.problem = [positive_friction = field.problem](const SghmcParameters& p) {
+    if (std::string problem = positive_friction(p); !problem.empty()) return problem;
+    const double decay = Friction(p.friction, StepSchedule(p.schedule)).per_step(StepSchedule(p.schedule).at(1));
+    if (decay < 1.0) return std::string();
+    return fmt::format("expected friction × step size below 1, found {}: sghmc's momentum decay 1 - γh would flip the "
+                       "momentum's sign every step; choose a smaller friction or step_size",
+                       decay);
+  };
+  return field;
+}
+
 CatalogueEntry<IntegratorFactory> sghmc_entry() {
-  return {"sghmc", "SGHMC, symplectic Euler-Maruyama, momentum decay 1 - γh (step_size = h); keys " + friction_doc(),
-       with_mass_keys({"friction"}), factory<SghmcParameters>(),
+  return integrator_entry<SghmcParameters>(
+      "sghmc", "SGHMC, symplectic Euler-Maruyama, momentum decay 1 - γh (step_size = h)",
        "sghmc's Euler-Maruyama step has no realisable backward move (its momentum update is not an OU flow composed "
        "with reversible kicks), so every MH acceptance probability is exactly 0 (Garriga-Alonso & Fortuin 2021, "
-       "Thm. 1); use 'obabo', which keeps a non-zero acceptance"};
+       "Thm. 1); use 'obabo', which keeps a non-zero acceptance");
 }
 
 }  // namespace sgmcmc::integrator_parts
@@ -62,18 +73,14 @@ namespace sgmcmc {
 
 using namespace integrator_parts;
 
-SghmcParameters SghmcParameters::from_settings(const Settings& section) {
-  auto parameters = read_scheduled<SghmcParameters>(section);
-  parameters.friction = read_friction(section, parameters.schedule);
-  // Every schedule takes its largest step first (schedule.at(1)), so one check covers the run.
-  if (const double decay = *parameters.friction * StepSchedule(parameters.schedule).at(1); !(decay < 1.0))
-    throw Error(fmt::format("{}: friction × step size = {} must be below 1, or sghmc's momentum decay 1 - γh flips "
-                            "the momentum's sign every step; choose a smaller friction or step_size",
-                            section.describe("friction"), decay));
-  return parameters;
+const FieldTable<SghmcParameters>& SghmcParameters::fields() {
+  using P = SghmcParameters;
+  static const FieldTable<P> table = concat<P>({mass_integrator_fields<P>(), {sghmc_friction_field()}});
+  return table;
 }
 
 std::unique_ptr<Integrator> make_integrator(const SghmcParameters& parameters) {
+  check_fields(SghmcParameters::fields(), parameters, "integrator sghmc");
   return std::make_unique<Sghmc>(parameters);
 }
 

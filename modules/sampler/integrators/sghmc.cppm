@@ -25,14 +25,15 @@ import :momentum;
 
 export namespace sgmcmc {
 
-/// sghmc: step_size = h, momentum decay 1 - γh (from_settings refuses γh >= 1 at the first step).
+/// sghmc: step_size = h, momentum decay 1 - γh (γh >= 1 at the first step is refused).
 struct SghmcParameters {
   ScheduleParameters schedule = {};
   double temperature = 1.0;
   Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
   bool adapt_mass = false;
   std::optional<double> friction = std::nullopt;  // as ObaboParameters
-  static SghmcParameters from_settings(const Settings& section);
+  static const FieldTable<SghmcParameters>& fields();
+  static SghmcParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
 };
 
 std::unique_ptr<Integrator> make_integrator(const SghmcParameters& parameters);

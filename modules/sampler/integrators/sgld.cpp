@@ -59,11 +59,10 @@ private:
 };
 
 CatalogueEntry<IntegratorFactory> sgld_entry() {
-  return {"sgld", "overdamped Langevin, θ' = θ - (ε/2)M⁻¹ĝ + sqrt(εT)M^{-1/2}ξ (step_size = ε); mass M (1, or \"fisher\")",
-       with_mass_keys({}),
-       factory<SgldParameters>(),
+  return integrator_entry<SgldParameters>(
+      "sgld", "overdamped Langevin, θ' = θ - (ε/2)M⁻¹ĝ + sqrt(εT)M^{-1/2}ξ (step_size = ε)",
        "sgld computes no gradient at its proposal, which the MH energy error needs; use integrator 'mala' (the same "
-       "update, step_size = ε, written as OBABO with c = 0)"};
+       "update, step_size = ε, written as OBABO with c = 0)");
 }
 
 }  // namespace sgmcmc::integrator_parts
@@ -72,9 +71,13 @@ namespace sgmcmc {
 
 using namespace integrator_parts;
 
-SgldParameters SgldParameters::from_settings(const Settings& section) { return read_scheduled<SgldParameters>(section); }
+const FieldTable<SgldParameters>& SgldParameters::fields() {
+  static const FieldTable<SgldParameters> table = mass_integrator_fields<SgldParameters>();
+  return table;
+}
 
 std::unique_ptr<Integrator> make_integrator(const SgldParameters& parameters) {
+  check_fields(SgldParameters::fields(), parameters, "integrator sgld");
   return std::make_unique<Sgld>(parameters);
 }
 

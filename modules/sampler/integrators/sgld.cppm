@@ -30,7 +30,8 @@ struct SgldParameters {
   double temperature = 1.0;          // T > 0; 1 samples the posterior
   Mass mass = {};                    // M > 0; its inverse preconditions the step
   bool adapt_mass = false;  // adapt M during the warmup (Stan's windows), then keep it
-  static SgldParameters from_settings(const Settings& section);
+  static const FieldTable<SgldParameters>& fields();
+  static SgldParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
 };
 
 std::unique_ptr<Integrator> make_integrator(const SgldParameters& parameters);

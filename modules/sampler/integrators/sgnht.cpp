@@ -28,7 +28,7 @@ namespace sgmcmc::integrator_parts {
 /// η ~ N(0, I). Biased by O(h), as sghmc's Euler step.
 class Sgnht final : public ThermostatIntegrator {
 public:
-  explicit Sgnht(const SgnhtParameters& parameters) : ThermostatIntegrator(parameters, "sgnht") {}
+  explicit Sgnht(const SgnhtParameters& parameters) : ThermostatIntegrator(parameters) {}
 
   void step(ChainState& state, Estimator& estimator, ChainContext& context) override {
     const double h = advance(state), noise = std::sqrt(2.0 * diffusion_ * h * temperature_);
@@ -41,12 +41,12 @@ public:
 };
 
 CatalogueEntry<IntegratorFactory> sgnht_entry() {
-  return {"sgnht",
+  return integrator_entry<SgnhtParameters>(
+       "sgnht",
        "SGNHT: sghmc's Euler step with a thermostat ξ for friction, ξ' = ξ + h(pᵀM⁻¹p/d - T) (Ding et al. 2014, "
-       "Alg. 2; step_size = h); keys diffusion A (1), thermostat_start ξ₀ (A), mass (1, or \"fisher\")",
-       with_mass_keys({"diffusion", "thermostat_start"}), factory<SgnhtParameters>(),
+       "Alg. 2; step_size = h)",
        "sgnht's Euler-Maruyama momentum step has no realisable backward move, as sghmc's (Garriga-Alonso & Fortuin "
-       "2021, Thm. 1), and its thermostat ξ changes with every step's momentum; use 'obabo'"};
+       "2021, Thm. 1), and its thermostat ξ changes with every step's momentum; use 'obabo'");
 }
 
 }  // namespace sgmcmc::integrator_parts
@@ -55,9 +55,13 @@ namespace sgmcmc {
 
 using namespace integrator_parts;
 
-SgnhtParameters SgnhtParameters::from_settings(const Settings& section) { return read_thermostat<SgnhtParameters>(section); }
+const FieldTable<SgnhtParameters>& SgnhtParameters::fields() {
+  static const FieldTable<SgnhtParameters> table = thermostat_fields<SgnhtParameters>();
+  return table;
+}
 
 std::unique_ptr<Integrator> make_integrator(const SgnhtParameters& parameters) {
+  check_fields(SgnhtParameters::fields(), parameters, "integrator sgnht");
   return std::make_unique<Sgnht>(parameters);
 }
 

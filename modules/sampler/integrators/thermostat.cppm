@@ -32,9 +32,10 @@ struct SgnhtParameters {
   double temperature = 1.0;
   Mass mass = {};  // the kinetic energy's ½mᵀM⁻¹m
   bool adapt_mass = false;
-  double diffusion = 1.0;                                 // A > 0, the injected noise sqrt(2AhT)
+  double diffusion = 1.0;                                 // A, the injected noise sqrt(2AhT)
   std::optional<double> thermostat_start = std::nullopt;  // ξ₀; unset: A
-  static SgnhtParameters from_settings(const Settings& section);
+  static const FieldTable<SgnhtParameters>& fields();
+  static SgnhtParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
 };
 
 }  // namespace sgmcmc
@@ -52,11 +53,9 @@ namespace sgmcmc::integrator_parts {
 class ThermostatIntegrator : public MomentumIntegrator {
 public:
   template <class Parameters>
-  ThermostatIntegrator(const Parameters& parameters, std::string_view name)
+  explicit ThermostatIntegrator(const Parameters& parameters)
       : MomentumIntegrator(parameters), diffusion_(parameters.diffusion),
-        thermostat_(parameters.thermostat_start.value_or(parameters.diffusion)) {
-    require_parameter(diffusion_ > 0.0, fmt::format("integrator {}", name), "diffusion > 0", diffusion_);
-  }
+        thermostat_(parameters.thermostat_start.value_or(parameters.diffusion)) {}
   void save_state(StateWriter& out) const override;
   void restore_state(StateReader& in) override;
 
@@ -69,14 +68,15 @@ protected:
 };
 
 /// sgnht's and badodab's keys: the schedule, temperature and mass, then `diffusion` and `thermostat_start`.
-template <class Parameters>
-Parameters read_thermostat(const Settings& section) {
-  auto parameters = read_scheduled<Parameters>(section);
+template <class P>
+FieldTable<P> thermostat_fields() {
   // A = 0 leaves only the minibatch noise: with exact gradients, deterministic Nosé–Hoover dynamics,
   // which are not ergodic.
-  parameters.diffusion = section.positive_number("diffusion", parameters.diffusion);
-  parameters.thermostat_start = section.number("thermostat_start", parameters.diffusion);
-  return parameters;
+  return concat<P>({mass_integrator_fields<P>(),
+                    {number_field<P>("diffusion", &P::diffusion, "A, the injected noise sqrt(2AhT)", positive()),
+                     number_field<P>(
+                         "thermostat_start", &P::thermostat_start, [](const P& p) { return p.diffusion; }, "diffusion",
+                         "ξ₀, where the thermostat starts")}});
 }
 
 }  // namespace sgmcmc::integrator_parts

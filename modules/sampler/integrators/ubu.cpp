@@ -86,10 +86,9 @@ private:
 };
 
 CatalogueEntry<IntegratorFactory> ubu_entry() {
-  return {"ubu",
-          "UBU splitting: one kick between two exact force-free flows U(h/2) (Sanz-Serna & Zygalakis 2021; step_size = "
-          "h, second order, one gradient per step); keys " + friction_doc() + "; " + adapt_step_doc(),
-          with_mass_keys({"friction", "adapt_step_size", "target_acceptance"}), factory<UbuParameters>()};
+  return integrator_entry<UbuParameters>(
+      "ubu", "UBU splitting: one kick between two exact force-free flows U(h/2) (Sanz-Serna & Zygalakis 2021; step_size "
+             "= h, second order, one gradient per step)");
 }
 
 }  // namespace sgmcmc::integrator_parts
@@ -113,13 +112,15 @@ FreeFlow free_flow(double friction, double t, double temperature) {
   return {retained, lost / friction, momentum_noise, joint_noise, position_noise};
 }
 
-UbuParameters UbuParameters::from_settings(const Settings& section) {
-  auto parameters = read_scheduled<UbuParameters>(section);
-  parameters.friction = read_friction(section, parameters.schedule);
-  parameters.step_adaptation = read_step_adaptation(section, parameters.schedule);
-  return parameters;
+const FieldTable<UbuParameters>& UbuParameters::fields() {
+  using P = UbuParameters;
+  static const FieldTable<P> table = concat<P>({mass_integrator_fields<P>(), {friction_field<P>()}, step_adaptation_fields<P>()});
+  return table;
 }
 
-std::unique_ptr<Integrator> make_integrator(const UbuParameters& parameters) { return std::make_unique<Ubu>(parameters); }
+std::unique_ptr<Integrator> make_integrator(const UbuParameters& parameters) {
+  check_fields(UbuParameters::fields(), parameters, "integrator ubu");
+  return std::make_unique<Ubu>(parameters);
+}
 
 }  // namespace sgmcmc

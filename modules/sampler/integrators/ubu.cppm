@@ -29,7 +29,8 @@ struct UbuParameters {
   bool adapt_mass = false;
   std::optional<double> friction = std::nullopt;  // γ > 0; unset: 0.1/h₀ for the first step h₀
   StepAdaptation step_adaptation = {};             // adapt_step_size, target_acceptance (mh only)
-  static UbuParameters from_settings(const Settings& section);
+  static const FieldTable<UbuParameters>& fields();
+  static UbuParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
 };
 
 std::unique_ptr<Integrator> make_integrator(const UbuParameters& parameters);

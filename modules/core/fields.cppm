@@ -1,0 +1,232 @@
+// Field tables: each key of a component's section described once, beside its parameter struct.
+// A table lists, per key, the member it sets, the constraint its value must satisfy and a one-line
+// doc; the default is the struct's default member initialiser (read from a default-constructed
+// struct, so it is written nowhere else). From the table come the Settings reader (read_fields),
+// the check of a struct built in code (check_fields), the keys the catalogue declares (keys_of)
+// and what `sgmcmc list` and the docs show (key_docs). Shared parts (an integrator's schedule, say)
+// are tables of their own struct, lifted into the table of the struct that holds them (nested).
+module;
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+#include <fmt/format.h>
+export module sgmcmc.fields;
+import sgmcmc.error;
+import sgmcmc.settings;
+
+export namespace sgmcmc {
+
+/// What a number must satisfy: `summary` for the docs ("> 0"), `expected` for the error
+/// ("{where}: expected a number > 0, found -1"). Without `holds`, any value.
+struct Constraint {
+  std::string summary;
+  std::string expected;
+  std::function<bool(double)> holds = {};
+};
+
+/// > 0, for numbers.
+Constraint positive();
+/// >= minimum, for integers.
+Constraint at_least(std::int64_t minimum);
+
+/// How the docs show a default: as fmt's "{}", but below 1e-3 in a short scientific form ("1e-4",
+/// not "0.0001" or "1e-04").
+std::string default_text(double value);
+inline std::string default_text(bool value) { return value ? "true" : "false"; }
+inline std::string default_text(std::int64_t value) { return fmt::format("{}", value); }
+inline std::string default_text(std::uint64_t value) { return fmt::format("{}", value); }
+
+/// One key as `sgmcmc list` and the docs show it.
+struct KeyDoc {
+  std::string key;
+  std::string default_value;  // as the docs write it: "1e-4", "constant", "0.1/step_size"
+  std::string constraint;     // "> 0", ">= 1", "in (0, 1)"; "" for none
+  std::string doc;            // one line
+  bool operator==(const KeyDoc&) const = default;
+};
+
+/// One key of a section and the member of P it sets.
+template <class P>
+struct Field {
+  KeyDoc shown;
+  /// Reads the key into P, keeping P's value when the key is unset; a value of the wrong type, or
+  /// one the key can never take, is an Error naming the key and where it was set.
+  std::function<void(const Settings&, P&)> read;
+  /// "" when P's value is acceptable, else "expected …, found …". Run after `read`, and on a struct
+  /// built in code (check_fields); it may look at members of P read before this key.
+  std::function<std::string(const P&)> problem = {};
+};
+
+template <class P>
+using FieldTable = std::vector<Field<P>>;
+
+/// "expected {constraint.expected}, found {value}", or "" when the constraint holds.
+inline std::string violation(const Constraint& constraint, double value) {
+  if (!constraint.holds || constraint.holds(value)) return "";
+  return fmt::format("expected {}, found {}", constraint.expected, value);
+}
+
+/// A number key.
+template <class P>
+Field<P> number_field(std::string key, double P::*member, std::string doc, Constraint constraint = {}) {
+  return {{key, default_text(P{}.*member), constraint.summary, std::move(doc)},
+          [key, member](const Settings& section, P& p) { p.*member = section.number(key, p.*member); },
+          [member, constraint](const P& p) { return violation(constraint, p.*member); }};
+}
+
+/// A number key whose member is unset by default, the default then computed from members read
+/// before it (`fallback`); `shown_default` says how, for the docs ("0.1/step_size").
+template <class P>
+Field<P> number_field(std::string key, std::optional<double> P::*member, std::function<double(const P&)> fallback,
+                std::string shown_default, std::string doc, Constraint constraint = {}) {
+  return {{key, std::move(shown_default), constraint.summary, std::move(doc)},
+          [key, member, fallback](const Settings& section, P& p) {
+            p.*member = section.number(key, (p.*member).value_or(fallback(p)));
+          },
+          [member, fallback, constraint](const P& p) { return violation(constraint, (p.*member).value_or(fallback(p))); }};
+}
+
+/// An integer key. Its constraint is checked on the value as read, before it is stored in an
+/// unsigned member, where -1 would wrap.
+template <class P, class Integer>
+Field<P> integer_field(std::string key, Integer P::*member, std::string doc, Constraint constraint = {}) {
+  return {{key, default_text(static_cast<std::int64_t>(P{}.*member)), constraint.summary, std::move(doc)},
+          [key, member, constraint](const Settings& section, P& p) {
+            const std::int64_t value = section.integer(key, static_cast<std::int64_t>(p.*member));
+            if (const std::string problem = violation(constraint, static_cast<double>(value)); !problem.empty())
+              throw Error(fmt::format("{}: {}", section.describe(key), problem));
+            p.*member = static_cast<Integer>(value);
+          },
+          [member, constraint](const P& p) { return violation(constraint, static_cast<double>(p.*member)); }};
+}
+
+/// A true/false key.
+template <class P>
+Field<P> flag_field(std::string key, bool P::*member, std::string doc) {
+  return {{key, default_text(P{}.*member), "", std::move(doc)},
+          [key, member](const Settings& section, P& p) { p.*member = section.flag(key, p.*member); }};
+}
+
+/// A key naming one of `choices` (a string in the file, an enum or a bool in P).
+template <class P, class Value>
+Field<P> choice_field(std::string key, Value P::*member, std::vector<std::pair<std::string, Value>> choices, std::string doc) {
+  std::vector<std::string> names;
+  std::string shown_default;
+  for (const auto& [name, value] : choices) {
+    names.push_back(name);
+    if (value == P{}.*member) shown_default = name;
+  }
+  return {{key, shown_default, fmt::format("{}", fmt::join(names, ", ")), std::move(doc)},
+          [key, member, choices, names](const Settings& section, P& p) {
+            std::string in_force;
+            for (const auto& [name, value] : choices)
+              if (value == p.*member) in_force = name;
+            const std::string wanted = section.text(key, in_force);
+            for (const auto& [name, value] : choices)
+              if (name == wanted) {
+                p.*member = value;
+                return;
+              }
+            throw Error(fmt::format("{}: unknown {} '{}'; known: {}", section.describe(key), key, wanted,
+                                    fmt::join(names, ", ")));
+          }};
+}
+
+/// `table`, the table of the struct P holds as `part`, as keys of P: `nested<P>(&P::schedule, table)`
+/// (P named, so a member of P's base converts).
+template <class P, class Part>
+FieldTable<P> nested(std::type_identity_t<Part P::*> part, const FieldTable<Part>& table) {
+  FieldTable<P> lifted;
+  for (const auto& field : table) {
+    Field<P> outer{field.shown, [part, read = field.read](const Settings& section, P& p) { read(section, p.*part); }};
+    if (field.problem) outer.problem = [part, problem = field.problem](const P& p) { return problem(p.*part); };
+    lifted.push_back(std::move(outer));
+  }
+  return lifted;
+}
+
+/// The tables one after the other: the order in which the keys are read (the first bad key is
+/// the one reported).
+template <class P>
+FieldTable<P> concat(std::initializer_list<FieldTable<P>> tables) {
+  FieldTable<P> all;
+  for (const auto& table : tables) all.insert(all.end(), table.begin(), table.end());
+  return all;
+}
+
+/// The struct `section` describes: each key read in the table's order and checked as soon as it is
+/// read; the error names the key and where it was set.
+template <class P>
+P read_fields(const FieldTable<P>& table, const Settings& section) {
+  P parameters{};
+  for (const auto& field : table) {
+    field.read(section, parameters);
+    if (!field.problem) continue;
+    if (const std::string problem = field.problem(parameters); !problem.empty())
+      throw Error(fmt::format("{}: {}", section.describe(field.shown.key), problem));
+  }
+  return parameters;
+}
+
+/// The same checks on a struct built in code: "{component}: {key}: expected …, found …".
+template <class P>
+void check_fields(const FieldTable<P>& table, const P& parameters, std::string_view component) {
+  for (const auto& field : table) {
+    if (!field.problem) continue;
+    if (const std::string problem = field.problem(parameters); !problem.empty())
+      throw Error(fmt::format("{}: {}: {}", component, field.shown.key, problem));
+  }
+}
+
+template <class P>
+std::vector<KeyDoc> key_docs(const FieldTable<P>& table) {
+  std::vector<KeyDoc> docs;
+  for (const auto& field : table) docs.push_back(field.shown);
+  return docs;
+}
+
+inline std::vector<std::string> keys_of(const std::vector<KeyDoc>& docs) {
+  std::vector<std::string> keys;
+  for (const auto& doc : docs) keys.push_back(doc.key);
+  return keys;
+}
+
+template <class P>
+std::vector<std::string> keys_of(const FieldTable<P>& table) {
+  return keys_of(key_docs(table));
+}
+
+}  // namespace sgmcmc
+
+module :private;
+
+namespace sgmcmc {
+
+Constraint positive() {
+  return {"> 0", "a number > 0", [](double value) { return value > 0.0; }};
+}
+
+Constraint at_least(std::int64_t minimum) {
+  return {fmt::format(">= {}", minimum), fmt::format("an integer >= {}", minimum),
+          [minimum](double value) { return value >= static_cast<double>(minimum); }};
+}
+
+std::string default_text(double value) {
+  if (value == 0.0 || std::abs(value) >= 1e-3) return fmt::format("{}", value);
+  // The shortest scientific form that reads back as the same number: 1e-4, 2.5e-7.
+  for (int digits = 0;; ++digits) {
+    const std::string scientific = fmt::format("{:.{}e}", value, digits);
+    if (digits < 17 && std::stod(scientific) != value) continue;
+    const auto exponent = scientific.find('e');
+    return fmt::format("{}e{}", scientific.substr(0, exponent), std::stoi(scientific.substr(exponent + 1)));
+  }
+}
+
+}  // namespace sgmcmc
