@@ -114,6 +114,15 @@ void run(const Case& c, int repetitions) {
     const auto times = bench::sgld_iteration_times(model, c.batch, 1e-5, iterations);
     iteration = {std::min(iteration.wall_us, times.wall_us), std::min(iteration.cpu_us, times.cpu_us)};
   }
+  // The float chain (run.chain_precision = "float"), where the model offers it (float storage).
+  std::optional<bench::IterationTimes> float_iteration;
+  if (model->capabilities().float_gradient) {
+    float_iteration = bench::IterationTimes{1e300, 1e300};
+    for (int r = 0; r < repetitions; ++r) {
+      const auto times = bench::sgld_iteration_times(model, c.batch, 1e-5, iterations, "minibatch", true);
+      float_iteration = {std::min(float_iteration->wall_us, times.wall_us), std::min(float_iteration->cpu_us, times.cpu_us)};
+    }
+  }
   bench::IterationTimes fused{1e300, 1e300}, two_passes{1e300, 1e300};
   const auto separate = std::make_shared<const test::TwoPasses>(model);
   for (int r = 0; r < repetitions; ++r) {
@@ -127,16 +136,25 @@ void run(const Case& c, int repetitions) {
   std::printf("  %-40s %10.1f\n", "data potential (forward pass only)", potential);
   if (per_item) std::printf("  %-40s %10.1f\n", "per-item gradients (item_gradients)", *per_item);
   std::printf("  %-40s %10.1f wall %10.1f CPU\n", "SGLD iteration (sgmcmc::Chain)", iteration.wall_us, iteration.cpu_us);
+  if (float_iteration)
+    std::printf("  %-40s %10.1f wall %10.1f CPU\n", "SGLD iteration, chain in float", float_iteration->wall_us,
+                float_iteration->cpu_us);
   std::printf("  %-40s %10.1f wall %10.1f CPU\n", "OBABO + MH block, K = 10, two end passes", two_passes.wall_us,
               two_passes.cpu_us);
   std::printf("  %-40s %10.1f wall %10.1f CPU\n", "OBABO + MH block, K = 10, one fused pass", fused.wall_us, fused.cpu_us);
   std::printf("OBABO + MH block, %s: two passes / fused = %.2f× (wall), %.2f× (CPU)\n", c.name,
               two_passes.wall_us / fused.wall_us, two_passes.cpu_us / fused.cpu_us);
-  if (const auto torch = torch_sgld_iteration_us(c.torch_arguments))
+  const auto torch = torch_sgld_iteration_us(c.torch_arguments);
+  if (torch)
     std::printf("SGLD iteration, %s: torch / this = %.1f / %.1f µs = %.2f× faster than PyTorch (wall); "
                 "%.1f / %.1f µs = %.2f× (CPU)\n\n",
                 c.name, torch->wall_us, iteration.wall_us, torch->wall_us / iteration.wall_us, torch->cpu_us,
                 iteration.cpu_us, torch->cpu_us / iteration.cpu_us);
+  if (torch && float_iteration)
+    std::printf("SGLD iteration, %s, chain in float (run.chain_precision = \"float\"): torch / this = %.1f / %.1f µs "
+                "= %.2f× faster than PyTorch (wall); %.1f / %.1f µs = %.2f× (CPU)\n\n",
+                c.name, torch->wall_us, float_iteration->wall_us, torch->wall_us / float_iteration->wall_us,
+                torch->cpu_us, float_iteration->cpu_us, torch->cpu_us / float_iteration->cpu_us);
 }
 
 }  // namespace mlp_benchmark
