@@ -34,39 +34,71 @@ inline constexpr int count = 256;
 
 inline double density(double x) { return std::exp(-0.5 * x * x); }
 
-/// Builds the layers from r. Returns by how much the 255th layer's top overshoots f(0) = 1
-/// (> 0: v too large, r too small), or 1 when the layers reach the top before the 255th.
-inline double build(double r, Layers& layers) {
+/// Builds the right edges x[0..layer_count] of `layer_count` layers from r. Returns by how much
+/// the last layer's top overshoots f(0) = 1 (> 0: v too large, r too small), or 1 when the layers
+/// reach the top before the last.
+inline double build_edges(double r, int layer_count, double* x) {
   const double v = r * density(r) + std::sqrt(std::numbers::pi / 2) * std::erfc(r / std::sqrt(2.0));
-  layers.x[0] = v / density(r);
-  layers.x[1] = r;
-  for (int i = 1; i < count - 1; ++i) {
-    const double top = density(layers.x[i]) + v / layers.x[i];
+  x[0] = v / density(r);
+  x[1] = r;
+  for (int i = 1; i < layer_count - 1; ++i) {
+    const double top = density(x[i]) + v / x[i];
     if (top >= 1.0) return 1.0;
-    layers.x[i + 1] = std::sqrt(-2.0 * std::log(top));
+    x[i + 1] = std::sqrt(-2.0 * std::log(top));
   }
-  layers.x[count] = 0.0;
-  for (int i = 1; i <= count; ++i) layers.f[i] = density(layers.x[i]);
-  return density(layers.x[count - 1]) + v / layers.x[count - 1] - 1.0;
+  x[layer_count] = 0.0;
+  return density(x[layer_count - 1]) + v / x[layer_count - 1] - 1.0;
 }
 
-/// r solves "the 256th layer ends exactly at f = 1", found by bisection to the last bit
-/// (Marsaglia & Tsang print r = 3.6541528853610088).
-inline Layers make_layers() {
-  Layers layers{};
+/// r solves "the last layer ends exactly at f = 1", found by bisection to the last bit
+/// (Marsaglia & Tsang print r = 3.6541528853610088 for 256 layers, 3.442619855899 for 128);
+/// x[] is left built from it.
+inline double solve_edges(int layer_count, double* x) {
   double low = 3.0, high = 4.0;  // build(3) > 0 > build(4)
   for (int step = 0; step < 200 && low < high; ++step) {
     const double middle = 0.5 * (low + high);
     if (middle == low || middle == high) break;
-    (build(middle, layers) > 0.0 ? low : high) = middle;
+    (build_edges(middle, layer_count, x) > 0.0 ? low : high) = middle;
   }
-  build(high, layers);
+  build_edges(high, layer_count, x);
+  return high;
+}
+
+/// The 256 layers of Rng::normal (double).
+inline Layers make_layers() {
+  Layers layers{};
+  solve_edges(count, layers.x);
+  for (int i = 1; i <= count; ++i) layers.f[i] = density(layers.x[i]);
   for (int i = 0; i < count; ++i) {
     layers.inside[i] = static_cast<std::int64_t>(std::ceil(layers.x[i + 1] / layers.x[i] * 0x1.0p53));
     layers.width[i] = layers.x[i] * 0x1.0p-53;
   }
   return layers;
 }
+
+/// The 128 layers of Rng::fill_normal for float, Marsaglia & Tsang (2000)'s own RNOR layout: a
+/// 32-bit word gives the layer (7 bits), the sign (1 bit) and the abscissa (24 bits, a float's
+/// precision), x = u·x[i]/2^24, inside layer i's rectangle when u < ⌈2^24 x[i+1]/x[i]⌉.
+struct FloatLayers {
+  static constexpr int count = 128;
+  double x[count + 1];
+  double f[count + 1];
+  std::uint32_t inside[count];  // ⌈2^24 x[i+1]/x[i]⌉
+  float width[count];           // x[i]/2^24
+};
+
+inline FloatLayers make_float_layers() {
+  FloatLayers layers{};
+  solve_edges(FloatLayers::count, layers.x);
+  for (int i = 1; i <= FloatLayers::count; ++i) layers.f[i] = density(layers.x[i]);
+  for (int i = 0; i < FloatLayers::count; ++i) {
+    layers.inside[i] = static_cast<std::uint32_t>(std::ceil(layers.x[i + 1] / layers.x[i] * 0x1.0p24));
+    layers.width[i] = static_cast<float>(layers.x[i] * 0x1.0p-24);
+  }
+  return layers;
+}
+
+inline const FloatLayers float_layers = make_float_layers();
 
 inline const Layers layers = make_layers();
 
@@ -113,6 +145,22 @@ public:
 
   void fill_normal(std::span<double> out) {
     for (double& x : out) x = normal();
+  }
+
+  /// Standard normals in float (the float chain, run.chain_precision = "float"): a 128-layer
+  /// ziggurat (Marsaglia & Tsang 2000, their RNOR; ziggurat::FloatLayers) on each 32-bit half of
+  /// one 64-bit draw, so two normals per draw where normal() takes one. The halves are
+  /// independent uniform words; a candidate that leaves the rectangles (1.2% of them) is finished
+  /// or redrawn from fresh draws of the stream (float_normal_slow), so the outputs stay
+  /// independent. Not the same numbers as fill_normal(std::span<double>).
+  void fill_normal(std::span<float> out) {
+    std::size_t j = 0;
+    for (; j + 1 < out.size(); j += 2) {
+      const std::uint64_t bits = engine_();
+      out[j] = float_normal(static_cast<std::uint32_t>(bits));
+      out[j + 1] = float_normal(static_cast<std::uint32_t>(bits >> 32));
+    }
+    if (j < out.size()) out[j] = float_normal(static_cast<std::uint32_t>(engine_() >> 32));
   }
 
   /// A Gamma(shape, rate) variate (density ∝ x^(shape-1) e^(-rate x)), for Gibbs steps on
@@ -169,6 +217,37 @@ public:
 private:
   static double with_sign(double x, std::uint64_t sign) {
     return std::bit_cast<double>(std::bit_cast<std::uint64_t>(x) ^ sign);
+  }
+
+  /// One float normal from a 32-bit word: bits 0-6 the layer, bit 7 the sign, bits 8-31 the
+  /// abscissa u; the rectangle's fast path here, the rest out of line.
+  float float_normal(std::uint32_t word) {
+    const ziggurat::FloatLayers& z = ziggurat::float_layers;
+    const unsigned layer = word & 0x7f;
+    const std::uint32_t u = word >> 8;
+    if (u < z.inside[layer]) return with_sign(static_cast<float>(u) * z.width[layer], (word & 0x80) << 24);
+    return float_normal_slow(word);
+  }
+
+  /// The word's candidate outside its layer's rectangle: the tail (layer 0) or the wedge test
+  /// under f in double, as in normal(); a rejected candidate is replaced by the high half of a
+  /// fresh 64-bit draw.
+  [[gnu::noinline]] float float_normal_slow(std::uint32_t word) {
+    const ziggurat::FloatLayers& z = ziggurat::float_layers;
+    for (;;) {
+      const unsigned layer = word & 0x7f;
+      const std::uint32_t sign = (word & 0x80) << 24;
+      const std::uint32_t u = word >> 8;
+      const float x = static_cast<float>(u) * z.width[layer];
+      if (u < z.inside[layer]) return with_sign(x, sign);
+      if (layer == 0) return with_sign(static_cast<float>(tail(z.x[1])), sign);
+      if (z.f[layer] + uniform() * (z.f[layer + 1] - z.f[layer]) < ziggurat::density(x)) return with_sign(x, sign);
+      word = static_cast<std::uint32_t>(engine_() >> 32);
+    }
+  }
+
+  static float with_sign(float x, std::uint32_t sign) {
+    return std::bit_cast<float>(std::bit_cast<std::uint32_t>(x) ^ sign);
   }
 
   /// The normal tail beyond r (Marsaglia 1964): x = -log(u₁)/r, y = -log(u₂), accepted when

@@ -196,6 +196,33 @@ std::vector<CheckOutcome> batch_checks(const Probe& probe) {
   return outcomes;
 }
 
+/// The float chain's gradient (Model::scaled_gradient_float, capability float-gradient) at each
+/// probe point rounded to float, against the double interface at the same point: scale ·
+/// Σ_k ∇f_{items[k]} + ∇f_0 with scale 3 (a minibatch's N/n). Relative tolerance 1e-4: a batch
+/// summed in float rounds at ~1e-7 per term, while a wrong scale, a missing prior term or a sign
+/// is off by O(1). Every coordinate must be overwritten (the output starts as NaN).
+CheckOutcome float_gradient_check(const Probe& probe) {
+  const std::string name = "float gradient (scaled_gradient_float) equals scale × the batch gradient + the prior's, to 1e-4";
+  if (!probe.capabilities.float_gradient) return skipped(name, "not declared");
+  constexpr double scale = 3.0;
+  double ratio = 0.0;
+  std::string detail = item_list(probe);
+  for (std::size_t p = 0; p < probe.points.size(); ++p) {
+    const std::vector<float> theta_float(probe.points[p].begin(), probe.points[p].end());
+    const Vector theta(theta_float.begin(), theta_float.end());
+    Vector expected = probe.gradient(theta, probe.items);
+    for (double& g : expected) g *= scale;
+    probe.model->add_prior_gradient_given(theta, expected, *probe.workspace);
+    std::vector<float> got(theta.size(), std::numeric_limits<float>::quiet_NaN());
+    probe.model->scaled_gradient_float(theta_float, probe.items, scale, got, *probe.workspace);
+    if (!std::all_of(got.begin(), got.end(), [](float g) { return std::isfinite(g); }))
+      return compare(name, INFINITY, fmt::format("point {}: a coordinate left unset or not finite", p + 1));
+    const double here = worst(expected, Vector(got.begin(), got.end()), 1e-4);
+    if (here > ratio) ratio = here, detail = fmt::format("point {}, {}", p + 1, item_list(probe));
+  }
+  return compare(name, ratio, detail);
+}
+
 std::vector<CheckOutcome> capability_checks(const Probe& probe) {
   std::vector<CheckOutcome> outcomes;
   const auto& model = *probe.model;
@@ -299,6 +326,7 @@ std::vector<CheckOutcome> capability_checks(const Probe& probe) {
     outcomes.push_back({"positive parameters: the initial point is positive",
                         positive ? CheckOutcome::Status::passed : CheckOutcome::Status::failed, ""});
   }
+  outcomes.push_back(float_gradient_check(probe));
   return outcomes;
 }
 

@@ -25,7 +25,7 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 10;  // 2: lipschitz_bounds, 3: quantities,
+inline constexpr std::uint32_t model_interface_version = 11;  // 2: lipschitz_bounds, 3: quantities,
                                                              // 4: prior terms given the workspace,
                                                              // 5: Workspace save_state/restore_state
                                                              // 6: sparse item gradients, after_step
@@ -34,6 +34,7 @@ inline constexpr std::uint32_t model_interface_version = 10;  // 2: lipschitz_bo
                                                              // 8: Workspace::restart_averages
                                                              // 9: prediction (sgmcmc predict)
                                                              // 10: data_potential_and_gradient
+                                                             // 11: float_gradient (the float chain)
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.
@@ -49,6 +50,8 @@ struct Capabilities {
   bool prior_simulation = false;      // model.simulate_from_prior: data simulated from a prior draw θ*
                                       // (simulated_parameters()), for simulation-based calibration
   bool prediction = false;            // read_prediction_rows()/predict_rows(): `sgmcmc predict`
+  bool float_gradient = false;        // scaled_gradient_float(): run.chain_precision = "float"; such a
+                                      // model's after_step does nothing (the float chain skips it)
 };
 
 /// "exact-log-likelihood, per-item-gradients, ...": the names `sgmcmc list` shows.
@@ -153,6 +156,12 @@ public:
   virtual std::optional<double> data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
                                                             std::span<double> gradient, Workspace& workspace,
                                                             Rng& rng) const;
+
+  /// The float chain's gradient (run.chain_precision = "float"; only models with `float_gradient`):
+  /// gradient ← scale · Σ_k ∇f_{items[k]}(θ) + ∇f_0(θ), θ and the gradient in float, so that a
+  /// model that stores float (mlp's storage = "float") converts neither. Overwrites `gradient`.
+  virtual void scaled_gradient_float(std::span<const float> theta, std::span<const std::size_t> items, double scale,
+                                     std::span<float> gradient, Workspace& workspace) const;
 
   /// Row k of `out` (items.size() × dimension(), row-major) ← ∇f_{items[k]}(θ);
   /// only models with `per_item_gradients`.
@@ -284,7 +293,7 @@ std::vector<std::string> capability_names(const Capabilities& c) {
       {c.glm_gradients, "glm-gradients"},               {c.lipschitz_bounds, "lipschitz-bounds"},
       {c.latent_gibbs_step, "latent-gibbs-step"},       {c.positive_parameters, "positive-parameters"},
       {c.simulation, "simulation"},                     {c.prior_simulation, "prior-simulation"},
-      {c.prediction, "prediction"}};
+      {c.prediction, "prediction"},                     {c.float_gradient, "float-gradient"}};
   std::vector<std::string> names;
   for (const auto& [present, name] : table)
     if (present) names.emplace_back(name);
@@ -343,6 +352,10 @@ std::optional<double> Model::data_potential_and_gradient(std::span<const double>
                                                          Rng& rng) const {
   add_data_gradient(theta, batch, gradient, workspace, rng);
   return std::nullopt;
+}
+void Model::scaled_gradient_float(std::span<const float>, std::span<const std::size_t>, double, std::span<float>,
+                                  Workspace&) const {
+  missing_capability("scaled_gradient_float", "float-gradient");
 }
 void Model::item_gradients(std::span<const double>, std::span<const std::size_t>, std::span<double>,
                            Workspace&) const {

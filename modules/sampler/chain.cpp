@@ -56,6 +56,9 @@ void Chain::check(const ChainSchedule& schedule) const {
     throw Error(fmt::format("run.checkpoint_every = {} must be a multiple of corrector.every = {}: a checkpoint is "
                             "taken at the end of a block",
                             schedule.checkpoint_every, block_length));
+  if (schedule.float_precision)
+    if (const auto why = float_refusal(); !why.empty())
+      throw Error(fmt::format("run.chain_precision = \"float\" cannot run this chain: {}", why));
   if (schedule.stop_after != 0 &&
       (schedule.checkpoint_every == 0 || schedule.stop_after % schedule.checkpoint_every != 0 ||
        schedule.stop_after >= schedule.warmup + schedule.iterations))
@@ -119,6 +122,33 @@ std::string Chain::divergence(const ChainSchedule& schedule) const {
                      "runaway chain (raise run.divergence_threshold if such values are plausible)",
                      largest + 1, std::abs(theta[largest]), schedule.divergence_threshold, tally_.start_scale);
 }
+
+std::string Chain::float_refusal() const {
+  if (!capabilities_.float_gradient)
+    return "the model has no float gradient (capability float-gradient: mlp with model.storage = \"float\" and no "
+           "sampled noise sd)";
+  if (corrector_->tests_acceptance())
+    return "corrector: an MH test needs U(θ) and its energy error to double precision; use corrector.name = \"none\"";
+  if (const auto why = integrator_->float_refusal(); !why.empty()) return "integrator: " + why;
+  if (const auto why = estimator_->float_refusal(); !why.empty()) return "estimator: " + why;
+  return {};
+}
+
+/// The bound is divergence()'s, rounded up to a float (never below the double bound, so the float
+/// check flags no coordinate that divergence() would pass); beyond the largest float it is that.
+void Chain::enter_float(const ChainSchedule& schedule) {
+  floats_.theta.assign(state_.theta.begin(), state_.theta.end());
+  floats_.gradient.assign(state_.theta.size(), 0.0f);
+  copy_float_theta();
+  const double bound = schedule.divergence_threshold == 0.0 ? std::numeric_limits<double>::max()
+                                                            : schedule.divergence_threshold * tally_.start_scale;
+  const float largest = std::numeric_limits<float>::max();
+  floats_.bound = bound >= largest ? largest : static_cast<float>(bound);
+  if (floats_.bound < bound) floats_.bound = std::nextafter(floats_.bound, largest);
+  floats_.beyond = false;
+}
+
+void Chain::copy_float_theta() { std::copy(floats_.theta.begin(), floats_.theta.end(), state_.theta.begin()); }
 
 /// Configurational temperature: for π ∝ exp(-U/T) with U growing at infinity (at the boundary
 /// θ_j = 0 of positive parameters the boundary term θ_j π vanishes with θ_j), integration by parts
@@ -269,6 +299,8 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
                                  why);
   }
   const std::uint64_t last = result.diverged ? 0 : schedule.warmup + schedule.iterations;
+  const bool in_float = schedule.float_precision;
+  if (in_float) enter_float(schedule);
   for (std::uint64_t iteration = state_.iteration + 1; iteration <= last; ++iteration) {
     const std::size_t position_in_block = (iteration - 1) % block_length;
     const bool ends_block = position_in_block + 1 == block_length;
@@ -276,11 +308,14 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
     state_.iteration = iteration;
     context.iteration = iteration;
     Estimator* endpoint = ends_block ? corrector_->endpoint_estimator() : nullptr;
-    integrator_->step(state_, endpoint ? *endpoint : *estimator_, context);
+    if (in_float)
+      integrator_->step_float(state_, floats_, *estimator_, context);
+    else
+      integrator_->step(state_, endpoint ? *endpoint : *estimator_, context);
     if (ends_block) {
       decision = corrector_->end_block(state_, context);
       state_.iteration = iteration;  // a rejection restored the block's first state, iteration included
-      model_step(iteration, context);
+      if (!in_float) model_step(iteration, context);  // a float-gradient model's after_step does nothing
       tally_.non_finite_proposals += decision.non_finite ? 1 : 0;
       if (corrector_->tests_acceptance()) count_block(decision);
       if (iteration > schedule.warmup) {  // acceptance statistics of the recorded part
@@ -288,7 +323,8 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
         tally_.accepted_blocks += decision.accepted ? 1 : 0;
         tally_.accept_sum += decision.accept_stat;
       }
-      if (const auto why = divergence(schedule); !why.empty()) {
+      if (in_float && floats_.beyond) copy_float_theta();  // else divergence() has nothing to find
+      if (const auto why = in_float && !floats_.beyond ? std::string() : divergence(schedule); !why.empty()) {
         result.diverged = true;
         result.message = fmt::format("diverged at iteration {}: {}; try a smaller integrator.step_size", iteration, why);
         break;
@@ -300,6 +336,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
     const bool records_draw = iteration > schedule.warmup && (iteration - schedule.warmup) % schedule.thin == 0 &&
                               schedule.collect.keeps(iteration);
     const bool evaluates = !metric_values.empty() && iteration % schedule.eval_every == 0;
+    if (in_float && (records_draw || evaluates)) copy_float_theta();
     if (records_draw || evaluates) {  // the clock is read only around bookkeeping, not every iteration
       const Seconds bookkeeping_start = clock_now();
       if (records_draw) {
@@ -324,6 +361,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
                              schedule.stop_requested->load(std::memory_order_relaxed);
     if (interrupted || (schedule.checkpoint_every && (iteration % schedule.checkpoint_every == 0 || iteration == last))) {
       const Seconds checkpoint_start = clock_now();
+      if (in_float) copy_float_theta();
       tally_.seconds = seconds();
       StateWriter state;
       save_state(state);
@@ -336,6 +374,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
       }
     }
   }
+  if (in_float) copy_float_theta();
   result.cost = cost_;
   const Seconds spent = seconds();
   result.seconds = spent.wall;

@@ -69,6 +69,11 @@ struct ChainSchedule {
   /// with a step past the stability limit, an adaptation feeding back on itself) while nothing it
   /// draws means anything; 1e10 times the start's scale is far beyond any posterior reached from it.
   double divergence_threshold = 1e10;
+  /// run.chain_precision = "float": θ, the gradient and the per-coordinate work of each step in
+  /// float (FloatChainState), for models that store float (capability float-gradient); draws,
+  /// metrics and checkpoints see θ in double, exactly. Only sgld (M = 1) with the minibatch or
+  /// exact estimator and no MH corrector; check() refuses the rest, naming the key.
+  bool float_precision = false;
 };
 
 struct Draw {
@@ -185,6 +190,11 @@ private:
   /// Why the chain must stop at the end of a block (θ not finite, or a runaway beyond
   /// schedule.divergence_threshold), or an empty string.
   std::string divergence(const ChainSchedule& schedule) const;
+  /// The float chain: why it cannot run this chain (empty: it can); its state from θ in double
+  /// (rounded to float, and θ set to the rounded values); θ in double from it.
+  std::string float_refusal() const;
+  void enter_float(const ChainSchedule& schedule);
+  void copy_float_theta();
   /// The chain's own fields of a checkpoint, in order, for save_state and restore_state alike
   /// (SavingArchive, sgmcmc.state).
   template <class Self, class Archive>
@@ -213,6 +223,7 @@ private:
   Rng rng_;
   Cost cost_;
   ChainState state_;
+  FloatChainState floats_;  // run.chain_precision = "float" only
   Capabilities capabilities_;
   std::vector<std::size_t> all_items_;  // for lp__ and the configurational temperature, when asked for
   std::vector<double> full_gradient_;   // scratch: ∇U(θ) for the configurational temperature

@@ -80,6 +80,19 @@ struct ChainState {
   bool reflect_at_zero = false;
 };
 
+/// The float chain's state (run.chain_precision = "float"): θ and the gradient estimate in float,
+/// the per-coordinate work of a step done on them. ChainState's θ is then a copy in double (exact:
+/// every float is a double) that the chain makes where something reads it (draws, metrics,
+/// checkpoints, the end), and a checkpoint's θ read back rounds to the same floats.
+struct FloatChainState {
+  std::vector<float> theta;
+  std::vector<float> gradient;
+  /// The divergence bound the chain checks every θ_j against (|θ_j| <= bound, false for NaN/Inf),
+  /// and whether the last step left a coordinate beyond it: the check is fused with the move.
+  float bound = 0.0f;
+  bool beyond = false;
+};
+
 class Estimator {
 public:
   virtual ~Estimator() = default;
@@ -99,6 +112,10 @@ public:
   /// What prepare() chose for itself (the SGD centre's first step, the curvature it estimated),
   /// by name, for the run's manifest: a setting of 0 meaning "automatic" is not what ran.
   virtual std::vector<std::pair<std::string, double>> choices() const { return {}; }
+  /// The float chain (run.chain_precision = "float"): why this estimator has no float path (empty:
+  /// it has), and gradient ← the estimate at θ in float, drawing what estimate() would draw.
+  virtual std::string float_refusal() const { return "it keeps sums of item gradients in double; use minibatch or exact"; }
+  virtual void estimate_float(std::span<const float> /*theta*/, std::span<float> /*gradient*/, ChainContext& /*context*/) {}
 };
 
 struct Decision {
@@ -155,6 +172,13 @@ public:
   /// redrawn whole every step). Read at the ends of corrector blocks (run.temperatures; modules/README.md,
   /// "Temperatures").
   virtual std::optional<double> kinetic_temperature(const ChainState& /*state*/) const { return std::nullopt; }
+  /// The float chain (run.chain_precision = "float"): why this integrator, with its settings, has
+  /// no float path (empty: it has), and one step of `floats` (θ and gradient in float; `state`
+  /// gives the iteration) that sets floats.beyond when a coordinate of the new θ is beyond
+  /// floats.bound.
+  virtual std::string float_refusal() const { return "only sgld has a float path"; }
+  virtual void step_float(ChainState& /*state*/, FloatChainState& /*floats*/, Estimator& /*estimator*/,
+                          ChainContext& /*context*/) {}
 };
 
 class Corrector {

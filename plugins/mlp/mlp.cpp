@@ -19,6 +19,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 #include <fmt/format.h>
 
@@ -122,7 +123,12 @@ public:
     if (noise_prior_) names.emplace_back(regression::log_noise_sd_name);
     return names;
   }
-  sgmcmc::Capabilities capabilities() const override { return mlp_capabilities; }
+  /// float-gradient (the float chain) for float storage without a sampled σ, whose u stays double.
+  sgmcmc::Capabilities capabilities() const override {
+    auto capabilities = mlp_capabilities;
+    capabilities.float_gradient = std::is_same_v<Real, float> && !noise_prior_;
+    return capabilities;
+  }
 
   std::unique_ptr<sgmcmc::Workspace> make_workspace() const override {
     return std::make_unique<MlpWorkspace<Real>>(network_, test_.size(), classifier() ? outputs() : 0);
@@ -171,6 +177,24 @@ public:
                                                     std::span<double> gradient, sgmcmc::Workspace& base,
                                                     Rng&) const override {
     return network_.batch(theta, train_, batch.items, batch.weights, gradient, scratch(base));
+  }
+  /// gradient ← scale · Σ_k ∇f_{items[k]}(θ) + ∇f_0(θ) in float: the passes on θ as given, then
+  /// the scaling and the prior's τθ in one pass over the gradient.
+  void scaled_gradient_float(std::span<const float> theta, std::span<const std::size_t> items, double scale,
+                             std::span<float> gradient, sgmcmc::Workspace& base) const override {
+    if constexpr (std::is_same_v<Real, float>) {
+      network_.gradient_in_storage(theta, train_, items, gradient, scratch(base));
+      const auto factor = static_cast<float>(scale);
+      for (std::size_t l = 0; l < net().layers(); ++l) {
+        const auto weight = static_cast<float>(weight_precision_[l]), bias = static_cast<float>(bias_precision_[l]);
+        for (std::size_t j = net().weights_at(l); j < net().bias_at(l); ++j)
+          gradient[j] = factor * gradient[j] + weight * theta[j];
+        for (std::size_t j = net().bias_at(l); j < net().bias_at(l) + net().outputs(l); ++j)
+          gradient[j] = factor * gradient[j] + bias * theta[j];
+      }
+    } else {
+      sgmcmc::Model::scaled_gradient_float(theta, items, scale, gradient, base);  // refuses: no float-gradient
+    }
   }
   void item_gradients(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
                       sgmcmc::Workspace& base) const override {

@@ -114,6 +114,11 @@ public:
   double batch(std::span<const double> theta, const Rows<Real>& rows, std::span<const std::size_t> items,
                std::span<const double> weights, std::span<double> gradient, Scratch<Real>& s) const;
 
+  /// gradient ← Σ_k ∇f_{items[k]}(θ) with θ and the gradient in the storage type, nothing
+  /// converted (the float chain's entry, Model::scaled_gradient_float); a head without a sampled σ.
+  void gradient_in_storage(std::span<const Real> theta, const Rows<Real>& rows, std::span<const std::size_t> items,
+                           std::span<Real> gradient, Scratch<Real>& s) const;
+
   /// Row k of `out` (items.size() × dimension()) ← ∇f_{items[k]}(θ): the batch's forward and
   /// backward passes, then each item's outer products a_{l-1,k} d_{l,k}ᵀ written out (and
   /// ∂f_k/∂u when σ is sampled).
@@ -130,6 +135,8 @@ public:
   double row_potential(Matrix<const Real> out, std::size_t k, const Scratch<Real>& s) const;
 
 private:
+  double passes(const Real* parameters, const Rows<Real>& rows, std::span<const std::size_t> items,
+                std::span<const double> weights, Real* accumulator, Scratch<Real>& s) const;
   const Real* as_real(std::span<const double> theta, Scratch<Real>& s) const;
   void set_noise_sd(std::span<const double> theta, Scratch<Real>& s) const;
   Real* gradient_accumulator(std::span<double> gradient, Scratch<Real>& s) const;

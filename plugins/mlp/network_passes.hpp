@@ -30,23 +30,43 @@ double Network<Real>::batch(std::span<const double> theta, const Rows<Real>& row
   const Real* parameters = as_real(theta, s);
   Real* accumulator = gradient_accumulator(gradient, s);
   set_noise_sd(theta, s);
-  double total = 0.0;
-  for (std::size_t begin = 0; begin < items.size(); begin += chunk) {
-    const std::size_t n = std::min(chunk, items.size() - begin);
-    gather(rows, items.subspan(begin, n), weights.empty() ? weights : weights.subspan(begin, n), s);
-    forward(parameters, n, s);
-    total += potential(n, !gradient.empty(), s);
-    if (gradient.empty()) continue;
-    backpropagate(parameters, n, s);
-    for (std::size_t l = 0; l < net_.layers(); ++l)
-      layers::dense_parameter_adjoint<Real>(layer_input(l, n, s), adjoint(l, n, s), accumulator + net_.weights_at(l),
-                                            accumulator + net_.bias_at(l));
-  }
+  const double total = passes(parameters, rows, items, weights, gradient.empty() ? nullptr : accumulator, s);
   if constexpr (!std::is_same_v<Real, double>)
     if (!gradient.empty())
       for (std::size_t j = 0; j < net_.dimension; ++j) gradient[j] += s.gradient[j];
   if (head_.sampled_noise && !gradient.empty()) gradient[net_.dimension] += s.log_noise_sd_adjoint;
   return total;
+}
+
+/// The passes over rows `items`, `chunk` rows at a time: Σ_k w_k f_{items[k]}, and, unless
+/// `accumulator` is null, Σ_k w_k ∇f_{items[k]} of the layers' parameters added to it (in Real).
+template <class Real>
+MLP_CPU_CLONES
+double Network<Real>::passes(const Real* parameters, const Rows<Real>& rows, std::span<const std::size_t> items,
+                             std::span<const double> weights, Real* accumulator, Scratch<Real>& s) const {
+  double total = 0.0;
+  for (std::size_t begin = 0; begin < items.size(); begin += chunk) {
+    const std::size_t n = std::min(chunk, items.size() - begin);
+    gather(rows, items.subspan(begin, n), weights.empty() ? weights : weights.subspan(begin, n), s);
+    forward(parameters, n, s);
+    total += potential(n, accumulator != nullptr, s);
+    if (!accumulator) continue;
+    backpropagate(parameters, n, s);
+    for (std::size_t l = 0; l < net_.layers(); ++l)
+      layers::dense_parameter_adjoint<Real>(layer_input(l, n, s), adjoint(l, n, s), accumulator + net_.weights_at(l),
+                                            accumulator + net_.bias_at(l));
+  }
+  return total;
+}
+
+template <class Real>
+void Network<Real>::gradient_in_storage(std::span<const Real> theta, const Rows<Real>& rows,
+                                        std::span<const std::size_t> items, std::span<Real> gradient,
+                                        Scratch<Real>& s) const {
+  s.noise_sd = head_.noise_sd;
+  s.log_noise_sd_adjoint = 0.0;
+  std::fill(gradient.begin(), gradient.end(), Real(0));
+  passes(theta.data(), rows, items, {}, gradient.data(), s);
 }
 
 template <class Real>

@@ -76,6 +76,15 @@ RunSchedule read_schedule(const sgmcmc::Settings& run) {
                                       "of the start's scale, found {}",
                                       run.describe("divergence_threshold"), schedule.chain.divergence_threshold));
   }
+  // Read only when set, as temperatures: runs without it record no such key.
+  if (run.contains("chain_precision")) {
+    const std::string precision = run.text("chain_precision", "double");
+    if (precision != "double" && precision != "float")
+      throw sgmcmc::Error(fmt::format("{}: '{}' is not a chain precision; expected double or float (θ and each step's "
+                                      "per-coordinate work in float, for models that store float)",
+                                      run.describe("chain_precision"), precision));
+    schedule.chain.float_precision = precision == "float";
+  }
   schedule.chains = static_cast<std::uint64_t>(run.integer_at_least("chains", 1, 1));
   schedule.seed = static_cast<std::uint64_t>(run.integer_at_least("seed", 1, 0));
   // Separate, so that chains of several seeds can sample one data set (box plots across seeds).

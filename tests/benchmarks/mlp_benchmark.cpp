@@ -8,8 +8,9 @@
 // gradient in one fused pass against the two passes it replaced (tests/two_passes.hpp), in the
 // same run. Printed figures and ratios, not a timed test:
 //
-//   build/release/tests/benchmarks/mlp_benchmark [repetitions=5] [mnist]
+//   build/release/tests/benchmarks/mlp_benchmark [repetitions=5] [mnist] [only]
 //
+// `only` keeps the cases whose name contains it (e.g. "MNIST shape 784-400-400-10 relu, float32").
 // `mnist` adds the MNIST-shaped network of the issue: 784 → 400 → 400 → 10 ReLU on 60,000
 // simulated rows, batch 128. Both in float64 and in float32 (model.storage = "float",
 // torch.float32). OpenBLAS runs one thread (openblas_set_num_threads(1)), as does PyTorch.
@@ -114,6 +115,39 @@ void run(const Case& c, int repetitions) {
     const auto times = bench::sgld_iteration_times(model, c.batch, 1e-5, iterations);
     iteration = {std::min(iteration.wall_us, times.wall_us), std::min(iteration.cpu_us, times.cpu_us)};
   }
+  // The float chain (run.chain_precision = "float"), where the model offers it (float storage).
+  std::optional<bench::IterationTimes> float_iteration;
+  if (model->capabilities().float_gradient) {
+    float_iteration = bench::IterationTimes{1e300, 1e300};
+    for (int r = 0; r < repetitions; ++r) {
+      const auto times = bench::sgld_iteration_times(model, c.batch, 1e-5, iterations, "minibatch", true);
+      float_iteration = {std::min(float_iteration->wall_us, times.wall_us), std::min(float_iteration->cpu_us, times.cpu_us)};
+    }
+  }
+  // Printed, and PyTorch's peer run, before the OBABO + MH blocks, whose full passes over the
+  // MNIST shape's 60,000 rows take minutes: the SGLD figures come first.
+  std::printf("%s: N = %zu, d = %zu, batch %zu (µs, fastest of %d)\n", c.name, n, model->dimension(), c.batch,
+              repetitions);
+  std::printf("  %-40s %10.1f\n", "data gradient (add_data_gradient)", data);
+  std::printf("  %-40s %10.1f\n", "data potential (forward pass only)", potential);
+  if (per_item) std::printf("  %-40s %10.1f\n", "per-item gradients (item_gradients)", *per_item);
+  std::printf("  %-40s %10.1f wall %10.1f CPU\n", "SGLD iteration (sgmcmc::Chain)", iteration.wall_us, iteration.cpu_us);
+  if (float_iteration)
+    std::printf("  %-40s %10.1f wall %10.1f CPU\n", "SGLD iteration, chain in float", float_iteration->wall_us,
+                float_iteration->cpu_us);
+  std::fflush(stdout);
+  const auto torch = torch_sgld_iteration_us(c.torch_arguments);
+  if (torch)
+    std::printf("SGLD iteration, %s: torch / this = %.1f / %.1f µs = %.2f× faster than PyTorch (wall); "
+                "%.1f / %.1f µs = %.2f× (CPU)\n",
+                c.name, torch->wall_us, iteration.wall_us, torch->wall_us / iteration.wall_us, torch->cpu_us,
+                iteration.cpu_us, torch->cpu_us / iteration.cpu_us);
+  if (torch && float_iteration)
+    std::printf("SGLD iteration, %s, chain in float (run.chain_precision = \"float\"): torch / this = %.1f / %.1f µs "
+                "= %.2f× faster than PyTorch (wall); %.1f / %.1f µs = %.2f× (CPU)\n",
+                c.name, torch->wall_us, float_iteration->wall_us, torch->wall_us / float_iteration->wall_us,
+                torch->cpu_us, float_iteration->cpu_us, torch->cpu_us / float_iteration->cpu_us);
+  std::fflush(stdout);
   bench::IterationTimes fused{1e300, 1e300}, two_passes{1e300, 1e300};
   const auto separate = std::make_shared<const test::TwoPasses>(model);
   for (int r = 0; r < repetitions; ++r) {
@@ -121,22 +155,12 @@ void run(const Case& c, int repetitions) {
     fused = {std::min(fused.wall_us, one.wall_us), std::min(fused.cpu_us, one.cpu_us)};
     two_passes = {std::min(two_passes.wall_us, two.wall_us), std::min(two_passes.cpu_us, two.cpu_us)};
   }
-  std::printf("%s: N = %zu, d = %zu, batch %zu (µs, fastest of %d)\n", c.name, n, model->dimension(), c.batch,
-              repetitions);
-  std::printf("  %-40s %10.1f\n", "data gradient (add_data_gradient)", data);
-  std::printf("  %-40s %10.1f\n", "data potential (forward pass only)", potential);
-  if (per_item) std::printf("  %-40s %10.1f\n", "per-item gradients (item_gradients)", *per_item);
-  std::printf("  %-40s %10.1f wall %10.1f CPU\n", "SGLD iteration (sgmcmc::Chain)", iteration.wall_us, iteration.cpu_us);
   std::printf("  %-40s %10.1f wall %10.1f CPU\n", "OBABO + MH block, K = 10, two end passes", two_passes.wall_us,
               two_passes.cpu_us);
   std::printf("  %-40s %10.1f wall %10.1f CPU\n", "OBABO + MH block, K = 10, one fused pass", fused.wall_us, fused.cpu_us);
-  std::printf("OBABO + MH block, %s: two passes / fused = %.2f× (wall), %.2f× (CPU)\n", c.name,
+  std::printf("OBABO + MH block, %s: two passes / fused = %.2f× (wall), %.2f× (CPU)\n\n", c.name,
               two_passes.wall_us / fused.wall_us, two_passes.cpu_us / fused.cpu_us);
-  if (const auto torch = torch_sgld_iteration_us(c.torch_arguments))
-    std::printf("SGLD iteration, %s: torch / this = %.1f / %.1f µs = %.2f× faster than PyTorch (wall); "
-                "%.1f / %.1f µs = %.2f× (CPU)\n\n",
-                c.name, torch->wall_us, iteration.wall_us, torch->wall_us / iteration.wall_us, torch->cpu_us,
-                iteration.cpu_us, torch->cpu_us / iteration.cpu_us);
+  std::fflush(stdout);
 }
 
 }  // namespace mlp_benchmark
@@ -145,6 +169,8 @@ int main(int argc, char** argv) {
   openblas_set_num_threads(1);  // one thread, as the PyTorch peer
   const int repetitions = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   const bool mnist = argc > 2 && std::strcmp(argv[2], "mnist") == 0;
-  for (const auto& c : mlp_benchmark::cases(mnist)) mlp_benchmark::run(c, repetitions);
+  const std::string only = argc > 3 ? argv[3] : "";
+  for (const auto& c : mlp_benchmark::cases(mnist))
+    if (std::string(c.name).find(only) != std::string::npos) mlp_benchmark::run(c, repetitions);
   return 0;
 }

@@ -46,14 +46,15 @@ struct IterationTimes {
 
 inline IterationTimes sgld_iteration_times(std::shared_ptr<const sgmcmc::Model> model, std::size_t batch,
                                            double step_size, std::uint64_t iterations,
-                                           const char* estimator_name = "minibatch") {
+                                           const char* estimator_name = "minibatch", bool float_chain = false) {
   auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"{}\"\nbatch_size = {}\n"
                                                  "[integrator]\nname = \"sgld\"\nstep_size = {}\n[corrector]\nname = \"none\"\n",
                                                  estimator_name, batch, step_size),
                                      "bench.toml");
   auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
   NoOutput output;
-  const auto result = chain->run({.iterations = iterations, .thin = iterations, .eval_every = iterations}, output);
+  const auto result = chain->run(
+      {.iterations = iterations, .thin = iterations, .eval_every = iterations, .float_precision = float_chain}, output);
   const double per = 1e6 / static_cast<double>(iterations);
   return {result.seconds * per, result.cpu_seconds * per};
 }

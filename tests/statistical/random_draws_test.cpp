@@ -2,7 +2,9 @@
 // Rng::normal (a ziggurat) against the standard normal: goodness of fit (Kolmogorov–Smirnov,
 // Anderson–Darling), moments, a fine-binned chi-square over [-6, 6] that sees every layer and
 // wedge of the ziggurat, and the tail frequencies beyond 3σ, beyond the ziggurat's base
-// r ≈ 3.654 (drawn by the separate tail algorithm) and beyond 5σ.
+// r ≈ 3.654 (drawn by the separate tail algorithm) and beyond 5σ. The same checks for
+// Rng::fill_normal into floats (the float chain's normals: a 128-layer ziggurat, two normals
+// from each 64-bit draw, r ≈ 3.443), with the correlation of the two normals of one draw.
 // Rng::gamma against the Gamma CDF of Boost.Math (the regularised incomplete gamma function, an
 // implementation independent of the sampler's), below and above shape 1.
 #include <catch2/catch.hpp>
@@ -10,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 #include <boost/math/special_functions/gamma.hpp>
 
@@ -51,16 +54,29 @@ double anderson_darling_p(double z) {
   return -std::expm1(-std::exp(inner));
 }
 
-}  // namespace
+/// A generator of standard normals under test: fills the block (double's or float's, widened).
+using NormalFill = std::function<void(sgmcmc::Rng&, std::vector<double>&)>;
 
-TEST_CASE("normal draws: Kolmogorov-Smirnov and Anderson-Darling against N(0, 1)") {
+void fill_doubles(sgmcmc::Rng& rng, std::vector<double>& block) { rng.fill_normal(block); }
+
+void fill_floats(sgmcmc::Rng& rng, std::vector<double>& block) {
+  std::vector<float> floats(block.size());
+  rng.fill_normal(std::span<float>(floats));
+  std::copy(floats.begin(), floats.end(), block.begin());
+}
+
+/// The ziggurats' base r: Marsaglia & Tsang (2000) print 3.6541528853610088 for 256 layers and
+/// 3.442619855899 for 128.
+constexpr double double_base = 3.6541528853610088, float_base = 3.442619855899;
+
+void check_goodness_of_fit(const NormalFill& fill) {
   // n = 10^6 draws. Under the null sqrt(n)·D follows Kolmogorov's law, P(sqrt(n) D > 2.3) ≈
   // 2 exp(-2·2.3²) ≈ 5e-5; A² has P(A² > z) from Marsaglia & Marsaglia's formula, required
   // above 1e-4 (a false alarm once in 10,000 seeds). A generator off by 0.3% in its CDF anywhere
   // gives sqrt(n)·D ≈ 3 and fails.
   sgmcmc::Rng rng(20260, sgmcmc::chain_stream(0));
   std::vector<double> x(1'000'000);
-  rng.fill_normal(x);
+  fill(rng, x);
   const double ks = test::ks_statistic_normal(x, 0.0, 1.0) * std::sqrt(static_cast<double>(x.size()));
   CHECK(ks < 2.3);
   const double a2 = anderson_darling(x, standard_normal_cdf, standard_normal_survival);
@@ -68,19 +84,23 @@ TEST_CASE("normal draws: Kolmogorov-Smirnov and Anderson-Darling against N(0, 1)
   CHECK(anderson_darling_p(a2) > 1e-4);
 }
 
-TEST_CASE("normal draws: moments, fine-binned chi-square and tail frequencies over 10^8 draws") {
+void check_law_over_10_8_draws(const NormalFill& fill, double base) {
   const std::uint64_t n = 100'000'000;
   const double bin_width = 0.01, edge = 6.0;
   const auto bins = static_cast<std::size_t>(2 * edge / bin_width);
   std::vector<std::uint64_t> counts(bins + 2, 0);  // [-∞, -6), bins..., [6, ∞)
   double sums[5] = {0, 0, 0, 0, 0};                 // Σ z^p, p = 1..4 (index p)
   std::uint64_t beyond_3 = 0, beyond_base = 0, beyond_5 = 0, positive = 0;
-  const double base = 3.6541528853610088;  // the ziggurat's r (Marsaglia & Tsang 2000, 256 layers)
+  double pair_products = 0.0, pair_square_products = 0.0;  // Σ z_{2k} z_{2k+1}, Σ (z²_{2k} - 1)(z²_{2k+1} - 1)
   sgmcmc::Rng rng(20261, sgmcmc::chain_stream(1));
   std::vector<double> block(1 << 16);
   std::uint64_t drawn = 0;
   for (; drawn < n; drawn += block.size()) {
-    rng.fill_normal(block);
+    fill(rng, block);
+    for (std::size_t k = 0; k + 1 < block.size(); k += 2) {
+      pair_products += block[k] * block[k + 1];
+      pair_square_products += (block[k] * block[k] - 1.0) * (block[k + 1] * block[k + 1] - 1.0);
+    }
     for (double z : block) {
       const double z2 = z * z;
       sums[1] += z, sums[2] += z2, sums[3] += z2 * z, sums[4] += z2 * z2;
@@ -150,6 +170,32 @@ TEST_CASE("normal draws: moments, fine-binned chi-square and tail frequencies ov
     }
     CHECK(std::abs(static_cast<double>(positive) - total / 2) < 5 * std::sqrt(total / 4));
   }
+
+  SECTION("the two normals of one 64-bit draw (float: its two halves) are uncorrelated, and so are their squares") {
+    // Over the n/2 pairs (z, z') of independent normals: E[zz'] = 0 with Var(zz') = 1, and
+    // E[(z² - 1)(z'² - 1)] = 0 with Var = (Var z²)² = 4: each mean within 5 standard errors.
+    // Layers shared between the halves (the same bits read twice) would correlate |z| and |z'|.
+    const double pairs = total / 2;
+    INFO("mean z z' = " << pair_products / pairs << ", mean (z² - 1)(z'² - 1) = " << pair_square_products / pairs);
+    CHECK(std::abs(pair_products / pairs) < 5 * std::sqrt(1.0 / pairs));
+    CHECK(std::abs(pair_square_products / pairs) < 5 * std::sqrt(4.0 / pairs));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("normal draws: Kolmogorov-Smirnov and Anderson-Darling against N(0, 1)") { check_goodness_of_fit(fill_doubles); }
+
+TEST_CASE("normal draws: moments, fine-binned chi-square and tail frequencies over 10^8 draws") {
+  check_law_over_10_8_draws(fill_doubles, double_base);
+}
+
+TEST_CASE("float normal draws: Kolmogorov-Smirnov and Anderson-Darling against N(0, 1)") {
+  check_goodness_of_fit(fill_floats);
+}
+
+TEST_CASE("float normal draws: moments, fine-binned chi-square and tail frequencies over 10^8 draws") {
+  check_law_over_10_8_draws(fill_floats, float_base);
 }
 
 TEST_CASE("gamma draws: Kolmogorov-Smirnov and Anderson-Darling against Gamma(a, b), a < 1 and a ≥ 1") {

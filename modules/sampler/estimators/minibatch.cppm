@@ -109,6 +109,14 @@ void scaled_batch_plus_prior(std::span<const double> theta, std::span<const std:
   context.cost.item_gradients += items.size();
 }
 
+/// The float chain's form of the above: the model's scaled_gradient_float does the scaling and
+/// adds the prior's gradient itself, in float.
+void scaled_batch_plus_prior_float(std::span<const float> theta, std::span<const std::size_t> items, double scale,
+                                   std::span<float> gradient, ChainContext& context) {
+  context.model.scaled_gradient_float(theta, items, scale, gradient, context.workspace);
+  context.cost.item_gradients += items.size();
+}
+
 /// The default batch size, min(100, N).
 std::size_t default_batch_size(const Model& model) { return std::min<std::size_t>(100, model.num_items()); }
 
@@ -140,6 +148,11 @@ public:
     scaled_batch_plus_prior(theta, all_items_.draw(context.rng), 1.0, gradient, context);
     context.cost.full_passes += 1;
   }
+  std::string float_refusal() const override { return {}; }
+  void estimate_float(std::span<const float> theta, std::span<float> gradient, ChainContext& context) override {
+    scaled_batch_plus_prior_float(theta, all_items_.draw(context.rng), 1.0, gradient, context);
+    context.cost.full_passes += 1;
+  }
 
 private:
   MinibatchSampler all_items_;  // batch size N without replacement: every item, no draws
@@ -154,6 +167,10 @@ public:
 
   void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) override {
     scaled_batch_plus_prior(theta, sampler_.draw(context.rng), scale_, gradient, context);
+  }
+  std::string float_refusal() const override { return {}; }
+  void estimate_float(std::span<const float> theta, std::span<float> gradient, ChainContext& context) override {
+    scaled_batch_plus_prior_float(theta, sampler_.draw(context.rng), scale_, gradient, context);
   }
   void save_state(StateWriter& out) const override { sampler_.save_state(out); }
   void restore_state(StateReader& in) override { sampler_.restore_state(in); }

@@ -92,6 +92,10 @@ public:
   /// integrator.mass) unless symmetric positive definite.
   void resize(std::size_t dimension);
   bool dense() const { return dense_; }
+  /// M = I as configured (the default mass 1): the float chain's sgld has no other.
+  bool unit() const {
+    return !dense_ && !fisher_ && std::all_of(given_.begin(), given_.end(), [](double m) { return m == 1.0; });
+  }
   std::size_t dimension() const { return dimension_; }
 
   // Diagonal only: the numbers per coordinate.

@@ -54,8 +54,47 @@ public:
     state.gradient_valid = false;  // the estimate was at the old θ
   }
 
+  std::string float_refusal() const override {
+    if (!mass_.unit() || adapt_mass_)
+      return "sgld's float path has M = 1 only: leave integrator.mass at 1 and adapt_mass false";
+    return {};
+  }
+
+  /// The same update with M = 1 in float (run.chain_precision = "float"): ξ drawn a chunk at a
+  /// time into a buffer that stays in cache (Rng::fill_normal for float), and each chunk's move
+  /// fused with the reflection and the chain's divergence check, so θ and ĝ are read once.
+  void step_float(ChainState& state, FloatChainState& floats, Estimator& estimator, ChainContext& context) override {
+    const double epsilon = advance(state);
+    const auto drift = static_cast<float>(-0.5 * epsilon), noise = static_cast<float>(std::sqrt(epsilon * temperature_));
+    estimator.estimate_float(floats.theta, floats.gradient, context);
+    float_xi_.resize(float_chunk);
+    const float bound = floats.bound;
+    bool beyond = false;
+    const std::size_t dimension = floats.theta.size();
+    for (std::size_t begin = 0; begin < dimension; begin += float_chunk) {
+      const std::size_t n = std::min(float_chunk, dimension - begin);
+      context.rng.fill_normal(std::span(float_xi_).first(n));
+      float* theta = floats.theta.data() + begin;
+      const float* gradient = floats.gradient.data() + begin;
+      const float* xi = float_xi_.data();
+      if (state.reflect_at_zero)
+        for (std::size_t j = 0; j < n; ++j) {
+          theta[j] = std::abs(theta[j] + drift * gradient[j] + noise * xi[j]);
+          beyond |= !(theta[j] <= bound);
+        }
+      else
+        for (std::size_t j = 0; j < n; ++j) {
+          theta[j] += drift * gradient[j] + noise * xi[j];
+          beyond |= !(std::abs(theta[j]) <= bound);
+        }
+    }
+    floats.beyond = beyond;
+  }
+
 private:
+  static constexpr std::size_t float_chunk = 4096;  // normals per fill: 16 kB, in L1 for the move
   std::vector<double> xi_, drift_;  // scratch: this step's ξ and, dense, M⁻¹ĝ
+  std::vector<float> float_xi_;     // scratch: the float step's chunk of ξ
 };
 
 CatalogueEntry<IntegratorFactory> sgld_entry() {
