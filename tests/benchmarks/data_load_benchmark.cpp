@@ -101,7 +101,7 @@ int main() {
   const auto run_seconds = [&](const fs::path& data, const char* storage) {
     return seconds_of([&] {
       const std::string command = fmt::format(
-          "'{}' run --preset covtype-sgld --set model.data='\"{}\"' --set model.storage='\"{}\"' --set run.iterations=1 "
+          "'{}' run --preset covtype-baker2019 --set model.data='\"{}\"' --set model.storage='\"{}\"' --set run.iterations=1 "
           "--set run.thin=1 --set run.eval_every=1 --set run.chains=1 --replace --quiet --out '{}' 2>/dev/null",
           SGMCMC_CLI, data.string(), storage, (folder / "run").string());
       if (std::system(command.c_str()) != 0) {
@@ -112,7 +112,7 @@ int main() {
   };
   // The peak resident memory of one such run, its own process (fork, exec, wait4).
   const auto run_megabytes = [&](const fs::path& data, const char* storage) {
-    const std::vector<std::string> arguments{SGMCMC_CLI, "run", "--preset", "covtype-sgld", "--set",
+    const std::vector<std::string> arguments{SGMCMC_CLI, "run", "--preset", "covtype-baker2019", "--set",
                                              fmt::format("model.data=\"{}\"", data.string()), "--set",
                                              fmt::format("model.storage=\"{}\"", storage), "--set", "run.iterations=1",
                                              "--set", "run.thin=1", "--set", "run.eval_every=1", "--set", "run.chains=1",
@@ -149,7 +149,7 @@ int main() {
   fmt::print("{:<44} {:>9.6f}\n", "open the .npy alone (header checked, mapped)", open_seconds);
   fmt::print("CSV read / .npy read: {:.1f}× (float64), {:.1f}× (float32)\n", csv_seconds / npy_seconds,
              csv_seconds / npy32_seconds);
-  fmt::print("sgmcmc run, 1 iteration (covtype-sgld): CSV {:.2f} s, .npy {:.2f} s ({:.1f}×); float storage: CSV {:.2f} s, "
+  fmt::print("sgmcmc run, 1 iteration (covtype-baker2019): CSV {:.2f} s, .npy {:.2f} s ({:.1f}×); float storage: CSV {:.2f} s, "
              "float32 .npy {:.2f} s ({:.1f}×)\n",
              run_csv, run_npy, run_csv / run_npy, run_csv_float, run_npy32, run_csv_float / run_npy32);
   fmt::print("its peak resident memory: CSV {:.0f} MiB, .npy {:.0f} MiB; float storage: CSV {:.0f} MiB, float32 .npy {:.0f} MiB\n",

@@ -56,7 +56,7 @@ TEST_CASE("NaN or infinity in a data or test file is an input error naming file:
   const auto train = dir.write("train.csv", logistic_rows);
   const auto test = dir.write("test.csv", "1,0.5,-1.0\n0,nan,0.25\n");
   expect_exit(2,
-              fmt::format("run --preset covtype-sgld --quiet --set run.iterations=20 {} {} --out {}", data_key("data", train),
+              fmt::format("run --preset covtype-baker2019 --quiet --set run.iterations=20 {} {} --out {}", data_key("data", train),
                           data_key("test_data", test), quoted(out)),
               {"test.csv:2:3: 'nan' is not a finite number"});
   CHECK_FALSE(fs::exists(out / "manifest.json"));
@@ -94,7 +94,7 @@ TEST_CASE("logistic reads its data file once: a FIFO works") {
   REQUIRE(test::shell("mkfifo " + quoted(fifo)).exit_code == 0);
   // The writer and the run each give up after a minute, so a regression fails instead of hanging.
   const auto result = test::shell(fmt::format(
-      "timeout 60 sh -c 'cat {} > {}' >/dev/null 2>&1 & timeout 60 '{}' run --preset covtype-sgld --quiet "
+      "timeout 60 sh -c 'cat {} > {}' >/dev/null 2>&1 & timeout 60 '{}' run --preset covtype-baker2019 --quiet "
       "--set run.iterations=20 --set run.warmup=0 --set model.test_size=2 --set estimator.batch_size=2 {} --out {}",
       quoted(rows), quoted(fifo), SGMCMC_CLI, data_key("data", fifo), quoted(dir.path() / "out")));
   INFO(result.output);
@@ -125,13 +125,13 @@ TEST_CASE("misleading messages: a folder as data or configuration, a file as --o
   expect_exit(2, "run --preset lda-sgld --quiet " + data_key("data", tokens) + " --out " + quoted(out),
               {"docword.tokens.txt:", "count 4000000000 brings the corpus to", "more than this machine's"});
   const auto libsvm = dir.write("huge.libsvm", "+1 1:0.5\n-1 100000000000000:1\n");
-  expect_exit(2, "run --preset covtype-sgld --quiet " + data_key("data", libsvm) + " --out " + quoted(out),
+  expect_exit(2, "run --preset covtype-baker2019 --quiet " + data_key("data", libsvm) + " --out " + quoted(out),
               {"huge.libsvm", "100000000000000 features", "cannot allocate"});
   // Within the machine's memory but beyond the budget SGMCMC_MEMORY_LIMIT_MB sets (2 rows × 1.8·10⁸
   // features × 8 bytes = 2.8 GB against 1 GB): refused before allocation, naming the limit. A malformed
   // limit is refused at start-up, whatever the command.
   const auto wide = dir.write("wide.libsvm", "+1 1:0.5\n-1 177777777:1\n");
-  const auto limited = test::shell("SGMCMC_MEMORY_LIMIT_MB=1024 '" + std::string(SGMCMC_CLI) + "' run --preset covtype-sgld --quiet " +
+  const auto limited = test::shell("SGMCMC_MEMORY_LIMIT_MB=1024 '" + std::string(SGMCMC_CLI) + "' run --preset covtype-baker2019 --quiet " +
                                    data_key("data", wide) + " --out " + quoted(out));
   INFO(limited.output);
   CHECK(limited.exit_code == 2);
@@ -225,7 +225,7 @@ TEST_CASE("messages: a LIBSVM file read as CSV says how to read it as LIBSVM, an
   test::TempDir dir;
   // The first row has no features, so its line has no ':' and the file is sniffed as CSV.
   const auto data = dir.write("first-empty.libsvm", "+1\n-1 1:2.0 2:0.25\n+1 1:-1.5 2:1.0\n-1 1:0.5 2:0.5\n+1 1:1.0\n");
-  const std::string run = "run --preset covtype-sgld --quiet --set run.iterations=20 --set model.test_size=0 "
+  const std::string run = "run --preset covtype-baker2019 --quiet --set run.iterations=20 --set model.test_size=0 "
                           "--set estimator.batch_size=2 " + data_key("data", data);
   expect_exit(2, run + " --out " + quoted(dir.path() / "csv"), {data.string(), "read as CSV", "model.format = \"libsvm\""});
   expect_exit(0, run + " --set model.format='\"libsvm\"' --out " + quoted(dir.path() / "libsvm"), {});
@@ -411,7 +411,7 @@ TEST_CASE("test_size = 1 is one held-out row, recorded as the integer 1, not the
   test::TempDir dir;
   const auto rows = dir.write("rows.csv", logistic_rows);
   const auto out = dir.path() / "one";
-  expect_exit(0, "run --preset covtype-sgld --quiet --set run.iterations=20 --set estimator.batch_size=2 "
+  expect_exit(0, "run --preset covtype-baker2019 --quiet --set run.iterations=20 --set estimator.batch_size=2 "
                  "--set model.test_size=1 --checkpoint-every 10 " + data_key("data", rows) + " --out " + quoted(out), {});
   const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
   CHECK(manifest["config"]["model"]["test_size"].is_number_integer());
