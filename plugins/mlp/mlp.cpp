@@ -156,11 +156,9 @@ public:
     return total;
   }
   void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const override {
-    for (std::size_t l = 0; l < net().layers(); ++l) {
-      for (std::size_t j = net().weights_at(l); j < net().bias_at(l); ++j) gradient[j] += weight_precision_[l] * theta[j];
-      for (std::size_t j = net().bias_at(l); j < net().bias_at(l) + net().outputs(l); ++j)
-        gradient[j] += bias_precision_[l] * theta[j];
-    }
+    for_each_prior_block([&](std::size_t first, std::size_t last, double precision) {
+      for (std::size_t j = first; j < last; ++j) gradient[j] += precision * theta[j];
+    });
     if (noise_prior_) gradient.back() += noise_prior_->derivative(theta.back());
   }
 
@@ -185,13 +183,10 @@ public:
     if constexpr (std::is_same_v<Real, float>) {
       network_.gradient_in_storage(theta, train_, items, gradient, scratch(base));
       const auto factor = static_cast<float>(scale);
-      for (std::size_t l = 0; l < net().layers(); ++l) {
-        const auto weight = static_cast<float>(weight_precision_[l]), bias = static_cast<float>(bias_precision_[l]);
-        for (std::size_t j = net().weights_at(l); j < net().bias_at(l); ++j)
-          gradient[j] = factor * gradient[j] + weight * theta[j];
-        for (std::size_t j = net().bias_at(l); j < net().bias_at(l) + net().outputs(l); ++j)
-          gradient[j] = factor * gradient[j] + bias * theta[j];
-      }
+      for_each_prior_block([&](std::size_t first, std::size_t last, double precision) {
+        const auto tau = static_cast<float>(precision);
+        for (std::size_t j = first; j < last; ++j) gradient[j] = factor * gradient[j] + tau * theta[j];
+      });
     } else {
       sgmcmc::Model::scaled_gradient_float(theta, items, scale, gradient, base);  // refuses: no float-gradient
     }
@@ -354,6 +349,15 @@ private:
   Rows<Real> train_, test_;
   std::optional<regression::NoisePrior> noise_prior_;  // gaussian with a sampled σ
   Reading reading_;
+  /// Calls add(first, last, τ) for each block of θ[first, last) under one normal prior of precision
+  /// τ: each layer's weights, then its biases.
+  template <class Add>
+  void for_each_prior_block(Add add) const {
+    for (std::size_t l = 0; l < net().layers(); ++l) {
+      add(net().weights_at(l), net().bias_at(l), weight_precision_[l]);
+      add(net().bias_at(l), net().bias_at(l) + net().outputs(l), bias_precision_[l]);
+    }
+  }
   std::vector<double> weight_precision_, bias_precision_;  // of each layer: 1/s_l² (weights: n_{l-1}/s_l² with fan_in)
 };
 
