@@ -1,5 +1,7 @@
-// The model checks' definitions (their interface, sgmcmc.model_checks, is modules/model/checks.cppm).
-// declared capabilities, quantities of interest, reproducibility and thread safety.
+// The model checks' definitions (their interface, sgmcmc.model_checks, is modules/model/checks.cppm;
+// what they share, modules/model/check_probe.cppm): gradients against finite differences, batches
+// against sums of items, quantities of interest, reproducibility and thread safety; the optional
+// capabilities' checks are in capability_checks.cpp.
 module;
 #include <algorithm>
 #include <bit>
@@ -18,37 +20,11 @@ module;
 #include <fmt/format.h>
 module sgmcmc.model_checks;
 
-namespace sgmcmc {
+namespace sgmcmc::model_check_parts {
 
-namespace {
-
-using Vector = std::vector<double>;
 constexpr double epsilon = std::numeric_limits<double>::epsilon();
 
-/// What the checks share: the model, random points, a batch with weights.
-struct Probe {
-  std::shared_ptr<const Model> model;
-  Capabilities capabilities;
-  std::unique_ptr<Workspace> workspace;
-  std::vector<Vector> points;
-  std::vector<std::size_t> items;
-  Vector weights;
-
-  /// Σ_k w_k ∇f_{items[k]}(θ), drawing (for a Gibbs step) from a fixed stream, so that calls
-  /// are comparable.
-  Vector gradient(const Vector& theta, std::span<const std::size_t> batch, std::span<const double> w = {}) const {
-    Vector g(theta.size(), 0.0);
-    Rng rng(12345, 6789);
-    model->add_data_gradient(theta, Batch{batch, w}, g, *workspace, rng);
-    return g;
-  }
-  double potential(const Vector& theta, std::span<const std::size_t> batch, std::span<const double> w = {}) const {
-    return model->data_potential(theta, Batch{batch, w}, *workspace);
-  }
-};
-
-/// Largest relative difference between two vectors; 1 means "at the tolerance".
-double worst(const Vector& a, const Vector& b, double relative = 1e-9) {
+double worst(const Vector& a, const Vector& b, double relative) {
   double result = 0.0;
   for (std::size_t j = 0; j < a.size(); ++j)
     result = std::max(result, std::abs(a[j] - b[j]) / (relative * std::max({1.0, std::abs(a[j]), std::abs(b[j])})));
@@ -196,139 +172,6 @@ std::vector<CheckOutcome> batch_checks(const Probe& probe) {
   return outcomes;
 }
 
-/// The float chain's gradient (Model::scaled_gradient_float, capability float-gradient) at each
-/// probe point rounded to float, against the double interface at the same point: scale ·
-/// Σ_k ∇f_{items[k]} + ∇f_0 with scale 3 (a minibatch's N/n). Relative tolerance 1e-4: a batch
-/// summed in float rounds at ~1e-7 per term, while a wrong scale, a missing prior term or a sign
-/// is off by O(1). Every coordinate must be overwritten (the output starts as NaN).
-CheckOutcome float_gradient_check(const Probe& probe) {
-  const std::string name = "float gradient (scaled_gradient_float) equals scale × the batch gradient + the prior's, to 1e-4";
-  if (!probe.capabilities.float_gradient) return skipped(name, "not declared");
-  constexpr double scale = 3.0;
-  double ratio = 0.0;
-  std::string detail = item_list(probe);
-  for (std::size_t p = 0; p < probe.points.size(); ++p) {
-    const std::vector<float> theta_float(probe.points[p].begin(), probe.points[p].end());
-    const Vector theta(theta_float.begin(), theta_float.end());
-    Vector expected = probe.gradient(theta, probe.items);
-    for (double& g : expected) g *= scale;
-    probe.model->add_prior_gradient_given(theta, expected, *probe.workspace);
-    std::vector<float> got(theta.size(), std::numeric_limits<float>::quiet_NaN());
-    probe.model->scaled_gradient_float(theta_float, probe.items, scale, got, *probe.workspace);
-    if (!std::all_of(got.begin(), got.end(), [](float g) { return std::isfinite(g); }))
-      return compare(name, INFINITY, fmt::format("point {}: a coordinate left unset or not finite", p + 1));
-    const double here = worst(expected, Vector(got.begin(), got.end()), 1e-4);
-    if (here > ratio) ratio = here, detail = fmt::format("point {}, {}", p + 1, item_list(probe));
-  }
-  return compare(name, ratio, detail);
-}
-
-std::vector<CheckOutcome> capability_checks(const Probe& probe) {
-  std::vector<CheckOutcome> outcomes;
-  const auto& model = *probe.model;
-  const Vector& theta = probe.points.front();
-  const std::size_t d = theta.size(), n = probe.items.size();
-  Vector batch = probe.gradient(theta, probe.items);
-
-  const std::string per_item = "per-item gradients (item_gradients) equal single-item batches";
-  if (!probe.capabilities.per_item_gradients) {
-    outcomes.push_back(skipped(per_item, "not declared"));
-  } else {
-    Vector rows(n * d);
-    model.item_gradients(theta, probe.items, rows, *probe.workspace);
-    double ratio = 0.0;
-    for (std::size_t k = 0; k < n; ++k)
-      ratio = std::max(ratio, worst(Vector(rows.begin() + static_cast<std::ptrdiff_t>(k * d), rows.begin() + static_cast<std::ptrdiff_t>((k + 1) * d)),
-                                    probe.gradient(theta, std::span(probe.items).subspan(k, 1))));
-    outcomes.push_back(compare(per_item, ratio, item_list(probe)));
-  }
-
-  const std::string sparse = "sparse item gradients, scattered onto their supports, equal single-item batches";
-  if (!probe.capabilities.sparse_item_gradients) {
-    outcomes.push_back(skipped(sparse, "not declared"));
-  } else {
-    const std::size_t s = model.item_gradient_support_size();
-    std::vector<std::size_t> support(n * s);
-    Vector values(n * s);
-    model.item_gradient_support(probe.items, support);
-    model.sparse_item_gradients(theta, probe.items, values, *probe.workspace);
-    double ratio = 0.0;
-    for (std::size_t k = 0; k < n; ++k) {
-      Vector scattered(d, 0.0);
-      for (std::size_t j = 0; j < s; ++j) {
-        if (support[k * s + j] >= d) {
-          ratio = INFINITY;  // a support outside θ
-          continue;
-        }
-        scattered[support[k * s + j]] += values[k * s + j];
-      }
-      ratio = std::max(ratio, worst(scattered, probe.gradient(theta, std::span(probe.items).subspan(k, 1))));
-    }
-    outcomes.push_back(compare(sparse, ratio, item_list(probe)));
-  }
-
-  const std::string glm = "GLM form s_i·x_i reproduces the batch gradient";
-  if (!probe.capabilities.glm_gradients) {
-    outcomes.push_back(skipped(glm, "not declared"));
-  } else {
-    Vector scalars(n), from_glm(d, 0.0);
-    model.glm_scalars(theta, probe.items, scalars, *probe.workspace);
-    model.add_scaled_features(probe.items, scalars, from_glm);
-    outcomes.push_back(compare(glm, worst(from_glm, batch), item_list(probe)));
-  }
-
-  const std::string lipschitz = "Lipschitz bounds: ‖∇f_i(θ) - ∇f_i(θ')‖ ≤ L_i‖θ - θ'‖ between the random points";
-  if (!probe.capabilities.lipschitz_bounds) {
-    outcomes.push_back(skipped(lipschitz, "not declared"));
-  } else {
-    Vector bounds(model.num_items());
-    model.item_lipschitz_bounds(bounds);
-    double ratio = 0.0;  // observed slope / L_i, at most 1 (up to rounding) when the bounds hold
-    std::string detail;
-    for (std::size_t k = 0; k < n; ++k) {
-      const auto item = std::span(probe.items).subspan(k, 1);
-      for (std::size_t a = 0; a < probe.points.size(); ++a)
-        for (std::size_t b = a + 1; b < probe.points.size(); ++b) {
-          const Vector ga = probe.gradient(probe.points[a], item), gb = probe.gradient(probe.points[b], item);
-          double gradient_change = 0.0, step = 0.0;
-          for (std::size_t j = 0; j < d; ++j) {
-            gradient_change += (ga[j] - gb[j]) * (ga[j] - gb[j]);
-            step += (probe.points[a][j] - probe.points[b][j]) * (probe.points[a][j] - probe.points[b][j]);
-          }
-          const double slope = std::sqrt(gradient_change / step), bound = bounds[item[0]];
-          const double r = bound >= 0.0 && std::isfinite(bound) ? slope / (bound * (1 + 1e-9) + 1e-300) : INFINITY;
-          if (r > ratio) {
-            ratio = r;
-            detail = fmt::format("item {}: slope {:.6g}, L_i {:.6g}", item[0], slope, bound);
-          }
-        }
-    }
-    outcomes.push_back(compare(lipschitz, ratio, detail));
-  }
-
-  // A model without a Gibbs step must not draw from the stream; one with it must draw only
-  // from it (same stream, same gradient).
-  Vector other(d, 0.0);
-  Rng different(999, 1);
-  model.add_data_gradient(theta, Batch{probe.items}, other, *probe.workspace, different);
-  if (probe.capabilities.latent_gibbs_step)
-    outcomes.push_back(compare("Gibbs step: the same stream gives the same gradient",
-                               worst(probe.gradient(theta, probe.items), batch), "two calls from one stream state"));
-  else
-    outcomes.push_back(compare("the gradient does not depend on the random stream (no latent-gibbs-step declared)",
-                               worst(other, batch), "two calls from different streams"));
-
-  if (probe.capabilities.positive_parameters) {
-    Vector start(d);
-    Rng rng(1, 1);
-    model.initial_point(start, rng);
-    const bool positive = std::all_of(start.begin(), start.end(), [](double x) { return x > 0.0; });
-    outcomes.push_back({"positive parameters: the initial point is positive",
-                        positive ? CheckOutcome::Status::passed : CheckOutcome::Status::failed, ""});
-  }
-  outcomes.push_back(float_gradient_check(probe));
-  return outcomes;
-}
 
 /// Everything a chain reads from a model at θ: the full-data gradient and the metrics.
 Vector fingerprint(const Model& model, Workspace& workspace, const Vector& theta) {
@@ -467,7 +310,11 @@ std::vector<CheckOutcome> reproducibility_checks(const Probe& probe, const Model
   return outcomes;
 }
 
-}  // namespace
+}  // namespace sgmcmc::model_check_parts
+
+namespace sgmcmc {
+
+using namespace model_check_parts;
 
 std::vector<CheckOutcome> check_model(const ModelBuilder& build, const Settings& settings,
                                       const CheckProgress& progress) {

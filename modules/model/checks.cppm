@@ -19,16 +19,10 @@ module;
 #include <fmt/format.h>
 export module sgmcmc.model_checks;
 export import sgmcmc.model;
+export import :probe;
 import sgmcmc.error;
 
 export namespace sgmcmc {
-
-struct CheckOutcome {
-  enum class Status { passed, failed, skipped };
-  std::string name;
-  Status status;
-  std::string detail;  // the largest discrepancy, or why it was skipped or failed
-};
 
 /// Builds a model from [model] settings and a seed (a loaded plugin's factory).
 using ModelBuilder = std::function<std::shared_ptr<const Model>(const Settings&, std::uint64_t seed)>;
