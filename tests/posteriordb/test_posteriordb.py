@@ -39,6 +39,7 @@ HERE = Path(__file__).resolve().parent
 TOOLS = HERE.parents[1] / "runners" / "posteriordb"
 sys.path.insert(0, str(TOOLS))
 import convert  # noqa: E402
+import stan_models  # noqa: E402
 
 SUMMARIES = json.loads((HERE / "reference_summaries.json").read_text())
 E2E_POSTERIOR = "mesquite-logmesquite_logvolume"
@@ -57,7 +58,7 @@ class TestConvertedData(unittest.TestCase):
         for posterior in flat:
             with self.subTest(posterior=posterior):
                 _, model, _, response, columns = convert.converted_data(HERE, posterior)
-                self.assertIs(model.coefficient_prior, convert.FLAT)
+                self.assertIs(model.coefficient_prior, stan_models.FLAT)
                 design = np.column_stack([np.ones_like(response)] + [column for _, column in columns])
                 fit = np.linalg.lstsq(design, response, rcond=None)[0]
                 names = [model.intercept] + [name for name, _ in columns]
