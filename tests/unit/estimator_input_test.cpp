@@ -77,13 +77,13 @@ TEST_CASE("bad estimator input is refused when the estimator is built, with the 
     expect_refusal(head + "batch_size = -3\n", model, "estimator.batch_size: expected an integer >= 1, found -3");
     expect_refusal(head + "sampling = \"importance\"\n", model, "estimator.sampling: unknown sampling 'importance'");
     expect_refusal(head + "sampling = \"lipschitz\"\nreplacement = false\n", model,
-                   "estimator.replacement = false, but sampling = 'lipschitz' draws items independently");
+                   "estimator.replacement: expected true with sampling = 'lipschitz', which draws items independently");
     const SizesOnly no_bounds(50, 3);
     expect_refusal(head + "sampling = \"lipschitz\"\n", no_bounds, "needs a model with the 'lipschitz-bounds' capability");
   }
   expect_refusal("name = \"svrg\"\nperiod = 0\n", model, "estimator.period: expected an integer >= 1, found 0");
   expect_refusal("name = \"cv\"\nsgd_schedule = \"cosine\"\n", model,
-                 "estimator.sgd_schedule: unknown schedule 'cosine'; known: polynomial");
+                 "estimator.sgd_schedule: unknown sgd_schedule 'cosine'; known: polynomial");
   expect_refusal("name = \"cv\"\nsgd_decay_c = 0.4\n", model, "estimator.sgd_decay_c: expected 0.5 < c <= 1");
   expect_refusal("name = \"cv\"\nsgd_step_size = -1\n", model, "estimator.sgd_step_size: expected a number > 0, or 0 for");
   expect_refusal("name = \"cv\"\nsgd_iterations = -1\n", model, "estimator.sgd_iterations: expected an integer >= 0");
