@@ -73,6 +73,7 @@ int list_command(const std::optional<std::filesystem::path>& plugin_dir) {
   print_catalogue("integrators", sgmcmc::integrator_catalogue());
   print_keys("integrator", sgmcmc::integrator_catalogue());
   print_catalogue("correctors", sgmcmc::corrector_catalogue());
+  print_keys("corrector", sgmcmc::corrector_catalogue());
   print_combinations();
   return 0;
 }

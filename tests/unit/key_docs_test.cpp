@@ -81,3 +81,7 @@ TEST_CASE("runners/README.md's table of integrator keys says what the integrator
 TEST_CASE("runners/README.md's table of estimator keys says what the estimators' field tables say") {
   check_key_table("estimator", sgmcmc::estimator_catalogue());
 }
+
+TEST_CASE("runners/README.md's table of corrector keys says what the correctors' field tables say") {
+  check_key_table("corrector", sgmcmc::corrector_catalogue());
+}
