@@ -104,6 +104,30 @@ TEST_CASE("bad estimator input is refused when the estimator is built, with the 
   for (const char* name : {"cv", "svrg", "saga"}) CHECK_NOTHROW(test::make_estimator(fmt::format("name = \"{}\"\n", name), tiny));
 }
 
+TEST_CASE("an estimator built in code is checked against its struct's field table, naming the key") {
+  // The same constraints as the configuration's (one description of each): a struct that skips
+  // from_settings is refused by make_estimator with "estimator <name>: <key>: expected ...".
+  test::GaussianFixture fixture(50, 3);
+  const auto& model = *fixture.model;
+  CHECK_THROWS_WITH(sgmcmc::make_estimator(sgmcmc::CvParameters{.sgd = {.decay_c = 0.3}}, model),
+                    Contains("estimator cv: sgd_decay_c: expected 0.5 < c <= 1") && Contains("found 0.3"));
+  CHECK_THROWS_WITH(sgmcmc::make_estimator(sgmcmc::CvParameters{.sgd = {.step_size = -1.0}}, model),
+                    Contains("estimator cv: sgd_step_size: expected a number > 0, or 0 for 1/λ̂"));
+  CHECK_THROWS_WITH(sgmcmc::make_estimator(sgmcmc::CvParameters{.centre_passes = 0}, model),
+                    Contains("estimator cv: centre_passes: expected an integer >= 1, found 0"));
+  CHECK_THROWS_WITH(sgmcmc::make_estimator(sgmcmc::SagaParameters{.memory_limit_mb = 0.0}, model),
+                    Contains("estimator saga: memory_limit_mb: expected a number > 0, found 0"));
+  CHECK_THROWS_WITH(sgmcmc::make_estimator(sgmcmc::SvrgParameters{.period = 0}, model),
+                    Contains("estimator svrg: period: expected an integer >= 1, found 0"));
+  CHECK_THROWS_WITH(
+      sgmcmc::make_estimator(
+          sgmcmc::SvrgParameters{.batches = {.sampling = sgmcmc::Sampling::lipschitz, .replacement = false}}, model),
+      Contains("estimator svrg: replacement: expected true with sampling = 'lipschitz'"));
+  // What the tables accept is built: a constant centring schedule reads no c.
+  CHECK_NOTHROW(sgmcmc::make_estimator(
+      sgmcmc::CvParameters{.sgd = {.schedule = sgmcmc::SgdScheduleKind::constant, .decay_c = 0.3}}, model));
+}
+
 TEST_CASE("saga refuses a table above memory_limit_mb, stating the bytes, GLM models need N scalars, not N × d") {
   // N = 50, d = 3: the compact table is 50 × 8 = 400 bytes, the full one 50 × 3 × 8 = 1,200 bytes.
   // A limit of 0.001 MB = 1,048.576 bytes lets the first through and refuses the second.
