@@ -26,6 +26,7 @@
 
 #include "commands.hpp"
 #include "configuration.hpp"
+#include "prepared_run.hpp"
 #include "run.hpp"
 #include "start_points.hpp"
 
@@ -80,9 +81,9 @@ int gradient_variance_command(const Options& options) {
   const auto prepared = prepare_run(loaded.config, loaded.source, options.plugin_dir);
   check_keys(*prepared);  // a misspelt key is refused, as `run` refuses it
   const auto model = model_of(*prepared)->model;
-  const auto seed = static_cast<std::uint64_t>(loaded.config["run"].integer_at_least("seed", 1, 0));
+  const auto seed = prepared->schedule.seed;
   const auto& section = loaded.config["estimator"];
-  const std::string name = section.text("name", "minibatch");
+  const std::string name = section.text("name", sgmcmc::default_estimator);
 
   // The estimator as chain 1 prepares it: from its start, on its own stream.
   auto estimator = sgmcmc::make_estimator(section, *model);

@@ -69,9 +69,11 @@ int list_command(const std::optional<std::filesystem::path>& plugin_dir) {
     fmt::print("  {:<12} from: {}\n", "", listing.path.string());
   }
   print_catalogue("estimators", sgmcmc::estimator_catalogue());
+  print_keys("estimator", sgmcmc::estimator_catalogue());
   print_catalogue("integrators", sgmcmc::integrator_catalogue());
   print_keys("integrator", sgmcmc::integrator_catalogue());
   print_catalogue("correctors", sgmcmc::corrector_catalogue());
+  print_keys("corrector", sgmcmc::corrector_catalogue());
   print_combinations();
   return 0;
 }

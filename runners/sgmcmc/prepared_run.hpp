@@ -17,11 +17,12 @@
 
 import sgmcmc;
 
+/// [run]'s keys as read; the member initialisers (ChainSchedule's for `chain`) are their defaults.
 struct RunSchedule {
   sgmcmc::ChainSchedule chain;
-  std::uint64_t chains;
-  std::uint64_t seed;
-  std::uint64_t data_seed;  // the model's simulated data and splits; run.seed unless set
+  std::uint64_t chains = 1;
+  std::uint64_t seed = 1;
+  std::uint64_t data_seed = seed;  // the model's simulated data and splits; run.seed unless set
 };
 
 struct ChainJob {

@@ -52,25 +52,30 @@ using nlohmann::json;
 
 namespace {
 
+/// A count key of [run], `in_force` (the struct's default) when unset.
+std::uint64_t read_count(const sgmcmc::Settings& run, const std::string& key, std::uint64_t in_force, std::int64_t minimum) {
+  return static_cast<std::uint64_t>(run.integer_at_least(key, static_cast<std::int64_t>(in_force), minimum));
+}
+
 RunSchedule read_schedule(const sgmcmc::Settings& run) {
-  RunSchedule schedule;
-  schedule.chain.warmup = static_cast<std::uint64_t>(run.integer_at_least("warmup", 0, 0));
-  schedule.chain.iterations = static_cast<std::uint64_t>(run.integer_at_least("iterations", 1000, 1));
-  schedule.chain.thin = static_cast<std::uint64_t>(run.integer_at_least("thin", 1, 1));
+  RunSchedule schedule;  // the defaults
+  schedule.chain.warmup = read_count(run, "warmup", schedule.chain.warmup, 0);
+  schedule.chain.iterations = read_count(run, "iterations", schedule.chain.iterations, 1);
+  schedule.chain.thin = read_count(run, "thin", schedule.chain.thin, 1);
   if (schedule.chain.thin > schedule.chain.iterations)
     throw sgmcmc::Error(fmt::format("{}: run.thin = {} is more than run.iterations = {}, so the chain would record no draws",
                                     run.describe("thin"), schedule.chain.thin, schedule.chain.iterations));
-  schedule.chain.eval_every = static_cast<std::uint64_t>(run.integer_at_least("eval_every", 10, 1));
-  schedule.chain.compute_lp = run.flag("lp", false);
+  schedule.chain.eval_every = read_count(run, "eval_every", schedule.chain.eval_every, 1);
+  schedule.chain.compute_lp = run.flag("lp", schedule.chain.compute_lp);
   // Read only when set, as checkpoint_every: runs without it record no such key (their files,
   // and the configuration a resumed run is checked against, are as before there was one).
-  if (run.contains("temperatures")) schedule.chain.temperatures = run.flag("temperatures", false);
+  if (run.contains("temperatures")) schedule.chain.temperatures = run.flag("temperatures", schedule.chain.temperatures);
   // Read only when set: runs without checkpoints record no such key (their files are unchanged).
   if (run.contains("checkpoint_every"))
-    schedule.chain.checkpoint_every = static_cast<std::uint64_t>(run.integer_at_least("checkpoint_every", 0, 0));
+    schedule.chain.checkpoint_every = read_count(run, "checkpoint_every", schedule.chain.checkpoint_every, 0);
   // Read only when set, as temperatures (the default, 1e10, is ChainSchedule's).
   if (run.contains("divergence_threshold")) {
-    schedule.chain.divergence_threshold = run.number("divergence_threshold", 0.0);
+    schedule.chain.divergence_threshold = run.number("divergence_threshold", schedule.chain.divergence_threshold);
     if (schedule.chain.divergence_threshold != 0.0 && !(schedule.chain.divergence_threshold > 1.0))
       throw sgmcmc::Error(fmt::format("{}: expected 0 (only a θ that is not finite stops a chain) or a factor above 1 "
                                       "of the start's scale, found {}",
@@ -78,17 +83,17 @@ RunSchedule read_schedule(const sgmcmc::Settings& run) {
   }
   // Read only when set, as temperatures: runs without it record no such key.
   if (run.contains("chain_precision")) {
-    const std::string precision = run.text("chain_precision", "double");
+    const std::string precision = run.text("chain_precision", "");  // set (see above): no fallback is used
     if (precision != "double" && precision != "float")
       throw sgmcmc::Error(fmt::format("{}: '{}' is not a chain precision; expected double or float (θ and each step's "
                                       "per-coordinate work in float, for models that store float)",
                                       run.describe("chain_precision"), precision));
     schedule.chain.float_precision = precision == "float";
   }
-  schedule.chains = static_cast<std::uint64_t>(run.integer_at_least("chains", 1, 1));
-  schedule.seed = static_cast<std::uint64_t>(run.integer_at_least("seed", 1, 0));
+  schedule.chains = read_count(run, "chains", schedule.chains, 1);
+  schedule.seed = read_count(run, "seed", schedule.seed, 0);
   // Separate, so that chains of several seeds can sample one data set (box plots across seeds).
-  schedule.data_seed = static_cast<std::uint64_t>(run.integer_at_least("data_seed", static_cast<std::int64_t>(schedule.seed), 0));
+  schedule.data_seed = read_count(run, "data_seed", schedule.seed, 0);
   return schedule;
 }
 

@@ -100,11 +100,11 @@ std::vector<StartPoint> read_start_points(const sgmcmc::Settings& run, const sgm
   const std::string key = run.describe("init");
   const fs::path init = run.text("init", "");
   Choice choice;
-  if (run.contains("init_mean")) choice.mean = run.flag("init_mean", false);
+  if (run.contains("init_mean")) choice.mean = run.flag("init_mean", choice.mean);
   if (choice.mean && run.contains("init_draw"))
     throw sgmcmc::Error(fmt::format("{}: a start is one draw or the mean of all (run.init_mean = true); remove one of the two",
                                     run.describe("init_draw")));
-  if (!choice.mean) choice.draw = run.integer_at_least("init_draw", 0, 0);
+  if (!choice.mean) choice.draw = run.integer_at_least("init_draw", choice.draw, 0);  // Choice's default: the last
   if (init.empty()) throw sgmcmc::Error(fmt::format("{}: expected a run folder or a CSV file, found \"\"", key));
   const auto files = draw_files(init, key);
   // Each file is read once; chains beyond the folder's count cycle over its chains.

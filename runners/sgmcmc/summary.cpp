@@ -105,7 +105,7 @@ void metric_temperatures(const fs::path& folder, const nlohmann::json& manifest)
   const std::size_t chain_index = index_of("chain"), iteration_index = index_of("iteration");
   std::uint64_t warmup = 0;
   if (manifest.is_object() && manifest.contains("config") && manifest["config"].contains("run"))
-    warmup = manifest["config"]["run"].value("warmup", std::uint64_t{0});
+    warmup = manifest["config"]["run"].value("warmup", sgmcmc::ChainSchedule{}.warmup);
   while (std::getline(in, line)) {
     const auto fields = split_csv_line(line);
     if (fields.size() != header.size()) continue;

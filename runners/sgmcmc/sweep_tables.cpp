@@ -81,7 +81,7 @@ void check_metrics(const MetricsTable& table, const json& manifest, const fs::pa
   const auto iteration_column = std::find(table.header.begin(), table.header.end(), "iteration") - table.header.begin();
   if (chain_column == std::ssize(table.header) || iteration_column == std::ssize(table.header))
     throw damaged("no chain or iteration column");
-  const std::uint64_t every = manifest["config"]["run"].value("eval_every", std::uint64_t{10});
+  const std::uint64_t every = manifest["config"]["run"].value("eval_every", sgmcmc::ChainSchedule{}.eval_every);
   std::vector<std::uint64_t> rows(manifest["chains"].size(), 0);
   for (const auto& row : table.rows) {
     for (std::size_t k = 0; k < row.size(); ++k) {

@@ -78,15 +78,16 @@ std::vector<double> step_grid(const sgmcmc::RunConfig& config, const TuneOptions
 /// about `draws` draws, every parameter written.
 sgmcmc::RunConfig pilot_config(sgmcmc::RunConfig config, const TuneOptions& options) {
   const std::string origin = "sgmcmc tune";
-  if (config["integrator"].flag("adapt_step_size", false))
+  if (config["integrator"].flag("adapt_step_size", sgmcmc::StepAdaptation{}.adapt))
     throw sgmcmc::Error(fmt::format("tune: {} = true: this chain adapts its own step to an MH acceptance rate; `tune` is "
                                     "for chains without one",
                                     config["integrator"].describe("adapt_step_size")));
   auto& run = config["run"];
   if (options.iterations) run.set("iterations", {static_cast<std::int64_t>(*options.iterations), origin});
   if (options.warmup) run.set("warmup", {static_cast<std::int64_t>(*options.warmup), origin});
-  const auto iterations = static_cast<std::uint64_t>(run.integer_at_least("iterations", 1000, 1));
-  const auto thin = static_cast<std::uint64_t>(run.integer_at_least("thin", 1, 1));
+  const sgmcmc::ChainSchedule defaults;
+  const auto iterations = static_cast<std::uint64_t>(run.integer_at_least("iterations", static_cast<std::int64_t>(defaults.iterations), 1));
+  const auto thin = static_cast<std::uint64_t>(run.integer_at_least("thin", static_cast<std::int64_t>(defaults.thin), 1));
   // A multiple of the configuration's thin, which an MH block length may constrain.
   const std::uint64_t blocks = std::max<std::uint64_t>(1, iterations / (thin * options.draws));
   run.set("thin", {static_cast<std::int64_t>(thin * blocks), origin});

@@ -77,13 +77,13 @@ TEST_CASE("bad estimator input is refused when the estimator is built, with the 
     expect_refusal(head + "batch_size = -3\n", model, "estimator.batch_size: expected an integer >= 1, found -3");
     expect_refusal(head + "sampling = \"importance\"\n", model, "estimator.sampling: unknown sampling 'importance'");
     expect_refusal(head + "sampling = \"lipschitz\"\nreplacement = false\n", model,
-                   "estimator.replacement = false, but sampling = 'lipschitz' draws items independently");
+                   "estimator.replacement: expected true with sampling = 'lipschitz', which draws items independently");
     const SizesOnly no_bounds(50, 3);
     expect_refusal(head + "sampling = \"lipschitz\"\n", no_bounds, "needs a model with the 'lipschitz-bounds' capability");
   }
   expect_refusal("name = \"svrg\"\nperiod = 0\n", model, "estimator.period: expected an integer >= 1, found 0");
   expect_refusal("name = \"cv\"\nsgd_schedule = \"cosine\"\n", model,
-                 "estimator.sgd_schedule: unknown schedule 'cosine'; known: polynomial");
+                 "estimator.sgd_schedule: unknown sgd_schedule 'cosine'; known: polynomial");
   expect_refusal("name = \"cv\"\nsgd_decay_c = 0.4\n", model, "estimator.sgd_decay_c: expected 0.5 < c <= 1");
   expect_refusal("name = \"cv\"\nsgd_step_size = -1\n", model, "estimator.sgd_step_size: expected a number > 0, or 0 for");
   expect_refusal("name = \"cv\"\nsgd_iterations = -1\n", model, "estimator.sgd_iterations: expected an integer >= 0");
@@ -102,6 +102,30 @@ TEST_CASE("bad estimator input is refused when the estimator is built, with the 
   // The defaults adapt to a data set smaller than the default batch: no error.
   const SizesOnly tiny(10, 1);
   for (const char* name : {"cv", "svrg", "saga"}) CHECK_NOTHROW(test::make_estimator(fmt::format("name = \"{}\"\n", name), tiny));
+}
+
+TEST_CASE("an estimator built in code is checked against its struct's field table, naming the key") {
+  // The same constraints as the configuration's (one description of each): a struct that skips
+  // from_settings is refused by make_estimator with "estimator <name>: <key>: expected ...".
+  test::GaussianFixture fixture(50, 3);
+  const auto& model = *fixture.model;
+  CHECK_THROWS_WITH(sgmcmc::make_estimator(sgmcmc::CvParameters{.sgd = {.decay_c = 0.3}}, model),
+                    Contains("estimator cv: sgd_decay_c: expected 0.5 < c <= 1") && Contains("found 0.3"));
+  CHECK_THROWS_WITH(sgmcmc::make_estimator(sgmcmc::CvParameters{.sgd = {.step_size = -1.0}}, model),
+                    Contains("estimator cv: sgd_step_size: expected a number > 0, or 0 for 1/λ̂"));
+  CHECK_THROWS_WITH(sgmcmc::make_estimator(sgmcmc::CvParameters{.centre_passes = 0}, model),
+                    Contains("estimator cv: centre_passes: expected an integer >= 1, found 0"));
+  CHECK_THROWS_WITH(sgmcmc::make_estimator(sgmcmc::SagaParameters{.memory_limit_mb = 0.0}, model),
+                    Contains("estimator saga: memory_limit_mb: expected a number > 0, found 0"));
+  CHECK_THROWS_WITH(sgmcmc::make_estimator(sgmcmc::SvrgParameters{.period = 0}, model),
+                    Contains("estimator svrg: period: expected an integer >= 1, found 0"));
+  CHECK_THROWS_WITH(
+      sgmcmc::make_estimator(
+          sgmcmc::SvrgParameters{.batches = {.sampling = sgmcmc::Sampling::lipschitz, .replacement = false}}, model),
+      Contains("estimator svrg: replacement: expected true with sampling = 'lipschitz'"));
+  // What the tables accept is built: a constant centring schedule reads no c.
+  CHECK_NOTHROW(sgmcmc::make_estimator(
+      sgmcmc::CvParameters{.sgd = {.schedule = sgmcmc::SgdScheduleKind::constant, .decay_c = 0.3}}, model));
 }
 
 TEST_CASE("saga refuses a table above memory_limit_mb, stating the bytes, GLM models need N scalars, not N × d") {

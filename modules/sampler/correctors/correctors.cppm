@@ -13,6 +13,7 @@ module;
 #include <span>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 #include <fmt/format.h>
 export module sgmcmc.correctors;
@@ -34,14 +35,17 @@ inline constexpr const char* default_corrector = "none";
 
 /// none: accept every move; it has no keys.
 struct NoCorrectionParameters {
-  static NoCorrectionParameters from_settings(const Settings& section);
+  static const FieldTable<NoCorrectionParameters>& fields();
+  static NoCorrectionParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
 };
 
 /// mh: a Metropolis–Hastings test at the end of every block of `every` integrator steps.
 struct MhParameters {
   std::size_t every = 1;        // K >= 1, the block length
   bool exact_endpoints = true;  // exact gradients at a block's ends, with U(θ) in the same data pass
-  static MhParameters from_settings(const Settings& section);
+  /// The keys, their constraints and docs (sgmcmc.fields); the member initialisers are the defaults.
+  static const FieldTable<MhParameters>& fields();
+  static MhParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
 };
 
 /// Each corrector from its plain parameters. The checks of a combination (MH after an estimator or
@@ -105,7 +109,6 @@ class MetropolisHastings final : public Corrector {
 public:
   MetropolisHastings(const MhParameters& parameters, const CorrectorTarget& target)
       : every_(parameters.every), temperature_(target.integrator.temperature()), all_items_(every_item(target.model)) {
-    require_parameter(every_ >= 1, "corrector mh", "every >= 1", every_);
     if (parameters.exact_endpoints) exact_ = std::make_unique<ExactEndpoint>(target.model);
   }
 
@@ -178,30 +181,43 @@ private:
   ChainState saved_;
 };
 
+/// A catalogue entry whose keys are those of `Parameters::fields()`: built by
+/// `make_corrector(Parameters::from_settings(section), target)`.
 template <class Parameters>
-CorrectorFactory factory() {
-  return [](const Settings& section, const CorrectorTarget& target) {
-    return make_corrector(Parameters::from_settings(section), target);
-  };
+CatalogueEntry<CorrectorFactory> corrector_entry(std::string name, std::string description) {
+  std::vector<KeyDoc> documented = key_docs(Parameters::fields());
+  return {std::move(name), std::move(description), keys_of(documented),
+          [](const Settings& section, const CorrectorTarget& target) {
+            return make_corrector(Parameters::from_settings(section), target);
+          },
+          {}, std::move(documented)};
 }
 
 }  // namespace
 
 const std::vector<CatalogueEntry<CorrectorFactory>>& corrector_catalogue() {
+  // The keys, their defaults and docs are the parameter structs' field tables (`sgmcmc list`).
   static const std::vector<CatalogueEntry<CorrectorFactory>> catalogue = {
-      {"none", "accept every move (no Metropolis-Hastings test)", {}, factory<NoCorrectionParameters>()},
-      {"mh", "Metropolis-Hastings test every `every` (1) steps with the exact potential; exact_endpoints (true: exact "
-       "gradients at a block's end, so with every = 1 every gradient is exact and the estimator must be 'exact')",
-       {"every", "exact_endpoints"}, factory<MhParameters>()},
+      corrector_entry<NoCorrectionParameters>("none", "accept every move (no Metropolis-Hastings test)"),
+      corrector_entry<MhParameters>("mh", "Metropolis-Hastings test at the end of every block of `every` steps, with "
+                                          "the exact potential (Garriga-Alonso & Fortuin 2021)"),
   };
   return catalogue;
 }
 
-NoCorrectionParameters NoCorrectionParameters::from_settings(const Settings&) { return {}; }
+const FieldTable<NoCorrectionParameters>& NoCorrectionParameters::fields() {
+  static const FieldTable<NoCorrectionParameters> none;
+  return none;
+}
 
-MhParameters MhParameters::from_settings(const Settings& section) {
-  return {.every = static_cast<std::size_t>(section.integer_at_least("every", 1, 1)),
-          .exact_endpoints = section.flag("exact_endpoints", true)};
+const FieldTable<MhParameters>& MhParameters::fields() {
+  using P = MhParameters;
+  static const FieldTable<P> table = {
+      integer_field("every", &P::every, "K, the integrator steps of a block, each block then one MH test", at_least(1)),
+      flag_field("exact_endpoints", &P::exact_endpoints,
+                 "exact gradients at a block's ends, with U(θ) in the same data pass (with every = 1 every gradient "
+                 "is then exact, and the estimator must be 'exact')")};
+  return table;
 }
 
 std::unique_ptr<Corrector> make_corrector(const NoCorrectionParameters&, const CorrectorTarget&) {
@@ -209,6 +225,7 @@ std::unique_ptr<Corrector> make_corrector(const NoCorrectionParameters&, const C
 }
 
 std::unique_ptr<Corrector> make_corrector(const MhParameters& parameters, const CorrectorTarget& target) {
+  check_fields(MhParameters::fields(), parameters, "corrector mh");
   return std::make_unique<MetropolisHastings>(parameters, target);
 }
 

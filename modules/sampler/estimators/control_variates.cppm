@@ -188,8 +188,9 @@ double largest_curvature(std::span<const double> theta, MinibatchSampler& batche
   return lambda;
 }
 
-/// "1.5, -2, 0.3" → {1.5, -2, 0.3}: a user-given centre θ̂, one number per parameter.
-std::vector<double> parse_centre(const Settings& section, const std::string& text, std::size_t dimension) {
+/// "1.5, -2, 0.3" → {1.5, -2, 0.3}: a user-given centre θ̂ (one number per parameter, which
+/// CvParameters::from_settings checks against the model).
+std::vector<double> parse_centre(const Settings& section, const std::string& text) {
   std::vector<double> values;
   std::string_view rest = text;
   while (!rest.empty()) {
@@ -201,14 +202,73 @@ std::vector<double> parse_centre(const Settings& section, const std::string& tex
     double value = 0.0;
     const auto [end, error] = std::from_chars(field.data(), field.data() + field.size(), value);
     if (field.empty() || error != std::errc{} || end != field.data() + field.size() || !std::isfinite(value))
-      throw Error(fmt::format("{}: '{}' is not a finite number; expected {} numbers separated by commas",
-                              section.describe("centre"), field, dimension));
+      throw Error(fmt::format("{}: '{}' is not a finite number; expected one number per parameter, separated by commas",
+                              section.describe("centre"), field));
     values.push_back(value);
   }
-  if (values.size() != dimension)
-    throw Error(fmt::format("{}: {} number(s) given; the model has {} parameters", section.describe("centre"),
-                            values.size(), dimension));
   return values;
+}
+
+/// The keys of cv's centring phase and centre, after the batch's: the centring steps' defaults
+/// (sgd_iterations: one pass) need the batch size, so CvParameters::from_settings reads these from
+/// a struct whose batch is read.
+const FieldTable<CvParameters>& centring_fields() {
+  using P = CvParameters;
+  using S = SgdScheduleParameters;
+  static const FieldTable<P> table = [] {
+    const std::vector<std::pair<std::string, SgdScheduleKind>> kinds = {{"polynomial", SgdScheduleKind::polynomial},
+                                                                         {"constant", SgdScheduleKind::constant}};
+    // SGLD's steps stay constant by default: a decaying step would freeze the burn-in before it mixes.
+    Field<P> schedule{{"sgd_schedule", fmt::format("{}; constant for sgld", kinds.front().first), choice_names(kinds),
+                       "the centring steps h_k: polynomial, h_0 (1 + (k-1)/b)^(-c) (Robbins–Monro); constant, h_0"},
+                      [kinds](const Settings& section, P& p) {
+                        const auto in_force = p.centring == Centring::sgld ? SgdScheduleKind::constant : p.sgd.schedule;
+                        p.sgd.schedule = read_choice(section, "sgd_schedule", kinds, in_force);
+                      }};
+    Field<S> decay_c = number_field<S>("sgd_decay_c", &S::decay_c, "c of the polynomial centring steps");
+    decay_c.shown.constraint = "in (0.5, 1]";
+    decay_c.problem = [](const S& sgd) {
+      return sgd.schedule == SgdScheduleKind::polynomial && !(sgd.decay_c > 0.5 && sgd.decay_c <= 1.0)
+                 ? fmt::format("expected 0.5 < c <= 1 (Robbins–Monro: Σh_k = ∞, Σh_k² < ∞), found {}", sgd.decay_c)
+                 : std::string();
+    };
+    const Constraint step_or_automatic{">= 0", "a number > 0, or 0 for 1/λ̂ (estimated)",
+                                       [](double value) { return value >= 0.0 && std::isfinite(value); }};
+    Field<P> centre{{"centre", "none", "d numbers",
+                     "θ̂ as \"x1, x2, ...\", one number per parameter; given, there is no centring phase"},
+                    [](const Settings& section, P& p) {
+                      if (const std::string text = section.text("centre", ""); !text.empty())  // "": centring
+                        p.centre = parse_centre(section, text);
+                    }};
+    return concat<P>(
+        {{seeded_integer_field<P>("sgd_iterations", &P::sgd_iterations, "one pass, ceil(N/n)", "K, the centring phase's steps",
+                           at_least(0)),
+          choice_field<P>("centring", &P::centring, {{"sgd", Centring::sgd}, {"sgld", Centring::sgld}},
+                          "how θ̂ is found from the start point: sgd, SGD's last iterate (Baker et al. 2019, §3.1), "
+                          "near the mode; sgld, the mean of an SGLD burn-in's second half, near the posterior mean")},
+         nested<P>(&P::sgd,
+                   FieldTable<S>{number_field<S>("sgd_step_size", &S::step_size,
+                                                 "h_0, the centring's first step; 0: 1/λ̂, the estimated largest "
+                                                 "curvature",
+                                                 step_or_automatic),
+                                 number_field<S>("sgd_decay_b", &S::decay_b, "b of the polynomial centring steps",
+                                                 positive())}),
+         {schedule},
+         nested<P>(&P::sgd, FieldTable<S>{decay_c}),
+         {integer_field<P>("centre_passes", &P::centre_passes,
+                           "full passes averaged for ∇U(θ̂); above 1 only for models with latent-gibbs-step",
+                           at_least(1)),
+          centre}});
+  }();
+  return table;
+}
+
+/// svrg's own key, after the batch's (its default, one pass, needs the batch size).
+const FieldTable<SvrgParameters>& snapshot_fields() {
+  using P = SvrgParameters;
+  static const FieldTable<P> table = {seeded_integer_field<P>("period", &P::period, "one pass, ceil(N/n)",
+                                                       "m, the iterations between snapshots", at_least(1))};
+  return table;
 }
 
 /// SGLD-CV (Baker et al. 2019, Algorithm 1): find θ̂ by a centring phase with the simple minibatch
@@ -222,7 +282,6 @@ public:
         sgd_iterations_(parameters.sgd_iterations.value_or(one_pass(model, sampler_.batch_size()))),
         schedule_(parameters.sgd), centring_(parameters.centring), with_replacement_(!sampler_.distinct_items()),
         given_centre_(parameters.centre) {
-    require_parameter(parameters.centre_passes >= 1, "estimator cv", "centre_passes >= 1", parameters.centre_passes);
     if (given_centre_)
       require_parameter(given_centre_->size() == model.dimension(), "estimator cv",
                         fmt::format("a centre of {} numbers, one per parameter", model.dimension()),
@@ -354,9 +413,7 @@ class SvrgEstimator final : public Estimator {
 public:
   SvrgEstimator(const SvrgParameters& parameters, const Model& model)
       : sampler_(parameters.batches, model), centre_(model),
-        period_(parameters.period.value_or(one_pass(model, sampler_.batch_size()))) {
-    require_parameter(period_ >= 1, "estimator svrg", "period >= 1", period_);
-  }
+        period_(parameters.period.value_or(one_pass(model, sampler_.batch_size()))) {}
 
   void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) override {
     if (!snapshot_iteration_ || context.iteration >= *snapshot_iteration_ + period_) {
@@ -392,28 +449,24 @@ private:
 
 namespace sgmcmc {
 
+const FieldTable<CvParameters>& CvParameters::fields() {
+  static const FieldTable<CvParameters> table = concat<CvParameters>(
+      {nested<CvParameters>(&CvParameters::batches, ItemSamplingParameters::fields()), estimator_parts::centring_fields()});
+  return table;
+}
+
 CvParameters CvParameters::from_settings(const Settings& section, const Model& model) {
-  using estimator_parts::one_pass;
-  CvParameters parameters;
-  parameters.batches = ItemSamplingParameters::from_settings(section, model);
-  const auto batch_size = *parameters.batches.batch_size;
-  parameters.sgd_iterations = static_cast<std::uint64_t>(
-      section.integer_at_least("sgd_iterations", static_cast<std::int64_t>(one_pass(model, batch_size)), 0));
-  const std::string centring = section.text("centring", "sgd");
-  if (centring != "sgd" && centring != "sgld")
-    throw Error(fmt::format("{}: unknown centring '{}'; known: sgd (θ̂ = SGD's last iterate, near the mode), "
-                            "sgld (θ̂ = the mean of an SGLD burn-in's second half, near the posterior mean)",
-                            section.describe("centring"), centring));
-  parameters.centring = centring == "sgld" ? Centring::sgld : Centring::sgd;
-  // SGLD's steps stay constant by default: a decaying step would freeze the burn-in before it mixes.
-  parameters.sgd = SgdScheduleParameters::from_settings(section, centring == "sgld" ? "constant" : "polynomial");
-  parameters.centre_passes = static_cast<std::size_t>(section.integer_at_least("centre_passes", 1, 1));
+  CvParameters start{.batches = ItemSamplingParameters::from_settings(section, model)};
+  start.sgd_iterations = estimator_parts::one_pass(model, *start.batches.batch_size);
+  const auto parameters = estimator_parts::read_fields_from(estimator_parts::centring_fields(), section, start);
   if (parameters.centre_passes > 1 && !model.capabilities().latent_gibbs_step)
     throw Error(fmt::format("{} = {}: only a model whose gradient Gibbs-samples latent variables (capability "
                             "latent-gibbs-step) has a random full gradient to average; this one's is exact",
                             section.describe("centre_passes"), parameters.centre_passes));
-  if (const std::string text = section.text("centre", ""); !text.empty()) {  // "": find θ̂ by the centring phase
-    parameters.centre = estimator_parts::parse_centre(section, text, model.dimension());
+  if (parameters.centre) {
+    if (parameters.centre->size() != model.dimension())
+      throw Error(fmt::format("{}: {} number(s) given; the model has {} parameters", section.describe("centre"),
+                              parameters.centre->size(), model.dimension()));
     for (const char* key : {"centring", "sgd_iterations", "sgd_schedule", "sgd_step_size", "sgd_decay_b", "sgd_decay_c"})
       if (section.contains(key))
         throw Error(fmt::format("{}: not used when {}.centre is given (there is no centring phase)", section.describe(key),
@@ -422,12 +475,17 @@ CvParameters CvParameters::from_settings(const Settings& section, const Model& m
   return parameters;
 }
 
+const FieldTable<SvrgParameters>& SvrgParameters::fields() {
+  static const FieldTable<SvrgParameters> table = concat<SvrgParameters>(
+      {nested<SvrgParameters>(&SvrgParameters::batches, ItemSamplingParameters::fields()),
+       estimator_parts::snapshot_fields()});
+  return table;
+}
+
 SvrgParameters SvrgParameters::from_settings(const Settings& section, const Model& model) {
-  SvrgParameters parameters;
-  parameters.batches = ItemSamplingParameters::from_settings(section, model);
-  parameters.period = static_cast<std::uint64_t>(section.integer_at_least(
-      "period", static_cast<std::int64_t>(estimator_parts::one_pass(model, *parameters.batches.batch_size)), 1));
-  return parameters;
+  SvrgParameters start{.batches = ItemSamplingParameters::from_settings(section, model)};
+  start.period = estimator_parts::one_pass(model, *start.batches.batch_size);
+  return estimator_parts::read_fields_from(estimator_parts::snapshot_fields(), section, start);
 }
 
 }  // namespace sgmcmc

@@ -8,6 +8,7 @@ module;
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 #include <fmt/format.h>
 export module sgmcmc.estimators;
@@ -45,11 +46,16 @@ namespace sgmcmc {
 
 namespace estimator_parts {
 
+/// A catalogue entry whose keys are those of `Parameters::fields()`: built by
+/// `make_estimator(Parameters::from_settings(section, model), model)`.
 template <class Parameters>
-EstimatorFactory factory() {
-  return [](const Settings& section, const Model& model) {
-    return make_estimator(Parameters::from_settings(section, model), model);
-  };
+CatalogueEntry<EstimatorFactory> estimator_entry(std::string name, std::string description, std::string mh_refusal = {}) {
+  std::vector<KeyDoc> documented = key_docs(Parameters::fields());
+  return {std::move(name), std::move(description), keys_of(documented),
+          [](const Settings& section, const Model& model) {
+            return make_estimator(Parameters::from_settings(section, model), model);
+          },
+          std::move(mh_refusal), std::move(documented)};
 }
 
 }  // namespace estimator_parts
@@ -57,37 +63,27 @@ EstimatorFactory factory() {
 using namespace estimator_parts;
 
 const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
+  // The keys, their defaults and docs are the parameter structs' field tables (`sgmcmc list`).
   static const std::vector<CatalogueEntry<EstimatorFactory>> catalogue = {
-      {"exact", "full-data gradient (O(N) per step); for references and MALA/HMC", {}, factory<ExactParameters>()},
-      {"minibatch", "SGLD's estimate (N/n) Σ_S ∇f_i; keys batch_size (100), replacement (false)",
-       {"batch_size", "replacement"}, factory<MinibatchParameters>()},
-      {"cv",
-       "SGLD-CV control variates around θ̂ (Baker et al. 2019, eq. 4); θ̂ by a centring phase from the start point, "
-       "or given; keys batch_size, replacement, sampling (uniform|lipschitz), centre (θ̂ as \"x1, x2, ...\"), "
-       "centring (sgd: SGD's last iterate | sgld: mean of an SGLD burn-in's second half), sgd_iterations (centring "
-       "steps; one pass), sgd_schedule (polynomial for sgd, constant for sgld), sgd_step_size (0: 1/λ̂, the "
-       "estimated largest curvature), sgd_decay_b (1), sgd_decay_c (1), centre_passes (1; full passes averaged for "
-       "∇U(θ̂), latent-variable models)",
-       {"batch_size", "replacement", "sampling", "centre", "centring", "sgd_iterations", "sgd_schedule", "sgd_step_size",
-        "sgd_decay_b", "sgd_decay_c", "centre_passes"},
-       factory<CvParameters>()},
-      {"svrg",
-       "SVRG-LD: control variates around a snapshot refreshed every `period` iterations (Dubey et al. 2016); "
-       "keys batch_size, replacement, sampling, period (one pass)",
-       {"batch_size", "replacement", "sampling", "period"}, factory<SvrgParameters>(),
-       "svrg's estimate depends on the chain's history (a snapshot taken at an earlier state, which may move inside "
-       "a block), so the reverse of a block cannot reproduce its kicks and the MH test is not exact; the test of "
-       "Garriga-Alonso & Fortuin (2021, §4) needs every kick's minibatch drawn independently of the state: use "
-       "'minibatch' or 'cv' (a fixed centre)"},
-      {"saga",
-       "SAGA-LD: table of the last gradient of every item (Dubey et al. 2016), N scalars for GLM models, N × s for "
-       "sparse item gradients; "
-       "keys batch_size, replacement, sampling, memory_limit_mb (1024, all chains together)",
-       {"batch_size", "replacement", "sampling", "memory_limit_mb"}, factory<SagaParameters>(),
-       "saga's estimate depends on the chain's history (its table holds gradients at earlier states and changes at "
-       "every kick), so the reverse of a block cannot reproduce its kicks and the MH test is not exact; the test of "
-       "Garriga-Alonso & Fortuin (2021, §4) needs every kick's minibatch drawn independently of the state: use "
-       "'minibatch' or 'cv' (a fixed centre)"},
+      estimator_entry<ExactParameters>("exact", "full-data gradient (O(N) per step); for references and MALA/HMC"),
+      estimator_entry<MinibatchParameters>("minibatch", "SGLD's estimate (N/n) Σ_S ∇f_i"),
+      estimator_entry<CvParameters>("cv",
+                                    "SGLD-CV control variates around θ̂ (Baker et al. 2019, eq. 4); θ̂ by a centring "
+                                    "phase (SGD, or an SGLD burn-in) from the start point, or given"),
+      estimator_entry<SvrgParameters>(
+          "svrg", "SVRG-LD: control variates around a snapshot refreshed every `period` iterations (Dubey et al. 2016)",
+          "svrg's estimate depends on the chain's history (a snapshot taken at an earlier state, which may move inside "
+          "a block), so the reverse of a block cannot reproduce its kicks and the MH test is not exact; the test of "
+          "Garriga-Alonso & Fortuin (2021, §4) needs every kick's minibatch drawn independently of the state: use "
+          "'minibatch' or 'cv' (a fixed centre)"),
+      estimator_entry<SagaParameters>(
+          "saga",
+          "SAGA-LD: table of the last gradient of every item (Dubey et al. 2016), N scalars for GLM models, N × s for "
+          "sparse item gradients",
+          "saga's estimate depends on the chain's history (its table holds gradients at earlier states and changes at "
+          "every kick), so the reverse of a block cannot reproduce its kicks and the MH test is not exact; the test of "
+          "Garriga-Alonso & Fortuin (2021, §4) needs every kick's minibatch drawn independently of the state: use "
+          "'minibatch' or 'cv' (a fixed centre)"),
   };
   return catalogue;
 }
@@ -102,19 +98,25 @@ std::string estimator_memory_refusal(const Settings& section, const Model& model
   return refusal.empty() ? "" : fmt::format("{}: {}", section.describe("memory_limit_mb"), refusal);
 }
 
+// Each checks its parameters against its table first (what from_settings has checked already, for
+// a struct built in code); the estimator then refuses what needs the model.
 std::unique_ptr<Estimator> make_estimator(const ExactParameters&, const Model& model) {
   return std::make_unique<ExactEstimator>(model);
 }
 std::unique_ptr<Estimator> make_estimator(const MinibatchParameters& parameters, const Model& model) {
+  check_fields(MinibatchParameters::fields(), parameters, "estimator minibatch");
   return std::make_unique<MinibatchEstimator>(parameters, model);
 }
 std::unique_ptr<Estimator> make_estimator(const CvParameters& parameters, const Model& model) {
+  check_fields(CvParameters::fields(), parameters, "estimator cv");
   return std::make_unique<ControlVariateEstimator>(parameters, model);
 }
 std::unique_ptr<Estimator> make_estimator(const SvrgParameters& parameters, const Model& model) {
+  check_fields(SvrgParameters::fields(), parameters, "estimator svrg");
   return std::make_unique<SvrgEstimator>(parameters, model);
 }
 std::unique_ptr<Estimator> make_estimator(const SagaParameters& parameters, const Model& model) {
+  check_fields(SagaParameters::fields(), parameters, "estimator saga");
   return std::make_unique<SagaEstimator>(parameters, model);
 }
 

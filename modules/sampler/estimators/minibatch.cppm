@@ -120,14 +120,11 @@ void scaled_batch_plus_prior_float(std::span<const float> theta, std::span<const
 /// The default batch size, min(100, N).
 std::size_t default_batch_size(const Model& model) { return std::min<std::size_t>(100, model.num_items()); }
 
-/// batch_size (default min(100, N)); an explicit value above N is an error, not silently N.
-std::size_t read_batch_size(const Settings& section, const Model& model) {
-  const auto items = static_cast<std::int64_t>(model.num_items());
-  const std::int64_t size = section.integer_at_least("batch_size", static_cast<std::int64_t>(default_batch_size(model)), 1);
-  if (size > items)
+/// An explicit batch_size above N is an error, not silently N (the default, min(100, N), never is).
+void check_batch_fits(const Settings& section, std::size_t batch_size, const Model& model) {
+  if (batch_size > model.num_items())
     throw Error(fmt::format("{}: a batch of {} items is larger than the data set (N = {} items); choose at most {}",
-                            section.describe("batch_size"), size, items, items));
-  return static_cast<std::size_t>(size);
+                            section.describe("batch_size"), batch_size, model.num_items(), model.num_items()));
 }
 
 /// A batch size from plain parameters: the default for none, refused outside 1..N.
@@ -182,10 +179,26 @@ private:
 
 }  // namespace estimator_parts
 
+const FieldTable<ExactParameters>& ExactParameters::fields() {
+  static const FieldTable<ExactParameters> none;
+  return none;
+}
+
 ExactParameters ExactParameters::from_settings(const Settings&, const Model&) { return {}; }
 
+const FieldTable<MinibatchParameters>& MinibatchParameters::fields() {
+  using P = MinibatchParameters;
+  static const FieldTable<P> table = {
+      estimator_parts::batch_size_field<P>(),
+      flag_field("replacement", &P::replacement, "draw S with replacement; false: n distinct items")};
+  return table;
+}
+
 MinibatchParameters MinibatchParameters::from_settings(const Settings& section, const Model& model) {
-  return {.batch_size = estimator_parts::read_batch_size(section, model), .replacement = section.flag("replacement", false)};
+  const auto parameters =
+      estimator_parts::read_fields_from(fields(), section, MinibatchParameters{.batch_size = estimator_parts::default_batch_size(model)});
+  estimator_parts::check_batch_fits(section, *parameters.batch_size, model);
+  return parameters;
 }
 
 }  // namespace sgmcmc

@@ -351,9 +351,28 @@ private:
 
 namespace sgmcmc {
 
+namespace estimator_parts {
+
+/// saga's own key, after the batch's.
+const FieldTable<SagaParameters>& saga_table_fields() {
+  using P = SagaParameters;
+  static const FieldTable<P> table = {number_field<P>(
+      "memory_limit_mb", &P::memory_limit_mb,
+      "the most all chains' gradient tables may take together, in MB; more is refused before allocation", positive())};
+  return table;
+}
+
+}  // namespace estimator_parts
+
+const FieldTable<SagaParameters>& SagaParameters::fields() {
+  static const FieldTable<SagaParameters> table = concat<SagaParameters>(
+      {nested<SagaParameters>(&SagaParameters::batches, ItemSamplingParameters::fields()), estimator_parts::saga_table_fields()});
+  return table;
+}
+
 SagaParameters SagaParameters::from_settings(const Settings& section, const Model& model) {
-  SagaParameters parameters{.batches = ItemSamplingParameters::from_settings(section, model),
-                            .memory_limit_mb = section.positive_number("memory_limit_mb", 1024.0)};
+  const auto parameters =
+      estimator_parts::read_fields_from(estimator_parts::saga_table_fields(), section, SagaParameters{.batches = ItemSamplingParameters::from_settings(section, model)});
   if (const auto refusal = estimator_parts::SagaEstimator::table_refusal(model, parameters.memory_limit_mb);
       !refusal.empty())
     throw Error(fmt::format("{}: {}", section.describe("memory_limit_mb"), refusal));

@@ -75,19 +75,12 @@ private:
   std::vector<std::size_t> alias_;
 };
 
-Sampling read_sampling(const Settings& section, const Model& model) {
-  const std::string name = section.text("sampling", "uniform");
-  const std::pair<const char*, Sampling> known[] = {{"uniform", Sampling::uniform}, {"lipschitz", Sampling::lipschitz}};
-  for (const auto& [known_name, sampling] : known) {
-    if (name != known_name) continue;
-    if (sampling == Sampling::lipschitz && !model.capabilities().lipschitz_bounds)
-      throw Error(fmt::format("{} = 'lipschitz' needs a model with the 'lipschitz-bounds' capability "
-                              "(per-item Lipschitz constants L_i); use 'uniform'",
-                              section.describe("sampling")));
-    return sampling;
-  }
-  throw Error(fmt::format("{}: unknown sampling '{}'; known: uniform (p_i = 1/N), lipschitz (p_i ∝ L_i)",
-                          section.describe("sampling"), name));
+/// sampling = "lipschitz" needs the model's per-item bounds L_i.
+void check_sampling_fits(const Settings& section, Sampling sampling, const Model& model) {
+  if (sampling == Sampling::lipschitz && !model.capabilities().lipschitz_bounds)
+    throw Error(fmt::format("{} = 'lipschitz' needs a model with the 'lipschitz-bounds' capability "
+                            "(per-item Lipschitz constants L_i); use 'uniform'",
+                            section.describe("sampling")));
 }
 
 /// Draws S for the control-variate estimators.
@@ -96,9 +89,7 @@ public:
   ItemSampler(const ItemSamplingParameters& parameters, const Model& model)
       : num_items_(model.num_items()), batch_size_(resolve_batch_size(parameters.batch_size, model)),
         sampling_(parameters.sampling),
-        with_replacement_(parameters.replacement.value_or(sampling_ != Sampling::uniform)) {
-    require_parameter(sampling_ == Sampling::uniform || with_replacement_, "estimator",
-                      "replacement = true with sampling = 'lipschitz' (independent draws)", with_replacement_);
+        with_replacement_(parameters.with_replacement()) {
     if (sampling_ == Sampling::uniform)
       uniform_.emplace(num_items_, batch_size_, with_replacement_);
     else
@@ -172,16 +163,33 @@ std::size_t one_pass(const Model& model, std::size_t batch_size) {
 
 namespace sgmcmc {
 
+const FieldTable<ItemSamplingParameters>& ItemSamplingParameters::fields() {
+  using P = ItemSamplingParameters;
+  static const FieldTable<P> table = [] {
+    Field<P> replacement = estimator_parts::fallback_flag_field<P>(
+        "replacement", &P::replacement, [](const P& p) { return p.with_replacement(); }, "false; true for lipschitz",
+        "draw S with replacement; false: n distinct items");
+    replacement.shown.constraint = "true for lipschitz";
+    replacement.problem = [](const P& p) -> std::string {
+      if (p.sampling == Sampling::uniform || p.with_replacement()) return "";
+      return "expected true with sampling = 'lipschitz', which draws items independently with p_i ∝ L_i, that is "
+             "with replacement (remove the key or set it to true), found false";
+    };
+    return FieldTable<P>{
+        estimator_parts::batch_size_field<P>(),
+        choice_field("sampling", &P::sampling, {{"uniform", Sampling::uniform}, {"lipschitz", Sampling::lipschitz}},
+                     "how S is drawn: uniform, p_i = 1/N; lipschitz, p_i ∝ L_i (Baker et al. 2019, eq. 4; models with "
+                     "lipschitz-bounds)"),
+        replacement};
+  }();
+  return table;
+}
+
 ItemSamplingParameters ItemSamplingParameters::from_settings(const Settings& section, const Model& model) {
-  ItemSamplingParameters parameters;
-  parameters.batch_size = estimator_parts::read_batch_size(section, model);
-  parameters.sampling = estimator_parts::read_sampling(section, model);
-  const bool independent = parameters.sampling != Sampling::uniform;
-  parameters.replacement = section.flag("replacement", independent);
-  if (independent && !*parameters.replacement)
-    throw Error(fmt::format("{} = false, but sampling = 'lipschitz' draws items independently with "
-                            "p_i ∝ L_i, that is with replacement; remove the key or set it to true",
-                            section.describe("replacement")));
+  const auto parameters =
+      estimator_parts::read_fields_from(fields(), section, ItemSamplingParameters{.batch_size = estimator_parts::default_batch_size(model)});
+  estimator_parts::check_batch_fits(section, *parameters.batch_size, model);
+  estimator_parts::check_sampling_fits(section, parameters.sampling, model);
   return parameters;
 }
 
