@@ -114,29 +114,37 @@ Field<P> flag_field(std::string key, bool P::*member, std::string doc) {
           [key, member](const Settings& section, P& p) { p.*member = section.flag(key, p.*member); }};
 }
 
+/// "a, b, c": the names of a choice key's values.
+template <class Value>
+std::string choice_names(const std::vector<std::pair<std::string, Value>>& choices) {
+  std::vector<std::string> names;
+  for (const auto& choice : choices) names.push_back(choice.first);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+/// The value of `choices` that `section` names for `key`, `in_force` when the key is unset; an
+/// unknown name is an Error naming the key, where it was set and the known names. choice_field
+/// reads with it; a choice whose default depends on another key calls it itself.
+template <class Value>
+Value read_choice(const Settings& section, const std::string& key,
+                  const std::vector<std::pair<std::string, Value>>& choices, const Value& in_force) {
+  std::string in_force_name;
+  for (const auto& [name, value] : choices)
+    if (value == in_force) in_force_name = name;
+  const std::string wanted = section.text(key, in_force_name);
+  for (const auto& [name, value] : choices)
+    if (name == wanted) return value;
+  throw Error(fmt::format("{}: unknown {} '{}'; known: {}", section.describe(key), key, wanted, choice_names(choices)));
+}
+
 /// A key naming one of `choices` (a string in the file, an enum or a bool in P).
 template <class P, class Value>
 Field<P> choice_field(std::string key, Value P::*member, std::vector<std::pair<std::string, Value>> choices, std::string doc) {
-  std::vector<std::string> names;
   std::string shown_default;
-  for (const auto& [name, value] : choices) {
-    names.push_back(name);
+  for (const auto& [name, value] : choices)
     if (value == P{}.*member) shown_default = name;
-  }
-  return {{key, shown_default, fmt::format("{}", fmt::join(names, ", ")), std::move(doc)},
-          [key, member, choices, names](const Settings& section, P& p) {
-            std::string in_force;
-            for (const auto& [name, value] : choices)
-              if (value == p.*member) in_force = name;
-            const std::string wanted = section.text(key, in_force);
-            for (const auto& [name, value] : choices)
-              if (name == wanted) {
-                p.*member = value;
-                return;
-              }
-            throw Error(fmt::format("{}: unknown {} '{}'; known: {}", section.describe(key), key, wanted,
-                                    fmt::join(names, ", ")));
-          }};
+  return {{key, shown_default, choice_names(choices), std::move(doc)},
+          [key, member, choices](const Settings& section, P& p) { p.*member = read_choice(section, key, choices, p.*member); }};
 }
 
 /// `table`, the table of the struct P holds as `part`, as keys of P: `nested<P>(&P::schedule, table)`
@@ -161,18 +169,56 @@ FieldTable<P> concat(std::initializer_list<FieldTable<P>> tables) {
   return all;
 }
 
+/// The struct `section` describes, read from `start` (P's defaults, with those that depend on the
+/// model or the data filled in): each key read in the table's order and checked as soon as it is
+/// read; the error names the key and where it was set.
+template <class P>
+P read_fields_from(const FieldTable<P>& table, const Settings& section, P start) {
+  for (const auto& field : table) {
+    field.read(section, start);
+    if (!field.problem) continue;
+    if (const std::string problem = field.problem(start); !problem.empty())
+      throw Error(fmt::format("{}: {}", section.describe(field.shown.key), problem));
+  }
+  return start;
+}
+
+/// An integer key whose member is unset by default, the default then depending on the model:
+/// from_settings seeds the member with it before reading (read_fields_from), so that the manifest
+/// records it, and `shown_default` says what it is, for the docs ("min(100, N)"). An unseeded
+/// member stays unset unless the key is given. Its constraint is checked on the value as read.
+template <class P, class Integer>
+Field<P> seeded_integer_field(std::string key, std::optional<Integer> P::*member, std::string shown_default,
+                              std::string doc, Constraint constraint) {
+  return {{key, std::move(shown_default), constraint.summary, std::move(doc)},
+          [key, member, constraint](const Settings& section, P& p) {
+            if (!(p.*member) && !section.contains(key)) return;
+            const std::int64_t value = section.integer(key, static_cast<std::int64_t>((p.*member).value_or(0)));
+            if (const std::string problem = violation(constraint, static_cast<double>(value)); !problem.empty())
+              throw Error(fmt::format("{}: {}", section.describe(key), problem));
+            p.*member = static_cast<Integer>(value);
+          },
+          [member, constraint](const P& p) {
+            return p.*member ? violation(constraint, static_cast<double>(*(p.*member))) : std::string();
+          }};
+}
+
+/// A true/false key whose member is unset by default, the default then computed from members read
+/// before it (`fallback`); `shown_default` says how, for the docs.
+template <class P>
+Field<P> fallback_flag_field(std::string key, std::optional<bool> P::*member, std::function<bool(const P&)> fallback,
+                             std::string shown_default, std::string doc) {
+  return {{key, std::move(shown_default), "", std::move(doc)},
+          [key, member, fallback](const Settings& section, P& p) {
+            p.*member = section.flag(key, (p.*member).value_or(fallback(p)));
+          }};
+}
+
 /// The struct `section` describes: each key read in the table's order and checked as soon as it is
 /// read; the error names the key and where it was set.
 template <class P>
 P read_fields(const FieldTable<P>& table, const Settings& section) {
-  P parameters{};
-  for (const auto& field : table) {
-    field.read(section, parameters);
-    if (!field.problem) continue;
-    if (const std::string problem = field.problem(parameters); !problem.empty())
-      throw Error(fmt::format("{}: {}", section.describe(field.shown.key), problem));
-  }
-  return parameters;
+  return read_fields_from(table, section, P{});
 }
 
 /// The same checks on a struct built in code: "{component}: {key}: expected …, found …".

@@ -68,14 +68,12 @@ struct Collection {
 
 enum class SgdScheduleKind { polynomial, constant };
 
-/// The keys of SGLD-CV's centring steps (estimator `cv`, SGD or SGLD); the defaults are the Settings path's.
+/// The keys of SGLD-CV's centring steps (estimator `cv`, SGD or SGLD), read by CvParameters' field table.
 struct SgdScheduleParameters {
   double step_size = 0.0;  // h_0 >= 0; 0: 1/λ̂, estimated from the curvature at the start point
   SgdScheduleKind schedule = SgdScheduleKind::polynomial;
   double decay_b = 1.0;  // b > 0
   double decay_c = 1.0;  // 0.5 < c <= 1 (polynomial)
-  /// Reads sgd_step_size, sgd_decay_b, sgd_decay_c and sgd_schedule (default: `default_schedule`), in that order.
-  static SgdScheduleParameters from_settings(const Settings& section, std::string_view default_schedule = "polynomial");
 };
 
 /// SGD step sizes h_k, k = 1, 2, ...: constant h_0, or the Robbins–Monro family
@@ -88,7 +86,7 @@ struct SgdScheduleParameters {
 /// (K = N/n) leaves θ̂ about one posterior standard deviation from the mode.
 class SgdSchedule {
 public:
-  /// Refuses a negative or non-finite h_0 and b <= 0; from_settings checks c.
+  /// Refuses a negative or non-finite h_0 and b <= 0 (CvParameters' field table checks c).
   explicit SgdSchedule(const SgdScheduleParameters& parameters);
 
   /// Whether h_0 is to be estimated (sgd_step_size = 0, the default).
@@ -177,28 +175,6 @@ Collection Collection::from_settings(const Settings& run, const Settings& integr
   const auto length = parameters.cycle_length;
   const auto kept = static_cast<std::uint64_t>(std::llround(fraction * static_cast<double>(length)));
   return {.cycle_length = length, .sampling_iterations = std::clamp<std::uint64_t>(kept, 1, length)};
-}
-
-SgdScheduleParameters SgdScheduleParameters::from_settings(const Settings& section, std::string_view default_schedule) {
-  SgdScheduleParameters parameters{.step_size = section.number("sgd_step_size", 0.0),
-                                   .decay_b = section.positive_number("sgd_decay_b", 1.0),
-                                   .decay_c = section.number("sgd_decay_c", 1.0)};
-  if (!(parameters.step_size >= 0.0) || !std::isfinite(parameters.step_size))
-    throw Error(fmt::format("{}: expected a number > 0, or 0 for 1/λ̂ (estimated), found {}",
-                            section.describe("sgd_step_size"), parameters.step_size));
-  const std::string name = section.text("sgd_schedule", std::string(default_schedule));
-  if (name == "constant") {
-    parameters.schedule = SgdScheduleKind::constant;
-    return parameters;
-  }
-  if (name != "polynomial")
-    throw Error(fmt::format("{}: unknown schedule '{}'; known: polynomial (h_0 (1 + (k-1)/b)^-c, Robbins–Monro), "
-                            "constant",
-                            section.describe("sgd_schedule"), name));
-  if (!(parameters.decay_c > 0.5 && parameters.decay_c <= 1.0))
-    throw Error(fmt::format("{}: expected 0.5 < c <= 1 (Robbins–Monro: Σh_k = ∞, Σh_k² < ∞), found {}",
-                            section.describe("sgd_decay_c"), parameters.decay_c));
-  return parameters;
 }
 
 SgdSchedule::SgdSchedule(const SgdScheduleParameters& parameters)

@@ -458,7 +458,7 @@ const FieldTable<CvParameters>& CvParameters::fields() {
 CvParameters CvParameters::from_settings(const Settings& section, const Model& model) {
   CvParameters start{.batches = ItemSamplingParameters::from_settings(section, model)};
   start.sgd_iterations = estimator_parts::one_pass(model, *start.batches.batch_size);
-  const auto parameters = estimator_parts::read_fields_from(estimator_parts::centring_fields(), section, start);
+  const auto parameters = read_fields_from(estimator_parts::centring_fields(), section, start);
   if (parameters.centre_passes > 1 && !model.capabilities().latent_gibbs_step)
     throw Error(fmt::format("{} = {}: only a model whose gradient Gibbs-samples latent variables (capability "
                             "latent-gibbs-step) has a random full gradient to average; this one's is exact",
@@ -485,7 +485,7 @@ const FieldTable<SvrgParameters>& SvrgParameters::fields() {
 SvrgParameters SvrgParameters::from_settings(const Settings& section, const Model& model) {
   SvrgParameters start{.batches = ItemSamplingParameters::from_settings(section, model)};
   start.period = estimator_parts::one_pass(model, *start.batches.batch_size);
-  return estimator_parts::read_fields_from(estimator_parts::snapshot_fields(), section, start);
+  return read_fields_from(estimator_parts::snapshot_fields(), section, start);
 }
 
 }  // namespace sgmcmc

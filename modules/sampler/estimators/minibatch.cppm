@@ -196,7 +196,7 @@ const FieldTable<MinibatchParameters>& MinibatchParameters::fields() {
 
 MinibatchParameters MinibatchParameters::from_settings(const Settings& section, const Model& model) {
   const auto parameters =
-      estimator_parts::read_fields_from(fields(), section, MinibatchParameters{.batch_size = estimator_parts::default_batch_size(model)});
+      read_fields_from(fields(), section, MinibatchParameters{.batch_size = estimator_parts::default_batch_size(model)});
   estimator_parts::check_batch_fits(section, *parameters.batch_size, model);
   return parameters;
 }

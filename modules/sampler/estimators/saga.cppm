@@ -372,7 +372,7 @@ const FieldTable<SagaParameters>& SagaParameters::fields() {
 
 SagaParameters SagaParameters::from_settings(const Settings& section, const Model& model) {
   const auto parameters =
-      estimator_parts::read_fields_from(estimator_parts::saga_table_fields(), section, SagaParameters{.batches = ItemSamplingParameters::from_settings(section, model)});
+      read_fields_from(estimator_parts::saga_table_fields(), section, SagaParameters{.batches = ItemSamplingParameters::from_settings(section, model)});
   if (const auto refusal = estimator_parts::SagaEstimator::table_refusal(model, parameters.memory_limit_mb);
       !refusal.empty())
     throw Error(fmt::format("{}: {}", section.describe("memory_limit_mb"), refusal));

@@ -166,7 +166,7 @@ namespace sgmcmc {
 const FieldTable<ItemSamplingParameters>& ItemSamplingParameters::fields() {
   using P = ItemSamplingParameters;
   static const FieldTable<P> table = [] {
-    Field<P> replacement = estimator_parts::fallback_flag_field<P>(
+    Field<P> replacement = fallback_flag_field<P>(
         "replacement", &P::replacement, [](const P& p) { return p.with_replacement(); }, "false; true for lipschitz",
         "draw S with replacement; false: n distinct items");
     replacement.shown.constraint = "true for lipschitz";
@@ -187,7 +187,7 @@ const FieldTable<ItemSamplingParameters>& ItemSamplingParameters::fields() {
 
 ItemSamplingParameters ItemSamplingParameters::from_settings(const Settings& section, const Model& model) {
   const auto parameters =
-      estimator_parts::read_fields_from(fields(), section, ItemSamplingParameters{.batch_size = estimator_parts::default_batch_size(model)});
+      read_fields_from(fields(), section, ItemSamplingParameters{.batch_size = estimator_parts::default_batch_size(model)});
   estimator_parts::check_batch_fits(section, *parameters.batch_size, model);
   estimator_parts::check_sampling_fits(section, parameters.sampling, model);
   return parameters;
