@@ -11,6 +11,7 @@ export import sgmcmc.schedules;
 export import sgmcmc.estimators;
 export import sgmcmc.integrators;
 export import sgmcmc.correctors;
+export import sgmcmc.adaptation;
 export import sgmcmc.chain;
 export import sgmcmc.assembly;
 export import sgmcmc.io;

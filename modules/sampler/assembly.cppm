@@ -36,7 +36,7 @@ std::unique_ptr<Corrector> make_corrector(const RunConfig& config, const Model& 
   const CorrectorTarget target{model, integrator};
   auto corrector = choose(corrector_catalogue(), section, default_corrector).make(section, target);
   if (!corrector->tests_acceptance()) {
-    if (integrator.adapts_step_size())
+    if (integrator.adaptation().step.adapt)
       throw Error(fmt::format("{}: adapt_step_size = true needs corrector.name = \"mh\": the step size is adapted to a "
                               "target MH acceptance rate, and without an MH test there is no acceptance signal (for an "
                               "uncorrected chain, `sgmcmc tune` chooses the step by the kernel Stein discrepancy of "

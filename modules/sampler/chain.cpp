@@ -21,7 +21,7 @@ namespace sgmcmc {
 Chain::Chain(std::shared_ptr<const Model> model, std::unique_ptr<Estimator> estimator,
              std::unique_ptr<Integrator> integrator, std::unique_ptr<Corrector> corrector, Rng rng)
     : model_(std::move(model)), workspace_(model_->make_workspace()), estimator_(std::move(estimator)),
-      integrator_(std::move(integrator)), corrector_(std::move(corrector)), rng_(rng),
+      integrator_(std::move(integrator)), corrector_(std::move(corrector)), adaptation_(*integrator_), rng_(rng),
       capabilities_(model_->capabilities()) {
   state_.reflect_at_zero = capabilities_.positive_parameters;
 }
@@ -43,7 +43,7 @@ void Chain::check(const ChainSchedule& schedule) const {
       throw Error(fmt::format("run.{} = {} must be a multiple of corrector.every = {}: draws and metrics are the "
                               "corrected states at the ends of blocks",
                               key, every, block_length));
-  if (integrator_->adapts_step_size() && schedule.warmup == 0)
+  if (adaptation_.settings().step.adapt && schedule.warmup == 0)
     throw Error("integrator.adapt_step_size = true needs a warmup (run.warmup > 0): the step size is adapted during "
                 "the warmup and frozen at its end, and without one the whole run would be an adaptive, not a fixed, "
                 "kernel");
@@ -186,6 +186,7 @@ void Chain::saved_fields(Self& self, Archive& archive) {
   archive(tally.decided_blocks, tally.decided_accepted, tally.window_blocks, tally.window_accepted);
   archive.nested(self.rng_);
   archive.nested(*self.integrator_);
+  archive.nested(self.adaptation_);
   archive.nested(*self.estimator_);
   archive.nested(*self.corrector_);
   archive.section("model workspace");
@@ -329,7 +330,8 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
         result.message = fmt::format("diverged at iteration {}: {}; try a smaller integrator.step_size", iteration, why);
         break;
       }
-      integrator_->after_block(state_, schedule.warmup, decision);
+      adaptation_.after_block(state_, schedule.warmup, decision);
+      if (iteration == schedule.warmup) integrator_->end_warmup();
     }
     result.iterations = iteration;
     if (iteration == schedule.warmup) tally_.warmup_seconds = seconds().wall;
@@ -386,7 +388,7 @@ ChainResult Chain::run(const ChainSchedule& schedule, ChainObserver& observer,
   result.mean_accept_stat = tally_.blocks ? tally_.accept_sum / static_cast<double>(tally_.blocks) : 0.0;
   result.estimator_choices = estimator_->choices();
   result.adapted_mass = integrator_->adapted_mass();
-  result.adapted_step_size = integrator_->adapted_step_size();
+  result.adapted_step_size = adaptation_.adapted_step_size();
   return result;
 }
 

@@ -1,5 +1,6 @@
 // The chain loop: Model × Estimator × Integrator × Corrector composed into one Markov chain,
-// with cost accounting, thinning, recording and metric evaluation.
+// with the warmup's adaptation of the integrator (Adaptation), cost accounting, thinning,
+// recording and metric evaluation.
 module;
 #include <algorithm>
 #include <atomic>
@@ -17,6 +18,7 @@ module;
 export module sgmcmc.chain;
 export import sgmcmc.sampler;
 export import sgmcmc.schedules;  // ChainSchedule::collect
+export import sgmcmc.adaptation;
 import sgmcmc.error;
 
 export namespace sgmcmc {
@@ -151,7 +153,7 @@ public:
 
   /// Everything the chain needs to continue bit for bit: θ, momentum, kept gradient, iteration,
   /// random stream, cost, acceptance tallies, sampling seconds, and the state of the estimator,
-  /// integrator, corrector and model workspace.
+  /// integrator, adaptation, corrector and model workspace.
   void save_state(StateWriter& out) const;
   /// Reads what save_state wrote into a chain built from the same configuration; run() then
   /// continues after the saved iteration (the start point, integrator draw and estimator
@@ -176,6 +178,8 @@ public:
   /// The block length and whether draws carry an MH decision are the corrector's.
   const Corrector& corrector() const { return *corrector_; }
   const Integrator& integrator() const { return *integrator_; }
+  /// What the warmup adapts (the integrator's adapt_mass, adapt_step_size) and its state.
+  const Adaptation& adaptation() const { return adaptation_; }
 
 private:
   double log_density(ChainContext& context);
@@ -220,6 +224,7 @@ private:
   std::unique_ptr<Estimator> estimator_;
   std::unique_ptr<Integrator> integrator_;
   std::unique_ptr<Corrector> corrector_;
+  Adaptation adaptation_;  // of *integrator_, declared after it
   Rng rng_;
   Cost cost_;
   ChainState state_;

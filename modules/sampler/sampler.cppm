@@ -118,6 +118,36 @@ public:
   virtual void estimate_float(std::span<const float> /*theta*/, std::span<float> /*gradient*/, ChainContext& /*context*/) {}
 };
 
+/// The intervals of Stan's windowed adaptation of the mass (MassAdaptation, sgmcmc.adaptation), in
+/// iterations: CmdStan's adapt init_buffer, window and term_buffer (integrator.adapt_init_buffer,
+/// adapt_window, adapt_term_buffer).
+struct AdaptationWindows {
+  std::uint64_t init_buffer = 75;  // the fast interval: the chain finds its typical set
+  std::uint64_t window = 25;       // the first slow window; each next one is twice as long
+  std::uint64_t term_buffer = 50;  // the terminal interval (the step size settles at the final metric)
+};
+
+/// Step-size adaptation by dual averaging (Hoffman & Gelman 2014, Alg. 5, after Nesterov 2009) to
+/// a target acceptance of the MH test, during the warmup; the step is then frozen at the averaged
+/// iterate. Only for the integrators an MH test can follow (mala, obabo, baoab, ubu, hmc, leapfrog);
+/// the assembly refuses it without an MH corrector, the chain without a warmup.
+struct StepAdaptation {
+  bool adapt = false;              // integrator.adapt_step_size
+  double target_acceptance = 0.8;  // δ: integrator.target_acceptance
+};
+
+/// What an integrator's configuration asks the chain's Adaptation (sgmcmc.adaptation) to adapt
+/// during the warmup: its mass (adapt_mass, in `windows`, diagonal or `dense`) and its step size.
+/// The keys are the integrator's; the adapting is the chain's.
+struct AdaptationSettings {
+  bool mass = false;  // integrator.adapt_mass
+  bool dense = false;  // integrator.metric = "dense"
+  AdaptationWindows windows = {};
+  StepAdaptation step = {};
+  double first_step = 0.0;  // the step the dual averaging starts from (integrator.step_size, scaled)
+  bool any() const { return mass || step.adapt; }
+};
+
 struct Decision {
   double accept_stat = 1.0;   // acceptance probability of the block (Stan CSV's accept_stat__)
   bool accepted = true;
@@ -149,20 +179,21 @@ public:
   /// gradient are ChainState, which the chain saves; restore_state follows initialise().
   virtual void save_state(StateWriter& /*out*/) const {}
   virtual void restore_state(StateReader& /*in*/) {}
-  /// Called at the end of every corrector block (after its decision) with the run's warmup
-  /// length and the block's decision: an integrator that adapts its mass during the warmup learns
-  /// from the block's end state here, and may rescale the momentum to a new mass; one that adapts
-  /// its step size learns from the decision's accept_stat; after the warmup both are frozen.
-  virtual void after_block(ChainState& /*state*/, std::uint64_t /*warmup*/, const Decision& /*decision*/) {}
+  /// What the chain's Adaptation is to adapt (nothing by default). It acts on the integrator only
+  /// through the two setters below, which it calls only when asked to adapt that.
+  virtual AdaptationSettings adaptation() const { return {}; }
+  /// The step of the iterations from now on (adapt_step_size; the schedule is then constant), in
+  /// the units of integrator.step_size.
+  virtual void set_step_size(double /*step*/) {}
+  /// A window's new mass (adapt_mass): d numbers of M, or d² of M⁻¹ row by row (dense, the
+  /// regularised covariance); `state`'s momentum, m ~ N(0, T M_old), is carried to N(0, T M_new).
+  virtual void set_adapted_mass(std::vector<double> /*adapted*/, ChainState& /*state*/) {}
+  /// Called after the decision of the block that ends the warmup: a kernel that changes during the
+  /// warmup of its own accord (psgld's preconditioner) is frozen here.
+  virtual void end_warmup() {}
   /// The mass learnt from the target, adapted during the warmup or computed by prepare() (d numbers,
   /// or d² row by row for a dense metric), or empty when the mass is given.
   virtual std::vector<double> adapted_mass() const { return {}; }
-  /// Whether the step size is adapted during the warmup (integrator.adapt_step_size), which needs
-  /// an acceptance signal (an MH corrector) and a warmup.
-  virtual bool adapts_step_size() const { return false; }
-  /// The step size frozen at the end of the warmup, in the units of integrator.step_size; none
-  /// when the step is not adapted or the warmup has not ended.
-  virtual std::optional<double> adapted_step_size() const { return std::nullopt; }
   /// Why this integrator cannot target π with a warmup of `warmup` iterations (empty: it can).
   /// One whose kernel changes until the end of the warmup freezes it needs a warmup that ends.
   virtual std::string warmup_refusal(std::uint64_t /*warmup*/) const { return {}; }

@@ -593,7 +593,8 @@ TEST_CASE("dual averaging of the step: each MH test's acceptance moves the next 
   OneStep one(sgmcmc::MalaParameters{.schedule = {.step_size = epsilon0},
                                      .step_adaptation = {.adapt = true, .target_acceptance = delta}});
   HandDualAveraging hand(epsilon0);
-  CHECK(one.integrator->adapts_step_size());
+  sgmcmc::Adaptation adaptation(*one.integrator);  // the chain's, which sets the integrator's step
+  CHECK(adaptation.settings().step.adapt);
   one.step();
   CHECK(one.integrator->step_size() == epsilon0);
   const double alphas[] = {0.3, 0.95, 0.6};
@@ -601,14 +602,14 @@ TEST_CASE("dual averaging of the step: each MH test's acceptance moves the next 
     one.state.iteration = static_cast<std::uint64_t>(m);
     sgmcmc::Decision decision;
     decision.accept_stat = alphas[m - 1];
-    one.integrator->after_block(one.state, 3, decision);
+    adaptation.after_block(one.state, 3, decision);
     hand.learn(alphas[m - 1], delta);
     one.state.iteration = static_cast<std::uint64_t>(m + 1);
     one.step();
     const double expected = m < 3 ? std::exp(hand.x) : std::exp(hand.x_bar);
     INFO("block " << m);
     CHECK_THAT(one.integrator->step_size(), Catch::Matchers::WithinRel(expected, 1e-12));
-    CHECK(one.integrator->adapted_step_size().has_value() == (m == 3));
+    CHECK(adaptation.adapted_step_size().has_value() == (m == 3));
   }
   // Low acceptance (0.3 < δ) first: the step must have shrunk below ε₀·10 = exp(μ) at once.
   CHECK(std::exp(hand.mu - std::sqrt(1.0) / 0.05 * (delta - 0.3) / 11.0) < 10 * epsilon0);
@@ -616,11 +617,11 @@ TEST_CASE("dual averaging of the step: each MH test's acceptance moves the next 
   sgmcmc::Decision reject;
   reject.accept_stat = 0.0;
   one.state.iteration = 4;
-  one.integrator->after_block(one.state, 3, reject);
+  adaptation.after_block(one.state, 3, reject);
   one.state.iteration = 5;
   one.step();
   CHECK_THAT(one.integrator->step_size(), Catch::Matchers::WithinRel(std::exp(hand.x_bar), 1e-12));
-  CHECK_THAT(*one.integrator->adapted_step_size(), Catch::Matchers::WithinRel(std::exp(hand.x_bar), 1e-12));
+  CHECK_THAT(*adaptation.adapted_step_size(), Catch::Matchers::WithinRel(std::exp(hand.x_bar), 1e-12));
 }
 
 TEST_CASE("step-size adaptation is refused, naming the key and the reason, where it cannot be meaningful") {

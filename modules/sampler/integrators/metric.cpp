@@ -1,5 +1,5 @@
 // The implementation of the partition metric.cppm: the Cholesky factorisations, the metric's
-// products and draws, the Fisher mass and Stan's windowed mass adaptation.
+// products and draws and the Fisher mass.
 module;
 #include <algorithm>
 #include <cmath>
@@ -333,114 +333,6 @@ std::vector<double> fisher_mass(const Model& model, std::span<const double> thet
   }
   for (std::size_t j = 0; j < d; ++j) m[dense ? j * d + j : j] += ridge;
   return m;
-}
-
-std::optional<std::vector<double>> MassAdaptation::observe(std::uint64_t iteration, std::uint64_t warmup,
-                                                           std::span<const double> theta) {
-  if (!planned_) plan(warmup);
-  // No upper bound here: the last window closes at the first block end at or after slow_end_,
-  // which may lie a little beyond it; after that the adaptation is done.
-  if (done_ || iteration <= fast_end_) return std::nullopt;
-  add(theta);
-  if (iteration < window_end_) return std::nullopt;
-  std::optional<std::vector<double>> metric;
-  if (count_ >= 2) metric = regularised();
-  restart();
-  next_window();
-  return metric;
-}
-
-void MassAdaptation::save(StateWriter& out) const {
-  out.section("mass adaptation");
-  out.flag(planned_);
-  out.flag(done_);
-  for (std::uint64_t value : {fast_end_, slow_end_, window_size_, window_end_, count_}) out.count(value);
-  out.numbers(mean_);
-  out.numbers(squares_);
-}
-
-void MassAdaptation::restore(StateReader& in) {
-  in.section("mass adaptation");
-  planned_ = in.flag();
-  done_ = in.flag();
-  for (std::uint64_t* value : {&fast_end_, &slow_end_, &window_size_, &window_end_, &count_}) *value = in.count();
-  mean_ = in.numbers();
-  const std::size_t d = mean_.size();
-  in.numbers(squares_, dense_ ? d * d : d);  // add() indexes both by θ's coordinates
-}
-
-void MassAdaptation::plan(std::uint64_t warmup) {
-  planned_ = true;
-  std::uint64_t fast = windows_.init_buffer, base = windows_.window, terminal = windows_.term_buffer;
-  if (warmup < 20) {
-    done_ = true;
-    return;
-  }
-  if (fast + base + terminal > warmup) {
-    fast = warmup * 15 / 100;
-    terminal = warmup / 10;
-    base = warmup - fast - terminal;
-  }
-  fast_end_ = fast;
-  slow_end_ = warmup - terminal;
-  window_size_ = base;
-  window_end_ = fast + base;
-}
-
-/// Welford's update of the window's running mean and sum of squared deviations (of their outer
-/// products, dense).
-void MassAdaptation::add(std::span<const double> theta) {
-  const std::size_t d = theta.size();
-  if (mean_.size() != d) {
-    mean_.assign(d, 0.0);
-    squares_.assign(dense_ ? d * d : d, 0.0);
-  }
-  ++count_;
-  before_.resize(d);
-  for (std::size_t j = 0; j < d; ++j) {
-    before_[j] = theta[j] - mean_[j];
-    mean_[j] += before_[j] / static_cast<double>(count_);
-  }
-  for (std::size_t i = 0; i < d; ++i) {
-    if (!dense_) {
-      squares_[i] += before_[i] * (theta[i] - mean_[i]);
-      continue;
-    }
-    for (std::size_t j = 0; j < d; ++j) squares_[i * d + j] += before_[i] * (theta[j] - mean_[j]);
-  }
-}
-
-void MassAdaptation::restart() {
-  count_ = 0;
-  std::fill(mean_.begin(), mean_.end(), 0.0);
-  std::fill(squares_.begin(), squares_.end(), 0.0);
-}
-
-/// The next slow window: twice as long, stretched to the terminal interval if the one after it
-/// would not fit; none after the window that reaches it.
-void MassAdaptation::next_window() {
-  if (window_end_ >= slow_end_) {
-    done_ = true;
-    return;
-  }
-  window_size_ *= 2;
-  window_end_ += window_size_;
-  if (window_end_ + 2 * window_size_ > slow_end_) window_end_ = slow_end_;
-}
-
-std::vector<double> MassAdaptation::regularised() const {
-  const double n = static_cast<double>(count_), weight = n / (n + 5.0), shrinkage = 1e-3 * (5.0 / (n + 5.0));
-  const std::size_t d = mean_.size();
-  if (!dense_) {
-    std::vector<double> mass(d);
-    for (std::size_t j = 0; j < d; ++j) mass[j] = 1.0 / (weight * (squares_[j] / (n - 1.0)) + shrinkage);
-    return mass;
-  }
-  std::vector<double> covariance(d * d);
-  for (std::size_t i = 0; i < d; ++i)
-    for (std::size_t j = 0; j < d; ++j)
-      covariance[i * d + j] = weight * (squares_[i * d + j] / (n - 1.0)) + (i == j ? shrinkage : 0.0);
-  return covariance;
 }
 
 }  // namespace sgmcmc

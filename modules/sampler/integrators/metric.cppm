@@ -2,8 +2,8 @@
 // preconditioner M⁻¹ of sgld and mala. Diagonal (one number per coordinate, Stan's diag_e) or dense
 // (Stan's dense_e: M⁻¹ close to the posterior covariance makes a posterior whose directions
 // differ in scale and are correlated look like a unit normal to the integrator). Given, or adapted
-// during the warmup in Stan's windows (MassAdaptation), or computed before the first iteration from
-// the empirical Fisher information of the data terms (fisher_mass).
+// during the warmup in Stan's windows (the chain's MassAdaptation, sgmcmc.adaptation), or computed
+// before the first iteration from the empirical Fisher information of the data terms (fisher_mass).
 module;
 #include <algorithm>
 #include <cmath>
@@ -21,17 +21,9 @@ import sgmcmc.model;
 import sgmcmc.state;
 import sgmcmc.settings;
 import sgmcmc.fields;
+import sgmcmc.sampler;  // AdaptationWindows
 
 export namespace sgmcmc {
-
-/// The intervals of Stan's windowed adaptation (MassAdaptation), in iterations: CmdStan's
-/// adapt init_buffer, window and term_buffer (integrator.adapt_init_buffer, adapt_window,
-/// adapt_term_buffer).
-struct AdaptationWindows {
-  std::uint64_t init_buffer = 75;  // the fast interval: the chain finds its typical set
-  std::uint64_t window = 25;       // the first slow window; each next one is twice as long
-  std::uint64_t term_buffer = 50;  // the terminal interval (the step size settles at the final metric)
-};
 
 /// The mass M as configured: one number for every coordinate, d numbers (a diagonal), or, with
 /// `dense` (integrator.metric = "dense"), d² numbers, M row by row, symmetric positive definite.
@@ -44,7 +36,7 @@ struct Mass {
   /// integrator.mass = "fisher": computed at the chain's start (fisher_mass), `ridge` on its diagonal.
   bool fisher = false;
   double ridge = 1.0;
-  /// With adapt_mass: the windows it adapts in.
+  /// With adapt_mass: the windows the chain's adaptation adapts it in.
   AdaptationWindows windows = {};
 };
 
@@ -134,46 +126,6 @@ private:
   std::vector<double> values_, inverse_, sqrt_, inverse_sqrt_;  // diagonal
   std::vector<double> factor_;                                  // dense: K, row-major, lower
   mutable std::vector<double> scratch_;                         // dense: Kᵀv
-};
-
-/// Stan's windowed adaptation of the metric (Stan Development Team, Stan Reference Manual, "HMC
-/// algorithm parameters: automatic parameter tuning"; the window rules and the shrinkage as Stan's
-/// windowed_adaptation, var_adaptation and covar_adaptation apply them, no code taken) for a
-/// warmup of W iterations: an initial fast interval (init_buffer, 75 by default) in which the chain
-/// only finds the typical set, then slow windows (window, 25) doubling in length, the last one
-/// stretched to the start of a terminal interval (term_buffer, 50) whenever the next window would
-/// not fit twice. A warmup shorter than the three together is split 15 % / 75 % / 10 %; one below
-/// 20 iterations is not adapted. At the end of each slow window the metric becomes the regularised covariance
-/// of the window's n draws, shrunk towards 10⁻³ I:
-///   diagonal  M_j⁻¹ = n/(n + 5) s_j² + 10⁻³ · 5/(n + 5)   (s_j² the sample variance of θ_j),
-///   dense     M⁻¹  = n/(n + 5) S + 10⁻³ · 5/(n + 5) I     (S the sample covariance),
-/// and the window's statistics restart. Draws are the states at the ends of corrector blocks,
-/// iterations count from 1 (a window ends at the first block end at or after its last iteration).
-class MassAdaptation {
-public:
-  explicit MassAdaptation(bool dense = false, AdaptationWindows windows = {}) : dense_(dense), windows_(windows) {}
-  /// θ at the end of the block that ended at `iteration` (<= warmup); the new metric when a slow
-  /// window closes there, in Metric::adapt's form: d numbers of M, or d² of M⁻¹ (dense).
-  std::optional<std::vector<double>> observe(std::uint64_t iteration, std::uint64_t warmup,
-                                             std::span<const double> theta);
-  void save(StateWriter& out) const;
-  void restore(StateReader& in);
-
-private:
-  void plan(std::uint64_t warmup);
-  void add(std::span<const double> theta);
-  void restart();
-  void next_window();
-  std::vector<double> regularised() const;
-
-  bool dense_;
-  AdaptationWindows windows_;
-  bool planned_ = false, done_ = false;
-  std::uint64_t fast_end_ = 0, slow_end_ = 0, window_size_ = 0, window_end_ = 0;  // iterations
-  std::uint64_t count_ = 0;                                                       // draws in the window
-  std::vector<double> mean_;
-  std::vector<double> squares_;  // Σ (θ - θ̄)(θ - θ̄)ᵀ: d numbers (diagonal) or d² (dense)
-  std::vector<double> before_;   // add()'s scratch: θ - θ̄ before the update
 };
 
 }  // namespace sgmcmc

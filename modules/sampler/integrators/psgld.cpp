@@ -70,9 +70,9 @@ public:
     if (warmup == 0) return "integrator psgld needs a warmup (run.warmup > 0): " + reason;
     return {};
   }
-  /// The block that ends the warmup freezes V (the chain calls this after every block).
-  void after_block(ChainState& state, std::uint64_t warmup, const Decision&) override {
-    if (freeze_ && warmup > 0 && state.iteration >= warmup) frozen_ = true;
+  /// The block that ends the warmup freezes V (warmup_refusal ensures there is one).
+  void end_warmup() override {
+    if (freeze_) frozen_ = true;
   }
   /// Once frozen, the sampling phase is sgld with this mass: M = 1/G = λ + sqrt(V).
   std::vector<double> adapted_mass() const override {

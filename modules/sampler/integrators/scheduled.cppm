@@ -1,5 +1,6 @@
-// What every integrator shares: the base class ScheduledIntegrator (schedule, temperature, mass,
-// and the adaptation of the mass and of the step during the warmup), the readers of the keys every
+// What every integrator shares: the base class ScheduledIntegrator (schedule, temperature, mass;
+// the warmup's adaptation of the mass and the step is the chain's, sgmcmc.adaptation, which sets
+// them through the base's set_step_size and set_adapted_mass), the readers of the keys every
 // integrator reads, and the factory type of the catalogue (integrators.cppm).
 module;
 #include <algorithm>
@@ -34,15 +35,6 @@ using IntegratorFactory = std::function<std::unique_ptr<Integrator>(const Settin
 // with errors naming where a key was set; make_integrator(parameters) checks a struct built in
 // code against the same table (check_fields), so each value has one check.
 
-/// Step-size adaptation by dual averaging (Hoffman & Gelman 2014, Alg. 5, after Nesterov 2009) to
-/// a target acceptance of the MH test, during the warmup; the step is then frozen at the averaged
-/// iterate. Only for the integrators an MH test can follow (mala, obabo, baoab, ubu, hmc, leapfrog);
-/// the assembly refuses it without an MH corrector, the chain without a warmup.
-struct StepAdaptation {
-  bool adapt = false;              // integrator.adapt_step_size
-  double target_acceptance = 0.8;  // δ: integrator.target_acceptance
-};
-
 /// scale_step_with_n, which make_integrator(section, items) reads before the integrator's own keys:
 /// true reads step_size as the step for one data item (modules/README.md, "Step sizes across data sizes").
 struct StepScaling {
@@ -64,34 +56,8 @@ void new_gradient(ChainState& state, Estimator& estimator, ChainContext& context
 /// The gradient kept at θ, or a new one.
 void ensure_gradient(ChainState& state, Estimator& estimator, ChainContext& context);
 
-/// Nesterov's dual averaging (Nesterov 2009) of the log step size, as Hoffman & Gelman (2014, §3.2.1,
-/// Algorithm 5) adapt NUTS's step and the Stan Reference Manual's step-size adaptation states it
-/// (the recursion read from both, no code taken). With α_m the acceptance probability of the m-th
-/// MH test of the warmup, m = 1, 2, ...:
-///   H̄_m = (1 - 1/(m + t₀)) H̄_{m-1} + (δ - α_m)/(m + t₀),    log h_m = μ - (sqrt(m)/γ) H̄_m,
-///   log h̄_m = m^{-κ} log h_m + (1 - m^{-κ}) log h̄_{m-1},
-/// with H̄_0 = 0, μ = log(10 h₀) (h₀ the step it starts from), γ = 0.05, t₀ = 10, κ = 0.75 (their
-/// and Stan's defaults). h_m is the step of the next block; at the end of the warmup the step is
-/// frozen at h̄. `restart` starts again from the current step (Stan does so after each update of the
-/// metric). h is whatever integrator.step_size means (mala's ε = h², the others' h).
-class DualAveraging {
-public:
-  static constexpr double gamma = 0.05, t0 = 10.0, kappa = 0.75;
-  void restart(double step);
-  /// One MH test's acceptance probability α (clipped to [0, 1]); returns the next step h_m.
-  double learn(double accept_stat, double target);
-  /// h̄ after at least one test; `current` before any (just restarted).
-  double averaged(double current) const;
-  void save(StateWriter& out) const;
-  void restore(StateReader& in);
-
-private:
-  double mu_ = 0.0, h_bar_ = 0.0, log_averaged_ = 0.0;  // μ, H̄_m, log h̄_m
-  std::uint64_t count_ = 0;                            // m
-};
-
-/// What every integrator reads: the schedule, the temperature and the diagonal mass M, which
-/// `adapt_mass` adapts during the warmup (MassAdaptation) and then keeps.
+/// What every integrator reads: the schedule, the temperature and the mass M (diagonal or dense),
+/// which the chain's Adaptation may set during the warmup (adapt_mass) and which is then kept.
 class ScheduledIntegrator : public Integrator {
 public:
   template <class Parameters>
@@ -110,37 +76,32 @@ public:
   /// mass = "fisher": the empirical Fisher mass at the chain's point once the estimator has prepared
   /// (cv's centre), the momentum drawn for M = 1 carried to N(0, T M) as a window's new mass is.
   void prepare(ChainState& state, ChainContext& context) override;
-  /// During the warmup, with adapt_mass: a new mass at the end of each slow window, the momentum
-  /// rescaled with it (m ~ N(0, T M_old) becomes m ~ N(0, T M_new): m_j × sqrt(M_new,j / M_old,j)).
-  /// With adapt_step_size, during the warmup: first one dual-averaging update from the block's
-  /// acceptance probability (the block's MH test), then the mass's (when a window closes, the dual
-  /// averaging restarts from the current step, as Stan's does after a metric update); the block
-  /// that ends the warmup freezes the step at the averaged h̄, so the sampling phase is a fixed kernel.
-  void after_block(ChainState& state, std::uint64_t warmup, const Decision& decision) override;
+  /// adapt_mass (with its windows and the metric's form) and adapt_step_size, as configured.
+  AdaptationSettings adaptation() const override;
+  /// From now on every step is `step`, whatever the (constant) schedule says.
+  void set_step_size(double step) override;
+  /// M becomes the window's estimate; the momentum m ~ N(0, T M_old) becomes m ~ N(0, T M_new)
+  /// (diagonal: m_j × sqrt(M_new,j / M_old,j)).
+  void set_adapted_mass(std::vector<double> adapted, ChainState& state) override;
   std::vector<double> adapted_mass() const override;
-  bool adapts_step_size() const override;
-  std::optional<double> adapted_step_size() const override;
   double step_size() const override;
   double temperature() const override;
   bool constant_step_size() const override;
-  /// A given mass or step is configuration, not state: only what adapts or was computed is saved
-  /// (so a checkpoint without either reads as before there was any).
+  /// A given mass or step is configuration, not state: only a mass that adapts or was computed is
+  /// saved (so a checkpoint without either reads as before there was any). A step set by the
+  /// adaptation is the adaptation's to save and to set again.
   void save_state(StateWriter& out) const override;
   void restore_state(StateReader& in) override;
 
 protected:
-  /// The step of this iteration: the schedule's, or the adapted one (whose schedule is constant).
+  /// The step of this iteration: the schedule's, or the one set by set_step_size.
   double advance(const ChainState& state);
   StepSchedule schedule_;
   double temperature_;
   double current_ = 0.0;
   Metric mass_;  // M: sgld's and mala's preconditioner M⁻¹, the others' kinetic energy ½mᵀM⁻¹m
-  bool adapt_mass_;
-  MassAdaptation adaptation_;
-  StepAdaptation step_adaptation_;
-  double adapted_step_;  // with adapt_step_size: the step in use (h_m during the warmup, h̄ after it)
-  bool step_frozen_ = false;
-  DualAveraging dual_averaging_;
+  AdaptationSettings adaptation_;  // what the chain's Adaptation is to adapt (configuration only)
+  std::optional<double> set_step_;  // set_step_size's step, which replaces the schedule's
 };
 
 /// What every integrator reads first, in this order: the schedule and the temperature.

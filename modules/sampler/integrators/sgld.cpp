@@ -55,7 +55,7 @@ public:
   }
 
   std::string float_refusal() const override {
-    if (!mass_.unit() || adapt_mass_)
+    if (!mass_.unit() || adaptation_.mass)
       return "sgld's float path has M = 1 only: leave integrator.mass at 1 and adapt_mass false";
     return {};
   }
