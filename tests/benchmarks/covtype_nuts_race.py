@@ -77,7 +77,8 @@ try:
     import pandas as pd
     import scipy  # noqa: F401  (logistic_reference.py's sparse design: checked here, to SKIP without it)
 except ImportError as error:  # a Python without them (Debian: python3-numpy python3-pandas python3-scipy)
-    print(f"SKIP covtype_nuts_race: {error.name} is missing: apt install python3-numpy python3-pandas python3-scipy")
+    print(f"SKIP {os.path.basename(sys.argv[0]).removesuffix('.py')}: {error.name} is missing: "
+          "apt install python3-numpy python3-pandas python3-scipy")
     sys.exit(0)
 
 HERE = Path(__file__).resolve().parent
@@ -194,7 +195,8 @@ def log(message: str) -> None:
 
 
 def skip(reason: str) -> None:
-    print(f"SKIP covtype_nuts_race: {reason}")
+    """SKIP, naming the script that was run (preset_accuracy.py and time_budget.py call it too)."""
+    print(f"SKIP {Path(sys.argv[0]).stem}: {reason}")
     sys.exit(0)
 
 
@@ -246,13 +248,16 @@ def simulate_covtype_shape(rows: int, seed: int) -> tuple[np.ndarray, np.ndarray
 # ---- R and Stan -------------------------------------------------------------------------------------
 
 class Stan:
-    def __init__(self, work: Path):
+    """R_HELPER's commands on a Stan program (cover type's Laplace-prior logistic model unless
+    another is given: its data block may use N, K, X, y and b, what the helper's load_data passes)."""
+
+    def __init__(self, work: Path, program: str = STAN_PROGRAM, name: str = "covtype_logistic_laplace"):
         self.work = work
         self.helper = work / "race_helper.R"
         self.helper.write_text(R_HELPER)
-        self.program = work / "covtype_logistic_laplace.stan"
-        if not self.program.exists() or self.program.read_text() != STAN_PROGRAM:
-            self.program.write_text(STAN_PROGRAM)
+        self.program = work / f"{name}.stan"
+        if not self.program.exists() or self.program.read_text() != program:
+            self.program.write_text(program)
 
     def call(self, command: str, **keys) -> subprocess.CompletedProcess:
         arguments = [f"{k}={v}" for k, v in keys.items()]
