@@ -428,7 +428,8 @@ def main() -> None:
         print("SKIP time_budget (PMF part): MovieLens-100K is not redistributed; give --movielens PATH/ml-100k/u.data")
 
     print()
-    print(f"Time budget: {options.budget:g} CPU s per chain (theirs: 20 s wall), 2 chains each; errors against NUTS")
+    against = "the Laplace approximation" if options.reference == "laplace" else "NUTS"
+    print(f"Time budget: {options.budget:g} CPU s per chain (theirs: 20 s wall), 2 chains each; errors against {against}")
     print(f"{'configuration':62} {'iterations':>11} {'CPU s':>6} {'sd error':>9} {'mean err':>9} {'sd err':>7} {'KSD':>7}")
     print(f"{'':62} {'':>11} {'':>6} {'‖·‖ rel.':>9} {'median sd':>9} {'median':>7}")
     for name in ("SGLD-CV", "SGNHT-CV"):
