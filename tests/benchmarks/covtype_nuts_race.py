@@ -97,9 +97,9 @@ BOOST_FIX = ("Debian's r-cran-bh leaves BH/include empty; link the system's Boos
              "  ln -s /usr/include/boost \"$(Rscript -e 'cat(find.package(\"BH\"))')/include/boost\"\n"
              "(create the include folder first if it is missing: mkdir -p .../BH/include)")
 
-# The model of plugins/logistic, written for Stan. target += keeps every constant, and the
-# Laplace prior's normalising constants are added back, so Stan's lp__ is exactly -U.
-STAN_PROGRAM = """
+# The data every Stan program here reads: what R_HELPER's load_data passes (N rows, K features,
+# X, y in {0, 1} and the prior's scale b).
+STAN_DATA = """
 data {
   int<lower=1> N;
   int<lower=1> K;
@@ -107,7 +107,11 @@ data {
   int<lower=0, upper=1> y[N];
   real<lower=0> b;
 }
-parameters {
+"""
+
+# The model of plugins/logistic, written for Stan. target += keeps every constant, and the
+# Laplace prior's normalising constants are added back, so Stan's lp__ is exactly -U.
+STAN_PROGRAM = STAN_DATA + """parameters {
   real intercept;
   vector[K] beta;
 }

@@ -92,16 +92,8 @@ THEIRS = {
 }
 
 # The model for Stan: plugins/glm with family bernoulli, link logit, no intercept, prior normal of
-# sd b = sqrt(10) (R_HELPER's load_data passes N, K, X, y and b).
-STAN_PROGRAM = """
-data {
-  int<lower=1> N;
-  int<lower=1> K;
-  matrix[N, K] X;
-  int<lower=0, upper=1> y[N];
-  real<lower=0> b;
-}
-parameters {
+# sd b = sqrt(10), on the data R_HELPER's load_data passes (race.STAN_DATA).
+STAN_PROGRAM = race.STAN_DATA + """parameters {
   vector[K] beta;
 }
 model {
