@@ -14,6 +14,7 @@ export import sgmcmc.correctors;
 export import sgmcmc.adaptation;
 export import sgmcmc.chain;
 export import sgmcmc.assembly;
+export import sgmcmc.run_section;
 export import sgmcmc.io;
 export import sgmcmc.config;
 export import sgmcmc.plugins;

@@ -36,8 +36,8 @@ Constraint positive();
 /// >= minimum, for integers.
 Constraint at_least(std::int64_t minimum);
 
-/// How the docs show a default: as fmt's "{}", but below 1e-3 in a short scientific form ("1e-4",
-/// not "0.0001" or "1e-04").
+/// How the docs show a default: as fmt's "{}", but below 1e-3 or from 1e6 in a short scientific
+/// form ("1e-4", not "0.0001" or "1e-04"; "1e10", not "10000000000").
 std::string default_text(double value);
 inline std::string default_text(bool value) { return value ? "true" : "false"; }
 inline std::string default_text(std::int64_t value) { return fmt::format("{}", value); }
@@ -265,7 +265,7 @@ Constraint at_least(std::int64_t minimum) {
 }
 
 std::string default_text(double value) {
-  if (value == 0.0 || std::abs(value) >= 1e-3) return fmt::format("{}", value);
+  if (value == 0.0 || (std::abs(value) >= 1e-3 && std::abs(value) < 1e6)) return fmt::format("{}", value);
   // The shortest scientific form that reads back as the same number: 1e-4, 2.5e-7.
   for (int digits = 0;; ++digits) {
     const std::string scientific = fmt::format("{:.{}e}", value, digits);

@@ -23,6 +23,7 @@ module;
 #include <fnmatch.h>
 export module sgmcmc.recording;
 export import sgmcmc.estimators;
+export import sgmcmc.fields;
 import sgmcmc.error;
 
 export namespace sgmcmc {
@@ -35,20 +36,25 @@ enum class GradientSource {
   estimator,  // another instance of the run's [estimator], with its own stream
 };
 
-/// The [output] section.
+/// The [output] section. Its keys are described once, in output_fields(); `written` is what
+/// `parameters` selects of the model's parameters.
 struct OutputOptions {
-  GradientSource gradients = GradientSource::none;
-  bool quantities = false;  // the model's quantity_names() as generated-quantity columns
   bool zv = false;          // print `sgmcmc zv` at the end of the run
+  GradientSource gradients = GradientSource::none;  // unless set: cv when zv, else none
+  bool quantities = false;  // the model's quantity_names() as generated-quantity columns; unless set: with gradients
+  bool draws = true;        // false writes no parameter
+  std::vector<std::string> parameters = {"*"};  // glob patterns on the parameters' names; unless set: none without draws
   /// The parameters written to the draws (and gradients) files, by index, in the model's order:
   /// those whose names match one of the glob patterns of `output.parameters` (all by default;
   /// none with `output.draws = false`), so a model with 10⁵ parameters can write a few, or none.
   std::vector<std::size_t> written;
 };
 
-/// Reads [output]: `gradients` ("none"; "cv" when zv = true), `quantities` (true when gradients
-/// are recorded), `zv` (false), `parameters` (["*"]) and `draws` (true). Errors name the key and
-/// where it was set; a pattern that matches no parameter is one.
+/// [output]'s keys, in the order they are read (a default may depend on a key read before it).
+FieldTable<OutputOptions> output_fields();
+
+/// Reads [output] through output_fields and selects the parameters written. Errors name the key
+/// and where it was set; a pattern that matches no parameter is one.
 OutputOptions read_output_options(const Settings& output, const Model& model);
 
 std::string gradient_source_name(GradientSource source);
@@ -161,16 +167,6 @@ std::vector<std::size_t> matching_parameters(const std::vector<std::string>& pat
   return written;
 }
 
-/// output.parameters, or none when output.draws = false (the two together are an error).
-std::vector<std::size_t> written_parameters(const Settings& output, const Model& model) {
-  const bool draws = output.flag("draws", true);
-  if (!draws && output.contains("parameters"))
-    throw Error(fmt::format("{} and {}: give one of them (draws = false writes no parameter)", output.describe("draws"),
-                            output.describe("parameters")));
-  return matching_parameters(output.texts("parameters", draws ? std::vector<std::string>{"*"} : std::vector<std::string>{}),
-                             output, model);
-}
-
 }  // namespace recording_parts
 
 std::string gradient_source_name(GradientSource source) {
@@ -183,12 +179,37 @@ std::string gradient_source_name(GradientSource source) {
   return "none";
 }
 
+FieldTable<OutputOptions> output_fields() {
+  using recording_parts::parse_source;
+  Field<OutputOptions> gradients{
+      {"gradients", "none; cv when zv", "none, cv, exact, estimator",
+       "record ∇log π at every draw: cv (an estimator of its own), exact (a full pass per draw) or estimator (another [estimator])"},
+      [](const Settings& output, OutputOptions& o) {
+        o.gradients = parse_source(output, output.text("gradients", gradient_source_name(o.zv ? GradientSource::cv : o.gradients)));
+      }};
+  Field<OutputOptions> quantities{
+      {"quantities", "true when gradients are recorded", "", "the model's quantities of interest as extra columns"},
+      [](const Settings& output, OutputOptions& o) {
+        o.quantities = output.flag("quantities", o.gradients != GradientSource::none);
+      }};
+  Field<OutputOptions> parameters{
+      {"parameters", "[\"*\"]", "",
+       "the parameters the draws hold, as glob patterns on their names (a pattern matching none is an error)"},
+      [](const Settings& output, OutputOptions& o) {
+        if (!o.draws && output.contains("parameters"))
+          throw Error(fmt::format("{} and {}: give one of them (draws = false writes no parameter)", output.describe("draws"),
+                                  output.describe("parameters")));
+        o.parameters = output.texts("parameters", o.draws ? o.parameters : std::vector<std::string>{});
+      }};
+  return {flag_field("zv", &OutputOptions::zv, "print the zero-variance estimates (sgmcmc zv) at the end of the run"), std::move(gradients),
+          std::move(quantities),
+          flag_field("draws", &OutputOptions::draws, "false writes no parameter, the same as parameters = []"),
+          std::move(parameters)};
+}
+
 OutputOptions read_output_options(const Settings& output, const Model& model) {
-  OutputOptions options;
-  options.zv = output.flag("zv", false);
-  options.gradients = recording_parts::parse_source(output, output.text("gradients", options.zv ? "cv" : "none"));
-  options.quantities = output.flag("quantities", options.gradients != GradientSource::none);
-  options.written = recording_parts::written_parameters(output, model);
+  OutputOptions options = read_fields(output_fields(), output);
+  options.written = recording_parts::matching_parameters(options.parameters, output, model);
   if (options.written.empty() && options.gradients != GradientSource::none)
     throw Error(fmt::format("{}: gradients are recorded for the parameters written, and output.parameters selects none",
                             output.describe("gradients")));

@@ -61,9 +61,7 @@ struct Collection {
   bool keeps(std::uint64_t iteration) const {
     return cycle_length == 0 || (iteration - 1) % cycle_length >= cycle_length - sampling_iterations;
   }
-  /// run.collect ("all" or "cycle_end") and run.collect_fraction (0.2), read only when set; a
-  /// cycle_end collection needs integrator.schedule = "cyclical".
-  static Collection from_settings(const Settings& run, const Settings& integrator);
+  // Built from run.collect and run.collect_fraction (sgmcmc.run_section).
 };
 
 enum class SgdScheduleKind { polynomial, constant };
@@ -150,31 +148,6 @@ double StepSchedule::at(std::uint64_t iteration) const {
       break;
   }
   return step_size;
-}
-
-Collection Collection::from_settings(const Settings& run, const Settings& integrator) {
-  if (!run.contains("collect") && !run.contains("collect_fraction")) return {};
-  const std::string collect = run.text("collect", "all");
-  const double fraction = run.number("collect_fraction", 0.2);
-  if (collect == "all") {
-    if (run.contains("collect_fraction"))
-      throw Error(fmt::format("{}: only read with run.collect = \"cycle_end\" (run.collect is \"all\")",
-                              run.describe("collect_fraction")));
-    return {};
-  }
-  if (collect != "cycle_end")
-    throw Error(fmt::format("{}: unknown collection '{}'; known: all, cycle_end", run.describe("collect"), collect));
-  if (!(fraction > 0.0 && fraction <= 1.0))
-    throw Error(fmt::format("{}: expected the share of each cycle whose draws are kept, 0 < f <= 1, found {}",
-                            run.describe("collect_fraction"), fraction));
-  const auto parameters = ScheduleParameters::from_settings(integrator);
-  if (parameters.schedule != ScheduleKind::cyclical)
-    throw Error(fmt::format("{}: \"cycle_end\" keeps the draws at the end of each cycle of a cyclical step size "
-                            "(Zhang et al. 2020), so it needs integrator.schedule = \"cyclical\"",
-                            run.describe("collect")));
-  const auto length = parameters.cycle_length;
-  const auto kept = static_cast<std::uint64_t>(std::llround(fraction * static_cast<double>(length)));
-  return {.cycle_length = length, .sampling_iterations = std::clamp<std::uint64_t>(kept, 1, length)};
 }
 
 SgdSchedule::SgdSchedule(const SgdScheduleParameters& parameters)

@@ -33,6 +33,14 @@ void print_keys(const char* section, const Catalogue& catalogue) {
                sgmcmc::used_by_text(row, catalogue), row.key.doc);
 }
 
+/// A section's keys from its field tables ([run]'s, [output]'s): default, constraint, doc.
+void print_key_docs(const char* section, const std::vector<sgmcmc::KeyDoc>& keys) {
+  fmt::print("\n{} keys: key = default, constraint: meaning\n", section);
+  for (const auto& key : keys)
+    fmt::print("  {:<20} = {}{}: {}\n", key.key, key.default_value, key.constraint.empty() ? "" : fmt::format(" ({})", key.constraint),
+               key.doc);
+}
+
 /// Which combinations sample the posterior exactly, which are biased, which are refused and why
 /// (the refusals are the catalogues' declared `mh_refusal`s, the same that make_corrector applies).
 void print_combinations() {
@@ -74,6 +82,8 @@ int list_command(const std::optional<std::filesystem::path>& plugin_dir) {
   print_keys("integrator", sgmcmc::integrator_catalogue());
   print_catalogue("correctors", sgmcmc::corrector_catalogue());
   print_keys("corrector", sgmcmc::corrector_catalogue());
+  print_key_docs("run", sgmcmc::run_key_docs());
+  print_key_docs("output", sgmcmc::key_docs(sgmcmc::output_fields()));
   print_combinations();
   return 0;
 }

@@ -17,14 +17,6 @@
 
 import sgmcmc;
 
-/// [run]'s keys as read; the member initialisers (ChainSchedule's for `chain`) are their defaults.
-struct RunSchedule {
-  sgmcmc::ChainSchedule chain;
-  std::uint64_t chains = 1;
-  std::uint64_t seed = 1;
-  std::uint64_t data_seed = seed;  // the model's simulated data and splits; run.seed unless set
-};
-
 struct ChainJob {
   std::unique_ptr<sgmcmc::Chain> chain;
   std::unique_ptr<ChainFiles> files;
@@ -40,7 +32,7 @@ struct PreparedRun {
   std::chrono::system_clock::time_point started_at = std::chrono::system_clock::now();  // for the manifest
   sgmcmc::RunConfig config;
   std::string source;
-  RunSchedule schedule;
+  sgmcmc::RunSchedule schedule;  // [run] as read (sgmcmc.run_section)
   std::optional<BurnInPlan> burn_in;
   std::string model_name;
   std::shared_ptr<const BuiltModel> built;

@@ -160,8 +160,7 @@ void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifes
                                                    : std::string(run_folder::not_computed_lp_comment));
   const auto names = run.model()->parameter_names();
   const auto quantity_names = run.model()->quantity_names();
-  const bool adapts = manifest["config"]["integrator"].value("adapt_mass", false) ||
-                     manifest["config"]["integrator"].value("adapt_step_size", false);
+  const bool adapts = run.jobs.front().chain->integrator().adaptation().any();  // Stan's "adapt engaged"
   for (std::uint64_t k = 0; k < run.schedule.chains; ++k) {
     auto chain_comments = comments;
     chain_comments.push_back(fmt::format("chain = {}", k + 1));

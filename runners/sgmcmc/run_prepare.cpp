@@ -52,51 +52,6 @@ using nlohmann::json;
 
 namespace {
 
-/// A count key of [run], `in_force` (the struct's default) when unset.
-std::uint64_t read_count(const sgmcmc::Settings& run, const std::string& key, std::uint64_t in_force, std::int64_t minimum) {
-  return static_cast<std::uint64_t>(run.integer_at_least(key, static_cast<std::int64_t>(in_force), minimum));
-}
-
-RunSchedule read_schedule(const sgmcmc::Settings& run) {
-  RunSchedule schedule;  // the defaults
-  schedule.chain.warmup = read_count(run, "warmup", schedule.chain.warmup, 0);
-  schedule.chain.iterations = read_count(run, "iterations", schedule.chain.iterations, 1);
-  schedule.chain.thin = read_count(run, "thin", schedule.chain.thin, 1);
-  if (schedule.chain.thin > schedule.chain.iterations)
-    throw sgmcmc::Error(fmt::format("{}: run.thin = {} is more than run.iterations = {}, so the chain would record no draws",
-                                    run.describe("thin"), schedule.chain.thin, schedule.chain.iterations));
-  schedule.chain.eval_every = read_count(run, "eval_every", schedule.chain.eval_every, 1);
-  schedule.chain.compute_lp = run.flag("lp", schedule.chain.compute_lp);
-  // Read only when set, as checkpoint_every: runs without it record no such key (their files,
-  // and the configuration a resumed run is checked against, are as before there was one).
-  if (run.contains("temperatures")) schedule.chain.temperatures = run.flag("temperatures", schedule.chain.temperatures);
-  // Read only when set: runs without checkpoints record no such key (their files are unchanged).
-  if (run.contains("checkpoint_every"))
-    schedule.chain.checkpoint_every = read_count(run, "checkpoint_every", schedule.chain.checkpoint_every, 0);
-  // Read only when set, as temperatures (the default, 1e10, is ChainSchedule's).
-  if (run.contains("divergence_threshold")) {
-    schedule.chain.divergence_threshold = run.number("divergence_threshold", schedule.chain.divergence_threshold);
-    if (schedule.chain.divergence_threshold != 0.0 && !(schedule.chain.divergence_threshold > 1.0))
-      throw sgmcmc::Error(fmt::format("{}: expected 0 (only a θ that is not finite stops a chain) or a factor above 1 "
-                                      "of the start's scale, found {}",
-                                      run.describe("divergence_threshold"), schedule.chain.divergence_threshold));
-  }
-  // Read only when set, as temperatures: runs without it record no such key.
-  if (run.contains("chain_precision")) {
-    const std::string precision = run.text("chain_precision", "");  // set (see above): no fallback is used
-    if (precision != "double" && precision != "float")
-      throw sgmcmc::Error(fmt::format("{}: '{}' is not a chain precision; expected double or float (θ and each step's "
-                                      "per-coordinate work in float, for models that store float)",
-                                      run.describe("chain_precision"), precision));
-    schedule.chain.float_precision = precision == "float";
-  }
-  schedule.chains = read_count(run, "chains", schedule.chains, 1);
-  schedule.seed = read_count(run, "seed", schedule.seed, 0);
-  // Separate, so that chains of several seeds can sample one data set (box plots across seeds).
-  schedule.data_seed = read_count(run, "data_seed", schedule.seed, 0);
-  return schedule;
-}
-
 /// The bytes malloc has handed out and not had back. Under AddressSanitizer, whose allocator
 /// replaces glibc's, from ASan's own count: glibc's mallinfo2 then reads arenas that were never
 /// set up and crashed in a sweep's validation threads (found by the hostile sweep under ASan).
@@ -183,7 +138,7 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   run->config = std::move(config);
   run->source = source;
   auto& cfg = run->config;
-  run->schedule = read_schedule(cfg["run"]);
+  run->schedule = sgmcmc::read_run_schedule(cfg["run"], cfg["integrator"]);
   resolve_preset_data_files(cfg, [&] {
     try {
       return sgmcmc::load_plugin(cfg["model"].text("name", ""), plugin_folders(plugin_dir)).path();
@@ -191,11 +146,6 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
       throw ModelNotLoadable(error.what());
     }
   });
-  run->schedule.chain.collect = sgmcmc::Collection::from_settings(cfg["run"], cfg["integrator"]);
-  if (run->schedule.chain.recorded_draws() == 0)
-    throw sgmcmc::Error(fmt::format("{}: no iteration after the warmup falls in a cycle's kept end with this thin "
-                                    "and cycle length, so the chain would record no draws",
-                                    cfg["run"].describe("collect")));
   const auto& schedule = run->schedule;
 
   run->built = models ? models->get(cfg, schedule.data_seed, source, plugin_dir, run->model_shared)

@@ -14,17 +14,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// Which row of a file a chain starts from: one draw (1-based, 0 = the last), or the mean of all.
-struct Choice {
-  std::int64_t draw = 0;
-  bool mean = false;
-};
+using Choice = sgmcmc::StartChoice;  // run.init's keys (sgmcmc.run_section)
 
 /// Rows [first, last) of `path`: the chosen draw, or every draw for the mean.
 std::pair<std::size_t, std::size_t> chosen_rows(const sgmcmc::StanCsv& csv, Choice choice, const std::string& file) {
   if (csv.rows.empty()) throw sgmcmc::Error(fmt::format("{}: no draws (only a header)", file));
   if (choice.mean) return {0, csv.rows.size()};
-  if (static_cast<std::size_t>(choice.draw) > csv.rows.size())
+  if (choice.draw > csv.rows.size())
     throw sgmcmc::Error(fmt::format("{}: run.init_draw = {}, but the file holds {} draws", file, choice.draw, csv.rows.size()));
   const std::size_t row = choice.draw == 0 ? csv.rows.size() - 1 : static_cast<std::size_t>(choice.draw) - 1;
   return {row, row + 1};
@@ -96,15 +92,10 @@ void parameter_values(const sgmcmc::StanCsv& csv, std::size_t row, const std::ve
 }
 
 std::vector<StartPoint> read_start_points(const sgmcmc::Settings& run, const sgmcmc::Model& model, std::uint64_t chains) {
-  if (!run.contains("init")) return {};
+  const auto choice = sgmcmc::read_start_choice(run);
+  if (!choice) return {};
   const std::string key = run.describe("init");
-  const fs::path init = run.text("init", "");
-  Choice choice;
-  if (run.contains("init_mean")) choice.mean = run.flag("init_mean", choice.mean);
-  if (choice.mean && run.contains("init_draw"))
-    throw sgmcmc::Error(fmt::format("{}: a start is one draw or the mean of all (run.init_mean = true); remove one of the two",
-                                    run.describe("init_draw")));
-  if (!choice.mean) choice.draw = run.integer_at_least("init_draw", choice.draw, 0);  // Choice's default: the last
+  const fs::path init = choice->init;
   if (init.empty()) throw sgmcmc::Error(fmt::format("{}: expected a run folder or a CSV file, found \"\"", key));
   const auto files = draw_files(init, key);
   // Each file is read once; chains beyond the folder's count cycle over its chains.
@@ -112,7 +103,7 @@ std::vector<StartPoint> read_start_points(const sgmcmc::Settings& run, const sgm
   std::vector<StartPoint> starts;
   for (std::uint64_t k = 0; k < chains; ++k) {
     const std::size_t f = k % files.size();
-    if (!read.contains(f)) read.emplace(f, read_start(files[f], choice, model, key));
+    if (!read.contains(f)) read.emplace(f, read_start(files[f], *choice, model, key));
     starts.push_back(read.at(f));
   }
   return starts;

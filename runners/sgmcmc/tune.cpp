@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -85,9 +86,8 @@ sgmcmc::RunConfig pilot_config(sgmcmc::RunConfig config, const TuneOptions& opti
   auto& run = config["run"];
   if (options.iterations) run.set("iterations", {static_cast<std::int64_t>(*options.iterations), origin});
   if (options.warmup) run.set("warmup", {static_cast<std::int64_t>(*options.warmup), origin});
-  const sgmcmc::ChainSchedule defaults;
-  const auto iterations = static_cast<std::uint64_t>(run.integer_at_least("iterations", static_cast<std::int64_t>(defaults.iterations), 1));
-  const auto thin = static_cast<std::uint64_t>(run.integer_at_least("thin", static_cast<std::int64_t>(defaults.thin), 1));
+  const auto schedule = sgmcmc::read_fields(sgmcmc::run_fields(), run).chain;
+  const std::uint64_t iterations = schedule.iterations, thin = schedule.thin;
   // A multiple of the configuration's thin, which an MH block length may constrain.
   const std::uint64_t blocks = std::max<std::uint64_t>(1, iterations / (thin * options.draws));
   run.set("thin", {static_cast<std::int64_t>(thin * blocks), origin});

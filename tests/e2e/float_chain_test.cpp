@@ -158,7 +158,7 @@ TEST_CASE("float chain: what it does not support is refused at start-up, naming 
       {"--set integrator.mass=2", "integrator.mass"},
       {"--set estimator.name=cv", "estimator"},
       {"--set integrator.name=mala --set corrector.name=mh", "MH test"},
-      {"--set run.chain_precision=half", "expected double or float"},
+      {"--set run.chain_precision=half", "known: double, float"},
   };
   for (const auto& [settings, reason] : refused) {
     const auto result = test::run_cli(fmt::format("run --config '{}' {} --out '{}' --quiet", toml.string(), settings,

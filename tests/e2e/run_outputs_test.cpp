@@ -153,7 +153,7 @@ TEST_CASE("run.collect = cycle_end keeps the draws of each cycle's last collect_
 
   const std::pair<std::string, std::string> refused[] = {
       {"--set run.collect=cycle_end", "needs integrator.schedule = \"cyclical\""},
-      {cyclical + "--set run.collect=ends", "unknown collection 'ends'; known: all, cycle_end"},
+      {cyclical + "--set run.collect=ends", "unknown collect 'ends'; known: all, cycle_end"},
       {cyclical + "--set run.collect=cycle_end --set run.collect_fraction=0", "run.collect_fraction"},
       {cyclical + "--set run.collect_fraction=0.5", "only read with run.collect = \"cycle_end\""},
       {cyclical + "--set run.collect=cycle_end --set run.iterations=50", "the chain would record no draws"}};

@@ -1,5 +1,5 @@
 // The docs' key tables against the field tables they describe (sgmcmc.fields): runners/README.md's
-// tables of estimator, integrator and corrector keys, each between its markers, must have one row
+// tables of estimator, integrator, corrector, run and output keys, each between its markers, must have one row
 // per documented key, in the catalogue's order, with the key, default, constraint, readers and doc
 // the code declares. A row that disagrees fails with the row the code would have.
 #include <catch2/catch.hpp>
@@ -47,10 +47,8 @@ std::vector<std::vector<std::string>> readme_key_rows(const std::string& section
   return rows;
 }
 
-/// The README's table of `section` keys against key_table(catalogue), row by row.
-template <class Catalogue>
-void check_key_table(const std::string& section, const Catalogue& catalogue) {
-  const auto code = sgmcmc::key_table(catalogue);
+/// The README's table of `section` keys against the rows the code would have, row by row.
+void check_rows(const std::string& section, const std::vector<std::vector<std::string>>& code) {
   const auto docs = readme_key_rows(section);
   CHECK(!code.empty());
   for (std::size_t i = 0; i < std::max(code.size(), docs.size()); ++i) {
@@ -58,9 +56,7 @@ void check_key_table(const std::string& section, const Catalogue& catalogue) {
       FAIL_CHECK("runners/README.md documents a key no " << section << " reads: " << docs[i].front());
       continue;
     }
-    const sgmcmc::KeyDoc& key = code[i].key;
-    const std::vector<std::string> expected = {fmt::format("`{}`", key.key), key.default_value, key.constraint,
-                                               sgmcmc::used_by_text(code[i], catalogue), key.doc};
+    const std::vector<std::string>& expected = code[i];
     const std::string row = fmt::format("| {} |", fmt::join(expected, " | "));
     if (i >= docs.size()) {
       FAIL_CHECK("runners/README.md lacks row " << i + 1 << " of its " << section << " keys:\n" << row);
@@ -72,6 +68,16 @@ void check_key_table(const std::string& section, const Catalogue& catalogue) {
   }
 }
 
+/// A catalogue's keys: key, default, constraint, the entries that read it, doc.
+template <class Catalogue>
+void check_key_table(const std::string& section, const Catalogue& catalogue) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& row : sgmcmc::key_table(catalogue))
+    rows.push_back({fmt::format("`{}`", row.key.key), row.key.default_value, row.key.constraint,
+                    sgmcmc::used_by_text(row, catalogue), row.key.doc});
+  check_rows(section, rows);
+}
+
 }  // namespace
 
 TEST_CASE("runners/README.md's table of integrator keys says what the integrators' field tables say") {
@@ -80,6 +86,21 @@ TEST_CASE("runners/README.md's table of integrator keys says what the integrator
 
 TEST_CASE("runners/README.md's table of estimator keys says what the estimators' field tables say") {
   check_key_table("estimator", sgmcmc::estimator_catalogue());
+}
+
+/// A section's keys without a catalogue: key, default, constraint, doc.
+void check_key_docs(const std::string& section, const std::vector<sgmcmc::KeyDoc>& keys) {
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& key : keys) rows.push_back({fmt::format("`{}`", key.key), key.default_value, key.constraint, key.doc});
+  check_rows(section, rows);
+}
+
+TEST_CASE("runners/README.md's table of run keys says what the run section's field tables say") {
+  check_key_docs("run", sgmcmc::run_key_docs());
+}
+
+TEST_CASE("runners/README.md's table of output keys says what the output section's field table says") {
+  check_key_docs("output", sgmcmc::key_docs(sgmcmc::output_fields()));
 }
 
 TEST_CASE("runners/README.md's table of corrector keys says what the correctors' field tables say") {
