@@ -224,20 +224,21 @@ struct Plan {
   double h, h_mh;       // in units of s
   double friction;      // γ s, or sgnht's diffusion A s; 0: γ = ln 2 / h (per-step retention 1/2 at every step)
   std::uint64_t iterations, iterations_mh;  // at h (4× as many at h/2), and with mh
+  std::uint64_t record_every;               // iterations between recorded draws (sample(), below)
 };
 
 constexpr Plan plans[] = {
-    {"sgld", StepUnit::squared, 0.2, 0.1, 0.0, 400'000, 0},
-    {"mala", StepUnit::squared, 0.2, 0.15, 0.0, 400'000, 1'000'000},
-    {"obabo", StepUnit::time, 0.1, 0.1, 0.0, 400'000, 1'000'000},
-    {"baoab", StepUnit::time, 0.1, 0.1, 0.0, 400'000, 1'000'000},
-    {"hmc", StepUnit::time, 0.1, 0.1, 0.0, 100'000, 200'000},
-    {"leapfrog", StepUnit::time, 0.1, 0.1, 0.0, 100'000, 200'000},
-    {"sghmc", StepUnit::time, 0.05, 0.05, 2.0, 400'000, 0},
-    {"psgld", StepUnit::preconditioned, 0.2, 0.2, 0.0, 400'000, 0},
-    {"sgnht", StepUnit::time, 0.05, 0.05, 2.0, 400'000, 0},
-    {"badodab", StepUnit::time, 0.1, 0.1, 2.0, 400'000, 0},
-    {"ubu", StepUnit::time, 0.1, 0.1, 0.0, 400'000, 1'000'000},
+    {"sgld", StepUnit::squared, 0.2, 0.1, 0.0, 400'000, 0, 10},
+    {"mala", StepUnit::squared, 0.2, 0.15, 0.0, 400'000, 1'000'000, 10},
+    {"obabo", StepUnit::time, 0.1, 0.1, 0.0, 400'000, 1'000'000, 10},
+    {"baoab", StepUnit::time, 0.1, 0.1, 0.0, 400'000, 1'000'000, 10},
+    {"hmc", StepUnit::time, 0.1, 0.1, 0.0, 100'000, 200'000, 1},
+    {"leapfrog", StepUnit::time, 0.1, 0.1, 0.0, 100'000, 200'000, 1},
+    {"sghmc", StepUnit::time, 0.05, 0.05, 2.0, 400'000, 0, 10},
+    {"psgld", StepUnit::preconditioned, 0.2, 0.2, 0.0, 400'000, 0, 10},
+    {"sgnht", StepUnit::time, 0.05, 0.05, 2.0, 400'000, 0, 10},
+    {"badodab", StepUnit::time, 0.1, 0.1, 2.0, 400'000, 0, 10},
+    {"ubu", StepUnit::time, 0.1, 0.1, 0.0, 400'000, 1'000'000, 10},
 };
 
 double step_size(const Plan& plan, double h, double s, std::size_t items) {
@@ -312,13 +313,25 @@ Moments moments(const std::vector<double>& x) {
 }
 
 /// Runs `built` for `iterations` after a warmup of a tenth as many (every start here is within
-/// about 15 sd of the mode; a tenth of the chain is hundreds of relaxation times), recording the
-/// end of every block, and returns the moments of each coordinate; nullopt if it diverged.
-std::optional<std::vector<Moments>> sample(ChainUnderTest& built, std::uint64_t iterations) {
+/// about 15 sd of the mode; a tenth of the chain is hundreds of relaxation times), recording a
+/// block end about every `record_every` iterations, and returns the moments of each coordinate;
+/// nullopt if it diverged.
+///
+/// Thinning by m iterations costs these moments almost nothing where the chain's integrated
+/// autocorrelation time τ is far above m: their SEs are batch means over 100 batches of the run
+/// (test::batch_means_se), batches whose length in iterations thinning leaves as it is, and for a
+/// chain with per-iteration correlation ρ = (τ - 1)/(τ + 1) (an AR(1)) the thinned chain's time is
+/// τ_m = (1 + ρ^m)/(1 - ρ^m), so its effective size (N/m)/τ_m is N/99.3 against N/100 at τ = 100,
+/// m = 10 (the plans' τ ~ 100 at h, 4× that at h/2); an MH cell's m = 8 is 2 blocks of 4 at τ ≈ 25
+/// blocks: N_b/25.2 against N_b/25. hmc and leapfrog, whose τ is a few trajectories, record every
+/// block (m = 1). Recording every iteration made half of a gaussian cell's CPU time the chain's
+/// clock reads around each draw's bookkeeping (perf), and stored 1.6 million draws per run.
+std::optional<std::vector<Moments>> sample(ChainUnderTest& built, std::uint64_t iterations, std::uint64_t record_every) {
   const std::uint64_t k = built.block_length, warmup = iterations / 10 / k * k;
-  iterations = iterations / k * k;
+  const std::uint64_t thin = std::max(k, record_every / k * k);
+  iterations = iterations / thin * thin;
   test::Draws draws;
-  const auto result = built.chain->run({.warmup = warmup, .iterations = iterations, .thin = k, .eval_every = iterations}, draws);
+  const auto result = built.chain->run({.warmup = warmup, .iterations = iterations, .thin = thin, .eval_every = iterations}, draws);
   if (result.diverged) return std::nullopt;
   std::vector<Moments> out;
   for (std::size_t j = 0; j < built.chain->state().theta.size(); ++j) out.push_back(moments(draws.coordinate(j)));
@@ -415,12 +428,13 @@ Verdict run_cell(const Target& target, const Cell& cell) {
     return {false, "FAIL accepted, though a component declares: " + expected_refusal};
   if (built.tests_acceptance) {
     built = build_chain(target.model, cell_toml(cell, *plan, plan->h_mh, s, items), seed);
-    const auto run = sample(built, plan->iterations_mh);
+    const auto run = sample(built, plan->iterations_mh, plan->record_every);
     if (!run) return {false, "FAIL diverged"};
     return judge_exact(target, *run);
   }
   auto half = build_chain(target.model, cell_toml(cell, *plan, plan->h / 2, s, items), seed);
-  const auto at_h = sample(built, plan->iterations), at_half = sample(half, 4 * plan->iterations);
+  const auto at_h = sample(built, plan->iterations, plan->record_every),
+             at_half = sample(half, 4 * plan->iterations, plan->record_every);
   if (!at_h || !at_half) return {false, "FAIL diverged"};
   return judge_biased(target, *at_h, *at_half);
 }
@@ -578,7 +592,7 @@ void run_mass_cells(std::string_view integrator) {
     for (std::size_t j = 0; j < model->dimension(); ++j)
       mass.push_back((matching ? 1.0 : ratios[j]) / model->posterior_variance(j));
     auto built = build_chain(model, mass_toml(plan, mass), 2024);
-    const auto run = sample(built, plan.iterations);
+    const auto run = sample(built, plan.iterations, 1);
     const Verdict verdict = run ? judge_exact(mass_target(model, plan, mass), *run) : Verdict{false, "FAIL diverged"};
     report(fmt::format("anisotropic {} {} mass {} → {}", integrator, plan.corrector, matching ? "1/σ²" : "(1, 4, 1/4)/σ²",
                        verdict.text),
