@@ -27,6 +27,7 @@
 #include "chain_files.hpp"
 #include "commands.hpp"
 #include "configuration.hpp"
+#include "data_parallel_run.hpp"
 #include "files.hpp"
 #include "interruption.hpp"
 #include "progress.hpp"
@@ -117,24 +118,51 @@ std::string resume_command(const RunOptions& options, const fs::path& out) {
 int run_command(const RunOptions& options) {
   if (options.resume)
     if (const auto refusal = resume_refusal(*options.resume); !refusal.empty()) throw sgmcmc::Error("--resume: " + refusal);
-  auto [config, label, source] = load_run_config(options);
+  LoadedConfig loaded = load_run_config(options);
   // A resumed run keeps the first run's source: chains that restart write the same headers.
-  if (options.resume) source = read_recorded_run(*options.resume).value("source", source);
-  const auto run = prepare_run(std::move(config), source, options.plugin_dir);
-  run->allow_changed_data = options.allow_changed_data;
-  for (const auto& warning : check_keys(*run)) fmt::print(stderr, "sgmcmc: warning: {}\n", warning);
-  run->schedule.chain.stop_after = options.stop_after;
-  check_run(*run);
+  if (options.resume) loaded.source = read_recorded_run(*options.resume).value("source", loaded.source);
+  // run.data_parallel: this process is one rank of an MPI job running one chain together
+  // (data_parallel_run.hpp); rank 0 writes the run's folder, the others a scratch folder.
+  std::unique_ptr<DataParallelJob> parallel;
+  if (wants_data_parallel(loaded.config)) parallel = std::make_unique<DataParallelJob>(loaded.config["run"]);
+  const bool speaks = !parallel || parallel->root();
+
+  PreparedRunPtr run;
+  fs::path out;
+  std::optional<RunFolderLock> lock;
+  const auto set_up = [&] {
+    if (parallel) check_data_parallel_options(options);
+    run = prepare_run(std::move(loaded.config), loaded.source, options.plugin_dir, nullptr,
+                      parallel ? parallel->ranks() : nullptr);
+    run->allow_changed_data = options.allow_changed_data;
+    const auto warnings = check_keys(*run);
+    for (const auto& warning : speaks ? warnings : std::vector<std::string>{})
+      fmt::print(stderr, "sgmcmc: warning: {}\n", warning);
+    run->schedule.chain.stop_after = options.stop_after;
+    check_run(*run);
+    out = !speaks ? parallel->scratch() : options.resume ? *options.resume : create_output(options, loaded.label);
+    lock.emplace(out);
+    if (options.resume) {  // again under the lock: the run may have completed since
+      if (const auto refusal = resume_refusal(out); !refusal.empty()) throw sgmcmc::Error("--resume: " + refusal);
+    } else {
+      remove_run_files(out);
+    }
+    if (parallel)
+      run->data_parallel_record = [&job = *parallel, items = run->model()->num_items()](std::uint64_t iterations) {
+        return job.record(items, iterations);
+      };
+  };
+  if (!parallel) {
+    set_up();
+  } else if (const int code = parallel->agree(set_up)) {
+    if (!speaks && !out.empty()) {  // a worker's scratch folder, if it got one
+      lock.reset();
+      fs::remove_all(out);
+    }
+    return code;
+  }
   const auto& schedule = run->schedule;
   const auto& jobs = run->jobs;
-
-  const fs::path out = options.resume ? *options.resume : create_output(options, label);
-  const RunFolderLock lock(out);
-  if (options.resume) {  // again under the lock: the run may have completed since
-    if (const auto refusal = resume_refusal(out); !refusal.empty()) throw sgmcmc::Error("--resume: " + refusal);
-  } else {
-    remove_run_files(out);
-  }
   const unsigned threads = options.threads ? options.threads
                                            : static_cast<unsigned>(std::min<std::uint64_t>(
                                                  schedule.chains, std::max(1u, std::thread::hardware_concurrency())));
@@ -142,12 +170,24 @@ int run_command(const RunOptions& options) {
   RunOutcome outcome;
   {
     const std::uint64_t burn_in = run->burn_in ? run->burn_in->iterations : 0;
-    ProgressBar bar(schedule.chains * (burn_in + schedule.chain.warmup + schedule.chain.iterations), progress, !options.quiet);
-    // From here on Ctrl-C stops the chains with a checkpoint; before, there is nothing to keep.
-    catch_interruptions();
-    run->schedule.chain.stop_requested = &stop_requested();
-    outcome = execute_run(*run, out, threads, &progress, options.resume.has_value());
-    stop_catching_interruptions();
+    ProgressBar bar(schedule.chains * (burn_in + schedule.chain.warmup + schedule.chain.iterations), progress,
+                    !options.quiet && speaks);
+    if (parallel) {
+      // No handler: a signal ends the ranks (mpirun passes it on), since ranks stopping at
+      // different iterations would wait on each other forever, and there is no checkpoint to keep.
+      outcome = parallel->or_abort([&] { return execute_run(*run, out, threads, &progress); });
+    } else {
+      // From here on Ctrl-C stops the chains with a checkpoint; before, there is nothing to keep.
+      catch_interruptions();
+      run->schedule.chain.stop_requested = &stop_requested();
+      outcome = execute_run(*run, out, threads, &progress, options.resume.has_value());
+      stop_catching_interruptions();
+    }
+  }
+  if (!speaks) {  // a worker's files were the same as rank 0's: scratch
+    lock.reset();
+    fs::remove_all(out);
+    return outcome == RunOutcome::diverged ? exit_diverged : 0;
   }
   if (outcome == RunOutcome::stopped) {
     fmt::print(stderr, "sgmcmc: stopped after iteration {} (--stop-after); continue with: {}\n", options.stop_after,

@@ -58,8 +58,11 @@ private:
 /// Loads the model (or takes it from `models`) and builds every chain's estimator, integrator,
 /// corrector and recorder. Throws sgmcmc::Error when a part refuses the configuration (mh after
 /// sghmc, say), and ModelNotLoadable when the model's plugin cannot be loaded.
+/// With run.data_parallel, `ranks` (`sgmcmc run` under MPI) splits the model's data terms across
+/// the job's ranks (sgmcmc.data_parallel); without `ranks` the key is refused.
 PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
-                           const std::optional<std::filesystem::path>& plugin_dir, ModelCache* models = nullptr);
+                           const std::optional<std::filesystem::path>& plugin_dir, ModelCache* models = nullptr,
+                           std::shared_ptr<sgmcmc::RankGroup> ranks = nullptr);
 
 /// The model the run uses, for a sweep's cell to keep between its validation and its run.
 std::shared_ptr<const BuiltModel> model_of(const PreparedRun& run);

@@ -36,6 +36,7 @@
 #include "chain_files.hpp"
 #include "commands.hpp"
 #include "configuration.hpp"
+#include "data_parallel_run.hpp"
 #include "files.hpp"
 #include "interruption.hpp"
 #include "progress.hpp"
@@ -94,6 +95,8 @@ RunSchedule read_schedule(const sgmcmc::Settings& run) {
   schedule.seed = read_count(run, "seed", schedule.seed, 0);
   // Separate, so that chains of several seeds can sample one data set (box plots across seeds).
   schedule.data_seed = read_count(run, "data_seed", schedule.seed, 0);
+  // Read only when set, as temperatures: runs without it record no such key.
+  if (run.contains("data_parallel")) schedule.data_parallel = run.flag("data_parallel", false);
   return schedule;
 }
 
@@ -178,7 +181,8 @@ std::shared_ptr<const BuiltModel> ModelCache::get(const sgmcmc::RunConfig& confi
 std::shared_ptr<const BuiltModel> model_of(const PreparedRun& run) { return run.built; }
 
 PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
-                           const std::optional<fs::path>& plugin_dir, ModelCache* models) {
+                           const std::optional<fs::path>& plugin_dir, ModelCache* models,
+                           std::shared_ptr<sgmcmc::RankGroup> ranks) {
   PreparedRunPtr run(new PreparedRun);
   run->config = std::move(config);
   run->source = source;
@@ -203,6 +207,12 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   cfg["model"].adopt_reads(run->built->section);  // the keys the model read, when another run's build read them
   run->model_name = cfg["model"].text("name", "");
   run->model_seconds = run->elapsed();
+  if (schedule.data_parallel) {  // the chains are built on the split model (a copy: a cache's model stays whole)
+    check_data_parallel(cfg, schedule, *run->model(), run->model_name, ranks != nullptr);
+    auto split = std::make_shared<BuiltModel>(*run->built);
+    split->model = sgmcmc::data_parallel_model(split->model, std::move(ranks));
+    run->built = std::move(split);
+  }
   const auto output = sgmcmc::read_output_options(cfg["output"], *run->model());
   run->print_zv = output.zv;
   run->written = output.written;
