@@ -159,6 +159,31 @@ TEST_CASE("run.data_parallel refuses what stage 1 does not split, once and namin
   }
 }
 
+TEST_CASE("a data-parallel run whose model's Gibbs step changes the data terms ends the job with the reason") {
+  // pmf with a Gamma prior on the noise precision τ: its Gibbs step reads every rating, which
+  // stage 1 does not reduce. The model interface does not declare it, so the refusal comes at the
+  // first such step (gibbs_every = 1: the first iteration), on every rank, through MPI_Abort.
+  test::TempDir dir;
+  const auto out = dir.path() / "pmf";
+  const auto scratch_folders = [] {  // the ranks' scratch folders, which an aborted job leaves
+    std::vector<fs::path> folders;
+    for (const auto& entry : fs::directory_iterator(fs::temp_directory_path()))
+      if (entry.path().filename().string().starts_with("sgmcmc-run-")) folders.push_back(entry.path());
+    return folders;
+  };
+  const auto before = scratch_folders();
+  const auto result = test::mpi_cli(2, "run --quiet --preset pmf-sgld --out '" + out.string() +
+                                           "' --set run.data_parallel=true --set run.iterations=20 --set run.thin=10 "
+                                           "--set model.gibbs_every=1 --set model.noise_prior_shape=2");
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Contains("changed its data terms: a Gibbs step that reads the data (pmf's noise precision τ, "
+                                     "say) is not yet supported with run.data_parallel"));
+  CHECK(!fs::exists(out / "manifest.json"));
+  for (const auto& folder : scratch_folders())
+    if (std::find(before.begin(), before.end(), folder) == before.end()) fs::remove_all(folder);
+}
+
 #else
 
 TEST_CASE("mpirun sgmcmc run with run.data_parallel (skipped: built without MPI)") {
