@@ -24,3 +24,4 @@ export import sgmcmc.data;
 export import sgmcmc.zero_variance;
 export import sgmcmc.recording;
 export import sgmcmc.calibration;
+export import sgmcmc.data_parallel;

@@ -125,6 +125,9 @@ FieldTable<RunSchedule> run_fields() {
            when_set(choice_field("chain_precision", &ChainSchedule::float_precision, {{"double", false}, {"float", true}},
                                  "float: θ, the gradient and each step's per-coordinate work in float, for a model "
                                  "with the float-gradient capability (sgld, mass 1, minibatch or exact, no MH)"))}),
+      {when_set(flag_field("data_parallel", &RunSchedule::data_parallel,
+                           "true under mpirun -n P: one chain whose data terms are split across the P ranks (refused "
+                           "without an MPI launcher, and by sweep, sbc and tune)"))},
   });
 }
 

@@ -27,6 +27,7 @@ struct RunSchedule {
   std::uint64_t data_seed = seed;  // the model's simulated data and splits; run.seed unless set
   bool collect_cycle_end = false;  // run.collect = "cycle_end" (Zhang et al. 2020's sampling stages)
   double collect_fraction = 0.2;   // of each cycle, the last share whose draws are kept
+  bool data_parallel = false;      // one chain's data terms split across MPI ranks (sgmcmc.data_parallel)
 };
 
 /// run.init and its two companions: where each chain starts (runners/sgmcmc/start_points.hpp).

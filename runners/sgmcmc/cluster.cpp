@@ -2,6 +2,7 @@
 #include "cluster.hpp"
 
 #include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -110,6 +111,19 @@ void Cluster::abort(int code) const {
   std::exit(code);
 }
 
+bool Cluster::built_with_mpi() { return true; }
+
+void Cluster::all_gather(const double* mine, std::size_t count, double* all) const {
+  if (size_ == 1) {
+    std::copy(mine, mine + count, all);
+    return;
+  }
+  // MPI counts are ints: 2^31 doubles (16 GiB per rank) is far beyond any vector a chain gathers.
+  if (count > static_cast<std::size_t>(INT_MAX)) throw std::length_error("Cluster::all_gather: more than INT_MAX doubles");
+  const int n = static_cast<int>(count);
+  MPI_Allgather(mine, n, MPI_DOUBLE, all, n, MPI_DOUBLE, MPI_COMM_WORLD);
+}
+
 #else  // without MPI: rank 0 of 1
 
 Cluster::Cluster() {
@@ -125,6 +139,8 @@ Cluster::Cluster() {
 }
 
 Cluster::~Cluster() = default;
+bool Cluster::built_with_mpi() { return false; }
+void Cluster::all_gather(const double* mine, std::size_t count, double* all) const { std::copy(mine, mine + count, all); }
 std::string Cluster::broadcast(const std::string& text) const { return text; }
 void Cluster::send_to_root(const std::string&) const { throw std::logic_error("Cluster::send_to_root without MPI"); }
 std::optional<std::pair<int, std::string>> Cluster::poll() const { return std::nullopt; }

@@ -8,6 +8,7 @@
 // Messages are byte strings. Only the thread that created the Cluster may call it (MPI is
 // initialised with MPI_THREAD_FUNNELED: cells run on other threads, which never call MPI).
 #pragma once
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -28,6 +29,15 @@ public:
   /// Ranks of this job on this machine (1 without MPI): they share its cores.
   int ranks_here() const { return ranks_here_; }
 
+  /// An MPI launcher started this process and it joined the job (false without MPI).
+  bool launched() const { return joined_; }
+  /// This sgmcmc was built with MPI (SGMCMC_WITH_MPI).
+  static bool built_with_mpi();
+
+  /// all[r·count, (r+1)·count) ← rank r's `mine` (count doubles), on every rank: the collective
+  /// of a data-parallel chain (data_parallel_run.hpp).
+  void all_gather(const double* mine, std::size_t count, double* all) const;
+
   /// Root's `text` on every rank.
   std::string broadcast(const std::string& text) const;
   /// Sends `bytes` to rank 0 (blocks until it is on its way).
@@ -43,5 +53,5 @@ private:
   int rank_ = 0;
   int size_ = 1;
   int ranks_here_ = 1;
-  [[maybe_unused]] bool joined_ = false;  // MPI_Init was called here, so MPI_Finalize is due (with MPI)
+  bool joined_ = false;  // MPI_Init was called here, so MPI_Finalize is due (with MPI)
 };

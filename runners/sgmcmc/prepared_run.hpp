@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +46,8 @@ struct PreparedRun {
   bool allow_changed_data = false;    // --allow-changed-data: resume on data other than the run began with
   bool print_zv = false;              // [output] zv = true
   std::vector<std::size_t> written;  // the parameters the draws files hold ([output] parameters)
+  /// run.data_parallel: the manifest's `data_parallel` record, given the chain's iterations.
+  std::function<nlohmann::json(std::uint64_t iterations)> data_parallel_record;
 
   const std::shared_ptr<const sgmcmc::Model>& model() const { return built->model; }
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); }

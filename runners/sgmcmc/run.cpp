@@ -27,6 +27,7 @@
 #include "chain_files.hpp"
 #include "commands.hpp"
 #include "configuration.hpp"
+#include "data_parallel_run.hpp"
 #include "files.hpp"
 #include "interruption.hpp"
 #include "progress.hpp"
@@ -117,24 +118,50 @@ std::string resume_command(const RunOptions& options, const fs::path& out) {
 int run_command(const RunOptions& options) {
   if (options.resume)
     if (const auto refusal = resume_refusal(*options.resume); !refusal.empty()) throw sgmcmc::Error("--resume: " + refusal);
-  auto [config, label, source] = load_run_config(options);
+  LoadedConfig loaded = load_run_config(options);
   // A resumed run keeps the first run's source: chains that restart write the same headers.
-  if (options.resume) source = read_recorded_run(*options.resume).value("source", source);
-  const auto run = prepare_run(std::move(config), source, options.plugin_dir);
-  run->allow_changed_data = options.allow_changed_data;
-  for (const auto& warning : check_keys(*run)) fmt::print(stderr, "sgmcmc: warning: {}\n", warning);
-  run->schedule.chain.stop_after = options.stop_after;
-  check_run(*run);
-  const auto& schedule = run->schedule;
-  const auto& jobs = run->jobs;
+  if (options.resume) loaded.source = read_recorded_run(*options.resume).value("source", loaded.source);
+  // run.data_parallel: this process is one rank of an MPI job running one chain together
+  // (data_parallel_run.hpp); rank 0 writes the run's folder, the others a scratch folder.
+  std::unique_ptr<DataParallelJob> parallel;
+  if (wants_data_parallel(loaded.config)) parallel = std::make_unique<DataParallelJob>(loaded.config["run"]);
+  const bool speaks = !parallel || parallel->root();
 
-  const fs::path out = options.resume ? *options.resume : create_output(options, label);
-  const RunFolderLock lock(out);
-  if (options.resume) {  // again under the lock: the run may have completed since
-    if (const auto refusal = resume_refusal(out); !refusal.empty()) throw sgmcmc::Error("--resume: " + refusal);
-  } else {
-    remove_run_files(out);
+  PreparedRunPtr run;
+  fs::path out;
+  std::optional<RunFolderLock> lock;
+  const auto set_up = [&] {
+    if (parallel) check_data_parallel_options(options);
+    run = prepare_run(std::move(loaded.config), loaded.source, options.plugin_dir, nullptr,
+                      parallel ? parallel->ranks() : nullptr);
+    run->allow_changed_data = options.allow_changed_data;
+    const auto warnings = check_keys(*run);
+    for (const auto& warning : speaks ? warnings : std::vector<std::string>{})
+      fmt::print(stderr, "sgmcmc: warning: {}\n", warning);
+    run->schedule.chain.stop_after = options.stop_after;
+    check_run(*run);
+    out = !speaks ? parallel->scratch() : options.resume ? *options.resume : create_output(options, loaded.label);
+    lock.emplace(out);
+    if (options.resume) {  // again under the lock: the run may have completed since
+      if (const auto refusal = resume_refusal(out); !refusal.empty()) throw sgmcmc::Error("--resume: " + refusal);
+    } else {
+      remove_run_files(out);
+    }
+    if (parallel)
+      run->data_parallel_record = [&job = *parallel, items = run->model()->num_items()](std::uint64_t iterations) {
+        return job.record(items, iterations);
+      };
+  };
+  if (!parallel) {
+    set_up();
+  } else if (const int code = parallel->agree(set_up)) {
+    if (!speaks && !out.empty()) {  // a worker's scratch folder, if it got one
+      lock.reset();
+      fs::remove_all(out);
+    }
+    return code;
   }
+  const auto& schedule = run->schedule;
   const unsigned threads = options.threads ? options.threads
                                            : static_cast<unsigned>(std::min<std::uint64_t>(
                                                  schedule.chains, std::max(1u, std::thread::hardware_concurrency())));
@@ -142,70 +169,26 @@ int run_command(const RunOptions& options) {
   RunOutcome outcome;
   {
     const std::uint64_t burn_in = run->burn_in ? run->burn_in->iterations : 0;
-    ProgressBar bar(schedule.chains * (burn_in + schedule.chain.warmup + schedule.chain.iterations), progress, !options.quiet);
-    // From here on Ctrl-C stops the chains with a checkpoint; before, there is nothing to keep.
-    catch_interruptions();
-    run->schedule.chain.stop_requested = &stop_requested();
-    outcome = execute_run(*run, out, threads, &progress, options.resume.has_value());
-    stop_catching_interruptions();
-  }
-  if (outcome == RunOutcome::stopped) {
-    fmt::print(stderr, "sgmcmc: stopped after iteration {} (--stop-after); continue with: {}\n", options.stop_after,
-               resume_command(options, out));
-    return 0;
-  }
-  if (outcome == RunOutcome::interrupted) {
-    std::vector<std::string> chains;
-    for (std::size_t k = 0; k < jobs.size(); ++k)
-      chains.push_back(fmt::format("chain {} {} {}", k + 1, jobs[k].result.stopped ? "at iteration" : "complete,",
-                                   jobs[k].result.iterations));
-    fmt::print(stderr,
-               "sgmcmc: interrupted ({}): {}; the checkpoints, metrics.csv and manifest.json (status \"interrupted\") "
-               "are in {}; continue with: {}\n",
-               interruption_name(), fmt::join(chains, ", "), out.string(), resume_command(options, out));
-    return exit_interrupted;
-  }
-  const bool any_diverged = outcome == RunOutcome::diverged;
-  for (std::size_t k = 0; k < jobs.size(); ++k) {
-    const auto& r = jobs[k].result;
-    if (r.diverged)
-      fmt::print(stderr, "sgmcmc: chain {} {}; its draws until then are in {}\n", k + 1, r.message, run_folder::chain_draws(k + 1));
-    if (r.non_finite_proposals)
-      fmt::print(stderr, "sgmcmc: chain {}: {} proposal(s) with a non-finite potential or energy error were rejected\n",
-                 k + 1, r.non_finite_proposals);
-  }
-  if (!options.quiet) {
-    fmt::print("{} chain(s) of {} + {} iterations (warmup + recorded), model '{}' (d = {}, N = {}), in {:.2f} s -> {}\n", schedule.chains,
-               schedule.chain.warmup, schedule.chain.iterations, run->model_name, run->model()->dimension(), run->model()->num_items(), run->elapsed(), out.string());
-    const auto metric_names = run->model()->metric_names();
-    for (std::size_t k = 0; k < jobs.size(); ++k) {
-      std::string last;
-      if (!jobs[k].files->rows().empty())
-        for (std::size_t m = 0; m < metric_names.size(); ++m)
-          last += fmt::format(", {} {:.4f}", metric_names[m], jobs[k].files->rows().back().values[m]);
-      if (run->tests_acceptance)
-        last += fmt::format(", acceptance rate {:.3f}", static_cast<double>(jobs[k].result.accepted_blocks) /
-                                                           static_cast<double>(std::max<std::uint64_t>(1, jobs[k].result.blocks)));
-      fmt::print("  chain {}: {} item gradients{}\n", k + 1, jobs[k].result.cost.item_gradients, last);
-    }
-    if (schedule.chain.recorded_draws() >= 4) {
-      fmt::print("\n");
-      try {  // as for zv below: the run's files are complete; a refusal (no draws) does not fail it
-        summary_command(out, {}, 20);
-      } catch (const sgmcmc::Error& error) {
-        fmt::print(stderr, "sgmcmc: no summary: {}\n", error.what());
-      }
+    ProgressBar bar(schedule.chains * (burn_in + schedule.chain.warmup + schedule.chain.iterations), progress,
+                    !options.quiet && speaks);
+    if (parallel) {
+      // No handler: a signal ends the ranks (mpirun passes it on), since ranks stopping at
+      // different iterations would wait on each other forever, and there is no checkpoint to keep.
+      outcome = parallel->or_abort([&] { return execute_run(*run, out, threads, &progress); });
+    } else {
+      // From here on Ctrl-C stops the chains with a checkpoint; before, there is nothing to keep.
+      catch_interruptions();
+      run->schedule.chain.stop_requested = &stop_requested();
+      outcome = execute_run(*run, out, threads, &progress, options.resume.has_value());
+      stop_catching_interruptions();
     }
   }
-  if (run->print_zv) {  // asked for explicitly, so printed even with --quiet
-    fmt::print("\n");
-    try {  // the run's files are complete: a ZV refusal (too few draws) does not fail the run
-      zv_command(out, {});
-    } catch (const sgmcmc::Error& error) {
-      fmt::print(stderr, "sgmcmc: {} (the run itself is complete)\n", error.what());
-    }
+  if (!speaks) {  // a worker's files were the same as rank 0's: scratch
+    lock.reset();
+    fs::remove_all(out);
+    return outcome == RunOutcome::diverged ? exit_diverged : 0;
   }
-  return any_diverged ? exit_diverged : 0;
+  return report_run(*run, outcome, out, {options.quiet, options.stop_after, resume_command(options, out)});
 }
 
 Command add_run_command(CLI::App& app) {

@@ -58,8 +58,11 @@ private:
 /// Loads the model (or takes it from `models`) and builds every chain's estimator, integrator,
 /// corrector and recorder. Throws sgmcmc::Error when a part refuses the configuration (mh after
 /// sghmc, say), and ModelNotLoadable when the model's plugin cannot be loaded.
+/// With run.data_parallel, `ranks` (`sgmcmc run` under MPI) splits the model's data terms across
+/// the job's ranks (sgmcmc.data_parallel); without `ranks` the key is refused.
 PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
-                           const std::optional<std::filesystem::path>& plugin_dir, ModelCache* models = nullptr);
+                           const std::optional<std::filesystem::path>& plugin_dir, ModelCache* models = nullptr,
+                           std::shared_ptr<sgmcmc::RankGroup> ranks = nullptr);
 
 /// The model the run uses, for a sweep's cell to keep between its validation and its run.
 std::shared_ptr<const BuiltModel> model_of(const PreparedRun& run);
@@ -83,6 +86,17 @@ enum class RunOutcome { complete, diverged, stopped, interrupted };
 /// and manifest.json (status "interrupted") are written, and the folder can be resumed.
 RunOutcome execute_run(PreparedRun& run, const std::filesystem::path& out, unsigned threads,
                        std::atomic<std::uint64_t>* progress, bool resume = false);
+
+/// What `sgmcmc run` says at the end: how to continue a stopped or interrupted run, each chain's
+/// divergence and rejected non-finite proposals, and (unless quiet) each chain's cost and last
+/// metrics with the run's summary, and the ZV estimates when [output] zv asks. Returns the exit
+/// code: exit_interrupted, exit_diverged when a chain diverged, else 0.
+struct RunReport {
+  bool quiet = false;
+  std::uint64_t stop_after = 0;  // --stop-after
+  std::string resume_command;    // the command line that continues the run
+};
+int report_run(const PreparedRun& run, RunOutcome outcome, const std::filesystem::path& out, const RunReport& report);
 
 /// Why the folder `out` cannot be resumed (no checkpoint.json, a complete run), or "".
 std::string resume_refusal(const std::filesystem::path& out);

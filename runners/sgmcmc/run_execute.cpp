@@ -286,6 +286,7 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
   manifest["status"] = interrupted ? "interrupted" : any_diverged ? "diverged" : "complete";
   manifest["chains"] = manifest_chains(run);
   manifest["threads"] = threads;
+  if (run.data_parallel_record) manifest["data_parallel"] = run.data_parallel_record(run.jobs.front().result.iterations);
   manifest["timings"] = {{"model_seconds", run.model_seconds},
                          {"model_shared", run.model_shared},
                          {"total_seconds", run.elapsed()},

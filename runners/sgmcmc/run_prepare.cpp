@@ -36,6 +36,7 @@
 #include "chain_files.hpp"
 #include "commands.hpp"
 #include "configuration.hpp"
+#include "data_parallel_run.hpp"
 #include "files.hpp"
 #include "interruption.hpp"
 #include "progress.hpp"
@@ -133,7 +134,8 @@ std::shared_ptr<const BuiltModel> ModelCache::get(const sgmcmc::RunConfig& confi
 std::shared_ptr<const BuiltModel> model_of(const PreparedRun& run) { return run.built; }
 
 PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
-                           const std::optional<fs::path>& plugin_dir, ModelCache* models) {
+                           const std::optional<fs::path>& plugin_dir, ModelCache* models,
+                           std::shared_ptr<sgmcmc::RankGroup> ranks) {
   PreparedRunPtr run(new PreparedRun);
   run->config = std::move(config);
   run->source = source;
@@ -153,6 +155,12 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   cfg["model"].adopt_reads(run->built->section);  // the keys the model read, when another run's build read them
   run->model_name = cfg["model"].text("name", "");
   run->model_seconds = run->elapsed();
+  if (schedule.data_parallel) {  // the chains are built on the split model (a copy: a cache's model stays whole)
+    check_data_parallel(cfg, schedule, *run->model(), run->model_name, ranks != nullptr);
+    auto split = std::make_shared<BuiltModel>(*run->built);
+    split->model = sgmcmc::data_parallel_model(split->model, std::move(ranks));
+    run->built = std::move(split);
+  }
   const auto output = sgmcmc::read_output_options(cfg["output"], *run->model());
   run->print_zv = output.zv;
   run->written = output.written;

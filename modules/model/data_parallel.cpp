@@ -1,0 +1,229 @@
+// The data-parallel decorator's definitions (its interface, sgmcmc.data_parallel, is
+// modules/model/data_parallel.cppm, which says what is forwarded, reduced and hidden).
+module;
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+module sgmcmc.data_parallel;
+
+import sgmcmc.error;
+
+namespace sgmcmc {
+
+std::size_t row_block_start(std::size_t items, std::size_t rank, std::size_t ranks) {
+  // N·r can pass 2^64 only beyond 10^9 rows and 10^10 ranks; 128 bits rule it out anyway.
+  return static_cast<std::size_t>(static_cast<unsigned __int128>(items) * rank / ranks);
+}
+
+std::string data_parallel_refusal(const Model& model) {
+  if (model.capabilities().latent_gibbs_step)
+    return "its gradient Gibbs-samples latent variables (latent-gibbs-step), which each rank would draw for its own "
+           "items from the chain's stream, so the ranks' streams, and chains, would part; not yet supported with "
+           "run.data_parallel";
+  return "";
+}
+
+namespace data_parallel_parts {
+
+/// The items of a batch that one rank owns, in the batch's order, with their weights.
+struct OwnedItems {
+  std::vector<std::size_t> items;
+  std::vector<double> weights;
+  Batch batch() const { return Batch{items, weights}; }
+};
+
+class DataParallelModel final : public Model {
+public:
+  DataParallelModel(std::shared_ptr<const Model> model, std::shared_ptr<RankGroup> ranks)
+      : model_(std::move(model)), ranks_(std::move(ranks)), rank_(ranks_->rank()), size_(ranks_->size()),
+        first_(row_block_start(model_->num_items(), rank_, size_)),
+        end_(row_block_start(model_->num_items(), rank_ + 1, size_)) {}
+
+  std::size_t dimension() const override { return model_->dimension(); }
+  std::size_t num_items() const override { return model_->num_items(); }
+  std::vector<std::string> parameter_names() const override { return model_->parameter_names(); }
+  Capabilities capabilities() const override {
+    Capabilities c = model_->capabilities();
+    c.per_item_gradients = c.sparse_item_gradients = c.float_gradient = c.latent_gibbs_step = false;
+    return c;
+  }
+  std::unique_ptr<Workspace> make_workspace() const override { return model_->make_workspace(); }
+  void initial_point(std::span<double> theta, Rng& rng) const override { model_->initial_point(theta, rng); }
+
+  double prior_potential(std::span<const double> theta) const override { return model_->prior_potential(theta); }
+  void add_prior_gradient(std::span<const double> theta, std::span<double> gradient) const override {
+    model_->add_prior_gradient(theta, gradient);
+  }
+  double prior_potential_given(std::span<const double> theta, Workspace& workspace) const override {
+    return model_->prior_potential_given(theta, workspace);
+  }
+  void add_prior_gradient_given(std::span<const double> theta, std::span<double> gradient,
+                                Workspace& workspace) const override {
+    model_->add_prior_gradient_given(theta, gradient, workspace);
+  }
+
+  void add_data_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
+                         Workspace& workspace, Rng& rng) const override {
+    const OwnedItems mine = owned(batch);
+    auto part = start_part(gradient, 0);
+    model_->add_data_gradient(theta, mine.batch(), std::span(part).first(gradient.size()), workspace, rng);
+    sum_parts(part, gradient);
+  }
+
+  double data_potential(std::span<const double> theta, const Batch& batch, Workspace& workspace) const override {
+    std::vector<double> part{model_->data_potential(theta, owned(batch).batch(), workspace)};
+    double total = 0.0;
+    sum_parts(part, std::span(&total, 1));
+    return total;
+  }
+
+  /// The gradient's d numbers, the potential and whether the model gave it, in one gather.
+  std::optional<double> data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
+                                                    std::span<double> gradient, Workspace& workspace,
+                                                    Rng& rng) const override {
+    const std::size_t d = gradient.size();
+    auto part = start_part(gradient, 2);
+    const auto potential =
+        model_->data_potential_and_gradient(theta, owned(batch).batch(), std::span(part).first(d), workspace, rng);
+    part[d] = potential.value_or(0.0);
+    part[d + 1] = potential ? 1.0 : 0.0;
+    std::vector<double> total(d + 2);
+    sum_parts(part, total);
+    std::copy(total.begin(), total.begin() + static_cast<std::ptrdiff_t>(d), gradient.begin());
+    // Every rank's model answers alike (one model, replicated): all parts have it or none has.
+    if (total[d + 1] != static_cast<double>(size_)) return std::nullopt;
+    return total[d];
+  }
+
+  /// out[k] ← s_{items[k]}(θ) from the rank that owns the item: picked, not summed, so exact.
+  void glm_scalars(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
+                   Workspace& workspace) const override {
+    std::vector<std::size_t> positions;
+    std::vector<std::size_t> mine;
+    for (std::size_t k = 0; k < items.size(); ++k)
+      if (owns(items[k])) {
+        positions.push_back(k);
+        mine.push_back(items[k]);
+      }
+    std::vector<double> scalars(mine.size());
+    model_->glm_scalars(theta, mine, scalars, workspace);
+    std::vector<double> part(items.size(), 0.0);
+    for (std::size_t k = 0; k < mine.size(); ++k) part[positions[k]] = scalars[k];
+    std::vector<double> all(size_ * items.size());
+    gather(part, all);
+    for (std::size_t k = 0; k < items.size(); ++k) out[k] = all[owner(items[k]) * items.size() + k];
+  }
+
+  void add_scaled_features(std::span<const std::size_t> items, std::span<const double> scales,
+                           std::span<double> gradient) const override {
+    OwnedItems mine;
+    for (std::size_t k = 0; k < items.size(); ++k)
+      if (owns(items[k])) {
+        mine.items.push_back(items[k]);
+        mine.weights.push_back(scales[k]);
+      }
+    auto part = start_part(gradient, 0);
+    model_->add_scaled_features(mine.items, mine.weights, std::span(part).first(gradient.size()));
+    sum_parts(part, gradient);
+  }
+
+  void item_lipschitz_bounds(std::span<double> out) const override { model_->item_lipschitz_bounds(out); }
+
+  TargetChange after_step(std::uint64_t iteration, std::span<double> theta, Workspace& workspace,
+                          Rng& rng) const override {
+    const TargetChange change = model_->after_step(iteration, theta, workspace, rng);
+    if (change == TargetChange::data)
+      throw Error("the model's step between gradient steps (after_step) changed its data terms: a Gibbs step that reads "
+                  "the data (pmf's noise precision τ, say) is not yet supported with run.data_parallel; fix that "
+                  "parameter in the model's configuration");
+    return change;
+  }
+
+  std::vector<std::string> metric_names() const override { return model_->metric_names(); }
+  void evaluate_metrics(std::span<const double> theta, Workspace& workspace, std::span<double> out) const override {
+    model_->evaluate_metrics(theta, workspace, out);
+  }
+  std::vector<std::string> quantity_names() const override { return model_->quantity_names(); }
+  void evaluate_quantities(std::span<const double> theta, Workspace& workspace, std::span<double> out) const override {
+    model_->evaluate_quantities(theta, workspace, out);
+  }
+  std::vector<double> simulated_parameters() const override { return model_->simulated_parameters(); }
+  PredictionForm prediction_form() const override { return model_->prediction_form(); }
+  std::unique_ptr<PredictionRows> read_prediction_rows(const std::string& path) const override {
+    return model_->read_prediction_rows(path);
+  }
+  void predict_rows(std::span<const double> theta, const PredictionRows& rows, std::span<double> out,
+                    std::span<double> log_densities) const override {
+    model_->predict_rows(theta, rows, out, log_densities);
+  }
+
+private:
+  bool owns(std::size_t item) const { return item >= first_ && item < end_; }
+
+  /// The rank whose block holds `item`: the r with ⌊N·r/P⌋ <= item < ⌊N·(r+1)/P⌋.
+  std::size_t owner(std::size_t item) const {
+    const std::size_t n = model_->num_items();
+    std::size_t r = static_cast<std::size_t>(static_cast<unsigned __int128>(item) * size_ / std::max<std::size_t>(n, 1));
+    while (r + 1 < size_ && row_block_start(n, r + 1, size_) <= item) ++r;
+    while (r > 0 && row_block_start(n, r, size_) > item) --r;
+    return r;
+  }
+
+  OwnedItems owned(const Batch& batch) const {
+    OwnedItems mine;
+    for (std::size_t k = 0; k < batch.items.size(); ++k)
+      if (owns(batch.items[k])) {
+        mine.items.push_back(batch.items[k]);
+        if (!batch.weights.empty()) mine.weights.push_back(batch.weights[k]);
+      }
+    return mine;
+  }
+
+  /// This rank's part, `extra` numbers longer than `given`: rank 0 starts from the caller's vector
+  /// (so that with one rank the model adds onto it exactly as undecorated), the others from zero.
+  std::vector<double> start_part(std::span<const double> given, std::size_t extra) const {
+    std::vector<double> part(given.size() + extra, 0.0);
+    if (rank_ == 0) std::copy(given.begin(), given.end(), part.begin());
+    return part;
+  }
+
+  /// out[j] ← Σ_r part_r[j] in rank order, r = 0..P-1, the same on every rank. `out` has the size
+  /// of `part`.
+  void sum_parts(std::span<const double> part, std::span<double> out) const {
+    const std::size_t m = part.size();
+    std::vector<double> all(size_ * m);
+    gather(part, all);
+    std::copy(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(m), out.begin());
+    for (std::size_t r = 1; r < size_; ++r)
+      for (std::size_t j = 0; j < m; ++j) out[j] += all[r * m + j];
+  }
+
+  void gather(std::span<const double> mine, std::span<double> all) const {
+    if (size_ == 1) {
+      std::copy(mine.begin(), mine.end(), all.begin());
+      return;
+    }
+    ranks_->all_gather(mine, all);
+  }
+
+  std::shared_ptr<const Model> model_;
+  std::shared_ptr<RankGroup> ranks_;
+  std::size_t rank_, size_;
+  std::size_t first_, end_;  // this rank's rows [first_, end_)
+};
+
+}  // namespace data_parallel_parts
+
+std::shared_ptr<const Model> data_parallel_model(std::shared_ptr<const Model> model, std::shared_ptr<RankGroup> ranks) {
+  if (!model || !ranks || ranks->size() == 0 || ranks->rank() >= ranks->size())
+    throw Error("internal: data_parallel_model needs a model and a rank group with this rank in it");
+  if (const auto refusal = data_parallel_refusal(*model); !refusal.empty()) throw Error(refusal);
+  return std::make_shared<const data_parallel_parts::DataParallelModel>(std::move(model), std::move(ranks));
+}
+
+}  // namespace sgmcmc

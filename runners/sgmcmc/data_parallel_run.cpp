@@ -1,0 +1,160 @@
+// run.data_parallel's side of the runner (see data_parallel_run.hpp).
+#include "data_parallel_run.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <string>
+#include <variant>
+#include <vector>
+#include <unistd.h>
+#include <fmt/format.h>
+
+#include "commands.hpp"
+
+import sgmcmc;
+
+namespace fs = std::filesystem;
+
+bool wants_data_parallel(const sgmcmc::RunConfig& config) {
+  return sgmcmc::read_fields(sgmcmc::run_fields(), config["run"]).data_parallel;  // [run]'s table, as prepare_run reads it
+}
+
+void ClusterRanks::all_gather(std::span<const double> mine, std::span<double> all) {
+  const auto start = std::chrono::steady_clock::now();
+  cluster_.all_gather(mine.data(), mine.size(), all.data());
+  seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  gathers += 1;
+  bytes += all.size() * sizeof(double);  // m sent, (P-1)·m received
+}
+
+DataParallelJob::DataParallelJob(const sgmcmc::Settings& run) {
+  if (!cluster_.launched())
+    throw sgmcmc::Error(fmt::format(
+        "{}: a data-parallel run splits one chain's data across the ranks of an MPI job, and no MPI launcher started "
+        "this process{}; start it as `mpirun -n P sgmcmc run ...` (P = 1 is allowed), or set run.data_parallel = false",
+        run.describe("data_parallel"),
+        Cluster::built_with_mpi() ? "" : " (and this sgmcmc was built without MPI; third_party/setup.sh installs OpenMPI)"));
+  ranks_ = std::make_shared<ClusterRanks>(cluster_);
+}
+
+namespace {
+
+/// The exit code report_error gives `failure`, without printing.
+int exit_code_of(const std::exception_ptr& failure) {
+  try {
+    std::rethrow_exception(failure);
+  } catch (const sgmcmc::Error&) {
+    return exit_bad_input;
+  } catch (const fs::filesystem_error&) {
+    return exit_bad_input;
+  } catch (...) {
+    return exit_internal_error;
+  }
+}
+
+}  // namespace
+
+int DataParallelJob::agree(const std::function<void()>& step) const {
+  std::exception_ptr failure;
+  try {
+    step();
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  const double mine = failure ? exit_code_of(failure) : 0;
+  std::vector<double> codes(static_cast<std::size_t>(cluster_.size()));
+  cluster_.all_gather(&mine, 1, codes.data());
+  if (std::all_of(codes.begin(), codes.end(), [](double code) { return code == 0; })) return 0;
+  // Rank 0 speaks for all when it failed (a refusal of the configuration fails every rank alike).
+  if (failure && (root() || codes[0] == 0)) {
+    try {
+      std::rethrow_exception(failure);
+    } catch (const std::exception& error) {
+      report_error(error, root() ? "" : where());
+    } catch (...) {
+      fmt::print(stderr, "sgmcmc: internal error{}: an exception of an unknown type\n", where());
+    }
+  }
+  return static_cast<int>(codes[0] != 0 ? codes[0] : *std::max_element(codes.begin(), codes.end()));
+}
+
+std::string DataParallelJob::where() const {
+  return cluster_.size() > 1 ? fmt::format(" on rank {}", cluster_.rank()) : "";
+}
+
+fs::path DataParallelJob::scratch() const {
+  const fs::path folder = fs::temp_directory_path() / fmt::format("sgmcmc-run-{}-rank-{}", getpid(), cluster_.rank());
+  fs::create_directories(folder);
+  return folder;
+}
+
+nlohmann::json DataParallelJob::record(std::size_t items, std::uint64_t iterations) const {
+  const auto ranks = static_cast<std::size_t>(cluster_.size());
+  std::vector<std::size_t> rows;
+  for (std::size_t r = 0; r < ranks; ++r)
+    rows.push_back(sgmcmc::row_block_start(items, r + 1, ranks) - sgmcmc::row_block_start(items, r, ranks));
+  const auto per = [&](double total) { return total / static_cast<double>(std::max<std::uint64_t>(iterations, 1)); };
+  return {{"ranks", ranks},
+          {"rows_per_rank", rows},
+          {"reductions", ranks_->gathers},
+          {"bytes", ranks_->bytes},
+          {"communication_seconds", ranks_->seconds},
+          {"iterations", iterations},
+          {"reductions_per_iteration", per(static_cast<double>(ranks_->gathers))},
+          {"bytes_per_iteration", per(static_cast<double>(ranks_->bytes))},
+          {"communication_seconds_per_iteration", per(ranks_->seconds)}};
+}
+
+namespace {
+
+/// "`value` is not yet supported with run.data_parallel (why)", after where the key was set.
+[[noreturn]] void not_supported(const sgmcmc::Settings& section, const std::string& key, const std::string& value,
+                                const std::string& why) {
+  throw sgmcmc::Error(fmt::format("{}: {} is not yet supported with run.data_parallel ({})", section.describe(key),
+                                  value, why));
+}
+
+}  // namespace
+
+void check_data_parallel(const sgmcmc::RunConfig& config, const sgmcmc::RunSchedule& schedule, const sgmcmc::Model& model,
+                         const std::string& model_name, bool have_ranks) {
+  const auto& run = config["run"];
+  if (!have_ranks)
+    throw sgmcmc::Error(fmt::format("{}: a data-parallel chain is `mpirun -n P sgmcmc run`'s alone; sweep, sbc and tune "
+                                    "run whole chains on each rank (remove the key)",
+                                    run.describe("data_parallel")));
+  if (schedule.chains > 1)
+    not_supported(run, "chains", std::to_string(schedule.chains) + " chains",
+                  "a data-parallel run is one chain on every rank; run several jobs for several chains");
+  const auto& estimator = config["estimator"];
+  const std::string name = estimator.text("name", sgmcmc::default_estimator);
+  if (name != "exact" && name != "minibatch" && name != "cv" && name != "svrg")
+    not_supported(estimator, "name", "'" + name + "'",
+                  "stage 1 splits the data terms of exact, minibatch, cv and svrg; saga's table of per-item gradients "
+                  "would have to be sharded with its rows");
+  const auto& integrator = config["integrator"];
+  if (integrator.contains("mass") && std::holds_alternative<std::string>(integrator.entries().at("mass").value))
+    not_supported(integrator, "mass", "a mass computed from the data's per-item gradients (the Fisher mass)",
+                  "its sum over the items is not reduced across ranks yet");
+  if (schedule.chain.float_precision)
+    not_supported(run, "chain_precision", "the float chain", "the model's float gradient is not split across ranks");
+  if (schedule.chain.checkpoint_every > 0)
+    not_supported(run, "checkpoint_every", "checkpointing",
+                  "a checkpoint would hold each rank's part and the shared state: stage 2");
+  for (const auto& [section, settings] : config.sections)
+    if ((section == "burn_in" || section.starts_with("burn_in.")) && !settings.entries().empty())
+      throw sgmcmc::Error(fmt::format("[{}]: a burn-in is not yet supported with run.data_parallel (stage 1 runs one "
+                                      "sampler); remove the section",
+                                      section));
+  if (const auto refusal = sgmcmc::data_parallel_refusal(model); !refusal.empty())
+    throw sgmcmc::Error(fmt::format("{}: model '{}': {}", config["model"].describe("name"), model_name, refusal));
+}
+
+void check_data_parallel_options(const RunOptions& options) {
+  if (options.resume)
+    throw sgmcmc::Error("--resume is not yet supported with run.data_parallel: its runs take no checkpoints (stage 2)");
+  if (options.stop_after)
+    throw sgmcmc::Error("--stop-after is not yet supported with run.data_parallel: its runs take no checkpoints (stage 2)");
+}

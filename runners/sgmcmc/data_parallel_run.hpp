@@ -1,0 +1,90 @@
+// run.data_parallel = true (issue 45, stage 1): `mpirun -n P sgmcmc run ...` runs ONE chain whose
+// data terms are split across the P ranks. sgmcmc.data_parallel (modules/model/data_parallel.cppm)
+// splits them; this file is the runner's side: the MPI collective it reduces with (counted for the
+// manifest), the start-up refusals of what this stage does not support, and the agreement of the
+// ranks on the run's set-up (a refusal on one rank ends every rank, none waits on another forever).
+//
+// Every rank builds the same model, the same chain and the same files; rank 0 writes them into the
+// run's folder, the others into a scratch folder they remove at the end, so that every rank runs
+// the same code and calls the collective as often and in the same order.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <nlohmann/json.hpp>
+
+#include "cluster.hpp"
+#include "commands.hpp"
+#include "prepared_run.hpp"
+
+import sgmcmc;
+
+/// run.data_parallel = true in `config` (read, so the key counts as known).
+bool wants_data_parallel(const sgmcmc::RunConfig& config);
+
+/// A data-parallel chain's collective on the MPI job, with what it cost this rank so far.
+class ClusterRanks final : public sgmcmc::RankGroup {
+public:
+  explicit ClusterRanks(const Cluster& cluster) : cluster_(cluster) {}
+  std::size_t rank() const override { return static_cast<std::size_t>(cluster_.rank()); }
+  std::size_t size() const override { return static_cast<std::size_t>(cluster_.size()); }
+  void all_gather(std::span<const double> mine, std::span<double> all) override;
+
+  std::uint64_t gathers = 0;
+  std::uint64_t bytes = 0;  // sent and received: a gather of m doubles sends m and receives (P-1)·m
+  double seconds = 0.0;     // wall time inside the collective, waiting for slower ranks included
+
+private:
+  const Cluster& cluster_;
+};
+
+/// This process's place in a data-parallel run.
+class DataParallelJob {
+public:
+  /// Joins the MPI job; refuses, naming run.data_parallel, when no MPI launcher started the process.
+  explicit DataParallelJob(const sgmcmc::Settings& run);
+
+  const Cluster& cluster() const { return cluster_; }
+  bool root() const { return cluster_.root(); }
+  std::shared_ptr<sgmcmc::RankGroup> ranks() const { return ranks_; }
+
+  /// Runs `step` on every rank, then the ranks agree: 0 when it succeeded on every rank, else the
+  /// exit code (rank 0's when it failed), after rank 0 printed its error, or the failing rank its
+  /// own when rank 0 succeeded.
+  int agree(const std::function<void()>& step) const;
+  /// Runs `step`; an error on any rank is printed by that rank and ends the whole job (the other
+  /// ranks would otherwise wait in the collective forever).
+  template <class Step>
+  auto or_abort(Step&& step) const -> decltype(step()) {
+    try {
+      return step();
+    } catch (const std::exception& error) {
+      cluster_.abort(report_error(error, where()));
+    }
+  }
+
+  /// A worker's scratch folder for the run's files (created, removed when the run ends).
+  std::filesystem::path scratch() const;
+  /// The manifest's `data_parallel` record, per chain iteration (warmup included) as run.
+  nlohmann::json record(std::size_t items, std::uint64_t iterations) const;
+
+private:
+  std::string where() const;  // " on rank r" (P > 1)
+
+  Cluster cluster_;
+  std::shared_ptr<ClusterRanks> ranks_;
+};
+
+/// Refuses, each naming its key, what stage 1 does not split: more than one chain, an estimator
+/// other than exact, minibatch, cv and svrg, the Fisher mass, the float chain, checkpoints, a burn-in
+/// and a model whose gradient Gibbs-samples latent variables. `sweep`, `sbc` and `tune` (no rank
+/// group) are refused the key altogether.
+void check_data_parallel(const sgmcmc::RunConfig& config, const sgmcmc::RunSchedule& schedule, const sgmcmc::Model& model,
+                         const std::string& model_name, bool have_ranks);
+
+/// Refuses --resume and --stop-after, which need checkpoints.
+void check_data_parallel_options(const RunOptions& options);

@@ -1,0 +1,205 @@
+// run.data_parallel through the real binary under mpirun: one chain whose data terms are split
+// across the ranks gives the one-process draws (bit for bit with one rank, to rounding with two),
+// rank 0 alone writes the folder and records the communication, and what stage 1 does not split is
+// refused at start-up with its key.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "mpi_support.hpp"
+#include "support.hpp"
+
+import sgmcmc;
+
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Logistic regression on 2,000 simulated rows of cover type's shape (d = 55), one chain of 300
+/// iterations with lp__ (a full potential pass per draw, through the same reduction).
+std::string logistic_run(const std::string& sampler) {
+  return "[model]\nname = \"logistic\"\nn = 2000\n\n" + sampler +
+         "\n[run]\nwarmup = 0\niterations = 300\nthin = 1\nchains = 1\nseed = 7\neval_every = 100\nlp = true\n";
+}
+
+const std::string minibatch_sgld =
+    "[estimator]\nname = \"minibatch\"\nbatch_size = 50\n[integrator]\nname = \"sgld\"\nstep_size = 1e-4\n"
+    "[corrector]\nname = \"none\"\n";
+#ifdef SGMCMC_MPIEXEC
+// cv's centre (SGD from the start) and its full pass go through glm_scalars and add_scaled_features.
+const std::string cv_sgld =
+    "[estimator]\nname = \"cv\"\nbatch_size = 50\n[integrator]\nname = \"sgld\"\nstep_size = 1e-4\n"
+    "[corrector]\nname = \"none\"\n";
+// MALA: the exact gradient and U at every step's end (data_potential_and_gradient), U at the start.
+const std::string exact_mala_mh =
+    "[estimator]\nname = \"exact\"\n[integrator]\nname = \"mala\"\nstep_size = 2e-4\n"
+    "[corrector]\nname = \"mh\"\nevery = 1\n";
+
+sgmcmc::StanCsv draws_of(const fs::path& out) { return sgmcmc::read_stan_csv(out / "chain-1.csv"); }
+
+/// `mpirun -n ranks sgmcmc run --config file --out out --set run.data_parallel=true`.
+test::CliResult data_parallel_run(int ranks, const fs::path& file, const fs::path& out, const std::string& extra = "") {
+  return test::mpi_cli(ranks, "run --quiet --config '" + file.string() + "' --out '" + out.string() +
+                                  "' --set run.data_parallel=true " + extra);
+}
+#endif
+
+}  // namespace
+
+#ifdef SGMCMC_MPIEXEC
+
+// Why two ranks are not bit-identical to one process, and the tolerance: rank r sums the batch
+// items it owns, and the two partial sums are added in rank order, so Σ_i ∇f_i is the same terms
+// associated differently. Each order's rounding error is at most (n-1)·u·Σ_i |∇f_i| (u = 2^-53;
+// Higham 2002, §4.2), so the two gradients differ by at most 2(n-1)·u·Σ|∇f_i|: ≈ 1e-14 of it for a
+// batch of 50, ≈ 4e-13 for a full pass of N = 2,000. A step moves θ by h times that, and the
+// steps do not amplify it (h·λ_max < 2 for this log-concave posterior: I - h∇²U contracts), so
+// after K = 300 steps the draws differ by at most K·h·(that bound), far below 1e-12 of each
+// parameter's scale. ΔH̃, a difference of two potentials of order |U| (here |lp__| ≈ 1,200 against
+// ΔH̃ of order 1), differs by |U|'s rounding, so its column and accept_stat__'s are compared on
+// lp__'s scale (two ranks measured 4e-11 absolute in ΔH̃: 7e-12 of ΔH̃'s own scale, 3e-14 of U's). A
+// MH decision flips only when u lands within that distance of α (probability of the same order). One rank sums exactly as the undecorated model (rank 0's part is added onto
+// the caller's vector): bit for bit.
+TEST_CASE("mpirun -n 1 and -n 2 data-parallel runs give the one-process draws") {
+  for (const auto& [label, sampler] : {std::pair{"minibatch + sgld", minibatch_sgld}, std::pair{"cv + sgld", cv_sgld},
+                                      std::pair{"exact + mala + mh", exact_mala_mh}}) {
+    INFO(label);
+    test::TempDir dir;
+    const auto file = dir.write("run.toml", logistic_run(sampler));
+    const auto alone = test::run_cli("run --quiet --config '" + file.string() + "' --out '" + (dir.path() / "alone").string() + "'");
+    INFO(alone.output);
+    REQUIRE(alone.exit_code == 0);
+    const auto reference = draws_of(dir.path() / "alone");
+    REQUIRE(reference.rows.size() == 300);
+    REQUIRE(reference.columns.front() == "lp__");
+
+    const auto one = data_parallel_run(1, file, dir.path() / "one");
+    INFO(one.output);
+    REQUIRE(one.exit_code == 0);
+    CHECK(draws_of(dir.path() / "one").rows == reference.rows);  // bit for bit
+
+    const auto two = data_parallel_run(2, file, dir.path() / "two");
+    INFO(two.output);
+    REQUIRE(two.exit_code == 0);
+    const auto split = draws_of(dir.path() / "two");
+    REQUIRE(split.columns == reference.columns);
+    REQUIRE(split.rows.size() == reference.rows.size());
+    const auto scale_of = [&](std::size_t j) {
+      double scale = 0.0;
+      for (const auto& row : reference.rows) scale = std::max(scale, std::abs(row[j]));
+      return scale;
+    };
+    double worst = 0.0;  // the largest difference, as a fraction of its column's scale
+    for (std::size_t j = 0; j < reference.columns.size(); ++j) {
+      // ΔH̃ = U(θ_K) - U(θ_0) + ... and accept_stat__ = min(1, exp(-ΔH̃)) (whose slope is at most 1)
+      // carry the rounding of the two potentials, which is of U's scale (lp__'s), not of their own.
+      const bool from_potentials = reference.columns[j] == "delta_energy__" || reference.columns[j] == "accept_stat__";
+      const double scale = from_potentials ? scale_of(0) : scale_of(j);
+      for (std::size_t k = 0; k < reference.rows.size(); ++k)
+        if (scale > 0) worst = std::max(worst, std::abs(split.rows[k][j] - reference.rows[k][j]) / scale);
+    }
+    INFO("largest difference from the one-process draws, relative to the column's scale: " << worst);
+    CHECK(worst <= 1e-12);
+    if (std::string(label) == "exact + mala + mh") {  // both branches of the MH test were taken
+      const auto accepted = std::count_if(reference.rows.begin(), reference.rows.end(), [&](const auto& row) {
+        return row[4] == 1.0;
+      });
+      CHECK(accepted > 0);
+      CHECK(accepted < 300);
+    }
+  }
+}
+
+TEST_CASE("a data-parallel run's folder is rank 0's, and its manifest records the ranks and the communication") {
+  test::TempDir dir;
+  const auto file = dir.write("run.toml", logistic_run(minibatch_sgld));
+  const auto out = dir.path() / "two";
+  const auto result = data_parallel_run(2, file, out);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  const std::size_t items = manifest["model"]["items"], d = manifest["model"]["dimension"];
+  const auto& record = manifest["data_parallel"];
+  CHECK(record["ranks"] == 2);
+  CHECK(record["rows_per_rank"] == std::vector<std::size_t>{items / 2, items - items / 2});
+  // Per iteration: one gather of the minibatch gradient (d doubles) and, for lp__, one of the
+  // potential (1 double); each gather of m doubles sends m and receives m from the other rank.
+  CHECK(record["reductions_per_iteration"] == 2.0);
+  CHECK(record["bytes_per_iteration"] == static_cast<double>(2 * (d + 1) * sizeof(double)));
+  CHECK(record["communication_seconds_per_iteration"].get<double>() >= 0.0);
+  CHECK(manifest["chains"][0]["iterations"] == 300);
+  // The run's files once, in its folder; the other rank's scratch copy is gone.
+  CHECK(fs::exists(out / "chain-1.csv"));
+  CHECK(!fs::exists(out / "chain-2.csv"));
+}
+
+TEST_CASE("run.data_parallel refuses what stage 1 does not split, once and naming the key") {
+  test::TempDir dir;
+  const auto file = dir.write("run.toml", logistic_run(minibatch_sgld));
+  const std::pair<std::string, std::string> refusals[] = {
+      {"--set estimator.name=saga", "estimator.name: 'saga' is not yet supported with run.data_parallel"},
+      {"--set run.chains=2", "run.chains: 2 chains is not yet supported with run.data_parallel"},
+      {"--set integrator.mass=fisher --set integrator.metric=dense", "integrator.mass: a mass computed from the data"},
+      {"--set run.checkpoint_every=100", "run.checkpoint_every: checkpointing is not yet supported"}};
+  for (const auto& [settings, message] : refusals) {
+    const auto result = data_parallel_run(2, file, dir.path() / "refused", settings);
+    INFO(result.output);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Contains(message));
+    // Rank 0 speaks for both: the refusal is the same on every rank.
+    CHECK(result.output.find(message) == result.output.rfind(message));
+    CHECK(!fs::exists(dir.path() / "refused" / "manifest.json"));
+  }
+}
+
+TEST_CASE("a data-parallel run whose model's Gibbs step changes the data terms ends the job with the reason") {
+  // pmf with a Gamma prior on the noise precision τ: its Gibbs step reads every rating, which
+  // stage 1 does not reduce. The model interface does not declare it, so the refusal comes at the
+  // first such step (gibbs_every = 1: the first iteration), on every rank, through MPI_Abort.
+  test::TempDir dir;
+  const auto out = dir.path() / "pmf";
+  const auto scratch_folders = [] {  // the ranks' scratch folders, which an aborted job leaves
+    std::vector<fs::path> folders;
+    for (const auto& entry : fs::directory_iterator(fs::temp_directory_path()))
+      if (entry.path().filename().string().starts_with("sgmcmc-run-")) folders.push_back(entry.path());
+    return folders;
+  };
+  const auto before = scratch_folders();
+  const auto result = test::mpi_cli(2, "run --quiet --preset pmf-sgld --out '" + out.string() +
+                                           "' --set run.data_parallel=true --set run.iterations=20 --set run.thin=10 "
+                                           "--set model.gibbs_every=1 --set model.noise_prior_shape=2");
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Contains("changed its data terms: a Gibbs step that reads the data (pmf's noise precision τ, "
+                                     "say) is not yet supported with run.data_parallel"));
+  CHECK(!fs::exists(out / "manifest.json"));
+  for (const auto& folder : scratch_folders())
+    if (std::find(before.begin(), before.end(), folder) == before.end()) fs::remove_all(folder);
+}
+
+#else
+
+TEST_CASE("mpirun sgmcmc run with run.data_parallel (skipped: built without MPI)") {
+  WARN("skipped: sgmcmc was built without MPI (SGMCMC_WITH_MPI=OFF or no MPI found); third_party/setup.sh installs OpenMPI");
+}
+
+#endif
+
+TEST_CASE("run.data_parallel without an MPI launcher is refused with the reason") {
+  test::TempDir dir;
+  const auto file = dir.write("run.toml", logistic_run(minibatch_sgld));
+  const auto result = test::run_cli("run --quiet --config '" + file.string() + "' --out '" +
+                                    (dir.path() / "out").string() + "' --set run.data_parallel=true");
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Contains("run.data_parallel: a data-parallel run splits one chain's data across the ranks "
+                                     "of an MPI job, and no MPI launcher started this process"));
+  CHECK(!fs::exists(dir.path() / "out" / "manifest.json"));
+}
