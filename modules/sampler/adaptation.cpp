@@ -9,7 +9,9 @@ module;
 #include <span>
 #include <utility>
 #include <vector>
+#include <fmt/format.h>
 module sgmcmc.adaptation;
+import sgmcmc.error;
 
 namespace sgmcmc {
 
@@ -52,14 +54,22 @@ void DualAveraging::restore(StateReader& in) {
 
 std::optional<std::vector<double>> MassAdaptation::observe(std::uint64_t iteration, std::uint64_t warmup,
                                                            std::span<const double> theta) {
+  if (!add_sample(iteration, warmup, theta)) return std::nullopt;
+  return close_window({});
+}
+
+bool MassAdaptation::add_sample(std::uint64_t iteration, std::uint64_t warmup, std::span<const double> sample) {
   if (!planned_) plan(warmup);
   // No upper bound here: the last window closes at the first block end at or after slow_end_,
   // which may lie a little beyond it; after that the adaptation is done.
-  if (done_ || iteration <= fast_end_) return std::nullopt;
-  add(theta);
-  if (iteration < window_end_) return std::nullopt;
+  if (done_ || iteration <= fast_end_) return false;
+  add(sample);
+  return iteration >= window_end_;
+}
+
+std::optional<std::vector<double>> MassAdaptation::close_window(std::span<const double> in_use) {
   std::optional<std::vector<double>> metric;
-  if (count_ >= 2) metric = regularised();
+  if (count_ >= 2) metric = scores_ ? shrunk_scores(in_use) : regularised();
   restart();
   next_window();
   return metric;
@@ -158,11 +168,36 @@ std::vector<double> MassAdaptation::regularised() const {
   return covariance;
 }
 
+/// The score-based M (the class comment), M = (n Ĝ/T + ν M₀)/(n + ν), with n Ĝ = Σ ĝ ĝᵀ taken from
+/// Welford's centred sums as S + n ḡ ḡᵀ. Not centred: under the target E[∇U] = 0, and a chain still
+/// drifting, whose gradients share a direction, gets a larger M there (a smaller step), not a
+/// larger step.
+std::vector<double> MassAdaptation::shrunk_scores(std::span<const double> in_use) const {
+  const std::size_t d = mean_.size();
+  if (in_use.size() != (dense_ ? d * d : d))
+    throw Error(fmt::format("integrator: adapt_mass without an MH corrector shrinks each window's mass towards the one "
+                            "in use, but the integrator reports {} numbers of it (Integrator::adapted_mass), not {}",
+                            in_use.size(), dense_ ? d * d : d));
+  const double n = static_cast<double>(count_), nu = dense_ ? static_cast<double>(d) + 5.0 : 5.0;
+  const auto entry = [&](std::size_t i, std::size_t j) {
+    const std::size_t at = dense_ ? i * d + j : i;
+    const double moment = squares_[at] + n * mean_[i] * mean_[j];  // n Ĝ_ij
+    return (moment / temperature_ + nu * in_use[at]) / (n + nu);
+  };
+  std::vector<double> mass(dense_ ? d * d : d);
+  for (std::size_t i = 0; i < d; ++i) {
+    if (!dense_) mass[i] = entry(i, i);
+    else  // the lower triangle mirrored: Welford's (i, j) and (j, i) sums may differ in the last bit
+      for (std::size_t j = 0; j <= i; ++j) mass[i * d + j] = mass[j * d + i] = entry(i, j);
+  }
+  return mass;
+}
+
 // ---- Adaptation ---------------------------------------------------------------------------------
 
-Adaptation::Adaptation(Integrator& integrator)
-    : integrator_(integrator), settings_(integrator.adaptation()), mass_(settings_.dense, settings_.windows),
-      step_(settings_.first_step) {
+Adaptation::Adaptation(Integrator& integrator, bool mh_corrected)
+    : integrator_(integrator), settings_(integrator.adaptation()),
+      mass_(settings_.dense, settings_.windows, !mh_corrected, integrator.temperature()), step_(settings_.first_step) {
   if (settings_.step.adapt) dual_averaging_.restart(step_);
 }
 
@@ -171,8 +206,9 @@ void Adaptation::after_block(ChainState& state, std::uint64_t warmup, const Deci
   const bool adapting_step = settings_.step.adapt && !step_frozen_;
   if (adapting_step) step_ = dual_averaging_.learn(decision.accept_stat, settings_.step.target_acceptance);
   if (settings_.mass) {
-    if (auto mass = mass_.observe(state.iteration, warmup, state.theta)) {
-      integrator_.set_adapted_mass(std::move(*mass), state);
+    if (auto mass = next_mass(state, warmup)) {
+      if (mass_.scores()) integrator_.set_adapted_precision(std::move(*mass), state);
+      else integrator_.set_adapted_mass(std::move(*mass), state);
       if (adapting_step) dual_averaging_.restart(step_);
     }
   }
@@ -181,6 +217,14 @@ void Adaptation::after_block(ChainState& state, std::uint64_t warmup, const Deci
     step_frozen_ = true;
   }
   if (adapting_step) integrator_.set_step_size(step_);
+}
+
+/// Without an MH test the window holds ĝ: the block's last estimate, at a state of this block (sgld's
+/// at the θ its last step started from), whether or not the integrator keeps it for its next step.
+/// M₀ is read from the integrator only when a window closes (a dense M costs an inversion).
+std::optional<std::vector<double>> Adaptation::next_mass(const ChainState& state, std::uint64_t warmup) {
+  if (!mass_.add_sample(state.iteration, warmup, mass_.scores() ? state.gradient : state.theta)) return std::nullopt;
+  return mass_.close_window(mass_.scores() ? integrator_.adapted_mass() : std::vector<double>{});
 }
 
 std::optional<double> Adaptation::adapted_step_size() const {

@@ -9,7 +9,9 @@
 //   - a step controller: dual averaging of the step to a target acceptance (DualAveraging), the
 //     step frozen at the averaged iterate when the warmup ends;
 //   - a mass adapter: Stan's windows of draws, each closing with a regularised covariance
-//     estimate (MassAdaptation).
+//     estimate (MassAdaptation) when an MH test corrects the chain; without one, the same windows
+//     closing with a regularised second moment of the chain's gradients (the score-based estimate,
+//     MassAdaptation's `scores`), whose feedback on the chain's own spread is negative.
 // It acts on the integrator through two setters only, Integrator::set_step_size and
 // Integrator::set_adapted_mass (which carries the momentum to the new mass), and keeps its own
 // state in the checkpoint, in the part "adaptation" after the integrator's (written only when
@@ -65,13 +67,39 @@ private:
 ///   dense     M⁻¹  = n/(n + 5) S + 10⁻³ · 5/(n + 5) I     (S the sample covariance),
 /// and the window's statistics restart. Draws are the states at the ends of corrector blocks,
 /// iterations count from 1 (a window ends at the first block end at or after its last iteration).
+///
+/// With `scores` (the chains without an MH corrector) the same windows hold the chain's gradient
+/// estimates ĝ instead of its draws, and M itself becomes their second moment at the temperature T
+/// (the Fisher identity: under π ∝ exp(-U/T), E_π[∇U ∇Uᵀ] = T E_π[∇²U], the mass = "fisher"
+/// matrix's expectation), shrunk towards the mass M₀ in use during the window with ν pseudo-draws:
+///   M = (n Ĝ/T + ν M₀)/(n + ν),   Ĝ = (1/n) Σ ĝ ĝᵀ (its diagonal, diagonal metric),
+/// ν = 5 (diagonal, Stan's 5) or d + 5 (dense: so that a window of fewer than d draws, whose Ĝ is
+/// singular, cannot shrink M, and so grow the step, by more than a factor (n + ν)/ν in the directions
+/// it did not explore). A fixed point of the unshrunk map is one of the shrunk map: the shrinkage
+/// slows the adaptation, it does not move where it settles. Why not the draws' covariance there: an
+/// uncorrected Langevin chain's spread includes its discretisation's inflation, and a larger M⁻¹ is a
+/// larger step, which inflates the next window more (positive feedback: SGLD on a Gaussian has no
+/// fixed point beyond ε = 1 in the posterior's units); the gradients' second moment grows with the
+/// spread, so a wider window gives a larger M, a smaller step (negative feedback; modules/README.md,
+/// "Mass adaptation without an MH test", derives both maps).
 class MassAdaptation {
 public:
-  explicit MassAdaptation(bool dense = false, AdaptationWindows windows = {}) : dense_(dense), windows_(windows) {}
-  /// θ at the end of the block that ended at `iteration` (<= warmup); the new metric when a slow
-  /// window closes there, in Integrator::set_adapted_mass's form: d numbers of M, or d² of M⁻¹ (dense).
+  explicit MassAdaptation(bool dense = false, AdaptationWindows windows = {}, bool scores = false,
+                          double temperature = 1.0)
+      : dense_(dense), scores_(scores), temperature_(temperature), windows_(windows) {}
+  /// Stan's adaptation (not `scores`): θ at the end of the block that ended at `iteration`
+  /// (<= warmup); the new metric when a slow window closes there, in Integrator::set_adapted_mass's
+  /// form: d numbers of M, or d² of M⁻¹ (dense).
   std::optional<std::vector<double>> observe(std::uint64_t iteration, std::uint64_t warmup,
                                              std::span<const double> theta);
+  /// Either adaptation in two parts: the sample of the block that ended at `iteration` (θ, or with
+  /// `scores` the last gradient estimate ĝ the integrator computed in the block); true when a slow
+  /// window closes there, whose metric close_window() then gives (none from fewer than 2 samples).
+  bool add_sample(std::uint64_t iteration, std::uint64_t warmup, std::span<const double> sample);
+  /// With `scores`: M itself, d or d² numbers (set_adapted_precision's form), from `in_use`, the mass
+  /// M₀ of the window (Integrator::adapted_mass()); otherwise observe()'s form, `in_use` unread.
+  std::optional<std::vector<double>> close_window(std::span<const double> in_use);
+  bool scores() const { return scores_; }
   void save(StateWriter& out) const;
   void restore(StateReader& in);
 
@@ -81,14 +109,17 @@ private:
   void restart();
   void next_window();
   std::vector<double> regularised() const;
+  std::vector<double> shrunk_scores(std::span<const double> in_use) const;
 
   bool dense_;
+  bool scores_;
+  double temperature_;
   AdaptationWindows windows_;
   bool planned_ = false, done_ = false;
   std::uint64_t fast_end_ = 0, slow_end_ = 0, window_size_ = 0, window_end_ = 0;  // iterations
   std::uint64_t count_ = 0;                                                       // draws in the window
   std::vector<double> mean_;
-  std::vector<double> squares_;  // Σ (θ - θ̄)(θ - θ̄)ᵀ: d numbers (diagonal) or d² (dense)
+  std::vector<double> squares_;  // Σ (x - x̄)(x - x̄)ᵀ of the samples x (θ or ĝ): d numbers (diagonal) or d² (dense)
   std::vector<double> before_;   // add()'s scratch: θ - θ̄ before the update
 };
 
@@ -96,14 +127,17 @@ private:
 class Adaptation {
 public:
   /// `integrator` is the one it adapts, owned by the same chain (so it outlives this object).
-  explicit Adaptation(Integrator& integrator);
+  /// `mh_corrected`: an MH test follows the integrator's blocks (Stan's covariance of the draws);
+  /// otherwise the mass is adapted from the gradients' second moment (MassAdaptation's `scores`).
+  Adaptation(Integrator& integrator, bool mh_corrected);
   const AdaptationSettings& settings() const { return settings_; }
   /// After the decision of a block that ended at state.iteration, for a warmup of `warmup`
   /// iterations (nothing after it). With adapt_step_size: first one dual-averaging update from
   /// the block's acceptance probability, then the mass's (when a window closes, the dual averaging
   /// restarts from the current step, as Stan's does after a metric update); the block that ends
   /// the warmup freezes the step at the averaged h̄, so the sampling phase is a fixed kernel. With
-  /// adapt_mass: a new mass at the end of each slow window, the momentum carried with it.
+  /// adapt_mass: a new mass at the end of each slow window, the momentum carried with it (the
+  /// window's samples: the block's end θ, or without an MH test its last gradient estimate).
   void after_block(ChainState& state, std::uint64_t warmup, const Decision& decision);
   /// The step frozen at the end of the warmup; none when the step is not adapted or the warmup
   /// has not ended.
@@ -114,6 +148,9 @@ public:
   void restore_state(StateReader& in);
 
 private:
+  /// The block's sample into the mass's window; the window's new mass when it closes.
+  std::optional<std::vector<double>> next_mass(const ChainState& state, std::uint64_t warmup);
+
   Integrator& integrator_;
   AdaptationSettings settings_;
   MassAdaptation mass_;

@@ -21,7 +21,8 @@ namespace sgmcmc {
 Chain::Chain(std::shared_ptr<const Model> model, std::unique_ptr<Estimator> estimator,
              std::unique_ptr<Integrator> integrator, std::unique_ptr<Corrector> corrector, Rng rng)
     : model_(std::move(model)), workspace_(model_->make_workspace()), estimator_(std::move(estimator)),
-      integrator_(std::move(integrator)), corrector_(std::move(corrector)), adaptation_(*integrator_), rng_(rng),
+      integrator_(std::move(integrator)), corrector_(std::move(corrector)),
+      adaptation_(*integrator_, corrector_->tests_acceptance()), rng_(rng),
       capabilities_(model_->capabilities()) {
   state_.reflect_at_zero = capabilities_.positive_parameters;
 }

@@ -188,6 +188,10 @@ public:
   /// A window's new mass (adapt_mass): d numbers of M, or d² of M⁻¹ row by row (dense, the
   /// regularised covariance); `state`'s momentum, m ~ N(0, T M_old), is carried to N(0, T M_new).
   virtual void set_adapted_mass(std::vector<double> /*adapted*/, ChainState& /*state*/) {}
+  /// A window's new mass given as M itself, d numbers or d² row by row (dense): the score-based
+  /// adaptation of a chain without an MH corrector (sgmcmc.adaptation); the momentum is carried as
+  /// by set_adapted_mass.
+  virtual void set_adapted_precision(std::vector<double> /*mass*/, ChainState& /*state*/) {}
   /// Called after the decision of the block that ends the warmup: a kernel that changes during the
   /// warmup of its own accord (psgld's preconditioner) is frozen here.
   virtual void end_warmup() {}

@@ -615,7 +615,8 @@ def race_real(stan: Stan, cli: str, work: Path, data_path: Path, X: np.ndarray, 
         paper_sgldcv = {"estimator.name": '"cv"', "estimator.sgd_decay_b": 1000}
         tuned = sgmcmc_tune(cli, work / f"tune-sgldcv-{rows}", options.reuse, "covtype-baker2019",
                             {**real, **paper_sgldcv, "run.thin": 10}, 20_000 if quick else 50_000)
-        # Stan-style mass adaptation needs a step for unit scale and a start mass near the curvature.
+        # adapt_mass (without MH: the window's gradients' second moment, modules/README.md) with a start
+        # mass near the curvature and a step for unit scale.
         adapt = {"run.warmup": 20_000, "integrator.adapt_mass": "true", "integrator.mass": 10_000,
                  "integrator.scale_step_with_n": "false", "integrator.step_size": 0.003}
         # covtype-psgld's step is for 522,911 rows and no power of N carries it (modules/README.md,

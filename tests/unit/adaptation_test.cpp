@@ -47,7 +47,7 @@ TEST_CASE("adaptation: dual averaging freezes the step where a known acceptance 
   for (const double h0 : {1.0, 0.001}) {
     INFO("h0 = " << h0);
     RecordingIntegrator integrator({.step = {.adapt = true, .target_acceptance = delta}, .first_step = h0});
-    sgmcmc::Adaptation adaptation(integrator);
+    sgmcmc::Adaptation adaptation(integrator, true);
     sgmcmc::ChainState state;
     for (std::uint64_t m = 1; m <= warmup; ++m) {
       state.iteration = m;
@@ -108,7 +108,7 @@ TEST_CASE("adaptation: each window's mass is the regularised sample (co)variance
     INFO((dense ? "dense" : "diagonal"));
     RecordingIntegrator integrator(
         {.mass = true, .dense = dense, .windows = {.init_buffer = 10, .window = 5, .term_buffer = 5}});
-    sgmcmc::Adaptation adaptation(integrator);
+    sgmcmc::Adaptation adaptation(integrator, true);
     sgmcmc::ChainState state;
     for (std::uint64_t k = 1; k <= warmup; ++k) {
       state.iteration = k;
@@ -131,6 +131,90 @@ TEST_CASE("adaptation: each window's mass is the regularised sample (co)variance
         INFO("window " << w + 1 << " (n = " << n << "), entry " << e << ": " << adapted[e] << " against " << expected[e]);
         CHECK_THAT(adapted[e], Catch::Matchers::WithinRel(expected[e], 1e-12));
       }
+    }
+  }
+}
+
+namespace {
+
+/// An integrator that moves nothing, at temperature T, and reports as its mass the last one the
+/// score-based adaptation set (starting from `start`), as ScheduledIntegrator::adapted_mass does.
+class RecordingPrecisionIntegrator final : public sgmcmc::Integrator {
+public:
+  RecordingPrecisionIntegrator(sgmcmc::AdaptationSettings settings, double temperature, std::vector<double> start)
+      : settings_(settings), temperature_(temperature), mass_(std::move(start)) {}
+  void step(sgmcmc::ChainState&, sgmcmc::Estimator&, sgmcmc::ChainContext&) override {}
+  double step_size() const override { return 0.1; }
+  double temperature() const override { return temperature_; }
+  sgmcmc::AdaptationSettings adaptation() const override { return settings_; }
+  void set_adapted_mass(std::vector<double>, sgmcmc::ChainState&) override { stan_calls++; }
+  void set_adapted_precision(std::vector<double> mass, sgmcmc::ChainState&) override {
+    mass_ = mass;
+    masses.push_back(std::move(mass));
+  }
+  std::vector<double> adapted_mass() const override { return mass_; }
+  std::vector<std::vector<double>> masses;
+  int stan_calls = 0;
+
+private:
+  sgmcmc::AdaptationSettings settings_;
+  double temperature_;
+  std::vector<double> mass_;
+};
+
+}  // namespace
+
+// Without an MH test (modules/README.md, "Mass adaptation without an MH test") each window's M is
+// the second moment of the window's gradients ĝ (the chain state's gradient, not θ) at the
+// temperature T, shrunk towards the mass in use M₀ with ν pseudo-draws (5 diagonal, d + 5 dense):
+//   M = (Σ ĝĝᵀ/T + ν M₀)/(n + ν),
+// not centred. Same windows as above (draws 11-15, 16-25, 26-45, 46-95), T = 2, gradients with a
+// non-zero mean (so a centred estimate would differ), θ set to something else (so an estimate from
+// θ would differ). The reference is summed directly, not from Welford's updates: 1e-12 relative.
+TEST_CASE("adaptation: without MH each window's mass is the shrunk second moment of that window's gradients over T") {
+  constexpr std::uint64_t warmup = 100;
+  constexpr double temperature = 2.0;
+  const std::vector<std::pair<std::uint64_t, std::uint64_t>> windows{{11, 15}, {16, 25}, {26, 45}, {46, 95}};
+  std::vector<std::vector<double>> gradients(warmup + 1);
+  sgmcmc::Rng rng(12, 3);
+  for (std::uint64_t k = 1; k <= warmup; ++k) {
+    const double a = rng.normal(), b = rng.normal();
+    gradients[k] = {0.5 + 2.0 * a, -1.0 + 0.5 * (0.6 * a + 0.8 * b)};
+  }
+  for (const bool dense : {false, true}) {
+    INFO((dense ? "dense" : "diagonal"));
+    const std::vector<double> start = dense ? std::vector{3.0, 0.5, 0.5, 2.0} : std::vector{3.0, 2.0};
+    RecordingPrecisionIntegrator integrator(
+        {.mass = true, .dense = dense, .windows = {.init_buffer = 10, .window = 5, .term_buffer = 5}}, temperature, start);
+    sgmcmc::Adaptation adaptation(integrator, false);
+    sgmcmc::ChainState state;
+    for (std::uint64_t k = 1; k <= warmup; ++k) {
+      state.iteration = k;
+      state.gradient = gradients[k];
+      state.theta = {100.0 + static_cast<double>(k), -7.0};
+      adaptation.after_block(state, warmup, sgmcmc::Decision{});
+    }
+    CHECK(integrator.stan_calls == 0);
+    REQUIRE(integrator.masses.size() == windows.size());
+    std::vector<double> in_use = start;
+    const double nu = dense ? 2.0 + 5.0 : 5.0;
+    for (std::size_t w = 0; w < windows.size(); ++w) {
+      const double n = static_cast<double>(windows[w].second - windows[w].first + 1);
+      std::vector<double> expected;
+      for (std::size_t i = 0; i < 2; ++i)
+        for (std::size_t j = 0; j < 2; ++j) {
+          if (!dense && i != j) continue;
+          double sum = 0.0;
+          for (std::uint64_t k = windows[w].first; k <= windows[w].second; ++k) sum += gradients[k][i] * gradients[k][j];
+          expected.push_back((sum / temperature + nu * in_use[expected.size()]) / (n + nu));
+        }
+      const auto& adapted = integrator.masses[w];
+      REQUIRE(adapted.size() == expected.size());
+      for (std::size_t e = 0; e < expected.size(); ++e) {
+        INFO("window " << w + 1 << " (n = " << n << "), entry " << e << ": " << adapted[e] << " against " << expected[e]);
+        CHECK_THAT(adapted[e], Catch::Matchers::WithinRel(expected[e], 1e-12));
+      }
+      in_use = expected;
     }
   }
 }

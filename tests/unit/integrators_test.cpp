@@ -593,7 +593,7 @@ TEST_CASE("dual averaging of the step: each MH test's acceptance moves the next 
   OneStep one(sgmcmc::MalaParameters{.schedule = {.step_size = epsilon0},
                                      .step_adaptation = {.adapt = true, .target_acceptance = delta}});
   HandDualAveraging hand(epsilon0);
-  sgmcmc::Adaptation adaptation(*one.integrator);  // the chain's, which sets the integrator's step
+  sgmcmc::Adaptation adaptation(*one.integrator, true);  // the chain's (with an MH test), which sets the integrator's step
   CHECK(adaptation.settings().step.adapt);
   one.step();
   CHECK(one.integrator->step_size() == epsilon0);

@@ -61,6 +61,10 @@ void ScheduledIntegrator::set_adapted_mass(std::vector<double> adapted, ChainSta
   mass_.adapt(std::move(adapted), state.momentum);
 }
 
+void ScheduledIntegrator::set_adapted_precision(std::vector<double> mass, ChainState& state) {
+  mass_.set_mass(mass, state.momentum);
+}
+
 std::vector<double> ScheduledIntegrator::adapted_mass() const {
   return adaptation_.mass || mass_.fisher() ? mass_.mass() : std::vector<double>{};
 }

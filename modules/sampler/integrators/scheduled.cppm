@@ -83,6 +83,7 @@ public:
   /// M becomes the window's estimate; the momentum m ~ N(0, T M_old) becomes m ~ N(0, T M_new)
   /// (diagonal: m_j × sqrt(M_new,j / M_old,j)).
   void set_adapted_mass(std::vector<double> adapted, ChainState& state) override;
+  void set_adapted_precision(std::vector<double> mass, ChainState& state) override;
   std::vector<double> adapted_mass() const override;
   double step_size() const override;
   double temperature() const override;
@@ -133,7 +134,8 @@ template <class P>
 FieldTable<P> mass_integrator_fields() {
   return concat<P>({schedule_fields<P>(), nested<P>(&P::mass, mass_fields()),
                     {flag_field<P>("adapt_mass", &P::adapt_mass,
-                                   "learn M during the warmup, in Stan's windows, then keep it")},
+                                   "learn M during the warmup, in Stan's windows, then keep it (with an MH test from the draws' "
+                                   "covariance, without one from the gradients' second moment)")},
                     adaptation_windows_fields<P>()});
 }
 
