@@ -69,16 +69,15 @@ public:
 
   void add_data_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
                          Workspace& workspace, Rng& rng) const override {
-    const OwnedItems mine = owned(batch);
-    auto part = start_part(gradient, 0);
-    model_->add_data_gradient(theta, mine.batch(), std::span(part).first(gradient.size()), workspace, rng);
+    auto& part = start_part(gradient, 0);
+    model_->add_data_gradient(theta, owned(batch), std::span(part).first(gradient.size()), workspace, rng);
     sum_parts(part, gradient);
   }
 
   double data_potential(std::span<const double> theta, const Batch& batch, Workspace& workspace) const override {
-    std::vector<double> part{model_->data_potential(theta, owned(batch).batch(), workspace)};
+    const double part = model_->data_potential(theta, owned(batch), workspace);
     double total = 0.0;
-    sum_parts(part, std::span(&total, 1));
+    sum_parts(std::span(&part, 1), std::span(&total, 1));
     return total;
   }
 
@@ -87,12 +86,13 @@ public:
                                                     std::span<double> gradient, Workspace& workspace,
                                                     Rng& rng) const override {
     const std::size_t d = gradient.size();
-    auto part = start_part(gradient, 2);
+    auto& part = start_part(gradient, 2);
     const auto potential =
-        model_->data_potential_and_gradient(theta, owned(batch).batch(), std::span(part).first(d), workspace, rng);
+        model_->data_potential_and_gradient(theta, owned(batch), std::span(part).first(d), workspace, rng);
     part[d] = potential.value_or(0.0);
     part[d + 1] = potential ? 1.0 : 0.0;
-    std::vector<double> total(d + 2);
+    auto& total = total_;
+    total.assign(d + 2, 0.0);
     sum_parts(part, total);
     std::copy(total.begin(), total.begin() + static_cast<std::ptrdiff_t>(d), gradient.begin());
     // Every rank's model answers alike (one model, replicated): all parts have it or none has.
@@ -121,14 +121,9 @@ public:
 
   void add_scaled_features(std::span<const std::size_t> items, std::span<const double> scales,
                            std::span<double> gradient) const override {
-    OwnedItems mine;
-    for (std::size_t k = 0; k < items.size(); ++k)
-      if (owns(items[k])) {
-        mine.items.push_back(items[k]);
-        mine.weights.push_back(scales[k]);
-      }
-    auto part = start_part(gradient, 0);
-    model_->add_scaled_features(mine.items, mine.weights, std::span(part).first(gradient.size()));
+    owned(Batch{items, scales});  // the owned items with their scales as weights
+    auto& part = start_part(gradient, 0);
+    model_->add_scaled_features(mine_.items, mine_.weights, std::span(part).first(gradient.size()));
     sum_parts(part, gradient);
   }
 
@@ -174,29 +169,33 @@ private:
     return r;
   }
 
-  OwnedItems owned(const Batch& batch) const {
-    OwnedItems mine;
+  /// The items of `batch` this rank owns, in the batch's order, with their weights (in mine_).
+  Batch owned(const Batch& batch) const {
+    mine_.items.clear();
+    mine_.weights.clear();
     for (std::size_t k = 0; k < batch.items.size(); ++k)
       if (owns(batch.items[k])) {
-        mine.items.push_back(batch.items[k]);
-        if (!batch.weights.empty()) mine.weights.push_back(batch.weights[k]);
+        mine_.items.push_back(batch.items[k]);
+        if (!batch.weights.empty()) mine_.weights.push_back(batch.weights[k]);
       }
-    return mine;
+    return mine_.batch();
   }
 
-  /// This rank's part, `extra` numbers longer than `given`: rank 0 starts from the caller's vector
-  /// (so that with one rank the model adds onto it exactly as undecorated), the others from zero.
-  std::vector<double> start_part(std::span<const double> given, std::size_t extra) const {
-    std::vector<double> part(given.size() + extra, 0.0);
-    if (rank_ == 0) std::copy(given.begin(), given.end(), part.begin());
-    return part;
+  /// This rank's part (in part_), `extra` numbers longer than `given`: rank 0 starts from the
+  /// caller's vector (so that with one rank the model adds onto it exactly as undecorated), the
+  /// others from zero.
+  std::vector<double>& start_part(std::span<const double> given, std::size_t extra) const {
+    part_.assign(given.size() + extra, 0.0);
+    if (rank_ == 0) std::copy(given.begin(), given.end(), part_.begin());
+    return part_;
   }
 
   /// out[j] ← Σ_r part_r[j] in rank order, r = 0..P-1, the same on every rank. `out` has the size
   /// of `part`.
   void sum_parts(std::span<const double> part, std::span<double> out) const {
     const std::size_t m = part.size();
-    std::vector<double> all(size_ * m);
+    auto& all = all_;
+    all.resize(size_ * m);
     gather(part, all);
     std::copy(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(m), out.begin());
     for (std::size_t r = 1; r < size_; ++r)
@@ -215,6 +214,10 @@ private:
   std::shared_ptr<RankGroup> ranks_;
   std::size_t rank_, size_;
   std::size_t first_, end_;  // this rank's rows [first_, end_)
+  // Scratch reused by every evaluation, so that a step allocates nothing here once the buffers
+  // have grown: one decorator serves one chain on one thread (the interface's contract).
+  mutable OwnedItems mine_;
+  mutable std::vector<double> part_, all_, total_;
 };
 
 }  // namespace data_parallel_parts
