@@ -64,6 +64,7 @@
 #include <fmt/format.h>
 
 #include <xtensor/xview.hpp>
+#include <xtensor-blas/xlinalg.hpp>
 
 #include "gaussian_fixture.hpp"
 #include "matrix/known_posteriors.hpp"
