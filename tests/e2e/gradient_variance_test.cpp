@@ -8,6 +8,7 @@
 #include <vector>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <xtensor-blas/xlinalg.hpp>
 
 #include "gaussian_fixture.hpp"
 #include "support.hpp"

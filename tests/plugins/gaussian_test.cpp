@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string>
 #include <vector>
+#include <fmt/format.h>
 
 #include "gaussian_fixture.hpp"
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 #include <fmt/format.h>
+#include <xtensor-blas/xlinalg.hpp>
 
 #include "gaussian_fixture.hpp"
 #include "statistics.hpp"

@@ -11,6 +11,7 @@
 #include <variant>
 #include <vector>
 #include <xtensor/xview.hpp>
+#include <xtensor-blas/xlinalg.hpp>
 
 #include "gaussian_fixture.hpp"
 #include "statistical/estimator_support.hpp"

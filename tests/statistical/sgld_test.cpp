@@ -4,7 +4,9 @@
 #include <cmath>
 #include <memory>
 #include <vector>
+#include <fmt/format.h>
 #include <xtensor/xview.hpp>
+#include <xtensor-blas/xlinalg.hpp>
 
 #include "gaussian_fixture.hpp"
 #include "targets.hpp"

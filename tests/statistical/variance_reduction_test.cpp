@@ -12,6 +12,7 @@
 #include <vector>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <xtensor-blas/xlinalg.hpp>
 
 #include "gaussian_fixture.hpp"
 #include "statistical/estimator_support.hpp"

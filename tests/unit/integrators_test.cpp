@@ -15,6 +15,7 @@
 #include <variant>
 #include <vector>
 #include <fmt/format.h>
+#include <xtensor-blas/xlinalg.hpp>
 
 #include "gaussian_fixture.hpp"
 #include "matrix/known_posteriors.hpp"
