@@ -90,14 +90,20 @@ fs::path DataParallelJob::scratch() const {
   return folder;
 }
 
-nlohmann::json DataParallelJob::record(std::size_t items, std::uint64_t iterations) const {
+std::vector<std::size_t> DataParallelJob::gather_rows(std::size_t held) const {
+  const double mine = static_cast<double>(held);  // exact below 2^53 rows
+  std::vector<double> all(static_cast<std::size_t>(cluster_.size()));
+  cluster_.all_gather(&mine, 1, all.data());
+  return {all.begin(), all.end()};
+}
+
+nlohmann::json DataParallelJob::record(std::size_t items, const std::vector<std::size_t>& rows_per_rank,
+                                       std::uint64_t iterations) const {
   const auto ranks = static_cast<std::size_t>(cluster_.size());
-  std::vector<std::size_t> rows;
-  for (std::size_t r = 0; r < ranks; ++r)
-    rows.push_back(sgmcmc::row_block_start(items, r + 1, ranks) - sgmcmc::row_block_start(items, r, ranks));
   const auto per = [&](double total) { return total / static_cast<double>(std::max<std::uint64_t>(iterations, 1)); };
   return {{"ranks", ranks},
-          {"rows_per_rank", rows},
+          {"items", items},
+          {"rows_per_rank", rows_per_rank},
           {"reductions", ranks_->gathers},
           {"bytes", ranks_->bytes},
           {"communication_seconds", ranks_->seconds},
