@@ -128,21 +128,26 @@ TEST_CASE("row shares: logistic holds its block of simulated, CSV and .npy rows,
                                        test::quoted(write_npy(dir, values))));
 }
 
-TEST_CASE("row shares: glm and gaussian hold their block of the training rows") {
+TEST_CASE("row shares: glm (categorical too) and gaussian hold their block of the training rows") {
   test::TempDir dir;
   const auto values = rows_of_60();
   check_shares("glm", "n = 200\n");
   check_shares("glm", fmt::format("data = {}\ntest_size = 12\nfamily = \"bernoulli\"\nlabels = \"0/1\"\n",
                                   test::quoted(write_npy(dir, values))));
+  check_shares("glm", "family = \"categorical\"\nn = 200\n");
+  check_shares("glm", fmt::format("data = {}\ntest_size = 12\nfamily = \"categorical\"\nclasses = 2\n",
+                                  test::quoted(write_npy(dir, values))));
   check_shares("gaussian", "n = 90\ndim = 3\n");
 }
 
-TEST_CASE("row shares: a .npy file with labels = auto and fewer training rows than parts are refused") {
+TEST_CASE("row shares: a .npy file with labels = auto or uncounted classes, and fewer training rows than parts are refused") {
   test::TempDir dir;
   const auto npy = test::quoted(write_npy(dir, rows_of_60()));
   CHECK_THROWS_WITH(build_share("logistic", fmt::format("data = {}\n", npy), {1, 2}),
                     Catch::Matchers::Contains("auto tells the coding from every row's label"));
   CHECK_NOTHROW(build_share("logistic", fmt::format("data = {}\n", npy), {}));  // one process reads every label
+  CHECK_THROWS_WITH(build_share("glm", fmt::format("data = {}\nfamily = \"categorical\"\n", npy), {0, 2}),
+                    Catch::Matchers::Contains("family categorical counts the classes of every row's label"));
   CHECK_THROWS_WITH(build_share("logistic", "n = 10\ntest_size = 8\n", {0, 3}),
                     Catch::Matchers::Contains("2 training rows cannot be shared by 3 ranks"));
 }
