@@ -132,6 +132,9 @@ public:
 
   /// L_i of every item on every rank (lipschitz sampling draws the global batch from all N): each
   /// rank's block, padded to the largest block, gathered. A model holding every row answers alone.
+  /// The estimator asks while the chain is built, inside the ranks' set-up: the runner's group
+  /// then first exchanges the set-up's outcome, so that a rank whose set-up failed is not left in
+  /// a gather of another size (runners/sgmcmc/data_parallel_run.hpp, ClusterRanks::setting_up).
   void item_lipschitz_bounds(std::span<double> out) const override {
     if (!sharded_) return model_->item_lipschitz_bounds(out);
     const std::size_t widest = row_block_start(items_, 1, size_) + (items_ % size_ != 0 ? 1 : 0);

@@ -40,6 +40,14 @@ public:
   std::uint64_t bytes = 0;  // sent and received: a gather of m doubles sends m and receives (P-1)·m
   double seconds = 0.0;     // wall time inside the collective, waiting for slower ranks included
 
+  /// While the ranks set up (DataParallelJob::agree): a gather the model asks for then (lipschitz
+  /// sampling's bounds, while the chain is built) is preceded by the exchange of one number agree
+  /// makes, so that a rank whose set-up already failed, waiting in agree's exchange, meets one of
+  /// its size (not a gather of another size, which corrupts its buffer). Every rank's code is then
+  /// kept in `failed_codes` and the gather refused: agree uses those codes instead of exchanging.
+  bool setting_up = false;
+  std::vector<double> failed_codes;
+
 private:
   const Cluster& cluster_;
 };

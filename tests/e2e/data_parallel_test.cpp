@@ -243,6 +243,37 @@ TEST_CASE("a data-parallel run on a .npy file refuses labels = auto, which would
   CHECK(alone.exit_code == 0);
 }
 
+TEST_CASE("a NaN in one rank's rows of a .npy file ends the data-parallel job naming the file and the element") {
+  // Only rank 1 maps row 2,900 of 3,000: its refusal alone must reach the user, the other rank not
+  // waiting for it forever (mpi_cli's timeout would fail the test with 124).
+  test::TempDir dir;
+  const std::size_t rows = 3000, columns = 4;
+  std::vector<double> values;
+  for (std::size_t i = 0; i < rows; ++i)
+    values.insert(values.end(), {i % 3 ? 1.0 : -1.0, 0.001 * static_cast<double>(i), std::sin(static_cast<double>(i)),
+                                 i == 2900 ? std::nan("") : 0.5});
+  std::string header = fmt::format("{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, {}), }}", rows, columns);
+  header += std::string((64 - (10 + header.size() + 1) % 64) % 64, ' ') + "\n";
+  const auto npy = dir.path() / "nan.npy";
+  {
+    std::ofstream out(npy, std::ios::binary);
+    out.write("\x93NUMPY\x01\x00", 8);
+    const char length[2] = {static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
+    out.write(length, 2);
+    out << header;
+    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(double)));
+  }
+  for (const char* sampling : {"uniform", "lipschitz"}) {
+    INFO(sampling);
+    const auto config = dir.write("run.toml", logistic_npy_run(npy, fmt::format("[estimator]\nname = \"cv\"\nsampling = \"{}\"\n", sampling)));
+    const auto result = data_parallel_run(2, config, dir.path() / "nan");
+    INFO(result.output);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Contains("nan.npy: a[2900, 3] is nan; every value must be finite"));
+    CHECK(!fs::exists(dir.path() / "nan" / "manifest.json"));
+  }
+}
+
 TEST_CASE("a data-parallel run whose model's Gibbs step changes the data terms ends the job with the reason") {
   // pmf with a Gamma prior on the noise precision τ: its Gibbs step reads every rating, which
   // stage 1 does not reduce. The model interface does not declare it, so the refusal comes at the
