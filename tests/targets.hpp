@@ -62,7 +62,7 @@ struct ChainRun {
 inline ChainRun run_chain(std::shared_ptr<const sgmcmc::Model> model, const std::string& toml, std::uint64_t iterations,
                           std::uint64_t thin = 1, std::uint64_t seed = 2024, std::uint64_t warmup = 0) {
   auto config = sgmcmc::parse_config(toml, "test.toml");
-  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
+  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
   for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
   ChainRun run;
   run.result = chain->run({.warmup = warmup, .iterations = iterations, .thin = thin, .eval_every = iterations}, run.draws);

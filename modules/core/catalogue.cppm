@@ -13,12 +13,15 @@ export import sgmcmc.fields;
 
 export namespace sgmcmc {
 
-template <class Factory>
+/// `Reader` reads and checks the entry's keys of a section once and returns a recipe: a function
+/// that builds the component from those typed parameters, as often as there are chains, without
+/// reading text again (sgmcmc.assembly's ChainPlan holds one recipe per part).
+template <class Reader>
 struct CatalogueEntry {
   std::string name;
   std::string description;
   std::vector<std::string> keys;  // the section keys it reads besides `name`
-  Factory make;
+  Reader read;
   /// Why a Metropolis–Hastings corrector cannot follow this estimator or integrator (it would not
   /// be exact), or "" if it can. A declared property, so `sgmcmc list` can show it without a model.
   std::string mh_refusal = {};
@@ -35,8 +38,8 @@ struct KeyRow {
 
 /// The documented keys of every entry, each once, in the order they first appear: what `sgmcmc
 /// list` prints and the docs' key table shows (a key documented two ways gets a row for each).
-template <class Factory>
-std::vector<KeyRow> key_table(const std::vector<CatalogueEntry<Factory>>& catalogue) {
+template <class Reader>
+std::vector<KeyRow> key_table(const std::vector<CatalogueEntry<Reader>>& catalogue) {
   std::vector<KeyRow> rows;
   for (const auto& entry : catalogue)
     for (const auto& key : entry.documented_keys) {
@@ -48,8 +51,8 @@ std::vector<KeyRow> key_table(const std::vector<CatalogueEntry<Factory>>& catalo
 }
 
 /// Which entries read the row's key: "all", "all but psgld", or their names, whichever is shorter.
-template <class Factory>
-std::string used_by_text(const KeyRow& row, const std::vector<CatalogueEntry<Factory>>& catalogue) {
+template <class Reader>
+std::string used_by_text(const KeyRow& row, const std::vector<CatalogueEntry<Reader>>& catalogue) {
   std::vector<std::string> others;
   for (const auto& entry : catalogue)
     if (std::find(row.used_by.begin(), row.used_by.end(), entry.name) == row.used_by.end()) others.push_back(entry.name);
@@ -60,16 +63,16 @@ std::string used_by_text(const KeyRow& row, const std::vector<CatalogueEntry<Fac
 
 /// Every key any entry reads: a key of another entry than the chosen one is "not used", not
 /// "unknown".
-template <class Factory>
-std::vector<std::string> all_keys(const std::vector<CatalogueEntry<Factory>>& catalogue) {
+template <class Reader>
+std::vector<std::string> all_keys(const std::vector<CatalogueEntry<Reader>>& catalogue) {
   std::vector<std::string> keys;
   for (const auto& entry : catalogue) keys.insert(keys.end(), entry.keys.begin(), entry.keys.end());
   return keys;
 }
 
 /// The entry named by `section.name` (or `fallback`), or an Error that lists the known names.
-template <class Factory>
-const CatalogueEntry<Factory>& choose(const std::vector<CatalogueEntry<Factory>>& catalogue,
+template <class Reader>
+const CatalogueEntry<Reader>& choose(const std::vector<CatalogueEntry<Reader>>& catalogue,
                                       const Settings& section, const std::string& fallback) {
   const std::string wanted = section.text("name", fallback);
   std::vector<std::string> names;

@@ -132,7 +132,7 @@ GradientSource parse_source(const Settings& output, const std::string& name) {
 std::unique_ptr<Estimator> make_source(GradientSource source, const Settings& section, const Model& model) {
   const auto named = [&](const std::string& name) -> std::unique_ptr<Estimator> {
     for (const auto& entry : estimator_catalogue())
-      if (entry.name == name) return entry.make(section, model);
+      if (entry.name == name) return entry.read(section, model)(model);
     throw Error(fmt::format("internal: no estimator '{}' in the catalogue", name));
   };
   switch (source) {

@@ -63,14 +63,16 @@ json BurnInPlan::record() const {
 
 BurnIn::BurnIn(const BurnInPlan& plan, std::shared_ptr<const sgmcmc::Model> model, std::uint64_t k,
                sgmcmc::RunConfig& config)
-    : config_(plan.config), model_(std::move(model)), rng_(plan.seed, sgmcmc::chain_stream(k)),
+    : model_(std::move(model)), rng_(plan.seed, sgmcmc::chain_stream(k)),
       own_integrator_(given_section(config, "integrator") != nullptr) {
-  sgmcmc::RunConfig own = config_;  // read anew: each chain's parts read their keys
-  chain_ = build(own);
-  for (const char* part : sampler_sections) {
-    plan.config[part].adopt_reads(own[part]);  // what the manifest's burn_in records
-    if (given_section(config, part)) config[std::string(burn_in_prefix) + part].adopt_reads(own[part]);
+  try {
+    plan_ = sgmcmc::plan_chain(plan.config, *model_);  // its reads are what the manifest's burn_in records
+  } catch (const sgmcmc::Error& error) {
+    throw sgmcmc::Error(fmt::format("[burn_in]: {}", error.what()));
   }
+  for (const char* part : sampler_sections)
+    if (given_section(config, part)) config[std::string(burn_in_prefix) + part].adopt_reads(plan.config[part]);
+  chain_ = build();
   // The whole burn-in is warmup: nothing recorded, a step it adapts frozen at its end. Draws and
   // metrics come at block ends only, so thin and eval_every are the block length and beyond the end.
   const std::uint64_t block = chain_->corrector().block_length();
@@ -90,9 +92,9 @@ BurnIn::BurnIn(const BurnInPlan& plan, std::shared_ptr<const sgmcmc::Model> mode
   chain_.reset();  // built again when it runs: only the burn-ins running hold their parts
 }
 
-std::unique_ptr<sgmcmc::Chain> BurnIn::build(sgmcmc::RunConfig& config) const {
+std::unique_ptr<sgmcmc::Chain> BurnIn::build() const {
   try {
-    return sgmcmc::make_chain(config, model_, rng_);
+    return sgmcmc::make_chain(plan_, model_, rng_);
   } catch (const sgmcmc::Error& error) {
     throw sgmcmc::Error(fmt::format("[burn_in]: {}", error.what()));
   }
@@ -110,8 +112,7 @@ std::optional<sgmcmc::ChainResult> BurnIn::run(sgmcmc::Chain& main, const sgmcmc
                                                std::atomic<std::uint64_t>* progress) {
   schedule_.stop_requested = main_schedule.stop_requested;
   schedule_.divergence_threshold = main_schedule.divergence_threshold;
-  sgmcmc::RunConfig own = config_;
-  chain_ = build(own);
+  chain_ = build();
   if (start_) chain_->start_at(*start_);
   Discard nothing;
   const auto result = chain_->run(schedule_, nothing, progress);

@@ -78,10 +78,10 @@ public:
   void restore_record(sgmcmc::StateReader& in);
 
 private:
-  /// The burn-in's chain from `config` (a copy of config_, whose keys it reads).
-  std::unique_ptr<sgmcmc::Chain> build(sgmcmc::RunConfig& config) const;
+  /// The burn-in's chain, built from its plan.
+  std::unique_ptr<sgmcmc::Chain> build() const;
 
-  sgmcmc::RunConfig config_;  // the run's, with the burn-in's sampler sections
+  sgmcmc::ChainPlan plan_;  // the burn-in's sampler, read from the run's sections with the burn-in's in place
   std::shared_ptr<const sgmcmc::Model> model_;
   sgmcmc::Rng rng_;           // the burn-in's own generator (burn_in_seed, chain_stream(k))
   bool own_integrator_;       // [burn_in.integrator] given: its keys, not [integrator]'s, are the burn-in's

@@ -171,14 +171,20 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   // saga's tables of all the chains together are checked before any is allocated.
   if (const auto refusal = sgmcmc::estimator_memory_refusal(cfg["estimator"], *run->model(), schedule.chains); !refusal.empty())
     throw sgmcmc::Error(refusal);
-  // Every chain gets its own parts, all built here, before any thread starts; the first is
-  // measured, so that all of them are checked against the memory budget before the others exist.
-  const auto make = [&](std::uint64_t k) {
+  // A refusal for want of a capability names the plugin.
+  const auto naming_model = [&](auto build) {
     try {
-      return sgmcmc::make_chain(cfg, run->model(), sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k)));
-    } catch (const sgmcmc::Error& error) {  // a refusal for want of a capability names the plugin
+      return build();
+    } catch (const sgmcmc::Error& error) {
       throw sgmcmc::Error(fmt::format("{} (model '{}')", error.what(), run->model_name));
     }
+  };
+  // The sampler's sections are read and checked once; every chain gets its own parts, all built
+  // here from the plan before any thread starts. The first is measured, so that all of them are
+  // checked against the memory budget before the others exist.
+  const auto plan = naming_model([&] { return sgmcmc::plan_chain(cfg, *run->model()); });
+  const auto make = [&](std::uint64_t k) {
+    return naming_model([&] { return sgmcmc::make_chain(plan, run->model(), sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k))); });
   };
   const std::size_t before = heap_bytes_in_use();
   auto first = make(0);

@@ -95,7 +95,7 @@ void mh_endpoint_share(std::size_t every) {
       fmt::format("[estimator]\nbatch_size = {}\n[integrator]\nname = \"obabo\"\nstep_size = 1e-5\n[corrector]\nname = \"mh\"\nevery = {}\n",
                   batch, every),
       "mh.toml");
-  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(3, 3));
+  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(3, 3));
   struct Discard final : sgmcmc::ChainObserver {
     void on_draw(const sgmcmc::Draw&) override {}
     void on_metrics(const sgmcmc::MetricsRow&) override {}

@@ -51,7 +51,7 @@ inline IterationTimes sgld_iteration_times(std::shared_ptr<const sgmcmc::Model> 
                                                  "[integrator]\nname = \"sgld\"\nstep_size = {}\n[corrector]\nname = \"none\"\n",
                                                  estimator_name, batch, step_size),
                                      "bench.toml");
-  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
+  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
   NoOutput output;
   const auto result = chain->run(
       {.iterations = iterations, .thin = iterations, .eval_every = iterations, .float_precision = float_chain}, output);

@@ -103,7 +103,7 @@ TEST_CASE("every gaussian estimator x integrator x corrector stopped at a checkp
   CHECK(expected >= 40);  // the catalogues were read: 5 estimators × 7 integrators with none alone
 }
 
-bool declares(const sgmcmc::CatalogueEntry<sgmcmc::IntegratorFactory>& integrator, const std::string& key) {
+bool declares(const sgmcmc::CatalogueEntry<sgmcmc::IntegratorReader>& integrator, const std::string& key) {
   return std::find(integrator.keys.begin(), integrator.keys.end(), key) != integrator.keys.end();
 }
 

@@ -37,7 +37,7 @@ Chains& chains() {
       text << in.rdbuf();
       const auto config = sgmcmc::parse_config(text.str(), entry.path().string());
       auto model = plugin.create({config["model"], 1});
-      result.chains.push_back(sgmcmc::make_chain(config, model, sgmcmc::Rng(1, sgmcmc::chain_stream(0))));
+      result.chains.push_back(sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(1, sgmcmc::chain_stream(0))));
       result.models.push_back(std::move(model));
     }
     return result;

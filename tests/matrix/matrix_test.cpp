@@ -161,7 +161,7 @@ struct ChainUnderTest {
 /// of `toml`. Throws sgmcmc::Error for a combination the runner refuses.
 ChainUnderTest build_chain(std::shared_ptr<const sgmcmc::Model> model, const std::string& toml, std::uint64_t seed) {
   auto config = sgmcmc::parse_config(toml, "matrix.toml");
-  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
+  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
   for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
   const auto& corrector = chain->corrector();
   return {std::move(chain), corrector.tests_acceptance(), corrector.block_length()};
@@ -1227,7 +1227,7 @@ TEST_CASE("adapted step: the sampling phase's acceptance rate goes to the target
       std::vector<double> acceptance;
       for (int c = 0; c < chains; ++c) {
         auto config = sgmcmc::parse_config(adapt_toml(model, adapt.integrator), "matrix.toml");
-        auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(2024, sgmcmc::chain_stream(static_cast<std::uint64_t>(c))));
+        auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(2024, sgmcmc::chain_stream(static_cast<std::uint64_t>(c))));
         const std::uint64_t k = chain->corrector().block_length();
         test::Draws draws;
         const auto result = chain->run(

@@ -72,7 +72,7 @@ inline FirstTwoCoordinates run_glm_chain(const sgmcmc::RunConfig& config, const 
                                          std::uint64_t iterations, std::uint64_t eval_every) {
   std::shared_ptr<const sgmcmc::Model> model = bundled_plugin("glm").create({config["model"], 1});
   REQUIRE(model->parameter_names() == names);
-  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
+  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
   for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
   FirstTwoCoordinates recorder;
   const auto result = chain->run({.warmup = 1'000, .iterations = iterations, .thin = 1, .eval_every = eval_every}, recorder);

@@ -150,7 +150,7 @@ name = "none"
                                      "test.toml");
   std::shared_ptr<const sgmcmc::Model> model = plugin.create({config["model"], 1});
   REQUIRE(model->num_items() == 20'000);
-  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(5, sgmcmc::chain_stream(0)));
+  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(5, sgmcmc::chain_stream(0)));
   for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
   Recorder recorder;
   const auto result = chain->run({.warmup = 2'000, .iterations = 80'000, .thin = 20, .eval_every = 10}, recorder);

@@ -243,7 +243,7 @@ RecordedDraws recorded_sgld(const test::GaussianFixture& fixture, const std::str
   auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"sgld\"\nstep_size = {}\n",
                                                  0.5 / lambda),
                                      "chain.toml");
-  auto chain = sgmcmc::make_chain(config, fixture.model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
+  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *fixture.model), fixture.model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
   RecordedDraws recorded(fixture.model, source, 7);
   chain->run({.iterations = sgld_iterations, .thin = sgld_thin, .eval_every = sgld_iterations}, recorded);
   return recorded;
@@ -372,7 +372,7 @@ TEST_CASE("recorded scores follow the chain's Gibbs-updated noise precision: mea
                                            "step_size = 6e-4\n[corrector]\nname = \"mh\"\n",
                                            "chain.toml");
   const auto recorded = [&](const std::string& source, bool follows_chain) {
-    auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(11, sgmcmc::chain_stream(0)));
+    auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(11, sgmcmc::chain_stream(0)));
     RecordedDraws draws(model, source, 11);
     draws.follows_chain = follows_chain;
     chain->run({.warmup = 1000, .iterations = 200'000, .thin = 20, .eval_every = 200'000}, draws);

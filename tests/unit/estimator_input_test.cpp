@@ -57,7 +57,7 @@ Run run_chain(std::shared_ptr<const sgmcmc::Model> model, const std::string& est
               std::uint64_t seed = 11) {
   auto config = sgmcmc::parse_config("[estimator]\n" + estimator_toml + "[integrator]\nname = \"sgld\"\nstep_size = 1e-3\n",
                                      "c.toml");
-  auto chain = sgmcmc::make_chain(config, model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
+  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
   config["estimator"].reject_unknown_keys();
   Run run;
   run.result = chain->run({.iterations = iterations, .thin = 1, .eval_every = 1}, run.recorder);

@@ -295,7 +295,7 @@ TEST_CASE("a mass array whose length is not the model's dimension is refused, na
   for (const char* name : {"sgld", "mala", "obabo", "baoab", "hmc", "sghmc"}) {
     INFO(name);
     auto config = sgmcmc::parse_config(fmt::format("[integrator]\nname = \"{}\"\nmass = [1.0, 2.0]\n", name), "m.toml");
-    CHECK_THROWS_WITH(sgmcmc::make_chain(config, model, sgmcmc::Rng(1, 1)),
+    CHECK_THROWS_WITH(sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(1, 1)),
                       Catch::Matchers::Contains("m.toml:3: integrator.mass") && Catch::Matchers::Contains("d = 1") &&
                           Catch::Matchers::Contains("found an array of 2"));
   }
@@ -310,7 +310,7 @@ TEST_CASE("a mass array whose length is not the model's dimension is refused, na
                     Catch::Matchers::Contains("integrator sgld: mass: expected numbers > 0, found 0 at position 2"));
   // One number, or d numbers, are accepted.
   auto one = sgmcmc::parse_config("[integrator]\nmass = [2.0]\n", "m.toml");
-  CHECK_NOTHROW(sgmcmc::make_chain(one, model, sgmcmc::Rng(1, 1)));
+  CHECK_NOTHROW(sgmcmc::make_chain(sgmcmc::plan_chain(one, *model), model, sgmcmc::Rng(1, 1)));
 }
 
 // ---- A dense metric (Metric, metric = "dense") ------------------------------------------------------
@@ -395,7 +395,7 @@ TEST_CASE("adapt_mass's windows end where Stan's rule puts them, for the default
   CHECK(windows_closing({.init_buffer = 10, .window = 5, .term_buffer = 5}, 100) == std::vector<std::uint64_t>{15, 25, 45, 95});
   const auto correlated = matrix::correlated_target();
   auto refused = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\nadapt_init_buffer = 500\n", "m.toml");
-  CHECK_THROWS_WITH(sgmcmc::make_chain(refused, correlated, sgmcmc::Rng(1, 1)),
+  CHECK_THROWS_WITH(sgmcmc::make_chain(sgmcmc::plan_chain(refused, *correlated), correlated, sgmcmc::Rng(1, 1)),
                     Catch::Matchers::Contains("m.toml:3: integrator.adapt_init_buffer: adapt_init_buffer sets a window of "
                                               "adapt_mass's adaptation, and adapt_mass is false"));
 }
@@ -405,7 +405,7 @@ TEST_CASE("a dense metric or a Fisher mass is refused, naming the key, where it 
   const auto refused = [](std::shared_ptr<const sgmcmc::Model> model, const std::string& lines, const std::string& expected) {
     INFO(lines);
     auto config = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\n" + lines, "m.toml");
-    CHECK_THROWS_WITH(sgmcmc::make_chain(config, model, sgmcmc::Rng(1, 1)), Catch::Matchers::Contains(expected));
+    CHECK_THROWS_WITH(sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(1, 1)), Catch::Matchers::Contains(expected));
   };
   refused(correlated, "metric = \"full\"\n", "m.toml:3: integrator.metric");
   refused(correlated, "metric = \"dense\"\nmass = [1, 2, 3]\n", "or of d² = 4");
@@ -422,13 +422,13 @@ TEST_CASE("a dense metric or a Fisher mass is refused, naming the key, where it 
   refused(wide, "metric = \"dense\"\n", "d = 1001 coordinates, above the limit of 1000");
   // psgld has its own preconditioner and no metric: the key is unknown to it.
   auto psgld = sgmcmc::parse_config("[integrator]\nname = \"psgld\"\nmetric = \"dense\"\n", "m.toml");
-  auto chain = sgmcmc::make_chain(psgld, correlated, sgmcmc::Rng(1, 1));
+  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(psgld, *correlated), correlated, sgmcmc::Rng(1, 1));
   CHECK_THROWS_WITH(psgld["integrator"].reject_unknown_keys(), Catch::Matchers::Contains("metric"));
   for (const char* mass : {"2.0", "[2.0, 3.0]", "[2.0, 1.0, 1.0, 3.0]"}) {
     INFO(mass);
     auto config = sgmcmc::parse_config(fmt::format("[integrator]\nname = \"obabo\"\nmetric = \"dense\"\nmass = {}\n", mass), "m.toml");
     test::Draws draws;
-    CHECK_NOTHROW(sgmcmc::make_chain(config, correlated, sgmcmc::Rng(1, 1))->run({.iterations = 10, .eval_every = 10}, draws));
+    CHECK_NOTHROW(sgmcmc::make_chain(sgmcmc::plan_chain(config, *correlated), correlated, sgmcmc::Rng(1, 1))->run({.iterations = 10, .eval_every = 10}, draws));
   }
 }
 
@@ -531,7 +531,7 @@ TEST_CASE("scale_step_with_n: refused where it has no meaning, naming the key, r
   const auto refusal = [&](const std::string& toml) {
     auto config = sgmcmc::parse_config(toml, "s.toml");
     try {
-      sgmcmc::make_chain(config, model, sgmcmc::Rng(1, 1));
+      sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(1, 1));
     } catch (const sgmcmc::Error& error) {
       return std::string(error.what());
     }
@@ -557,7 +557,7 @@ TEST_CASE("scale_step_with_n: refused where it has no meaning, naming the key, r
   CHECK_THROWS_WITH(sgmcmc::make_integrator(config["integrator"]), Catch::Matchers::Contains("number of items"));
   // The configuration keeps the step as given; the integrator gets it divided by N^p (N = 1 here).
   auto scaled = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\nstep_size = 0.5\nscale_step_with_n = true\n", "s.toml");
-  const auto chain = sgmcmc::make_chain(scaled, model, sgmcmc::Rng(1, 1));
+  const auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(scaled, *model), model, sgmcmc::Rng(1, 1));
   CHECK(std::get<double>(scaled["integrator"].resolved().at("step_size")) == 0.5);
   CHECK(std::get<bool>(scaled["integrator"].resolved().at("scale_step_with_n")));
   CHECK(scaled["integrator"].reject_unknown_keys().empty());
@@ -630,7 +630,7 @@ TEST_CASE("step-size adaptation is refused, naming the key and the reason, where
     auto config = sgmcmc::parse_config(
         fmt::format("[integrator]\n{}\n[corrector]\nname = \"{}\"\n[estimator]\nname = \"exact\"\n", integrator, corrector),
         "a.toml");
-    return sgmcmc::make_chain(config, model, sgmcmc::Rng(1, 2));
+    return sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(1, 2));
   };
   using Catch::Matchers::Contains;
   for (const char* name : {"mala", "obabo", "baoab", "hmc", "leapfrog"}) {

@@ -28,8 +28,10 @@ struct CorrectorTarget {
   const Integrator& integrator;
 };
 
-using CorrectorFactory = std::function<std::unique_ptr<Corrector>(const Settings&, const CorrectorTarget&)>;
-const std::vector<CatalogueEntry<CorrectorFactory>>& corrector_catalogue();
+/// A corrector whose keys are read and checked, ready to build for a chain's model and integrator.
+using CorrectorRecipe = std::function<std::unique_ptr<Corrector>(const CorrectorTarget&)>;
+using CorrectorReader = std::function<CorrectorRecipe(const Settings&)>;
+const std::vector<CatalogueEntry<CorrectorReader>>& corrector_catalogue();
 
 inline constexpr const char* default_corrector = "none";
 
@@ -49,7 +51,7 @@ struct MhParameters {
 };
 
 /// Each corrector from its plain parameters. The checks of a combination (MH after an estimator or
-/// integrator that refuses it, ...) are sgmcmc.assembly's make_corrector(RunConfig, ...), which
+/// integrator that refuses it, ...) are sgmcmc.assembly's plan_chain, which
 /// knows the catalogue entries; these build what they are given.
 std::unique_ptr<Corrector> make_corrector(const NoCorrectionParameters& parameters, const CorrectorTarget& target);
 std::unique_ptr<Corrector> make_corrector(const MhParameters& parameters, const CorrectorTarget& target);
@@ -181,23 +183,25 @@ private:
   ChainState saved_;
 };
 
-/// A catalogue entry whose keys are those of `Parameters::fields()`: built by
+/// A catalogue entry whose keys are those of `Parameters::fields()`: its recipe is
 /// `make_corrector(Parameters::from_settings(section), target)`.
 template <class Parameters>
-CatalogueEntry<CorrectorFactory> corrector_entry(std::string name, std::string description) {
+CatalogueEntry<CorrectorReader> corrector_entry(std::string name, std::string description) {
   std::vector<KeyDoc> documented = key_docs(Parameters::fields());
   return {std::move(name), std::move(description), keys_of(documented),
-          [](const Settings& section, const CorrectorTarget& target) {
-            return make_corrector(Parameters::from_settings(section), target);
+          [](const Settings& section) -> CorrectorRecipe {
+            return [parameters = Parameters::from_settings(section)](const CorrectorTarget& target) {
+              return make_corrector(parameters, target);
+            };
           },
           {}, std::move(documented)};
 }
 
 }  // namespace
 
-const std::vector<CatalogueEntry<CorrectorFactory>>& corrector_catalogue() {
+const std::vector<CatalogueEntry<CorrectorReader>>& corrector_catalogue() {
   // The keys, their defaults and docs are the parameter structs' field tables (`sgmcmc list`).
-  static const std::vector<CatalogueEntry<CorrectorFactory>> catalogue = {
+  static const std::vector<CatalogueEntry<CorrectorReader>> catalogue = {
       corrector_entry<NoCorrectionParameters>("none", "accept every move (no Metropolis-Hastings test)"),
       corrector_entry<MhParameters>("mh", "Metropolis-Hastings test at the end of every block of `every` steps, with "
                                           "the exact potential (Garriga-Alonso & Fortuin 2021)"),

@@ -21,8 +21,11 @@ import :saga;
 
 export namespace sgmcmc {
 
-using EstimatorFactory = std::function<std::unique_ptr<Estimator>(const Settings&, const Model&)>;
-const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue();
+/// An estimator whose keys are read and checked, ready to build for the model it was read for.
+using EstimatorRecipe = std::function<std::unique_ptr<Estimator>(const Model&)>;
+/// Reads a section for a model (which gives defaults: batch_size = min(100, N), one pass).
+using EstimatorReader = std::function<EstimatorRecipe(const Settings&, const Model&)>;
+const std::vector<CatalogueEntry<EstimatorReader>>& estimator_catalogue();
 
 inline constexpr const char* default_estimator = "minibatch";
 
@@ -46,14 +49,16 @@ namespace sgmcmc {
 
 namespace estimator_parts {
 
-/// A catalogue entry whose keys are those of `Parameters::fields()`: built by
-/// `make_estimator(Parameters::from_settings(section, model), model)`.
+/// A catalogue entry whose keys are those of `Parameters::fields()`: its recipe is
+/// `make_estimator(parameters, model)` with `parameters = Parameters::from_settings(section, model)`.
 template <class Parameters>
-CatalogueEntry<EstimatorFactory> estimator_entry(std::string name, std::string description, std::string mh_refusal = {}) {
+CatalogueEntry<EstimatorReader> estimator_entry(std::string name, std::string description, std::string mh_refusal = {}) {
   std::vector<KeyDoc> documented = key_docs(Parameters::fields());
   return {std::move(name), std::move(description), keys_of(documented),
-          [](const Settings& section, const Model& model) {
-            return make_estimator(Parameters::from_settings(section, model), model);
+          [](const Settings& section, const Model& model) -> EstimatorRecipe {
+            return [parameters = Parameters::from_settings(section, model)](const Model& target) {
+              return make_estimator(parameters, target);
+            };
           },
           std::move(mh_refusal), std::move(documented)};
 }
@@ -62,9 +67,9 @@ CatalogueEntry<EstimatorFactory> estimator_entry(std::string name, std::string d
 
 using namespace estimator_parts;
 
-const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
+const std::vector<CatalogueEntry<EstimatorReader>>& estimator_catalogue() {
   // The keys, their defaults and docs are the parameter structs' field tables (`sgmcmc list`).
-  static const std::vector<CatalogueEntry<EstimatorFactory>> catalogue = {
+  static const std::vector<CatalogueEntry<EstimatorReader>> catalogue = {
       estimator_entry<ExactParameters>("exact", "full-data gradient (O(N) per step); for references and MALA/HMC"),
       estimator_entry<MinibatchParameters>("minibatch", "SGLD's estimate (N/n) Σ_S ∇f_i"),
       estimator_entry<CvParameters>("cv",
@@ -89,7 +94,7 @@ const std::vector<CatalogueEntry<EstimatorFactory>>& estimator_catalogue() {
 }
 
 std::unique_ptr<Estimator> make_estimator(const Settings& section, const Model& model) {
-  return choose(estimator_catalogue(), section, default_estimator).make(section, model);
+  return choose(estimator_catalogue(), section, default_estimator).read(section, model)(model);
 }
 
 std::string estimator_memory_refusal(const Settings& section, const Model& model, std::uint64_t chains) {

@@ -46,7 +46,7 @@ public:
   }
 };
 
-CatalogueEntry<IntegratorFactory> badodab_entry() {
+CatalogueEntry<IntegratorReader> badodab_entry() {
   return integrator_entry<BadodabParameters>(
        "badodab",
        "BADODAB: sgnht's thermostat, split B A D O D A B with D the thermostat's half step and O exact at the current ξ "

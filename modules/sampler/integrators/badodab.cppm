@@ -40,6 +40,6 @@ namespace sgmcmc::integrator_parts {
 
 // The catalogue's entry (integrators.cppm). The class and the bodies are in badodab.cpp, so that
 // editing them recompiles that file alone.
-CatalogueEntry<IntegratorFactory> badodab_entry();
+CatalogueEntry<IntegratorReader> badodab_entry();
 
 }  // namespace sgmcmc::integrator_parts

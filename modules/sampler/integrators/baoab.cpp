@@ -47,7 +47,7 @@ private:
   Friction friction_;
 };
 
-CatalogueEntry<IntegratorFactory> baoab_entry() {
+CatalogueEntry<IntegratorReader> baoab_entry() {
   return integrator_entry<BaoabParameters>("baoab", "BAOAB splitting, its O keeps exp(-γh) (step_size = h)");
 }
 

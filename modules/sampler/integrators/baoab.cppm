@@ -45,6 +45,6 @@ namespace sgmcmc::integrator_parts {
 
 // The catalogue's entry (integrators.cppm). The class and the bodies are in baoab.cpp, so that
 // editing them recompiles that file alone.
-CatalogueEntry<IntegratorFactory> baoab_entry();
+CatalogueEntry<IntegratorReader> baoab_entry();
 
 }  // namespace sgmcmc::integrator_parts

@@ -44,12 +44,12 @@ private:
   std::size_t steps_;
 };
 
-CatalogueEntry<IntegratorFactory> hmc_entry() {
+CatalogueEntry<IntegratorReader> hmc_entry() {
   return integrator_entry<HmcParameters>(
       "hmc", "one leapfrog trajectory of `steps` steps per iteration from fresh momentum (step_size = h)");
 }
 
-CatalogueEntry<IntegratorFactory> leapfrog_entry() {
+CatalogueEntry<IntegratorReader> leapfrog_entry() {
   return integrator_entry<HmcParameters>("leapfrog", "the same as hmc");
 }
 

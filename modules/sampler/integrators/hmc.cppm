@@ -45,7 +45,7 @@ namespace sgmcmc::integrator_parts {
 
 // The catalogue's entries (integrators.cppm). The class and the bodies are in hmc.cpp, so that
 // editing them recompiles that file alone.
-CatalogueEntry<IntegratorFactory> hmc_entry();
-CatalogueEntry<IntegratorFactory> leapfrog_entry();
+CatalogueEntry<IntegratorReader> hmc_entry();
+CatalogueEntry<IntegratorReader> leapfrog_entry();
 
 }  // namespace sgmcmc::integrator_parts

@@ -22,20 +22,28 @@ namespace sgmcmc {
 
 using namespace integrator_parts;
 
-const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue() {
-  static const std::vector<CatalogueEntry<IntegratorFactory>> catalogue = {
+const std::vector<CatalogueEntry<IntegratorReader>>& integrator_catalogue() {
+  static const std::vector<CatalogueEntry<IntegratorReader>> catalogue = {
       sgld_entry(), mala_entry(), obabo_entry(), baoab_entry(), hmc_entry(), leapfrog_entry(),
       sghmc_entry(), psgld_entry(), sgnht_entry(), badodab_entry(), ubu_entry()};
   return catalogue;
 }
 
-std::unique_ptr<Integrator> make_integrator(const Settings& section) {
+namespace {
+IntegratorRecipe read_unscaled(const Settings& section) {
   const auto& entry = choose(integrator_catalogue(), section, default_integrator);
   if (read_fields(StepScaling::fields(), section).scale_step_with_n)
-    throw Error(fmt::format("{}: a step for one data item needs the model's number of items; build the integrator "
-                            "with the model (make_chain)",
+    throw Error(fmt::format("{}: a step for one data item needs the model's number of items; read the integrator "
+                            "with the model (plan_chain)",
                             section.describe("scale_step_with_n")));
-  return entry.make(section);
+  return entry.read(section);
+}
+}  // namespace
+
+std::unique_ptr<Integrator> make_integrator(const Settings& section) { return read_unscaled(section)(); }
+
+std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t items) {
+  return read_integrator(section, items)();
 }
 
 double step_exponent(const std::string& name) {
@@ -48,8 +56,8 @@ double step_exponent(const std::string& name) {
   return 0.5;
 }
 
-std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t items) {
-  if (!read_fields(StepScaling::fields(), section).scale_step_with_n) return make_integrator(section);
+IntegratorRecipe read_integrator(const Settings& section, std::size_t items) {
+  if (!read_fields(StepScaling::fields(), section).scale_step_with_n) return read_unscaled(section);
   const auto& entry = choose(integrator_catalogue(), section, default_integrator);
   const double exponent = step_exponent(entry.name);
   if (exponent == 0.0)
@@ -83,9 +91,9 @@ std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t
   Settings scaled = section;
   scaled.set("step_size", {per_item * std::pow(static_cast<double>(items), -exponent),
                            fmt::format("{} (÷ N^{} with N = {})", section.entries().at("step_size").origin, exponent, items)});
-  auto integrator = entry.make(scaled);
+  auto recipe = entry.read(scaled);
   section.adopt_reads(scaled);  // every key it read counts as read; step_size stays recorded as given
-  return integrator;
+  return recipe;
 }
 
 void check_metric(const Settings& section, const Model& model) {

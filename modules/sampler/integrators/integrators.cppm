@@ -40,19 +40,22 @@ import sgmcmc.error;
 
 export namespace sgmcmc {
 
-const std::vector<CatalogueEntry<IntegratorFactory>>& integrator_catalogue();
+const std::vector<CatalogueEntry<IntegratorReader>>& integrator_catalogue();
 
 inline constexpr const char* default_integrator = "sgld";
 
-/// The integrator named in `section` (default "sgld"). It refuses `scale_step_with_n = true`,
-/// which needs the model's number of items: use the overload below (make_chain does).
-std::unique_ptr<Integrator> make_integrator(const Settings& section);
+/// The integrator named in `section` (default "sgld"), read and checked, to build once per chain,
+/// for a model of N = `items` data items. With `scale_step_with_n = true`, step_size is the step
+/// for one item, and the integrator gets step_size / N^p (step_exponent), so that a preset's step
+/// keeps its meaning when the data size changes (modules/README.md, "Step sizes across data
+/// sizes"). Any other key (friction included) is read as given.
+IntegratorRecipe read_integrator(const Settings& section, std::size_t items);
 
-/// The same for a model of N = `items` data items. With `scale_step_with_n = true`, step_size is
-/// the step for one item, and the integrator gets step_size / N^p (step_exponent), so that a
-/// preset's step keeps its meaning when the data size changes (modules/README.md, "Step sizes
-/// across data sizes"). Any other key (friction included) is read as given.
+/// read_integrator's integrator, built once.
 std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t items);
+
+/// The same without a model: it refuses `scale_step_with_n = true`, which needs N.
+std::unique_ptr<Integrator> make_integrator(const Settings& section);
 
 /// p of the step N^(-p) for the integrator `name`: 1 for a Langevin step ε (sgld, mala), 1/2 for a
 /// Hamiltonian step h (the others); 0 for psgld, whose effective step εG depends on N through its

@@ -54,12 +54,12 @@ private:
   std::optional<Friction> friction_;  // none for `mala`
 };
 
-CatalogueEntry<IntegratorFactory> mala_entry() {
+CatalogueEntry<IntegratorReader> mala_entry() {
   return integrator_entry<MalaParameters>(
       "mala", "OBABO with c = 0: SGLD's update with a gradient at the proposal, for MH (step_size = ε = h²)");
 }
 
-CatalogueEntry<IntegratorFactory> obabo_entry() {
+CatalogueEntry<IntegratorReader> obabo_entry() {
   return integrator_entry<ObaboParameters>("obabo", "GGMC / OBABO splitting, each O keeps exp(-γh/2) (step_size = h)");
 }
 

@@ -57,7 +57,7 @@ namespace sgmcmc::integrator_parts {
 
 // The catalogue's entries (integrators.cppm). The class and the bodies are in obabo.cpp, so that
 // editing them recompiles that file alone.
-CatalogueEntry<IntegratorFactory> mala_entry();
-CatalogueEntry<IntegratorFactory> obabo_entry();
+CatalogueEntry<IntegratorReader> mala_entry();
+CatalogueEntry<IntegratorReader> obabo_entry();
 
 }  // namespace sgmcmc::integrator_parts

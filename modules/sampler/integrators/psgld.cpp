@@ -115,7 +115,7 @@ private:
   std::vector<double> prior_, xi_;     // scratch: ∇f_0(θ) and this step's ξ
 };
 
-CatalogueEntry<IntegratorFactory> psgld_entry() {
+CatalogueEntry<IntegratorReader> psgld_entry() {
   return integrator_entry<PsgldParameters>(
        "psgld",
        "pSGLD: sgld preconditioned by RMSprop, G = 1/(λ + sqrt(V)), V ← αV + (1-α)ḡ² (Li et al. 2016, Alg. 1, "

@@ -45,6 +45,6 @@ namespace sgmcmc::integrator_parts {
 
 // The catalogue's entry (integrators.cppm). The class and the bodies are in psgld.cpp, so that
 // editing them recompiles that file alone.
-CatalogueEntry<IntegratorFactory> psgld_entry();
+CatalogueEntry<IntegratorReader> psgld_entry();
 
 }  // namespace sgmcmc::integrator_parts

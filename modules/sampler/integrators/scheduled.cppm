@@ -1,7 +1,7 @@
 // What every integrator shares: the base class ScheduledIntegrator (schedule, temperature, mass;
 // the warmup's adaptation of the mass and the step is the chain's, sgmcmc.adaptation, which sets
 // them through the base's set_step_size and set_adapted_mass), the readers of the keys every
-// integrator reads, and the factory type of the catalogue (integrators.cppm).
+// integrator reads, and the reader type of the catalogue (integrators.cppm).
 module;
 #include <algorithm>
 #include <cmath>
@@ -26,7 +26,9 @@ import :substeps;
 
 export namespace sgmcmc {
 
-using IntegratorFactory = std::function<std::unique_ptr<Integrator>(const Settings&)>;
+/// An integrator whose keys are read and checked, ready to build (once per chain).
+using IntegratorRecipe = std::function<std::unique_ptr<Integrator>()>;
+using IntegratorReader = std::function<IntegratorRecipe(const Settings&)>;
 
 // Plain parameters, one struct per catalogue entry. Its member initialisers are the keys' defaults,
 // and its `fields()` table (sgmcmc.fields) names each key, its constraint and its doc, composed
@@ -167,14 +169,16 @@ FieldTable<P> step_adaptation_fields() {
 }
 
 /// A catalogue entry whose keys are those of `Parameters::fields()` and scale_step_with_n, which
-/// make_integrator reads first: built by `make_integrator(Parameters::from_settings(section))`.
+/// make_integrator reads first: its recipe is `make_integrator(Parameters::from_settings(section))`.
 template <class Parameters>
-CatalogueEntry<IntegratorFactory> integrator_entry(std::string name, std::string description,
+CatalogueEntry<IntegratorReader> integrator_entry(std::string name, std::string description,
                                                    std::string mh_refusal = {}) {
   std::vector<KeyDoc> documented = key_docs(Parameters::fields());
   for (const auto& key : key_docs(StepScaling::fields())) documented.insert(documented.begin() + 1, key);
   return {std::move(name), std::move(description), keys_of(documented),
-          [](const Settings& section) { return make_integrator(Parameters::from_settings(section)); },
+          [](const Settings& section) -> IntegratorRecipe {
+            return [parameters = Parameters::from_settings(section)] { return make_integrator(parameters); };
+          },
           std::move(mh_refusal), std::move(documented)};
 }
 

@@ -59,7 +59,7 @@ Field<SghmcParameters> sghmc_friction_field() {
   return field;
 }
 
-CatalogueEntry<IntegratorFactory> sghmc_entry() {
+CatalogueEntry<IntegratorReader> sghmc_entry() {
   return integrator_entry<SghmcParameters>(
       "sghmc", "SGHMC, symplectic Euler-Maruyama, momentum decay 1 - γh (step_size = h)",
        "sghmc's Euler-Maruyama step has no realisable backward move (its momentum update is not an OU flow composed "

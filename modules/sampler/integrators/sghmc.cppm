@@ -44,6 +44,6 @@ namespace sgmcmc::integrator_parts {
 
 // The catalogue's entry (integrators.cppm). The class and the bodies are in sghmc.cpp, so that
 // editing them recompiles that file alone.
-CatalogueEntry<IntegratorFactory> sghmc_entry();
+CatalogueEntry<IntegratorReader> sghmc_entry();
 
 }  // namespace sgmcmc::integrator_parts

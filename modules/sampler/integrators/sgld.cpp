@@ -97,7 +97,7 @@ private:
   std::vector<float> float_xi_;     // scratch: the float step's chunk of ξ
 };
 
-CatalogueEntry<IntegratorFactory> sgld_entry() {
+CatalogueEntry<IntegratorReader> sgld_entry() {
   return integrator_entry<SgldParameters>(
       "sgld", "overdamped Langevin, θ' = θ - (ε/2)M⁻¹ĝ + sqrt(εT)M^{-1/2}ξ (step_size = ε)",
        "sgld computes no gradient at its proposal, which the MH energy error needs; use integrator 'mala' (the same "

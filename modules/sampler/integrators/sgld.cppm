@@ -42,6 +42,6 @@ namespace sgmcmc::integrator_parts {
 
 // The catalogue's entry (integrators.cppm). The class and the bodies are in sgld.cpp, so that
 // editing them recompiles that file alone.
-CatalogueEntry<IntegratorFactory> sgld_entry();
+CatalogueEntry<IntegratorReader> sgld_entry();
 
 }  // namespace sgmcmc::integrator_parts

@@ -40,7 +40,7 @@ public:
   }
 };
 
-CatalogueEntry<IntegratorFactory> sgnht_entry() {
+CatalogueEntry<IntegratorReader> sgnht_entry() {
   return integrator_entry<SgnhtParameters>(
        "sgnht",
        "SGNHT: sghmc's Euler step with a thermostat ξ for friction, ξ' = ξ + h(pᵀM⁻¹p/d - T) (Ding et al. 2014, "

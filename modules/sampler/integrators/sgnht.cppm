@@ -34,6 +34,6 @@ namespace sgmcmc::integrator_parts {
 
 // The catalogue's entry (integrators.cppm). The class and the bodies are in sgnht.cpp, so that
 // editing them recompiles that file alone.
-CatalogueEntry<IntegratorFactory> sgnht_entry();
+CatalogueEntry<IntegratorReader> sgnht_entry();
 
 }  // namespace sgmcmc::integrator_parts

@@ -85,7 +85,7 @@ private:
   std::vector<double> first_, second_, increment_, velocity_;  // scratch: ξ₁, ξ₂ coloured; the increment; M⁻¹ of it
 };
 
-CatalogueEntry<IntegratorFactory> ubu_entry() {
+CatalogueEntry<IntegratorReader> ubu_entry() {
   return integrator_entry<UbuParameters>(
       "ubu", "UBU splitting: one kick between two exact force-free flows U(h/2) (Sanz-Serna & Zygalakis 2021; step_size "
              "= h, second order, one gradient per step)");

@@ -54,6 +54,6 @@ namespace sgmcmc::integrator_parts {
 
 // The catalogue's entry (integrators.cppm). The class and the bodies are in ubu.cpp, so that
 // editing them recompiles that file alone.
-CatalogueEntry<IntegratorFactory> ubu_entry();
+CatalogueEntry<IntegratorReader> ubu_entry();
 
 }  // namespace sgmcmc::integrator_parts
