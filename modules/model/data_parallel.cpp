@@ -15,11 +15,6 @@ import sgmcmc.error;
 
 namespace sgmcmc {
 
-std::size_t row_block_start(std::size_t items, std::size_t rank, std::size_t ranks) {
-  // N·r can pass 2^64 only beyond 10^9 rows and 10^10 ranks; 128 bits rule it out anyway.
-  return static_cast<std::size_t>(static_cast<unsigned __int128>(items) * rank / ranks);
-}
-
 std::string data_parallel_refusal(const Model& model) {
   if (model.capabilities().latent_gibbs_step)
     return "its gradient Gibbs-samples latent variables (latent-gibbs-step), which each rank would draw for its own "
@@ -41,15 +36,23 @@ class DataParallelModel final : public Model {
 public:
   DataParallelModel(std::shared_ptr<const Model> model, std::shared_ptr<RankGroup> ranks)
       : model_(std::move(model)), ranks_(std::move(ranks)), rank_(ranks_->rank()), size_(ranks_->size()),
-        first_(row_block_start(model_->num_items(), rank_, size_)),
-        end_(row_block_start(model_->num_items(), rank_ + 1, size_)) {}
+        items_(model_->total_items()), first_(row_block_start(items_, rank_, size_)),
+        end_(row_block_start(items_, rank_ + 1, size_)), sharded_(model_->capabilities().row_shares),
+        offset_(sharded_ ? first_ : 0) {
+    if (sharded_ && model_->num_items() != end_ - first_)
+      throw Error("internal: a model with row shares holds " + std::to_string(model_->num_items()) + " items on rank " +
+                  std::to_string(rank_) + " of " + std::to_string(size_) + ", but the block of its " +
+                  std::to_string(items_) + " is " + std::to_string(end_ - first_));
+  }
 
   std::size_t dimension() const override { return model_->dimension(); }
-  std::size_t num_items() const override { return model_->num_items(); }
+  std::size_t num_items() const override { return items_; }
+  std::size_t rows_held() const { return model_->num_items(); }
   std::vector<std::string> parameter_names() const override { return model_->parameter_names(); }
   Capabilities capabilities() const override {
     Capabilities c = model_->capabilities();
     c.per_item_gradients = c.sparse_item_gradients = c.float_gradient = c.latent_gibbs_step = false;
+    c.row_shares = false;  // to its callers the decorated model has every item, numbered globally
     return c;
   }
   std::unique_ptr<Workspace> make_workspace() const override { return model_->make_workspace(); }
@@ -108,7 +111,7 @@ public:
     for (std::size_t k = 0; k < items.size(); ++k)
       if (owns(items[k])) {
         positions.push_back(k);
-        mine.push_back(items[k]);
+        mine.push_back(items[k] - offset_);
       }
     std::vector<double> scalars(mine.size());
     model_->glm_scalars(theta, mine, scalars, workspace);
@@ -127,7 +130,23 @@ public:
     sum_parts(part, gradient);
   }
 
-  void item_lipschitz_bounds(std::span<double> out) const override { model_->item_lipschitz_bounds(out); }
+  /// L_i of every item on every rank (lipschitz sampling draws the global batch from all N): each
+  /// rank's block, padded to the largest block, gathered. A model holding every row answers alone.
+  /// The estimator asks while the chain is built, inside the ranks' set-up: the runner's group
+  /// then first exchanges the set-up's outcome, so that a rank whose set-up failed is not left in
+  /// a gather of another size (runners/sgmcmc/data_parallel_run.hpp, ClusterRanks::setting_up).
+  void item_lipschitz_bounds(std::span<double> out) const override {
+    if (!sharded_) return model_->item_lipschitz_bounds(out);
+    const std::size_t widest = row_block_start(items_, 1, size_) + (items_ % size_ != 0 ? 1 : 0);
+    std::vector<double> mine(widest, 0.0), all(size_ * widest);
+    model_->item_lipschitz_bounds(std::span(mine).first(end_ - first_));
+    gather(mine, all);
+    for (std::size_t r = 0; r < size_; ++r) {
+      const std::size_t first = row_block_start(items_, r, size_), end = row_block_start(items_, r + 1, size_);
+      std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(r * widest), end - first,
+                  out.begin() + static_cast<std::ptrdiff_t>(first));
+    }
+  }
 
   TargetChange after_step(std::uint64_t iteration, std::span<double> theta, Workspace& workspace,
                           Rng& rng) const override {
@@ -162,7 +181,7 @@ private:
 
   /// The rank whose block holds `item`: the r with ⌊N·r/P⌋ <= item < ⌊N·(r+1)/P⌋.
   std::size_t owner(std::size_t item) const {
-    const std::size_t n = model_->num_items();
+    const std::size_t n = items_;
     std::size_t r = static_cast<std::size_t>(static_cast<unsigned __int128>(item) * size_ / std::max<std::size_t>(n, 1));
     while (r + 1 < size_ && row_block_start(n, r + 1, size_) <= item) ++r;
     while (r > 0 && row_block_start(n, r, size_) > item) --r;
@@ -175,7 +194,7 @@ private:
     mine_.weights.clear();
     for (std::size_t k = 0; k < batch.items.size(); ++k)
       if (owns(batch.items[k])) {
-        mine_.items.push_back(batch.items[k]);
+        mine_.items.push_back(batch.items[k] - offset_);  // the model's own numbering
         if (!batch.weights.empty()) mine_.weights.push_back(batch.weights[k]);
       }
     return mine_.batch();
@@ -213,7 +232,10 @@ private:
   std::shared_ptr<const Model> model_;
   std::shared_ptr<RankGroup> ranks_;
   std::size_t rank_, size_;
+  std::size_t items_;        // N, every rank's items together
   std::size_t first_, end_;  // this rank's rows [first_, end_)
+  bool sharded_;             // the model holds only its block (row shares), numbered from 0
+  std::size_t offset_;       // first_ when sharded, else 0: global item - offset_ = the model's
   // Scratch reused by every evaluation, so that a step allocates nothing here once the buffers
   // have grown: one decorator serves one chain on one thread (the interface's contract).
   mutable OwnedItems mine_;
@@ -221,6 +243,11 @@ private:
 };
 
 }  // namespace data_parallel_parts
+
+std::size_t rows_held(const Model& model) {
+  const auto* split = dynamic_cast<const data_parallel_parts::DataParallelModel*>(&model);
+  return split ? split->rows_held() : 0;
+}
 
 std::shared_ptr<const Model> data_parallel_model(std::shared_ptr<const Model> model, std::shared_ptr<RankGroup> ranks) {
   if (!model || !ranks || ranks->size() == 0 || ranks->rank() >= ranks->size())

@@ -1,22 +1,30 @@
-// One chain whose data terms are split across the ranks of a job (run.data_parallel; issue 45,
-// stage 1): a decorator around a Model, so that estimators, integrators and correctors stay unaware.
+// One chain whose data terms are split across the ranks of a job (run.data_parallel; issue 45):
+// a decorator around a Model, so that estimators, integrators and correctors stay unaware.
 //
 // θ and the chain's state are replicated: every rank runs the same chain with the same stream and
-// draws the same global minibatch. Rank r owns the contiguous row block [⌊N·r/P⌋, ⌊N·(r+1)/P⌋).
-// Each data term the chain asks for (a batch's gradient or potential, a full pass) is split by
-// owner; every rank evaluates the items it owns, and one all-gather per evaluation brings the P
-// partial results to every rank, where they are summed in rank order. The sum is then the same,
-// bit for bit, on every rank and in every run with the same rank count. With one rank it is the
-// undecorated model's value, bit for bit (rank 0's part is added onto the caller's vector as the
-// model itself adds; the other ranks' parts start from zero).
+// draws the same global minibatch. Rank r owns the contiguous block of items [⌊N·r/P⌋, ⌊N·(r+1)/P⌋)
+// (row_block_start, sgmcmc.model). Each data term the chain asks for (a batch's gradient or
+// potential, a full pass) is split by owner; every rank evaluates the items it owns, and one
+// all-gather per evaluation brings the P partial results to every rank, where they are summed in
+// rank order. The sum is then the same, bit for bit, on every rank and in every run with the same
+// rank count. With one rank it is the undecorated model's value, bit for bit (rank 0's part is
+// added onto the caller's vector as the model itself adds; the other ranks' parts start from zero).
+//
+// Sharded rows (stage 2): a model with the row-shares capability, built with ModelContext::rows =
+// part r of P, holds only its block, numbered from 0, and tells N (Model::total_items). The
+// decorator checks that the model holds its block's count, reports N, and routes each global item
+// index it owns to its local index (no communication: blocks follow from N, P and r).
+// A model without the capability holds every item on every rank (stage 1) and is given global
+// indices.
 //
 // Forwarded unchanged (they read θ, the prior or the held-out data every rank holds): the prior
-// terms, metrics, quantities, item_lipschitz_bounds, after_step (which refuses a change of the
-// data terms: a Gibbs step that reads the data would need its statistics reduced, stage 2).
-// Reduced: add_data_gradient, data_potential, data_potential_and_gradient, glm_scalars,
-// add_scaled_features. Hidden (their capabilities are off, so the run refuses what needs them):
-// per-item and sparse item gradients (saga's table, the Fisher mass), the float chain's gradient,
-// and the latent Gibbs step (lda), whose draws would move each rank's stream differently.
+// terms, metrics, quantities, after_step (which refuses a change of the data terms: a Gibbs step
+// that reads the data would need its statistics reduced). Reduced: add_data_gradient,
+// data_potential, data_potential_and_gradient, glm_scalars, add_scaled_features,
+// item_lipschitz_bounds (gathered when sharded). Hidden (their capabilities are off, so the run
+// refuses what needs them): per-item and sparse item gradients (saga's table, the Fisher mass),
+// the float chain's gradient, and the latent Gibbs step (lda), whose draws would move each rank's
+// stream differently.
 //
 // The library links no MPI: the collective is a RankGroup, which the runner implements on MPI.
 module;
@@ -41,15 +49,16 @@ public:
   virtual void all_gather(std::span<const double> mine, std::span<double> all) = 0;
 };
 
-/// ⌊N·r/P⌋, the first row of rank r's block; the block is [row_block_start(N, r, P),
-/// row_block_start(N, r + 1, P)), so blocks differ in size by at most one row.
-std::size_t row_block_start(std::size_t items, std::size_t rank, std::size_t ranks);
-
 /// Why `model` cannot run data-parallel in this stage (naming the capability), or "".
 std::string data_parallel_refusal(const Model& model);
 
 /// `model` with its data terms split across `ranks` as described above. Not thread-safe: one
 /// chain, on the thread that may call the group's collective.
 std::shared_ptr<const Model> data_parallel_model(std::shared_ptr<const Model> model, std::shared_ptr<RankGroup> ranks);
+
+/// The training items this rank's model holds, of a model data_parallel_model made: its block's
+/// size when the model holds only its rows, else N (the runner gathers them into the manifest's
+/// rows_per_rank). 0 for any other model.
+std::size_t rows_held(const Model& model);
 
 }  // namespace sgmcmc

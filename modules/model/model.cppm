@@ -25,7 +25,7 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 11;  // 2: lipschitz_bounds, 3: quantities,
+inline constexpr std::uint32_t model_interface_version = 12;  // 2: lipschitz_bounds, 3: quantities,
                                                              // 4: prior terms given the workspace,
                                                              // 5: Workspace save_state/restore_state
                                                              // 6: sparse item gradients, after_step
@@ -35,6 +35,8 @@ inline constexpr std::uint32_t model_interface_version = 11;  // 2: lipschitz_bo
                                                              // 9: prediction (sgmcmc predict)
                                                              // 10: data_potential_and_gradient
                                                              // 11: float_gradient (the float chain)
+                                                             // 12: ModelContext::rows, row_shares,
+                                                             //     total_items
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.
@@ -52,6 +54,8 @@ struct Capabilities {
   bool prediction = false;            // read_prediction_rows()/predict_rows(): `sgmcmc predict`
   bool float_gradient = false;        // scaled_gradient_float(): run.chain_precision = "float"; such a
                                       // model's after_step does nothing (the float chain skips it)
+  bool row_shares = false;            // given ModelContext::rows = part r of P, holds only that block of
+                                      // its training items: num_items() and item indices are the block's
 };
 
 /// "exact-log-likelihood, per-item-gradients, ...": the names `sgmcmc list` shows.
@@ -118,6 +122,9 @@ public:
   virtual std::size_t dimension() const = 0;
   /// N, the number of data items f_i.
   virtual std::size_t num_items() const = 0;
+  /// N, the training items of all the row shares together, when the model holds a share
+  /// (row-shares capability, ModelContext::rows); num_items() is then the share's. Else num_items().
+  virtual std::size_t total_items() const { return num_items(); }
   /// One name per coordinate of θ, in Stan's style ("beta.1", "beta.2", ...).
   virtual std::vector<std::string> parameter_names() const = 0;
   virtual Capabilities capabilities() const = 0;
@@ -263,11 +270,33 @@ struct PluginInfo {
   std::string no_prior_simulation = {};
 };
 
-/// What a plugin's factory gets: its [model] settings and the run's seed (for simulated data and
-/// train/test splits). The factory reads every key it knows; unread keys are reported as unknown.
+/// ⌊N·r/P⌋, the first item of part r of P; part r is [row_block_start(N, r, P),
+/// row_block_start(N, r + 1, P)), so parts differ in size by at most one item.
+std::size_t row_block_start(std::size_t items, std::size_t rank, std::size_t ranks);
+
+/// Part `rank` of `ranks` of a data set's training items (run.data_parallel: this process is one
+/// rank of a job running one chain together). A model with the row-shares capability holds only
+/// the items [row_block_start(N, rank, ranks), row_block_start(N, rank + 1, ranks)) of its N
+/// training items, numbered from 0; the others ignore it and hold every item.
+struct RowShare {
+  std::size_t rank = 0;
+  std::size_t ranks = 1;
+  bool whole() const { return ranks == 1; }
+};
+
+/// What a plugin's factory gets: its [model] settings, the run's seed (for simulated data and
+/// train/test splits) and the share of the training rows this process holds. The factory reads
+/// every key it knows; unread keys are reported as unknown.
+///
+/// The share is part of the context, not a [model] key the runner sets, so that it can never be
+/// recorded in a run's configuration (a one-process run replayed from that record would otherwise
+/// hold a part of the data and sample another posterior) nor set by a user, and so that a plugin
+/// without row shares is not refused for a key it does not know; it is part r of P rather than a
+/// row range because only the plugin knows N (a file's header, the rows left after the test set).
 struct ModelContext {
   const Settings& settings;
   std::uint64_t seed;
+  RowShare rows = {};
 };
 
 /// The two functions every plugin exports (see sgmcmc/plugin.hpp for the macro that does it).
@@ -293,11 +322,17 @@ std::vector<std::string> capability_names(const Capabilities& c) {
       {c.glm_gradients, "glm-gradients"},               {c.lipschitz_bounds, "lipschitz-bounds"},
       {c.latent_gibbs_step, "latent-gibbs-step"},       {c.positive_parameters, "positive-parameters"},
       {c.simulation, "simulation"},                     {c.prior_simulation, "prior-simulation"},
-      {c.prediction, "prediction"},                     {c.float_gradient, "float-gradient"}};
+      {c.prediction, "prediction"},                     {c.float_gradient, "float-gradient"},
+      {c.row_shares, "row-shares"}};
   std::vector<std::string> names;
   for (const auto& [present, name] : table)
     if (present) names.emplace_back(name);
   return names;
+}
+
+std::size_t row_block_start(std::size_t items, std::size_t rank, std::size_t ranks) {
+  // N·r can pass 2^64 only beyond 10^9 rows and 10^10 ranks; 128 bits rule it out anyway.
+  return static_cast<std::size_t>(static_cast<unsigned __int128>(items) * rank / ranks);
 }
 
 std::vector<std::size_t> index_range(std::size_t count) {

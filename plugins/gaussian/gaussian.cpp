@@ -110,11 +110,15 @@ public:
       if (from_prior) beta_star_ = std::move(beta_star);
     }
     const std::size_t rows = data.y.size();
-    split(data, sgmcmc::split_rows(rows, sgmcmc::row_count(settings, "test_size", 0.2, rows, 0, rows - 1), rng));
+    auto parts = sgmcmc::split_rows(rows, sgmcmc::row_count(settings, "test_size", 0.2, rows, 0, rows - 1), rng);
+    all_items_ = parts.rest.size();
+    if (!context.rows.whole()) keep_share(parts.rest, context.rows);
+    split(data, parts);
   }
 
   std::size_t dimension() const override { return x_.shape(1); }
   std::size_t num_items() const override { return y_.size(); }
+  std::size_t total_items() const override { return all_items_; }
   std::vector<std::string> parameter_names() const override {
     std::vector<std::string> names;
     for (std::size_t j = 1; j <= dimension(); ++j) names.push_back(fmt::format("beta.{}", j));
@@ -127,7 +131,8 @@ public:
             .glm_gradients = true,
             .lipschitz_bounds = true,
             .simulation = true,
-            .prior_simulation = true};
+            .prior_simulation = true,
+            .row_shares = true};
   }
 
   std::vector<double> simulated_parameters() const override { return beta_star_; }
@@ -251,6 +256,20 @@ private:
     for (std::size_t j = 0; j < gradient.size(); ++j) gradient[j] += scale * row[j];
   }
 
+  /// run.data_parallel: this process's block of the training rows (ModelContext::rows). The data
+  /// were read or simulated whole (a CSV is parsed, a simulation drawn, row by row from the start),
+  /// so the peak holds them all; the model then keeps only the block.
+  static void keep_share(std::vector<std::size_t>& training, sgmcmc::RowShare share) {
+    const std::size_t n = training.size();
+    if (n < share.ranks)
+      throw sgmcmc::Error(fmt::format("model: {} training rows cannot be shared by {} ranks of a data-parallel run; run "
+                                      "fewer ranks",
+                                      n, share.ranks));
+    const auto first = static_cast<std::ptrdiff_t>(sgmcmc::row_block_start(n, share.rank, share.ranks));
+    const auto end = static_cast<std::ptrdiff_t>(sgmcmc::row_block_start(n, share.rank + 1, share.ranks));
+    training = std::vector<std::size_t>(training.begin() + first, training.begin() + end);
+  }
+
   /// The split's chosen rows are held out; the rest, in file order, are the data.
   void split(const Dataset& data, const sgmcmc::RowSplit& rows) {
     const std::size_t dim = data.x.shape(1);
@@ -269,6 +288,7 @@ private:
   double noise_sd_ = 1.0;
   double prior_sd_ = 10.0;
   std::vector<double> beta_star_;  // θ* when model.simulate_from_prior
+  std::size_t all_items_ = 0;      // N; y_ and x_ hold the rows of this process's share
   xt::xtensor<double, 1> y_, test_y_;
   xt::xtensor<double, 2> x_, test_x_;
 };

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "categorical.hpp"
+#include "binary_rows.hpp"
 #include "design_matrix.hpp"
 #include "labelled_rows.hpp"
 #include "prediction_rows.hpp"
@@ -125,7 +126,8 @@ template <class Real>
 class CategoricalModel final : public sgmcmc::Model {
 public:
   CategoricalModel(const Prepared& prepared, const Prior& prior, std::size_t classes, ClassLabels labels)
-      : prior_(prior), classes_(classes), labels_(labels), beta_star_(prepared.beta_star), format_(prepared.format),
+      : prior_(prior), classes_(classes), labels_(labels), beta_star_(prepared.beta_star), all_items_(prepared.all_train),
+        format_(prepared.format),
         storage_(prepared.storage),
         train_(regression::design_matrix<Real>(prepared.data, prepared.train, prepared.storage)),
         test_(regression::design_matrix<Real>(prepared.test_from_file ? prepared.test_file : prepared.data,
@@ -133,6 +135,7 @@ public:
 
   std::size_t dimension() const override { return (classes_ - 1) * columns(); }
   std::size_t num_items() const override { return train_.rows(); }
+  std::size_t total_items() const override { return all_items_; }
   /// intercept.<class>, beta.<class>.<feature> for every class but the last (the reference), the
   /// class named by its label in the data.
   std::vector<std::string> parameter_names() const override {
@@ -147,7 +150,7 @@ public:
   sgmcmc::Capabilities capabilities() const override { return categorical_capabilities(); }
   static sgmcmc::Capabilities categorical_capabilities() {
     return {.exact_log_likelihood = true, .per_item_gradients = true, .lipschitz_bounds = true, .simulation = true,
-            .prior_simulation = true, .prediction = true};
+            .prior_simulation = true, .prediction = true, .row_shares = true};
   }
   std::vector<double> simulated_parameters() const override { return beta_star_; }
 
@@ -278,6 +281,7 @@ private:
   std::size_t classes_;
   ClassLabels labels_;
   std::vector<double> beta_star_;
+  std::size_t all_items_;  // N; train_ holds the rows of this process's share (ModelContext::rows)
   regression::FileFormat format_;
   regression::StorageOptions storage_;
   regression::DesignMatrix<Real> train_, test_;
@@ -306,6 +310,11 @@ std::unique_ptr<sgmcmc::Model> make_categorical(const sgmcmc::ModelContext& cont
                                     settings.describe("link"), link));
   const ClassLabels labels = read_class_labels(settings);
   const std::size_t simulated_classes = labels.classes.value_or(default_simulated_classes);
+  if (!context.rows.whole() && !labels.classes && settings.contains("data") &&
+      regression::binary_layout(settings.text("data", "")) == regression::BinaryLayout::dense_npy)
+    throw sgmcmc::Error(fmt::format("{}: family categorical counts the classes of every row's label, and a rank of a "
+                                    "data-parallel run maps only its rows of a .npy file; set model.classes",
+                                    settings.describe("data")));
   Prepared prepared = regression::prepare(context, regression::LabelCoding::as_read,
                                           [&](std::size_t declared, bool from_prior, Rng& rng) {
                                             auto simulation = simulate(settings, prior, intercept, simulated_classes,
@@ -317,7 +326,7 @@ std::unique_ptr<sgmcmc::Model> make_categorical(const sgmcmc::ModelContext& cont
   const std::string data_name = settings.optional_text("data").value_or("simulated data");
   to_class_indices(prepared.data, labels, labels.classes, data_name);
   const std::size_t classes = settings.contains("data") ? count_classes(prepared.data, labels, data_name) : simulated_classes;
-  if (prepared.test_from_file) to_class_indices(prepared.test_file, labels, classes, *settings.optional_text("test_data"));
+  if (prepared.test_from_file) to_class_indices(prepared.test_file, labels, classes, prepared.test_file_name);
   if (float_storage) return std::make_unique<CategoricalModel<float>>(prepared, prior, classes, labels);
   return std::make_unique<CategoricalModel<double>>(prepared, prior, classes, labels);
 }

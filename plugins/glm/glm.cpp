@@ -145,10 +145,10 @@ Prepared prepare(const sgmcmc::ModelContext& context, const Choices& choices) {
   const std::string data_name = settings.optional_text("data").value_or("simulated data");
   if (choices.offset) {
     regression::take_offset_column(prepared.data, data_name);
-    if (prepared.test_from_file) regression::take_offset_column(prepared.test_file, *settings.optional_text("test_data"));
+    if (prepared.test_from_file) regression::take_offset_column(prepared.test_file, prepared.test_file_name);
   }
   check_responses(prepared.data.y, *choices.family, data_name);
-  if (prepared.test_from_file) check_responses(prepared.test_file.y, *choices.family, *settings.optional_text("test_data"));
+  if (prepared.test_from_file) check_responses(prepared.test_file.y, *choices.family, prepared.test_file_name);
   return prepared;
 }
 
@@ -156,7 +156,7 @@ Prepared prepare(const sgmcmc::ModelContext& context, const Choices& choices) {
 /// model has them (not with a sampled dispersion or noise sd).
 sgmcmc::Capabilities common_capabilities() {
   return {.exact_log_likelihood = true, .per_item_gradients = true, .simulation = true, .prior_simulation = true,
-          .prediction = true};
+          .prediction = true, .row_shares = true};
 }
 
 template <class Real>
@@ -165,6 +165,7 @@ public:
   GlmModel(const Prepared& prepared, const Choices& choices)
       : choices_(choices),
         beta_star_(prepared.beta_star),
+        all_items_(prepared.all_train),
         format_(prepared.format),
         storage_(prepared.storage),
         train_(regression::design_matrix<Real>(prepared.data, prepared.train, prepared.storage)),
@@ -174,6 +175,7 @@ public:
 
   std::size_t dimension() const override { return train_.columns() + (sampled() ? 1 : 0); }
   std::size_t num_items() const override { return train_.rows(); }
+  std::size_t total_items() const override { return all_items_; }
   std::vector<std::string> parameter_names() const override {
     std::vector<std::string> names;
     if (choices_.intercept) names.emplace_back("intercept");
@@ -339,6 +341,7 @@ private:
 
   Choices choices_;
   std::vector<double> beta_star_;  // θ* when model.simulate_from_prior
+  std::size_t all_items_;          // N; train_ holds the rows of this process's share (ModelContext::rows)
   regression::FileFormat format_;  // model.format, for files to predict on
   regression::StorageOptions storage_;
   regression::DesignMatrix<Real> train_, test_;

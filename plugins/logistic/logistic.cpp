@@ -93,6 +93,7 @@ public:
   LogisticModel(const Prepared& prepared, double prior_scale, regression::LabelCoding coding)
       : prior_scale_(prior_scale),
         beta_star_(prepared.beta_star),
+        all_items_(prepared.all_train),
         coding_(coding),
         format_(prepared.format),
         storage_(prepared.storage),
@@ -102,6 +103,7 @@ public:
 
   std::size_t dimension() const override { return train_.columns(); }
   std::size_t num_items() const override { return train_.rows(); }
+  std::size_t total_items() const override { return all_items_; }
   std::vector<std::string> parameter_names() const override {
     std::vector<std::string> names{"intercept"};
     for (std::size_t j = 1; j < dimension(); ++j) names.push_back(fmt::format("beta.{}", j));
@@ -115,7 +117,8 @@ public:
             .lipschitz_bounds = true,
             .simulation = true,
             .prior_simulation = true,
-            .prediction = true};
+            .prediction = true,
+            .row_shares = true};
   }
 
   std::vector<double> simulated_parameters() const override { return beta_star_; }
@@ -218,6 +221,7 @@ public:
 private:
   double prior_scale_ = 1.0;
   std::vector<double> beta_star_;  // θ* when model.simulate_from_prior
+  std::size_t all_items_;          // N; train_ holds the rows of this process's share (ModelContext::rows)
   regression::LabelCoding coding_;  // model.labels, for files to predict on
   regression::FileFormat format_;
   regression::StorageOptions storage_;

@@ -3,12 +3,16 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <cerrno>
 #include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
 #include <system_error>
 #include <vector>
+#include <fcntl.h>
+#include <unistd.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -101,6 +105,47 @@ LabelledRows map_npy_rows(const std::string& path, std::size_t declared_features
   }
   rows.mapped = std::move(array);
   return rows;
+}
+
+LabelledRows read_npy_rows_at(const std::string& path, std::size_t declared_features, std::span<const std::size_t> rows) {
+  const npy::Header header = npy::read_header(path);
+  if (!is_float(header.dtype) || header.shape.size() != 2 || header.columns() < 2)
+    return map_npy_rows(path, declared_features, {0, 0});  // its refusal, naming the file
+  LabelledRows out;
+  out.features = header.columns() - 1;
+  if (declared_features && declared_features != out.features)
+    throw sgmcmc::Error(fmt::format("{}: {} feature columns, but model.features = {}", path, out.features, declared_features));
+  const std::size_t width = npy::item_size(header.dtype), row_bytes = header.columns() * width;
+  const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (descriptor < 0) throw sgmcmc::Error(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
+  std::vector<std::byte> bytes(row_bytes);
+  std::vector<double> row(header.columns());
+  out.y.reserve(rows.size());
+  out.x.reserve(rows.size() * out.features);
+  for (const std::size_t i : rows) {
+    const auto at = static_cast<off_t>(header.data_offset + i * row_bytes);
+    if (i >= header.rows() || ::pread(descriptor, bytes.data(), row_bytes, at) != static_cast<ssize_t>(row_bytes)) {
+      ::close(descriptor);
+      throw sgmcmc::Error(fmt::format("{}: cannot read row {} of its {}", path, i, header.rows()));
+    }
+    for (std::size_t j = 0; j < row.size(); ++j) {
+      if (header.dtype == npy::Dtype::float64) {
+        std::memcpy(&row[j], bytes.data() + j * width, sizeof(double));
+      } else {
+        float value = 0.0f;
+        std::memcpy(&value, bytes.data() + j * width, sizeof(float));
+        row[j] = value;
+      }
+      if (!std::isfinite(row[j])) {
+        ::close(descriptor);
+        require_finite(row[j], path, fmt::format("a[{}, {}]", i, j));
+      }
+    }
+    out.y.push_back(row[0]);
+    out.x.insert(out.x.end(), row.begin() + 1, row.end());
+  }
+  ::close(descriptor);
+  return out;
 }
 
 LabelledRows read_npy_rows(const std::string& path, std::size_t declared_features, npy::RowRange range) {

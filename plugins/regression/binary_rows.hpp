@@ -12,6 +12,8 @@
 // Each reads a row range (npy.hpp), so that a process holding a share of the rows maps only that
 // share; every value must be finite, and each refusal names the file and what was expected.
 #pragma once
+#include <cstddef>
+#include <span>
 #include <string>
 
 #include "labelled_rows.hpp"
@@ -28,6 +30,12 @@ BinaryLayout binary_layout(const std::string& path);
 /// (LabelledRows::mapped) after one pass that checks every value finite. `declared_features` (0:
 /// none) must equal the file's feature count.
 LabelledRows map_npy_rows(const std::string& path, std::size_t declared_features, npy::RowRange range = {});
+
+/// The rows `rows` of a dense .npy file, in that order, read (not mapped) into LabelledRows::x as
+/// double, labels as read: the held-out rows of a data-parallel rank, scattered over a file whose
+/// other rows the rank does not hold (pread, so that no page but theirs is touched). Every value is
+/// checked finite; `declared_features` as map_npy_rows.
+LabelledRows read_npy_rows_at(const std::string& path, std::size_t declared_features, std::span<const std::size_t> rows);
 
 /// map_npy_rows with the features copied into LabelledRows::x, as double.
 LabelledRows read_npy_rows(const std::string& path, std::size_t declared_features, npy::RowRange range = {});

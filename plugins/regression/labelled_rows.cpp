@@ -147,6 +147,21 @@ std::string label_place(const std::string& path, const std::vector<std::size_t>&
   return lines.empty() ? fmt::format("{}: data row {}", path, number + 1) : fmt::format("{}:{}", path, number);
 }
 
+/// A first non-blank line with a ':' is LIBSVM; anything else is CSV. That line is given back to
+/// `in`: the file is read once, so a FIFO or a process substitution works.
+FileFormat sniff_format(sgmcmc::TextLines& in) {
+  std::string line;
+  while (in.next(line))
+    if (line.find_first_not_of(" \t") != std::string::npos) {
+      const auto format = line.find(':') != std::string::npos ? FileFormat::libsvm : FileFormat::csv;
+      in.unread(std::move(line));
+      return format;
+    }
+  throw sgmcmc::Error(fmt::format("{}: no data rows", in.path().string()));
+}
+
+}  // namespace
+
 void map_labels(std::vector<double>& labels, const std::vector<std::size_t>& lines, LabelCoding coding,
                 const std::string& path) {
   std::map<double, std::size_t> first_line_of;
@@ -163,21 +178,6 @@ void map_labels(std::vector<double>& labels, const std::vector<std::size_t>& lin
                                       value, negative, positive, " (set model.labels to choose another)"));
   for (double& label : labels) label = label == positive ? 1.0 : -1.0;
 }
-
-/// A first non-blank line with a ':' is LIBSVM; anything else is CSV. That line is given back to
-/// `in`: the file is read once, so a FIFO or a process substitution works.
-FileFormat sniff_format(sgmcmc::TextLines& in) {
-  std::string line;
-  while (in.next(line))
-    if (line.find_first_not_of(" \t") != std::string::npos) {
-      const auto format = line.find(':') != std::string::npos ? FileFormat::libsvm : FileFormat::csv;
-      in.unread(std::move(line));
-      return format;
-    }
-  throw sgmcmc::Error(fmt::format("{}: no data rows", in.path().string()));
-}
-
-}  // namespace
 
 LabelCoding parse_label_coding(const std::string& text, const std::string& where) {
   const std::pair<const char*, LabelCoding> table[] = {{"auto", LabelCoding::automatic},

@@ -47,6 +47,11 @@ void widen(LabelledRows& rows, std::size_t features);
 /// count or a real response), and has no name in parse_label_coding.
 enum class LabelCoding { automatic, zero_one, one_two, minus_plus, as_read };
 
+/// Maps binary `labels` to -1/+1 by `coding` (automatic: told from the values present), refusing,
+/// naming `path` and the row's line (`lines`, or empty: its index), a label outside the coding.
+void map_labels(std::vector<double>& labels, const std::vector<std::size_t>& lines, LabelCoding coding,
+                const std::string& path);
+
 /// "auto", "0/1", "1/2", "-1/+1" → LabelCoding; anything else throws naming `where`.
 LabelCoding parse_label_coding(const std::string& text, const std::string& where);
 

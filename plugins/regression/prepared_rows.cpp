@@ -2,11 +2,14 @@
 // does not see the names fmt's templates need.
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <fmt/format.h>
 
 #include "prepared_rows.hpp"
+
+#include "binary_rows.hpp"
 
 namespace regression {
 
@@ -25,6 +28,46 @@ std::vector<std::size_t> subsample(const Settings& settings, const std::vector<s
   return chosen;
 }
 
+/// run.data_parallel's part of a .npy file, known by its header alone: the rank maps only its
+/// block's rows once the split into training and held-out rows is known.
+struct MappedLater {
+  std::string path;
+  std::size_t rows = 0;
+};
+
+/// The rank's share (context.rows) of the training rows `prepared.train`: their block of the
+/// global numbering, the same on every rank whatever the source, so the law is the one-process
+/// law. A text, .csr or simulated source was read whole (parsing or simulating needs every row
+/// before it: the peak is the whole set), and the model copies only the block; a .npy file is
+/// mapped from the block's first row to its last (held-out rows between them are mapped, not kept)
+/// and its held-out rows read one by one, so that the rank never touches the other ranks' pages.
+void keep_share(Prepared& prepared, sgmcmc::RowShare share, const std::optional<MappedLater>& npy_file,
+                std::size_t declared, LabelCoding coding) {
+  const std::size_t n = prepared.train.size();
+  if (n < share.ranks)
+    throw sgmcmc::Error(fmt::format("model: {} training rows cannot be shared by {} ranks of a data-parallel run; run "
+                                    "fewer ranks",
+                                    n, share.ranks));
+  const auto first = static_cast<std::ptrdiff_t>(sgmcmc::row_block_start(n, share.rank, share.ranks));
+  const auto end = static_cast<std::ptrdiff_t>(sgmcmc::row_block_start(n, share.rank + 1, share.ranks));
+  std::vector<std::size_t> mine(prepared.train.begin() + first, prepared.train.begin() + end);
+  if (npy_file) {
+    const std::size_t low = mine.front(), high = mine.back() + 1;  // train is in file order
+    if (!prepared.test_from_file && !prepared.test.empty()) {
+      prepared.test_file = read_npy_rows_at(npy_file->path, declared, prepared.test);
+      if (coding != LabelCoding::as_read) map_labels(prepared.test_file.y, {}, coding, npy_file->path);
+      prepared.test = sgmcmc::index_range(prepared.test.size());
+      prepared.test_from_file = true;
+      prepared.test_file_name = npy_file->path + " (its held-out rows)";
+    }
+    prepared.data = map_npy_rows(npy_file->path, declared, {low, high - low});
+    sgmcmc::note_rows_read(npy_file->path, high - low, false);
+    if (coding != LabelCoding::as_read) map_labels(prepared.data.y, {}, coding, npy_file->path);
+    for (auto& row : mine) row -= low;
+  }
+  prepared.train = std::move(mine);
+}
+
 }  // namespace
 
 Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const Simulator& simulate) {
@@ -39,6 +82,7 @@ Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const 
                       .prefetch = static_cast<std::size_t>(settings.integer_at_least("prefetch", 8, 0))};
 
   LabelledRows& data = prepared.data;
+  std::optional<MappedLater> npy_file;
   if (auto path = sgmcmc::file_setting(settings, "data")) {
     if (settings.contains("n"))
       throw sgmcmc::Error(fmt::format("{}: sets the size of simulated data; with model.data the rows come from the file",
@@ -46,34 +90,48 @@ Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const 
     if (from_prior)
       throw sgmcmc::Error(fmt::format("{}: simulates data from a prior draw; with model.data the rows come from the file",
                                       settings.describe("simulate_from_prior")));
-    data = read_labelled_rows(*path, format, coding, declared);
+    if (!context.rows.whole() && binary_layout(*path) == BinaryLayout::dense_npy) {
+      if (coding == LabelCoding::automatic)
+        throw sgmcmc::Error(fmt::format("{}: auto tells the coding from every row's label, and a rank of a data-parallel "
+                                        "run reads only its rows of {}; set 0/1, 1/2 or -1/+1",
+                                        settings.describe("labels"), *path));
+      npy_file = MappedLater{*path, npy::read_header(*path).rows()};
+    } else {
+      data = read_labelled_rows(*path, format, coding, declared);
+    }
   } else {
     Simulation simulation = simulate(declared, from_prior, rng);
     data = std::move(simulation.data);
     prepared.beta_star = std::move(simulation.beta_star);
   }
+  const std::size_t rows = npy_file ? npy_file->rows : data.y.size();
 
   std::vector<std::size_t> train_rows;
   if (auto path = sgmcmc::file_setting(settings, "test_data")) {
     if (settings.contains("test_size"))
       throw sgmcmc::Error(fmt::format("{}: the test set is model.test_data; remove one of the two", settings.describe("test_size")));
-    LabelledRows& test = prepared.test_file;
-    test = read_labelled_rows(*path, format, coding, declared);
-    if (test.sparse && test.features < data.features) widen(test, data.features);
-    if (test.features != data.features)
-      throw sgmcmc::Error(fmt::format("{} has {} features, but {} has {}; the test set must have the training set's",
-                                      *path, test.features, settings.optional_text("data").value_or("the simulated data"),
-                                      data.features));
+    prepared.test_file = read_labelled_rows(*path, format, coding, declared);
     prepared.test_from_file = true;
-    prepared.test = sgmcmc::index_range(test.y.size());
-    train_rows = sgmcmc::index_range(data.y.size());
+    prepared.test_file_name = *path;
+    prepared.test = sgmcmc::index_range(prepared.test_file.y.size());
+    train_rows = sgmcmc::index_range(rows);
   } else {
-    const std::size_t rows = data.y.size();
+    if (rows == 0) throw sgmcmc::Error(fmt::format("{}: no data rows", npy_file ? npy_file->path : "model.data"));
     auto split = sgmcmc::split_rows(rows, sgmcmc::row_count(settings, "test_size", 0.1, rows, 0, rows - 1), rng);
     prepared.test = std::move(split.chosen);
     train_rows = std::move(split.rest);
   }
   prepared.train = subsample(settings, train_rows, rng);
+  prepared.all_train = prepared.train.size();
+  if (!context.rows.whole()) keep_share(prepared, context.rows, npy_file, declared, coding);
+  if (auto path = sgmcmc::file_setting(settings, "test_data")) {  // checked once the data's features are known
+    LabelledRows& test = prepared.test_file;
+    if (test.sparse && test.features < data.features) widen(test, data.features);
+    if (test.features != data.features)
+      throw sgmcmc::Error(fmt::format("{} has {} features, but {} has {}; the test set must have the training set's",
+                                      *path, test.features, settings.optional_text("data").value_or("the simulated data"),
+                                      data.features));
+  }
   return prepared;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "design_matrix.hpp"
@@ -17,7 +18,9 @@ namespace regression {
 struct Prepared {
   LabelledRows data, test_file;
   std::vector<std::size_t> train, test;  // rows of `data`, and of `test_file` or `data`
+  std::size_t all_train = 0;  // N, the training rows of every share together (train.size() when whole)
   bool test_from_file = false;
+  std::string test_file_name;  // what errors about test_file name: model.test_data, or the data's held-out rows
   StorageOptions storage;
   FileFormat format = FileFormat::automatic;  // model.format, which files to predict on are read with too
   std::vector<double> beta_star;  // θ* when the data were simulated from a prior draw
@@ -35,7 +38,9 @@ using Simulator = std::function<Simulation(std::size_t declared_features, bool f
 
 /// Reads model.data, format, features, test_data, test_size, subsample, n, simulate_from_prior,
 /// huge_pages and prefetch; `coding` maps the labels (as_read for counts and real responses).
-/// The intercept column is the caller's to set in the returned storage options.
+/// The intercept column is the caller's to set in the returned storage options. With a share of
+/// the rows (context.rows, run.data_parallel), `train` holds only the share's block of the
+/// training rows (prepared_rows.cpp's keep_share says how each source is read).
 Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const Simulator& simulate);
 
 }  // namespace regression

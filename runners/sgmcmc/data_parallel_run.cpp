@@ -22,6 +22,15 @@ bool wants_data_parallel(const sgmcmc::RunConfig& config) {
 }
 
 void ClusterRanks::all_gather(std::span<const double> mine, std::span<double> all) {
+  if (setting_up) {
+    const double fine = 0.0;
+    std::vector<double> codes(size());
+    cluster_.all_gather(&fine, 1, codes.data());
+    if (std::any_of(codes.begin(), codes.end(), [](double code) { return code != 0; })) {
+      failed_codes = std::move(codes);
+      throw sgmcmc::Error("another rank's set-up failed");  // that rank says why
+    }
+  }
   const auto start = std::chrono::steady_clock::now();
   cluster_.all_gather(mine.data(), mine.size(), all.data());
   seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -58,10 +67,17 @@ int exit_code_of(const std::exception_ptr& failure) {
 
 int DataParallelJob::agree(const std::function<void()>& step) const {
   std::exception_ptr failure;
+  ranks_->setting_up = true;
+  ranks_->failed_codes.clear();
   try {
     step();
   } catch (...) {
     failure = std::current_exception();
+  }
+  ranks_->setting_up = false;
+  if (!ranks_->failed_codes.empty()) {  // exchanged already, in a gather the model asked for: another rank speaks
+    const auto& codes = ranks_->failed_codes;
+    return static_cast<int>(codes[0] != 0 ? codes[0] : *std::max_element(codes.begin(), codes.end()));
   }
   const double mine = failure ? exit_code_of(failure) : 0;
   std::vector<double> codes(static_cast<std::size_t>(cluster_.size()));
@@ -90,14 +106,20 @@ fs::path DataParallelJob::scratch() const {
   return folder;
 }
 
-nlohmann::json DataParallelJob::record(std::size_t items, std::uint64_t iterations) const {
+std::vector<std::size_t> DataParallelJob::gather_rows(std::size_t held) const {
+  const double mine = static_cast<double>(held);  // exact below 2^53 rows
+  std::vector<double> all(static_cast<std::size_t>(cluster_.size()));
+  cluster_.all_gather(&mine, 1, all.data());
+  return {all.begin(), all.end()};
+}
+
+nlohmann::json DataParallelJob::record(std::size_t items, const std::vector<std::size_t>& rows_per_rank,
+                                       std::uint64_t iterations) const {
   const auto ranks = static_cast<std::size_t>(cluster_.size());
-  std::vector<std::size_t> rows;
-  for (std::size_t r = 0; r < ranks; ++r)
-    rows.push_back(sgmcmc::row_block_start(items, r + 1, ranks) - sgmcmc::row_block_start(items, r, ranks));
   const auto per = [&](double total) { return total / static_cast<double>(std::max<std::uint64_t>(iterations, 1)); };
   return {{"ranks", ranks},
-          {"rows_per_rank", rows},
+          {"items", items},
+          {"rows_per_rank", rows_per_rank},
           {"reductions", ranks_->gathers},
           {"bytes", ranks_->bytes},
           {"communication_seconds", ranks_->seconds},

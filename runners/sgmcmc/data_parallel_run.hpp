@@ -1,10 +1,11 @@
-// run.data_parallel = true (issue 45, stage 1): `mpirun -n P sgmcmc run ...` runs ONE chain whose
+// run.data_parallel = true (issue 45): `mpirun -n P sgmcmc run ...` runs ONE chain whose
 // data terms are split across the P ranks. sgmcmc.data_parallel (modules/model/data_parallel.cppm)
 // splits them; this file is the runner's side: the MPI collective it reduces with (counted for the
 // manifest), the start-up refusals of what this stage does not support, and the agreement of the
 // ranks on the run's set-up (a refusal on one rank ends every rank, none waits on another forever).
 //
-// Every rank builds the same model, the same chain and the same files; rank 0 writes them into the
+// Every rank builds the same model (holding only its rows when the plugin can: ModelContext::rows),
+// the same chain and the same files; rank 0 writes them into the
 // run's folder, the others into a scratch folder they remove at the end, so that every rank runs
 // the same code and calls the collective as often and in the same order.
 #pragma once
@@ -15,6 +16,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "cluster.hpp"
@@ -37,6 +39,14 @@ public:
   std::uint64_t gathers = 0;
   std::uint64_t bytes = 0;  // sent and received: a gather of m doubles sends m and receives (P-1)·m
   double seconds = 0.0;     // wall time inside the collective, waiting for slower ranks included
+
+  /// While the ranks set up (DataParallelJob::agree): a gather the model asks for then (lipschitz
+  /// sampling's bounds, while the chain is built) is preceded by the exchange of one number agree
+  /// makes, so that a rank whose set-up already failed, waiting in agree's exchange, meets one of
+  /// its size (not a gather of another size, which corrupts its buffer). Every rank's code is then
+  /// kept in `failed_codes` and the gather refused: agree uses those codes instead of exchanging.
+  bool setting_up = false;
+  std::vector<double> failed_codes;
 
 private:
   const Cluster& cluster_;
@@ -69,8 +79,12 @@ public:
 
   /// A worker's scratch folder for the run's files (created, removed when the run ends).
   std::filesystem::path scratch() const;
-  /// The manifest's `data_parallel` record, per chain iteration (warmup included) as run.
-  nlohmann::json record(std::size_t items, std::uint64_t iterations) const;
+  /// Each rank's `held` (the training rows its model holds), rank by rank, on every rank; called by
+  /// every rank once the set-up agreed, so that none waits alone.
+  std::vector<std::size_t> gather_rows(std::size_t held) const;
+  /// The manifest's `data_parallel` record: the N items, the rows each rank holds, and the
+  /// communication per chain iteration (warmup included) as run.
+  nlohmann::json record(std::size_t items, const std::vector<std::size_t>& rows_per_rank, std::uint64_t iterations) const;
 
 private:
   std::string where() const;  // " on rank r" (P > 1)

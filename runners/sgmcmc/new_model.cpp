@@ -99,6 +99,8 @@ struct Workspace final : sgmcmc::Workspace {
 class Model final : public sgmcmc::Model {
 public:
   // Read every key of [model] here: a key nobody reads is reported to the user as unknown.
+  // context.rows (run.data_parallel's part r of P) is ignored: without the row-shares capability
+  // every rank holds every row (plugins/README.md says how to hold only a block).
   explicit Model(const sgmcmc::ModelContext& context) {
     const sgmcmc::Settings& settings = context.settings;
     noise_sd_ = settings.positive_number("noise_sd", 0.5);

@@ -147,10 +147,6 @@ int run_command(const RunOptions& options) {
     } else {
       remove_run_files(out);
     }
-    if (parallel)
-      run->data_parallel_record = [&job = *parallel, items = run->model()->num_items()](std::uint64_t iterations) {
-        return job.record(items, iterations);
-      };
   };
   if (!parallel) {
     set_up();
@@ -160,6 +156,11 @@ int run_command(const RunOptions& options) {
       fs::remove_all(out);
     }
     return code;
+  } else {  // every rank is set up: what each holds is gathered now, measured, not computed
+    run->data_parallel_record = [&job = *parallel, items = run->model()->num_items(),
+                                 rows = parallel->gather_rows(sgmcmc::rows_held(*run->model()))](std::uint64_t iterations) {
+      return job.record(items, rows, iterations);
+    };
   }
   const auto& schedule = run->schedule;
   const unsigned threads = options.threads ? options.threads

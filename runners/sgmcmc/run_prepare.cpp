@@ -85,9 +85,10 @@ void PreparedRunDeleter::operator()(PreparedRun* run) const { delete run; }
 
 namespace {
 
-/// Loads the plugin [model] names and builds its model.
+/// Loads the plugin [model] names and builds its model, holding the share `rows` of the training
+/// rows when the plugin can (run.data_parallel).
 std::shared_ptr<const BuiltModel> build_model(const sgmcmc::RunConfig& config, std::uint64_t data_seed, const std::string& source,
-                                              const std::optional<fs::path>& plugin_dir) {
+                                              const std::optional<fs::path>& plugin_dir, sgmcmc::RowShare rows = {}) {
   const std::string name = config["model"].text("name", "");
   if (name.empty()) throw sgmcmc::Error(fmt::format("{}: [model] needs a name (see `sgmcmc list`)", source));
   std::optional<sgmcmc::LoadedPlugin> plugin;
@@ -96,7 +97,7 @@ std::shared_ptr<const BuiltModel> build_model(const sgmcmc::RunConfig& config, s
   } catch (const sgmcmc::Error& error) {
     throw ModelNotLoadable(error.what());
   }
-  auto model = plugin->create({config["model"], data_seed});
+  auto model = plugin->create({config["model"], data_seed, rows});
   // Taken once the model has read its files, once per model (a sweep's cells share it).
   auto data_files = data_fingerprints({{"model", resolved_section(config["model"])}}, {"model"});
   return std::make_shared<const BuiltModel>(BuiltModel{*plugin, std::move(model), config["model"], std::move(data_files)});
@@ -151,7 +152,9 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   const auto& schedule = run->schedule;
 
   run->built = models ? models->get(cfg, schedule.data_seed, source, plugin_dir, run->model_shared)
-                      : build_model(cfg, schedule.data_seed, source, plugin_dir);
+                      : build_model(cfg, schedule.data_seed, source, plugin_dir,
+                                    schedule.data_parallel && ranks ? sgmcmc::RowShare{ranks->rank(), ranks->size()}
+                                                                    : sgmcmc::RowShare{});
   cfg["model"].adopt_reads(run->built->section);  // the keys the model read, when another run's build read them
   run->model_name = cfg["model"].text("name", "");
   run->model_seconds = run->elapsed();

@@ -1,12 +1,15 @@
 // run.data_parallel through the real binary under mpirun: one chain whose data terms are split
-// across the ranks gives the one-process draws (bit for bit with one rank, to rounding with two),
-// rank 0 alone writes the folder and records the communication, and what stage 1 does not split is
-// refused at start-up with its key.
+// across the ranks, each rank holding only its rows (simulated or mapped from a .npy file), gives
+// the one-process draws (bit for bit with one rank, to rounding with two and four), rank 0 alone
+// writes the folder and records the rows each rank holds and the communication, and what is not
+// split is refused at start-up with its key.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <filesystem>
+#include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 #include <fmt/format.h>
@@ -37,12 +40,46 @@ const std::string minibatch_sgld =
 const std::string cv_sgld =
     "[estimator]\nname = \"cv\"\nbatch_size = 50\n[integrator]\nname = \"sgld\"\nstep_size = 1e-4\n"
     "[corrector]\nname = \"none\"\n";
+// cv drawing its batch with p_i ∝ L_i (Baker et al. 2019, eq. 4): every rank needs every item's L_i,
+// gathered from the ranks that hold the rows.
+const std::string cv_lipschitz_sgld =
+    "[estimator]\nname = \"cv\"\nbatch_size = 50\nsampling = \"lipschitz\"\n[integrator]\nname = \"sgld\"\n"
+    "step_size = 1e-4\n[corrector]\nname = \"none\"\n";
 // MALA: the exact gradient and U at every step's end (data_potential_and_gradient), U at the start.
 const std::string exact_mala_mh =
     "[estimator]\nname = \"exact\"\n[integrator]\nname = \"mala\"\nstep_size = 2e-4\n"
     "[corrector]\nname = \"mh\"\nevery = 1\n";
 
 sgmcmc::StanCsv draws_of(const fs::path& out) { return sgmcmc::read_stan_csv(out / "chain-1.csv"); }
+
+/// `rows` rows of (y, x_1..x_5) as CSV, y ∈ {-1, +1} drawn from a logistic model of the x, then
+/// `sgmcmc convert`ed into `name` (.npy, float64): a data file the ranks map a share of.
+fs::path logistic_npy(const test::TempDir& dir, std::size_t rows, const std::string& name) {
+  std::mt19937_64 engine(11);  // the standard fixes mt19937_64's sequence: the same file everywhere
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  std::ofstream csv(dir.path() / "rows.csv");
+  for (std::size_t i = 0; i < rows; ++i) {
+    double x[5], z = 0.5;
+    for (std::size_t j = 0; j < 5; ++j) z += (j % 2 ? 1.5 : -1.0) * (x[j] = uniform(engine));
+    csv << (uniform(engine) < 1.0 / (1.0 + std::exp(-z)) ? 1 : -1);
+    for (double value : x) csv << fmt::format(",{:.17g}", value);
+    csv << "\n";
+  }
+  csv.close();
+  const auto npy = dir.path() / name;
+  const auto converted = test::run_cli(fmt::format("convert '{}' '{}'", (dir.path() / "rows.csv").string(), npy.string()));
+  INFO(converted.output);
+  REQUIRE(converted.exit_code == 0);
+  return npy;
+}
+
+/// Logistic regression on a .npy file (a tenth held out, read row by row by every rank), labels
+/// coded -1/+1: `auto` would read every row's label.
+std::string logistic_npy_run(const fs::path& npy, const std::string& sampler) {
+  return fmt::format("[model]\nname = \"logistic\"\ndata = \"{}\"\nlabels = \"-1/+1\"\n\n{}\n[run]\nwarmup = 0\n"
+                     "iterations = 300\nthin = 1\nchains = 1\nseed = 7\neval_every = 100\nlp = true\n",
+                     npy.string(), sampler);
+}
 
 /// `mpirun -n ranks sgmcmc run --config file --out out --set run.data_parallel=true`.
 test::CliResult data_parallel_run(int ranks, const fs::path& file, const fs::path& out, const std::string& extra = "") {
@@ -55,8 +92,8 @@ test::CliResult data_parallel_run(int ranks, const fs::path& file, const fs::pat
 
 #ifdef SGMCMC_MPIEXEC
 
-// Why two ranks are not bit-identical to one process, and the tolerance: rank r sums the batch
-// items it owns, and the two partial sums are added in rank order, so Σ_i ∇f_i is the same terms
+// Why two (or four) ranks are not bit-identical to one process, and the tolerance: rank r sums the
+// batch items it owns, and the P partial sums are added in rank order, so Σ_i ∇f_i is the same terms
 // associated differently. Each order's rounding error is at most (n-1)·u·Σ_i |∇f_i| (u = 2^-53;
 // Higham 2002, §4.2), so the two gradients differ by at most 2(n-1)·u·Σ|∇f_i|: ≈ 1e-14 of it for a
 // batch of 50, ≈ 4e-13 for a full pass of N = 2,000. A step moves θ by h times that, and the
@@ -66,36 +103,35 @@ test::CliResult data_parallel_run(int ranks, const fs::path& file, const fs::pat
 // ΔH̃ of order 1), differs by |U|'s rounding, so its column and accept_stat__'s are compared on
 // lp__'s scale (two ranks measured 4e-11 absolute in ΔH̃: 7e-12 of ΔH̃'s own scale, 3e-14 of U's). A
 // MH decision flips only when u lands within that distance of α (probability of the same order). One rank sums exactly as the undecorated model (rank 0's part is added onto
-// the caller's vector): bit for bit.
-TEST_CASE("mpirun -n 1 and -n 2 data-parallel runs give the one-process draws") {
-  for (const auto& [label, sampler] : {std::pair{"minibatch + sgld", minibatch_sgld}, std::pair{"cv + sgld", cv_sgld},
-                                      std::pair{"exact + mala + mh", exact_mala_mh}}) {
-    INFO(label);
-    test::TempDir dir;
-    const auto file = dir.write("run.toml", logistic_run(sampler));
-    const auto alone = test::run_cli("run --quiet --config '" + file.string() + "' --out '" + (dir.path() / "alone").string() + "'");
-    INFO(alone.output);
-    REQUIRE(alone.exit_code == 0);
-    const auto reference = draws_of(dir.path() / "alone");
-    REQUIRE(reference.rows.size() == 300);
-    REQUIRE(reference.columns.front() == "lp__");
+// the caller's vector): bit for bit. Holding only its rows changes none of this: a rank's block
+// is the same items, evaluated by the same code, as the rank's part of the whole data set.
+void check_one_process_draws(const test::TempDir& dir, const fs::path& file, const std::string& label) {
+  const auto alone = test::run_cli("run --quiet --config '" + file.string() + "' --out '" + (dir.path() / "alone").string() + "'");
+  INFO(alone.output);
+  REQUIRE(alone.exit_code == 0);
+  const auto reference = draws_of(dir.path() / "alone");
+  REQUIRE(reference.rows.size() == 300);
+  REQUIRE(reference.columns.front() == "lp__");
 
-    const auto one = data_parallel_run(1, file, dir.path() / "one");
-    INFO(one.output);
-    REQUIRE(one.exit_code == 0);
-    CHECK(draws_of(dir.path() / "one").rows == reference.rows);  // bit for bit
+  const auto one = data_parallel_run(1, file, dir.path() / "one");
+  INFO(one.output);
+  REQUIRE(one.exit_code == 0);
+  CHECK(draws_of(dir.path() / "one").rows == reference.rows);  // bit for bit
 
-    const auto two = data_parallel_run(2, file, dir.path() / "two");
-    INFO(two.output);
-    REQUIRE(two.exit_code == 0);
-    const auto split = draws_of(dir.path() / "two");
+  const auto scale_of = [&](std::size_t j) {
+    double scale = 0.0;
+    for (const auto& row : reference.rows) scale = std::max(scale, std::abs(row[j]));
+    return scale;
+  };
+  for (const int ranks : {2, 4}) {
+    INFO(ranks << " ranks");
+    const auto out = dir.path() / fmt::format("ranks-{}", ranks);
+    const auto split_run = data_parallel_run(ranks, file, out);
+    INFO(split_run.output);
+    REQUIRE(split_run.exit_code == 0);
+    const auto split = draws_of(out);
     REQUIRE(split.columns == reference.columns);
     REQUIRE(split.rows.size() == reference.rows.size());
-    const auto scale_of = [&](std::size_t j) {
-      double scale = 0.0;
-      for (const auto& row : reference.rows) scale = std::max(scale, std::abs(row[j]));
-      return scale;
-    };
     double worst = 0.0;  // the largest difference, as a fraction of its column's scale
     for (std::size_t j = 0; j < reference.columns.size(); ++j) {
       // ΔH̃ = U(θ_K) - U(θ_0) + ... and accept_stat__ = min(1, exp(-ΔH̃)) (whose slope is at most 1)
@@ -107,13 +143,40 @@ TEST_CASE("mpirun -n 1 and -n 2 data-parallel runs give the one-process draws") 
     }
     INFO("largest difference from the one-process draws, relative to the column's scale: " << worst);
     CHECK(worst <= 1e-12);
-    if (std::string(label) == "exact + mala + mh") {  // both branches of the MH test were taken
-      const auto accepted = std::count_if(reference.rows.begin(), reference.rows.end(), [&](const auto& row) {
-        return row[4] == 1.0;
-      });
-      CHECK(accepted > 0);
-      CHECK(accepted < 300);
-    }
+    // Each rank held its block of the training rows, no more (what the model holds, gathered).
+    const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+    const std::size_t items = manifest["model"]["items"];
+    const auto rows = manifest["data_parallel"]["rows_per_rank"].get<std::vector<std::size_t>>();
+    REQUIRE(rows.size() == static_cast<std::size_t>(ranks));
+    for (std::size_t r = 0; r < rows.size(); ++r)
+      CHECK(rows[r] == sgmcmc::row_block_start(items, r + 1, rows.size()) - sgmcmc::row_block_start(items, r, rows.size()));
+  }
+  if (label == "exact + mala + mh") {  // both branches of the MH test were taken
+    const auto accepted = std::count_if(reference.rows.begin(), reference.rows.end(), [&](const auto& row) {
+      return row[4] == 1.0;
+    });
+    CHECK(accepted > 0);
+    CHECK(accepted < 300);
+  }
+}
+
+TEST_CASE("mpirun -n 1, 2 and 4 data-parallel runs give the one-process draws") {
+  for (const auto& [label, sampler] : {std::pair{"minibatch + sgld", minibatch_sgld}, std::pair{"cv + sgld", cv_sgld},
+                                      std::pair{"exact + mala + mh", exact_mala_mh}}) {
+    INFO(label);
+    test::TempDir dir;
+    check_one_process_draws(dir, dir.write("run.toml", logistic_run(sampler)), label);
+  }
+}
+
+TEST_CASE("data-parallel runs on a .npy file, each rank mapping only its rows, give the one-process draws") {
+  for (const auto& [label, sampler] : {std::pair{"minibatch + sgld", minibatch_sgld},
+                                      std::pair{"cv (lipschitz sampling) + sgld", cv_lipschitz_sgld},
+                                      std::pair{"exact + mala + mh", exact_mala_mh}}) {
+    INFO(label);
+    test::TempDir dir;
+    const auto npy = logistic_npy(dir, 3000, "rows.npy");
+    check_one_process_draws(dir, dir.write("run.toml", logistic_npy_run(npy, sampler)), label);
   }
 }
 
@@ -128,6 +191,8 @@ TEST_CASE("a data-parallel run's folder is rank 0's, and its manifest records th
   const std::size_t items = manifest["model"]["items"], d = manifest["model"]["dimension"];
   const auto& record = manifest["data_parallel"];
   CHECK(record["ranks"] == 2);
+  CHECK(record["items"] == items);
+  // What each rank's model holds, gathered: its half of the simulated training rows.
   CHECK(record["rows_per_rank"] == std::vector<std::size_t>{items / 2, items - items / 2});
   // Per iteration: one gather of the minibatch gradient (d doubles) and, for lp__, one of the
   // potential (1 double); each gather of m doubles sends m and receives m from the other rank.
@@ -147,7 +212,8 @@ TEST_CASE("run.data_parallel refuses what stage 1 does not split, once and namin
       {"--set estimator.name=saga", "estimator.name: 'saga' is not yet supported with run.data_parallel"},
       {"--set run.chains=2", "run.chains: 2 chains is not yet supported with run.data_parallel"},
       {"--set integrator.mass=fisher --set integrator.metric=dense", "integrator.mass: a mass computed from the data"},
-      {"--set run.checkpoint_every=100", "run.checkpoint_every: checkpointing is not yet supported"}};
+      {"--set run.checkpoint_every=100", "run.checkpoint_every: checkpointing is not yet supported"},
+      {"--set model.n=10 --set model.test_size=9", "1 training rows cannot be shared by 2 ranks of a data-parallel run"}};
   for (const auto& [settings, message] : refusals) {
     const auto result = data_parallel_run(2, file, dir.path() / "refused", settings);
     INFO(result.output);
@@ -156,6 +222,55 @@ TEST_CASE("run.data_parallel refuses what stage 1 does not split, once and namin
     // Rank 0 speaks for both: the refusal is the same on every rank.
     CHECK(result.output.find(message) == result.output.rfind(message));
     CHECK(!fs::exists(dir.path() / "refused" / "manifest.json"));
+  }
+}
+
+TEST_CASE("a data-parallel run on a .npy file refuses labels = auto, which would read every row's label") {
+  test::TempDir dir;
+  auto config = logistic_npy_run(logistic_npy(dir, 100, "few.npy"), minibatch_sgld);
+  config.replace(config.find("labels = \"-1/+1\"\n"), std::string("labels = \"-1/+1\"\n").size(), "");
+  const auto result = data_parallel_run(2, dir.write("run.toml", config), dir.path() / "refused");
+  INFO(result.output);
+  CHECK(result.exit_code == 2);
+  const std::string message = "auto tells the coding from every row's label, and a rank of a data-parallel run reads "
+                              "only its rows of";
+  CHECK_THAT(result.output, Contains(message));
+  CHECK(result.output.find(message) == result.output.rfind(message));
+  // One process reads every label: auto is allowed there.
+  const auto alone = test::run_cli("run --quiet --config '" + (dir.path() / "run.toml").string() + "' --out '" +
+                                   (dir.path() / "alone").string() + "'");
+  INFO(alone.output);
+  CHECK(alone.exit_code == 0);
+}
+
+TEST_CASE("a NaN in one rank's rows of a .npy file ends the data-parallel job naming the file and the element") {
+  // Only rank 1 maps row 2,900 of 3,000: its refusal alone must reach the user, the other rank not
+  // waiting for it forever (mpi_cli's timeout would fail the test with 124).
+  test::TempDir dir;
+  const std::size_t rows = 3000, columns = 4;
+  std::vector<double> values;
+  for (std::size_t i = 0; i < rows; ++i)
+    values.insert(values.end(), {i % 3 ? 1.0 : -1.0, 0.001 * static_cast<double>(i), std::sin(static_cast<double>(i)),
+                                 i == 2900 ? std::nan("") : 0.5});
+  std::string header = fmt::format("{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, {}), }}", rows, columns);
+  header += std::string((64 - (10 + header.size() + 1) % 64) % 64, ' ') + "\n";
+  const auto npy = dir.path() / "nan.npy";
+  {
+    std::ofstream out(npy, std::ios::binary);
+    out.write("\x93NUMPY\x01\x00", 8);
+    const char length[2] = {static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
+    out.write(length, 2);
+    out << header;
+    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(double)));
+  }
+  for (const char* sampling : {"uniform", "lipschitz"}) {
+    INFO(sampling);
+    const auto config = dir.write("run.toml", logistic_npy_run(npy, fmt::format("[estimator]\nname = \"cv\"\nsampling = \"{}\"\n", sampling)));
+    const auto result = data_parallel_run(2, config, dir.path() / "nan");
+    INFO(result.output);
+    CHECK(result.exit_code == 2);
+    CHECK_THAT(result.output, Contains("nan.npy: a[2900, 3] is nan; every value must be finite"));
+    CHECK(!fs::exists(dir.path() / "nan" / "manifest.json"));
   }
 }
 
