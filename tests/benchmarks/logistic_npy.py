@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Writes simulated logistic-regression rows of cover type's shape as one float32 .npy file.
 
-The data of the data-parallel memory and scaling measurements (tests/benchmarks/README.md, "Data-
-parallel chains"): rows x (label, 54 features), the layout `sgmcmc convert --dtype float32` writes, so
+The data of the data-parallel memory and scaling measurements (tests/benchmarks/README.md,
+"Data-parallel chains: each rank's memory for the data"): rows x (label, 54 features), the layout
+`sgmcmc convert --dtype float32` writes, so
 that `logistic` with `model.storage = "float"` reads the features without a conversion. As the
 plugin's own simulation (plugins/logistic/logistic.cpp): 10 continuous features uniform on [0, 1),
 one of 4 wilderness areas and one of 40 soil types set to 1, and y = +1 with probability
