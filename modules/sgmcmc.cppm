@@ -23,5 +23,6 @@ export import sgmcmc.diagnostics;
 export import sgmcmc.data;
 export import sgmcmc.zero_variance;
 export import sgmcmc.recording;
+export import sgmcmc.run_plan;
 export import sgmcmc.calibration;
 export import sgmcmc.data_parallel;

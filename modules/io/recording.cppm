@@ -66,11 +66,15 @@ inline constexpr std::uint64_t recording_stream(std::uint64_t chain) { return 2 
 std::vector<std::string> gradient_column_names(const std::vector<std::string>& parameter_names);
 inline constexpr std::string_view gradient_column_prefix = "grad_lp.";
 
+/// The estimator of the recorded gradients, read for `model`: `estimator` copies the run's
+/// [estimator] (`estimator_section`), `cv` reads its cv keys (batch_size, sampling, centre, sgd_*;
+/// their defaults when absent), `exact` none; empty for `none`.
+EstimatorRecipe gradient_recipe(GradientSource source, const Settings& estimator_section, const Model& model);
+
 class DrawRecorder {
 public:
-  /// `estimator_section` is the run's [estimator]: `estimator` copies it, `cv` reads its cv keys
-  /// (batch_size, sampling, centre, sgd_*; their defaults when absent).
-  DrawRecorder(std::shared_ptr<const Model> model, const OutputOptions& options, const Settings& estimator_section,
+  /// `gradients` builds the estimator of the recorded gradients (gradient_recipe); empty: none.
+  DrawRecorder(std::shared_ptr<const Model> model, const OutputOptions& options, const EstimatorRecipe& gradients,
                Rng rng);
 
   /// Work before the first draw: a `cv` estimator finds its own centre θ̂ by SGD from the model's
@@ -129,19 +133,10 @@ GradientSource parse_source(const Settings& output, const std::string& name) {
                           output.describe("gradients"), name));
 }
 
-std::unique_ptr<Estimator> make_source(GradientSource source, const Settings& section, const Model& model) {
-  const auto named = [&](const std::string& name) -> std::unique_ptr<Estimator> {
-    for (const auto& entry : estimator_catalogue())
-      if (entry.name == name) return entry.read(section, model)(model);
-    throw Error(fmt::format("internal: no estimator '{}' in the catalogue", name));
-  };
-  switch (source) {
-    case GradientSource::none: return nullptr;
-    case GradientSource::cv: return named("cv");
-    case GradientSource::exact: return named("exact");
-    case GradientSource::estimator: return make_estimator(section, model);
-  }
-  return nullptr;
+EstimatorRecipe named_recipe(const std::string& name, const Settings& section, const Model& model) {
+  for (const auto& entry : estimator_catalogue())
+    if (entry.name == name) return entry.read(section, model);
+  throw Error(fmt::format("internal: no estimator '{}' in the catalogue", name));
 }
 
 /// The indices of the parameters whose names match one of `patterns` (fnmatch globs: `*`, `?`,
@@ -243,10 +238,21 @@ std::vector<std::string> gradient_column_names(const std::vector<std::string>& p
   return names;
 }
 
+EstimatorRecipe gradient_recipe(GradientSource source, const Settings& estimator_section, const Model& model) {
+  switch (source) {
+    case GradientSource::none: return {};
+    case GradientSource::cv: return recording_parts::named_recipe("cv", estimator_section, model);
+    case GradientSource::exact: return recording_parts::named_recipe("exact", estimator_section, model);
+    case GradientSource::estimator:
+      return choose(estimator_catalogue(), estimator_section, default_estimator).read(estimator_section, model);
+  }
+  return {};
+}
+
 DrawRecorder::DrawRecorder(std::shared_ptr<const Model> model, const OutputOptions& options,
-                           const Settings& estimator_section, Rng rng)
+                           const EstimatorRecipe& gradients, Rng rng)
     : model_(std::move(model)), workspace_(model_->make_workspace()),
-      estimator_(recording_parts::make_source(options.gradients, estimator_section, *model_)), rng_(rng),
+      estimator_(gradients ? gradients(*model_) : nullptr), rng_(rng),
       quantity_count_(options.quantities ? model_->quantity_names().size() : 0) {}
 
 void DrawRecorder::prepare(const std::atomic<bool>* stop_requested) {

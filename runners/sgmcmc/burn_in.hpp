@@ -32,34 +32,15 @@
 
 import sgmcmc;
 
-/// The seed of the burn-in's generators: splitmix64 of the run's seed (Steele et al. 2014),
-/// less its top bit so that it is a valid run.seed.
-std::uint64_t burn_in_seed(std::uint64_t run_seed);
-
-/// The section of the run's own sampler that a burn-in section replaces ("burn_in.integrator" ->
-/// "integrator"); any other name unchanged.
-std::string main_section_of(const std::string& section);
-
-/// What [burn_in] asks for: its length and the configuration its chains are built from (the
-/// run's, with the burn-in's [estimator], [integrator] and [corrector] in place).
-struct BurnInPlan {
-  std::uint64_t iterations = 0;
-  std::uint64_t seed = 0;
-  sgmcmc::RunConfig config;
-  /// The burn-in's configuration, iterations and seed, for the manifest.
-  nlohmann::json record() const;
-};
-
-/// None without a [burn_in] section. Throws, naming the key, for a burn-in table without
-/// iterations, an unknown key in [burn_in] itself.
-std::optional<BurnInPlan> read_burn_in(const sgmcmc::RunConfig& config, std::uint64_t run_seed);
+/// The burn-in's configuration, iterations and seed, for the manifest (its plan is
+/// sgmcmc::BurnInPlan, read with the run's by sgmcmc::plan_run).
+nlohmann::json burn_in_record(const sgmcmc::BurnInPlan& plan);
 
 /// One chain's burn-in: its own chain of the burn-in's sampler, and what it did.
 class BurnIn {
 public:
-  /// Builds chain `k`'s burn-in and checks it can run (a refused combination or length throws,
-  /// naming the [burn_in] keys). Marks the burn-in sections' keys as read in `config`.
-  BurnIn(const BurnInPlan& plan, std::shared_ptr<const sgmcmc::Model> model, std::uint64_t k, sgmcmc::RunConfig& config);
+  /// Chain `k`'s burn-in of `plan`, which plan_run has checked; its chain is built when it runs.
+  BurnIn(const sgmcmc::BurnInPlan& plan, std::shared_ptr<const sgmcmc::Model> model, std::uint64_t k);
 
   /// Where the burn-in starts instead of the model's initial point (run.init).
   void start_at(std::vector<double> theta) { start_ = std::move(theta); }
@@ -81,13 +62,13 @@ private:
   /// The burn-in's chain, built from its plan.
   std::unique_ptr<sgmcmc::Chain> build() const;
 
-  sgmcmc::ChainPlan plan_;  // the burn-in's sampler, read from the run's sections with the burn-in's in place
+  sgmcmc::ChainPlan plan_;    // the burn-in's sampler (BurnInPlan::chain)
+  sgmcmc::ChainSchedule schedule_;  // all warmup (BurnInPlan::schedule)
+  bool own_integrator_;       // [burn_in.integrator] given: its keys, not [integrator]'s, are the burn-in's
   std::shared_ptr<const sgmcmc::Model> model_;
   sgmcmc::Rng rng_;           // the burn-in's own generator (burn_in_seed, chain_stream(k))
-  bool own_integrator_;       // [burn_in.integrator] given: its keys, not [integrator]'s, are the burn-in's
   std::optional<std::vector<double>> start_;
-  std::unique_ptr<sgmcmc::Chain> chain_;  // only while it is built for a check or running
-  sgmcmc::ChainSchedule schedule_;
+  std::unique_ptr<sgmcmc::Chain> chain_;  // only while it runs
   nlohmann::json record_ = nlohmann::json::object();
 };
 

@@ -81,7 +81,7 @@ int gradient_variance_command(const Options& options) {
   const auto prepared = prepare_run(loaded.config, loaded.source, options.plugin_dir);
   check_keys(*prepared);  // a misspelt key is refused, as `run` refuses it
   const auto model = model_of(*prepared)->model;
-  const auto seed = prepared->schedule.seed;
+  const auto seed = prepared->plan.schedule.seed;
   const auto& section = loaded.config["estimator"];
   const std::string name = section.text("name", sgmcmc::default_estimator);
 

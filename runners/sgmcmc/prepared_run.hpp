@@ -33,8 +33,9 @@ struct PreparedRun {
   std::chrono::system_clock::time_point started_at = std::chrono::system_clock::now();  // for the manifest
   sgmcmc::RunConfig config;
   std::string source;
-  sgmcmc::RunSchedule schedule;  // [run] as read (sgmcmc.run_section)
-  std::optional<BurnInPlan> burn_in;
+  /// Every section read and checked once for the model (sgmcmc.run_plan): [run]'s schedule,
+  /// [output], the chains' and the burn-in's parts, the recorded gradients' estimator.
+  sgmcmc::RunPlan plan;
   std::string model_name;
   std::shared_ptr<const BuiltModel> built;
   double model_seconds = 0.0;  // this run spent getting its model (0 when shared)
@@ -44,8 +45,6 @@ struct PreparedRun {
   std::vector<std::unique_ptr<sgmcmc::DrawRecorder>> recorders;
   std::vector<std::string> warnings;
   bool allow_changed_data = false;    // --allow-changed-data: resume on data other than the run began with
-  bool print_zv = false;              // [output] zv = true
-  std::vector<std::size_t> written;  // the parameters the draws files hold ([output] parameters)
   /// run.data_parallel: the manifest's `data_parallel` record, given the chain's iterations.
   std::function<nlohmann::json(std::uint64_t iterations)> data_parallel_record;
 

@@ -138,7 +138,7 @@ int run_command(const RunOptions& options) {
     const auto warnings = check_keys(*run);
     for (const auto& warning : speaks ? warnings : std::vector<std::string>{})
       fmt::print(stderr, "sgmcmc: warning: {}\n", warning);
-    run->schedule.chain.stop_after = options.stop_after;
+    run->plan.schedule.chain.stop_after = options.stop_after;
     check_run(*run);
     out = !speaks ? parallel->scratch() : options.resume ? *options.resume : create_output(options, loaded.label);
     lock.emplace(out);
@@ -162,14 +162,14 @@ int run_command(const RunOptions& options) {
       return job.record(items, rows, iterations);
     };
   }
-  const auto& schedule = run->schedule;
+  const auto& schedule = run->plan.schedule;
   const unsigned threads = options.threads ? options.threads
                                            : static_cast<unsigned>(std::min<std::uint64_t>(
                                                  schedule.chains, std::max(1u, std::thread::hardware_concurrency())));
   std::atomic<std::uint64_t> progress{0};
   RunOutcome outcome;
   {
-    const std::uint64_t burn_in = run->burn_in ? run->burn_in->iterations : 0;
+    const std::uint64_t burn_in = run->plan.burn_in ? run->plan.burn_in->iterations : 0;
     ProgressBar bar(schedule.chains * (burn_in + schedule.chain.warmup + schedule.chain.iterations), progress,
                     !options.quiet && speaks);
     if (parallel) {
@@ -179,7 +179,7 @@ int run_command(const RunOptions& options) {
     } else {
       // From here on Ctrl-C stops the chains with a checkpoint; before, there is nothing to keep.
       catch_interruptions();
-      run->schedule.chain.stop_requested = &stop_requested();
+      run->plan.schedule.chain.stop_requested = &stop_requested();
       outcome = execute_run(*run, out, threads, &progress, options.resume.has_value());
       stop_catching_interruptions();
     }

@@ -81,7 +81,7 @@ enum class RunOutcome { complete, diverged, stopped, interrupted };
 /// and checkpoint.json, and checkpoint-<k>.bin as chain k runs (removed once the run is
 /// complete). With `resume`, `out` is such a folder: its checkpoint.json must record this run's
 /// configuration, and each chain continues from its checkpoint, or starts afresh without one.
-/// `stopped`: every chain stopped at run.schedule's stop_after; the folder can be resumed.
+/// `stopped`: every chain stopped at run.plan.schedule's stop_after; the folder can be resumed.
 /// `interrupted`: the schedule's stop_requested stopped the chains with checkpoints; metrics.csv
 /// and manifest.json (status "interrupted") are written, and the folder can be resumed.
 RunOutcome execute_run(PreparedRun& run, const std::filesystem::path& out, unsigned threads,

@@ -156,22 +156,22 @@ fs::path checkpoint_path(const fs::path& out, std::size_t k) { return out / run_
 void open_chain_files(PreparedRun& run, const fs::path& out, const json& manifest, bool resume) {
   auto comments = config_comment_lines(manifest["config"]);
   comments.insert(comments.begin(), fmt::format("sgmcmc {} ({})", SGMCMC_VERSION, run.source));
-  comments.push_back(run.schedule.chain.compute_lp ? "lp__ = -U(theta), up to a constant"
+  comments.push_back(run.plan.schedule.chain.compute_lp ? "lp__ = -U(theta), up to a constant"
                                                    : std::string(run_folder::not_computed_lp_comment));
   const auto names = run.model()->parameter_names();
   const auto quantity_names = run.model()->quantity_names();
   const bool adapts = run.jobs.front().chain->integrator().adaptation().any();  // Stan's "adapt engaged"
-  for (std::uint64_t k = 0; k < run.schedule.chains; ++k) {
+  for (std::uint64_t k = 0; k < run.plan.schedule.chains; ++k) {
     auto chain_comments = comments;
     chain_comments.push_back(fmt::format("chain = {}", k + 1));
-    const auto stan = stan_argument_lines(run.schedule.chain, k + 1, run.schedule.seed, adapts);
+    const auto stan = stan_argument_lines(run.plan.schedule.chain, k + 1, run.plan.schedule.seed, adapts);
     chain_comments.insert(chain_comments.end(), stan.begin(), stan.end());
     const ChainPaths paths{out / run_folder::chain_draws(k + 1), out / run_folder::chain_gradients(k + 1),
                            checkpoint_path(out, k), out / run_folder::chain_checkpoint_metrics(k + 1)};
-    run.jobs[k].files = std::make_unique<ChainFiles>(paths, chain_comments, run.tests_acceptance, names, run.written,
+    run.jobs[k].files = std::make_unique<ChainFiles>(paths, chain_comments, run.tests_acceptance, names, run.plan.output.written,
                                                      std::move(run.recorders[k]), quantity_names);
   }
-  for (std::uint64_t k = 0; resume && k < run.schedule.chains; ++k) {
+  for (std::uint64_t k = 0; resume && k < run.plan.schedule.chains; ++k) {
     if (!fs::exists(checkpoint_path(out, k))) continue;  // interrupted before its first checkpoint
     auto state = sgmcmc::read_state_file(checkpoint_path(out, k));
     run.jobs[k].chain->restore_state(state);
@@ -224,7 +224,7 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
   json manifest = {{"sgmcmc_version", SGMCMC_VERSION},
                    {"source", run.source},
                    {"config", resolved_config(run.config)},
-                   {"seed", run.schedule.seed},
+                   {"seed", run.plan.schedule.seed},
                    {"warnings", run.warnings},
                    {"model", {{"name", run.model_name},
                               {"plugin", run.built->plugin.path().string()},
@@ -255,11 +255,11 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
   // The columns after the parameters (Stan's generated quantities), which `summary` leads with.
   if (!run.recorders.empty() && run.recorders[0] && run.recorders[0]->quantity_count() > 0)
     manifest["model"]["quantities"] = run.model()->quantity_names();
-  if (run.burn_in) manifest["burn_in"] = run.burn_in->record();
+  if (run.plan.burn_in) manifest["burn_in"] = burn_in_record(*run.plan.burn_in);
   json data_files = run.built->data_files;
   data_files.update(data_fingerprints(manifest["config"], {"run"}));  // run.init
   manifest["data_files"] = data_files;
-  const bool checkpoints = run.schedule.chain.checkpoint_every > 0;
+  const bool checkpoints = run.plan.schedule.chain.checkpoint_every > 0;
   if (resume) {
     check_recorded_run(out, manifest["config"]);
     check_recorded_data(run, out, data_files, manifest);
@@ -267,7 +267,7 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
     record_run(out, run.source, run.config, manifest["config"], data_files);
   }
   open_chain_files(run, out, manifest, resume);
-  run_jobs(run.jobs, run.schedule.chain, threads, progress);
+  run_jobs(run.jobs, run.plan.schedule.chain, threads, progress);
   for (auto& job : run.jobs)
     if (job.failure) std::rethrow_exception(job.failure);
   const auto any = [&](bool sgmcmc::ChainResult::*flag) {
@@ -281,7 +281,7 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
 
   std::vector<const ChainFiles*> files;
   for (const auto& job : run.jobs) files.push_back(job.files.get());
-  write_metrics(out / run_folder::metrics, run.jobs.front().chain->metric_names(run.schedule.chain), files);
+  write_metrics(out / run_folder::metrics, run.jobs.front().chain->metric_names(run.plan.schedule.chain), files);
   const bool any_diverged = any(&sgmcmc::ChainResult::diverged);
   manifest["status"] = interrupted ? "interrupted" : any_diverged ? "diverged" : "complete";
   manifest["chains"] = manifest_chains(run);

@@ -141,7 +141,7 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   run->config = std::move(config);
   run->source = source;
   auto& cfg = run->config;
-  run->schedule = sgmcmc::read_run_schedule(cfg["run"], cfg["integrator"]);
+  run->plan.schedule = sgmcmc::read_run_schedule(cfg["run"], cfg["integrator"]);
   resolve_preset_data_files(cfg, [&] {
     try {
       return sgmcmc::load_plugin(cfg["model"].text("name", ""), plugin_folders(plugin_dir)).path();
@@ -149,7 +149,7 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
       throw ModelNotLoadable(error.what());
     }
   });
-  const auto& schedule = run->schedule;
+  const auto& schedule = run->plan.schedule;
 
   run->built = models ? models->get(cfg, schedule.data_seed, source, plugin_dir, run->model_shared)
                       : build_model(cfg, schedule.data_seed, source, plugin_dir,
@@ -164,13 +164,6 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
     split->model = sgmcmc::data_parallel_model(split->model, std::move(ranks));
     run->built = std::move(split);
   }
-  const auto output = sgmcmc::read_output_options(cfg["output"], *run->model());
-  run->print_zv = output.zv;
-  run->written = output.written;
-
-  // saga's tables of all the chains together are checked before any is allocated.
-  if (const auto refusal = sgmcmc::estimator_memory_refusal(cfg["estimator"], *run->model(), schedule.chains); !refusal.empty())
-    throw sgmcmc::Error(refusal);
   // A refusal for want of a capability names the plugin.
   const auto naming_model = [&](auto build) {
     try {
@@ -179,12 +172,13 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
       throw sgmcmc::Error(fmt::format("{} (model '{}')", error.what(), run->model_name));
     }
   };
-  // The sampler's sections are read and checked once; every chain gets its own parts, all built
-  // here from the plan before any thread starts. The first is measured, so that all of them are
-  // checked against the memory budget before the others exist.
-  const auto plan = naming_model([&] { return sgmcmc::plan_chain(cfg, *run->model()); });
+  // Every section is read and checked once; every chain gets its own parts, all built here from
+  // the plan before any thread starts. The first is measured, so that all of them are checked
+  // against the memory budget before the others exist.
+  run->plan = naming_model([&] { return sgmcmc::plan_run(cfg, schedule, run->model()); });
+  const auto& plan = run->plan;
   const auto make = [&](std::uint64_t k) {
-    return naming_model([&] { return sgmcmc::make_chain(plan, run->model(), sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k))); });
+    return naming_model([&] { return sgmcmc::make_chain(plan.chain, run->model(), sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k))); });
   };
   const std::size_t before = heap_bytes_in_use();
   auto first = make(0);
@@ -194,10 +188,9 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   run->jobs[0].chain = std::move(first);
   for (std::uint64_t k = 1; k < schedule.chains; ++k) run->jobs[k].chain = make(k);
   run->tests_acceptance = run->jobs[0].chain->corrector().tests_acceptance();
-  run->burn_in = read_burn_in(cfg, schedule.seed);
-  if (run->burn_in)
+  if (plan.burn_in)
     for (std::uint64_t k = 0; k < schedule.chains; ++k)
-      run->jobs[k].burn_in = std::make_unique<BurnIn>(*run->burn_in, run->model(), k, cfg);
+      run->jobs[k].burn_in = std::make_unique<BurnIn>(*plan.burn_in, run->model(), k);
   // Read on --resume too: a chain interrupted before its first checkpoint starts again. With a
   // burn-in, that starts there, and the chain at the burn-in's end.
   const auto starts = read_start_points(cfg["run"], *run->model(), schedule.chains);
@@ -206,11 +199,10 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
     else run->jobs[k].chain->start_at(starts[k].theta);
     run->jobs[k].start = starts[k].origin;
   }
-  // Recorders are built here too, so the [estimator] keys a `cv` recorder reads count as known.
   run->recorders.resize(schedule.chains);
-  if (output.gradients != sgmcmc::GradientSource::none || output.quantities)
+  if (plan.recorded_gradients || plan.output.quantities)
     for (std::uint64_t k = 0; k < schedule.chains; ++k)
-      run->recorders[k] = std::make_unique<sgmcmc::DrawRecorder>(run->model(), output, cfg["estimator"],
+      run->recorders[k] = std::make_unique<sgmcmc::DrawRecorder>(run->model(), plan.output, plan.recorded_gradients,
                                                                  sgmcmc::Rng(schedule.seed, sgmcmc::recording_stream(k)));
   return run;
 }
@@ -224,7 +216,7 @@ std::vector<std::string> check_keys(PreparedRun& run) {
       {"corrector", sgmcmc::all_keys(sgmcmc::corrector_catalogue())}};
   run.warnings.clear();
   for (const auto& [name, settings] : run.config.sections) {
-    const auto alternatives = keys_of_alternatives.find(main_section_of(name));  // [burn_in.integrator] too
+    const auto alternatives = keys_of_alternatives.find(sgmcmc::main_section_of(name));  // [burn_in.integrator] too
     for (auto& warning : settings.reject_unknown_keys(alternatives == keys_of_alternatives.end() ? std::vector<std::string>{}
                                                                                                   : alternatives->second))
       run.warnings.push_back(std::move(warning));
@@ -233,7 +225,5 @@ std::vector<std::string> check_keys(PreparedRun& run) {
 }
 
 void check_run(const PreparedRun& run) {
-  if (run.schedule.chain.compute_lp && !run.model()->capabilities().exact_log_likelihood)
-    throw sgmcmc::Error(fmt::format("{}: model '{}' has no exact log-likelihood", run.config["run"].describe("lp"), run.model_name));
-  run.jobs.front().chain->check(run.schedule.chain);
+  run.jobs.front().chain->check(run.plan.schedule.chain);
 }

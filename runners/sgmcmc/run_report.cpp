@@ -19,7 +19,7 @@ import sgmcmc;
 namespace fs = std::filesystem;
 
 int report_run(const PreparedRun& run, RunOutcome outcome, const fs::path& out, const RunReport& report) {
-  const auto& schedule = run.schedule;
+  const auto& schedule = run.plan.schedule;
   const auto& jobs = run.jobs;
   if (outcome == RunOutcome::stopped) {
     fmt::print(stderr, "sgmcmc: stopped after iteration {} (--stop-after); continue with: {}\n", report.stop_after,
@@ -69,7 +69,7 @@ int report_run(const PreparedRun& run, RunOutcome outcome, const fs::path& out, 
       }
     }
   }
-  if (run.print_zv) {  // asked for explicitly, so printed even with --quiet
+  if (run.plan.output.zv) {  // asked for explicitly, so printed even with --quiet
     fmt::print("\n");
     try {  // the run's files are complete: a ZV refusal (too few draws) does not fail the run
       zv_command(out, {});

@@ -207,16 +207,16 @@ struct RecordedDraws final : sgmcmc::ChainObserver {
   sgmcmc::DrawMatrix points, scores;
   bool follows_chain = true;
   RecordedDraws(std::shared_ptr<const sgmcmc::Model> model, const std::string& source, std::uint64_t seed)
-      : recorder(model, options(*model, source), estimator_section(), sgmcmc::Rng(seed, sgmcmc::recording_stream(0))) {
+      : recorder(model, options(*model, source), gradients(*model, source), sgmcmc::Rng(seed, sgmcmc::recording_stream(0))) {
     recorder.prepare();
   }
   static sgmcmc::OutputOptions options(const sgmcmc::Model& model, const std::string& source) {
     auto config = sgmcmc::parse_config(fmt::format("[output]\ngradients = \"{}\"\n", source), "test.toml");
     return sgmcmc::read_output_options(config["output"], model);
   }
-  static const sgmcmc::Settings& estimator_section() {
-    static const auto config = sgmcmc::parse_config("[estimator]\nname = \"cv\"\nbatch_size = 10\n", "recorder.toml");
-    return config["estimator"];
+  static sgmcmc::EstimatorRecipe gradients(const sgmcmc::Model& model, const std::string& source) {
+    const auto config = sgmcmc::parse_config("[estimator]\nname = \"cv\"\nbatch_size = 10\n", "recorder.toml");
+    return sgmcmc::gradient_recipe(options(model, source).gradients, config["estimator"], model);
   }
   void on_draw(const sgmcmc::Draw& draw) override {
     if (follows_chain) recorder.follow(draw.workspace, draw.target_changes, draw.data_changes, draw.theta);

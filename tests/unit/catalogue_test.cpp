@@ -156,3 +156,41 @@ TEST_CASE("a chain plan holds its parts' parameters: chains built after its conf
   for (int copy = 0; copy < 2; ++copy)  // a plan builds as many chains as asked, each the same
     CHECK(draws_of(*sgmcmc::make_chain(*plan, model, sgmcmc::Rng(9, sgmcmc::chain_stream(0)))) == expected);
 }
+
+namespace {
+/// plan_run on `toml` for `model`, [run] read first as the runner reads it.
+sgmcmc::RunPlan plan_of(const std::string& toml, const std::shared_ptr<const sgmcmc::Model>& model) {
+  const auto config = sgmcmc::parse_config(toml, "r.toml");
+  return sgmcmc::plan_run(config, sgmcmc::read_run_schedule(config["run"], config["integrator"]), model);
+}
+}  // namespace
+
+TEST_CASE("plan_run refuses run.lp on a model without an exact log-likelihood, naming the key") {
+  CHECK_THROWS_WITH(plan_of("[run]\nlp = true\n", std::make_shared<TinyModel>()),
+                    Contains("r.toml:2: run.lp") && Contains("'exact-log-likelihood' capability"));
+  CHECK(plan_of("[run]\nlp = true\n", std::make_shared<test::NormalTarget>(0.0, 1.0)).schedule.chain.compute_lp);
+}
+
+TEST_CASE("plan_run plans a burn-in once, from the run's sections with the burn-in's own in their place") {
+  const auto model = std::make_shared<test::NormalTarget>(0.0, 1.0);
+  const std::string run = "[integrator]\nname = \"obabo\"\nstep_size = 0.2\n[estimator]\nname = \"exact\"\n"
+                          "[corrector]\nname = \"mh\"\nevery = 4\n";
+  const auto plan = plan_of(run + "[burn_in]\niterations = 12\n[burn_in.integrator]\nname = \"sghmc\"\nstep_size = 0.01\n"
+                                  "[burn_in.corrector]\nname = \"none\"\n",
+                            model);
+  CHECK(plan.chain.integrator == "obabo");
+  REQUIRE(plan.burn_in);
+  CHECK(plan.burn_in->chain.integrator == "sghmc");
+  CHECK(plan.burn_in->chain.estimator == "exact");  // not given: the run's own
+  CHECK(plan.burn_in->own_integrator);
+  CHECK(plan.burn_in->seed == sgmcmc::burn_in_seed(plan.schedule.seed));
+  CHECK(plan.burn_in->schedule.warmup == 12);
+  CHECK(plan.burn_in->schedule.iterations == 0);
+  // With the run's own MH blocks of 4, 12 iterations end a block and 10 do not; a misspelt key of
+  // [burn_in] is named before the missing length.
+  CHECK_FALSE(plan_of(run + "[burn_in]\niterations = 12\n", model).burn_in->own_integrator);
+  CHECK_THROWS_WITH(plan_of(run + "[burn_in]\niterations = 10\n", model),
+                    Contains("burn_in.iterations = 10 must be a multiple") && Contains("corrector.every = 4"));
+  CHECK_THROWS_WITH(plan_of(run + "[burn_in]\niteration = 12\n", model), Contains("burn_in.iteration") && Contains("iterations"));
+  CHECK_FALSE(plan_of("[run]\nseed = 3\n", model).burn_in);
+}

@@ -111,7 +111,8 @@ TEST_CASE("the recorder's score is ∇log π = -∇U and it leaves the chain's s
   // N(1, 2²): ∇log π(x) = -(x - 1)/4; the exact source returns exactly that.
   auto model = std::make_shared<test::NormalTarget>(1.0, 2.0);
   auto config = sgmcmc::parse_config("[output]\ngradients = \"exact\"\n", "out.toml");
-  sgmcmc::DrawRecorder recorder(model, sgmcmc::read_output_options(config["output"], *model), config["estimator"],
+  const auto options = sgmcmc::read_output_options(config["output"], *model);
+  sgmcmc::DrawRecorder recorder(model, options, sgmcmc::gradient_recipe(options.gradients, config["estimator"], *model),
                                 sgmcmc::Rng(5, sgmcmc::recording_stream(0)));
   recorder.prepare();
   std::vector<double> score(1);
