@@ -284,6 +284,10 @@ struct RowShare {
   bool whole() const { return ranks == 1; }
 };
 
+/// `share`'s block of `training` (a data set's training items, in their order): the part a model
+/// with row shares keeps. Throws, naming both counts, when there are fewer items than ranks.
+std::vector<std::size_t> share_of(const std::vector<std::size_t>& training, RowShare share);
+
 /// What a plugin's factory gets: its [model] settings, the run's seed (for simulated data and
 /// train/test splits) and the share of the training rows this process holds. The factory reads
 /// every key it knows; unread keys are reported as unknown.
@@ -333,6 +337,16 @@ std::vector<std::string> capability_names(const Capabilities& c) {
 std::size_t row_block_start(std::size_t items, std::size_t rank, std::size_t ranks) {
   // N·r can pass 2^64 only beyond 10^9 rows and 10^10 ranks; 128 bits rule it out anyway.
   return static_cast<std::size_t>(static_cast<unsigned __int128>(items) * rank / ranks);
+}
+
+std::vector<std::size_t> share_of(const std::vector<std::size_t>& training, RowShare share) {
+  const std::size_t n = training.size();
+  if (n < share.ranks)
+    throw Error("model: " + std::to_string(n) + " training rows cannot be shared by " + std::to_string(share.ranks) +
+                " ranks of a data-parallel run; run fewer ranks");
+  const auto first = static_cast<std::ptrdiff_t>(row_block_start(n, share.rank, share.ranks));
+  const auto end = static_cast<std::ptrdiff_t>(row_block_start(n, share.rank + 1, share.ranks));
+  return {training.begin() + first, training.begin() + end};
 }
 
 std::vector<std::size_t> index_range(std::size_t count) {

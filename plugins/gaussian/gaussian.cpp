@@ -112,7 +112,10 @@ public:
     const std::size_t rows = data.y.size();
     auto parts = sgmcmc::split_rows(rows, sgmcmc::row_count(settings, "test_size", 0.2, rows, 0, rows - 1), rng);
     all_items_ = parts.rest.size();
-    if (!context.rows.whole()) keep_share(parts.rest, context.rows);
+    // run.data_parallel: this process's block of the training rows (ModelContext::rows). The data
+    // were read or simulated whole (a CSV is parsed, a simulation drawn, row by row from the
+    // start), so the peak holds them all; the model then keeps only the block.
+    if (!context.rows.whole()) parts.rest = sgmcmc::share_of(parts.rest, context.rows);
     split(data, parts);
   }
 
@@ -254,20 +257,6 @@ private:
   void add_row(std::size_t i, double scale, std::span<double> gradient) const {
     const double* row = x_.data() + i * x_.shape(1);
     for (std::size_t j = 0; j < gradient.size(); ++j) gradient[j] += scale * row[j];
-  }
-
-  /// run.data_parallel: this process's block of the training rows (ModelContext::rows). The data
-  /// were read or simulated whole (a CSV is parsed, a simulation drawn, row by row from the start),
-  /// so the peak holds them all; the model then keeps only the block.
-  static void keep_share(std::vector<std::size_t>& training, sgmcmc::RowShare share) {
-    const std::size_t n = training.size();
-    if (n < share.ranks)
-      throw sgmcmc::Error(fmt::format("model: {} training rows cannot be shared by {} ranks of a data-parallel run; run "
-                                      "fewer ranks",
-                                      n, share.ranks));
-    const auto first = static_cast<std::ptrdiff_t>(sgmcmc::row_block_start(n, share.rank, share.ranks));
-    const auto end = static_cast<std::ptrdiff_t>(sgmcmc::row_block_start(n, share.rank + 1, share.ranks));
-    training = std::vector<std::size_t>(training.begin() + first, training.begin() + end);
   }
 
   /// The split's chosen rows are held out; the rest, in file order, are the data.

@@ -43,14 +43,7 @@ struct MappedLater {
 /// and its held-out rows read one by one, so that the rank never touches the other ranks' pages.
 void keep_share(Prepared& prepared, sgmcmc::RowShare share, const std::optional<MappedLater>& npy_file,
                 std::size_t declared, LabelCoding coding) {
-  const std::size_t n = prepared.train.size();
-  if (n < share.ranks)
-    throw sgmcmc::Error(fmt::format("model: {} training rows cannot be shared by {} ranks of a data-parallel run; run "
-                                    "fewer ranks",
-                                    n, share.ranks));
-  const auto first = static_cast<std::ptrdiff_t>(sgmcmc::row_block_start(n, share.rank, share.ranks));
-  const auto end = static_cast<std::ptrdiff_t>(sgmcmc::row_block_start(n, share.rank + 1, share.ranks));
-  std::vector<std::size_t> mine(prepared.train.begin() + first, prepared.train.begin() + end);
+  std::vector<std::size_t> mine = sgmcmc::share_of(prepared.train, share);
   if (npy_file) {
     const std::size_t low = mine.front(), high = mine.back() + 1;  // train is in file order
     if (!prepared.test_from_file && !prepared.test.empty()) {
