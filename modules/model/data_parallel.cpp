@@ -48,6 +48,7 @@ public:
   std::size_t dimension() const override { return model_->dimension(); }
   std::size_t num_items() const override { return items_; }
   std::size_t rows_held() const { return model_->num_items(); }
+  ItemBlock block() const { return {first_, end_}; }
   std::vector<std::string> parameter_names() const override { return model_->parameter_names(); }
   Capabilities capabilities() const override {
     Capabilities c = model_->capabilities();
@@ -243,6 +244,11 @@ private:
 };
 
 }  // namespace data_parallel_parts
+
+ItemBlock evaluated_items(const Model& model) {
+  const auto* split = dynamic_cast<const data_parallel_parts::DataParallelModel*>(&model);
+  return split ? split->block() : ItemBlock{0, model.num_items()};
+}
 
 std::size_t rows_held(const Model& model) {
   const auto* split = dynamic_cast<const data_parallel_parts::DataParallelModel*>(&model);

@@ -21,7 +21,8 @@
 // terms, metrics, quantities, after_step (which refuses a change of the data terms: a Gibbs step
 // that reads the data would need its statistics reduced). Reduced: add_data_gradient,
 // data_potential, data_potential_and_gradient, glm_scalars, add_scaled_features,
-// item_lipschitz_bounds (gathered when sharded). Hidden (their capabilities are off, so the run
+// item_lipschitz_bounds (gathered when sharded); saga's table keeps only this rank's block
+// (evaluated_items), since the reduced add_scaled_features reads only the scales of owned items. Hidden (their capabilities are off, so the run
 // refuses what needs them): per-item and sparse item gradients (saga's table, the Fisher mass),
 // the float chain's gradient, and the latent Gibbs step (lda), whose draws would move each rank's
 // stream differently.
@@ -55,6 +56,18 @@ std::string data_parallel_refusal(const Model& model);
 /// `model` with its data terms split across `ranks` as described above. Not thread-safe: one
 /// chain, on the thread that may call the group's collective.
 std::shared_ptr<const Model> data_parallel_model(std::shared_ptr<const Model> model, std::shared_ptr<RankGroup> ranks);
+
+/// The items [first, end), in the global numbering, whose data terms this process evaluates.
+struct ItemBlock {
+  std::size_t first = 0, end = 0;
+  std::size_t size() const { return end - first; }
+  bool holds(std::size_t item) const { return item >= first && item < end; }
+};
+
+/// This rank's block under data_parallel_model (whether its model holds only those rows or all):
+/// what a per-item state of the chain (saga's table) keeps on this rank. Every item of any other
+/// model.
+ItemBlock evaluated_items(const Model& model);
 
 /// The training items this rank's model holds, of a model data_parallel_model made: its block's
 /// size when the model holds only its rows, else N (the runner gathers them into the manifest's

@@ -152,10 +152,10 @@ void check_data_parallel(const sgmcmc::RunConfig& config, const sgmcmc::RunSched
                   "a data-parallel run is one chain on every rank; run several jobs for several chains");
   const auto& estimator = config["estimator"];
   const std::string name = estimator.text("name", sgmcmc::default_estimator);
-  if (name != "exact" && name != "minibatch" && name != "cv" && name != "svrg")
-    not_supported(estimator, "name", "'" + name + "'",
-                  "stage 1 splits the data terms of exact, minibatch, cv and svrg; saga's table of per-item gradients "
-                  "would have to be sharded with its rows");
+  if (name == "saga" && !model.capabilities().glm_gradients)
+    not_supported(estimator, "name", "'saga' on a model without the glm-gradients capability",
+                  "each rank keeps its block of saga's table in the GLM form (one scalar per item); a table of per-item "
+                  "gradient vectors would cost one collective per item and be held whole on every rank");
   const auto& integrator = config["integrator"];
   if (integrator.contains("mass") && std::holds_alternative<std::string>(integrator.entries().at("mass").value))
     not_supported(integrator, "mass", "a mass computed from the data's per-item gradients (the Fisher mass)",

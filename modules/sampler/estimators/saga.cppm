@@ -19,6 +19,7 @@ module;
 module sgmcmc.estimators:saga;
 import sgmcmc.sampler;
 import sgmcmc.error;
+import sgmcmc.data_parallel;
 import :minibatch;
 import :weighted_batches;
 import :parameters;
@@ -140,15 +141,19 @@ private:
 };
 
 /// N scalars for a GLM model: g_i = s_i(α_i) x_i is stored as s_i(α_i) (modules/README.md, "SAGA").
+/// A rank of a data-parallel chain keeps only the scalars of its block of items (evaluated_items):
+/// the reduced add_scaled_features adds s_i x_i for the items a rank owns only, so the other
+/// ranks' scalars are never read there, and G's update, reduced the same way, is the global one.
 class CompactTable final : public GradientTable {
 public:
-  explicit CompactTable(const Model& model) : dimension_(model.dimension()), items_(model.num_items()) {}
+  explicit CompactTable(const Model& model)
+      : dimension_(model.dimension()), items_(model.num_items()), block_(evaluated_items(model)) {}
 
   /// What a checkpoint holds (SavingArchive, sgmcmc.state); the scratch Δ is cleared on restoring.
   template <class Self, class Archive>
   static void saved_fields(Self& self, Archive& archive) {
     archive.section("saga table, N scalars");
-    archive(Sized{self.scalars_, self.items_}, Sized{self.sum_, self.dimension_});
+    archive(Sized{self.scalars_, self.block_.size()}, Sized{self.sum_, self.dimension_});
     if constexpr (Archive::restoring) self.change_.assign(self.dimension_, 0.0);
   }
   void save_state(StateWriter& out) const override { save_fields(*this, out); }
@@ -156,11 +161,24 @@ public:
 
   void fill(std::span<const double> theta, ChainContext& context) override {
     const auto items = every_item(context.model);
-    scalars_.assign(items.size(), 0.0);
-    context.model.glm_scalars(theta, items, scalars_, context.workspace);
     sum_.assign(theta.size(), 0.0);
     change_.assign(theta.size(), 0.0);
-    context.model.add_scaled_features(items, scalars_, sum_);
+    if (block_.size() == items_) {  // every item here: one pass
+      scalars_.assign(items.size(), 0.0);
+      context.model.glm_scalars(theta, items, scalars_, context.workspace);
+      context.model.add_scaled_features(items, scalars_, sum_);
+    } else {  // a rank's block: every rank passes the same chunks (collectives), keeping its own scalars
+      constexpr std::size_t chunk = 65536;  // bounds the gathered scalars at P·chunk
+      scalars_.assign(block_.size(), 0.0);
+      for (std::size_t first = 0; first < items.size(); first += chunk) {
+        const auto part = std::span<const std::size_t>(items).subspan(first, std::min(chunk, items.size() - first));
+        fresh_.resize(part.size());
+        context.model.glm_scalars(theta, part, fresh_, context.workspace);
+        context.model.add_scaled_features(part, fresh_, sum_);
+        for (std::size_t k = 0; k < part.size(); ++k)
+          if (block_.holds(part[k])) scalars_[part[k] - block_.first] = fresh_[k];
+      }
+    }
     context.cost.item_gradients += items.size();
     context.cost.full_passes += 1;
   }
@@ -173,13 +191,18 @@ public:
     differences_.resize(items.size());
     context.model.glm_scalars(theta, items, fresh_, context.workspace);
     context.cost.item_gradients += items.size();
+    // Items of other ranks get 0: their owners add their terms.
     if (!one_pass) {  // the estimate from the table as it was, before any repeated item changes it
-      for (std::size_t k = 0; k < items.size(); ++k) differences_[k] = draw.weight(k) * (fresh_[k] - scalars_[items[k]]);
+      for (std::size_t k = 0; k < items.size(); ++k)
+        differences_[k] = block_.holds(items[k]) ? draw.weight(k) * (fresh_[k] - scalars_[items[k] - block_.first]) : 0.0;
       context.model.add_scaled_features(items, differences_, out);
     }
     for (std::size_t k = 0; k < items.size(); ++k) {  // in order: a repeated item adds 0 the second time
-      differences_[k] = fresh_[k] - scalars_[items[k]];
-      scalars_[items[k]] = fresh_[k];
+      differences_[k] = 0.0;
+      if (!block_.holds(items[k])) continue;
+      double& stored = scalars_[items[k] - block_.first];
+      differences_[k] = fresh_[k] - stored;
+      stored = fresh_[k];
     }
     set_zero(change_);
     context.model.add_scaled_features(items, differences_, change_);
@@ -188,7 +211,8 @@ public:
 
 private:
   std::size_t dimension_, items_;
-  std::vector<double> scalars_;      // s_i(α_i)
+  ItemBlock block_;                  // the items whose scalars this process keeps (all but in a data-parallel rank)
+  std::vector<double> scalars_;      // s_i(α_i) of the block's items
   std::vector<double> fresh_;        // scratch: s_i(θ) of the batch
   std::vector<double> differences_;  // scratch
 };
@@ -272,6 +296,13 @@ private:
   std::vector<double> fresh_;          // scratch: ∇f_i(θ) of the batch on its supports
 };
 
+/// Why a data-parallel rank runs saga only on a GLM model: a table of per-item gradient vectors
+/// would be filled and updated one collective per item, and held whole on every rank.
+inline constexpr const char* data_parallel_refusal_of_table =
+    "estimator 'saga' under run.data_parallel keeps each rank's block of its table in the GLM form only (a model "
+    "with the glm-gradients capability): a table of per-item gradient vectors would cost one collective per item "
+    "and be held whole on every rank";
+
 /// SAGA-LD (Dubey et al. 2016; modules/README.md "SAGA"): ĝ(θ) = ∇f_0(θ) + G + Σ_k w_k [∇f_{i_k}(θ) - g_{i_k}]
 /// with w_k = 1/(n p_{i_k}) (N/n when uniform), then g_i ← ∇f_i(θ) for the batch. The table is
 /// filled by one full pass at the first θ, whose estimate is then exact. Keys: memory_limit_mb
@@ -283,6 +314,8 @@ public:
     if (const std::string refusal = table_refusal(model, parameters.memory_limit_mb); !refusal.empty())
       throw Error("estimator.memory_limit_mb: " + refusal);
     const Capabilities capabilities = model.capabilities();
+    if (!capabilities.glm_gradients && evaluated_items(model).size() != model.num_items())
+      throw Error(data_parallel_refusal_of_table);
     if (capabilities.glm_gradients)
       table_ = std::make_unique<CompactTable>(model);
     else if (capabilities.sparse_item_gradients)
@@ -297,13 +330,14 @@ public:
     const Capabilities capabilities = model.capabilities();
     const bool compact = capabilities.glm_gradients, sparse = !compact && capabilities.sparse_item_gradients;
     const std::size_t per_item = compact ? 1 : sparse ? model.item_gradient_support_size() : model.dimension();
-    const double bytes = static_cast<double>(model.num_items()) * static_cast<double>(per_item) * sizeof(double);
+    const std::size_t items = compact ? evaluated_items(model).size() : model.num_items();  // a rank's block in the GLM form
+    const double bytes = static_cast<double>(items) * static_cast<double>(per_item) * sizeof(double);
     const double total = bytes * static_cast<double>(chains);
     if (total <= limit_mb * 1024.0 * 1024.0) return "";
     return fmt::format("estimator 'saga' needs a gradient table of {:.0f} bytes ({:.2f} MB = N {} items × {} × 8 bytes) "
                        "per chain{}, more than the limit of {} MB for all chains together; raise the limit, or use "
                        "estimator 'svrg' or 'cv', which keep no table",
-                       bytes, bytes / (1024.0 * 1024.0), model.num_items(),
+                       bytes, bytes / (1024.0 * 1024.0), items,
                        compact  ? std::string("1 scalar (GLM form)")
                        : sparse ? fmt::format("s {} (sparse item gradients)", per_item)
                                 : fmt::format("d {}", per_item),
