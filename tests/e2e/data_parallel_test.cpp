@@ -5,13 +5,18 @@
 // split is refused at start-up with its key.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
+#include <sys/wait.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -195,9 +200,10 @@ TEST_CASE("a data-parallel run's folder is rank 0's, and its manifest records th
   // What each rank's model holds, gathered: its half of the simulated training rows.
   CHECK(record["rows_per_rank"] == std::vector<std::size_t>{items / 2, items - items / 2});
   // Per iteration: one gather of the minibatch gradient (d doubles) and, for lp__, one of the
-  // potential (1 double); each gather of m doubles sends m and receives m from the other rank.
+  // potential (1 double), each carrying one more double, the rank's stop flag (SIGTERM); a gather
+  // of m + 1 doubles on 2 ranks counts 2·(m + 1).
   CHECK(record["reductions_per_iteration"] == 2.0);
-  CHECK(record["bytes_per_iteration"] == static_cast<double>(2 * (d + 1) * sizeof(double)));
+  CHECK(record["bytes_per_iteration"] == static_cast<double>(2 * (d + 1 + 2) * sizeof(double)));
   CHECK(record["communication_seconds_per_iteration"].get<double>() >= 0.0);
   CHECK(manifest["chains"][0]["iterations"] == 300);
   // The run's files once, in its folder; the other rank's scratch copy is gone.
@@ -212,7 +218,6 @@ TEST_CASE("run.data_parallel refuses what stage 1 does not split, once and namin
       {"--set estimator.name=saga", "estimator.name: 'saga' is not yet supported with run.data_parallel"},
       {"--set run.chains=2", "run.chains: 2 chains is not yet supported with run.data_parallel"},
       {"--set integrator.mass=fisher --set integrator.metric=dense", "integrator.mass: a mass computed from the data"},
-      {"--set run.checkpoint_every=100", "run.checkpoint_every: checkpointing is not yet supported"},
       {"--set model.n=10 --set model.test_size=9", "1 training rows cannot be shared by 2 ranks of a data-parallel run"}};
   for (const auto& [settings, message] : refusals) {
     const auto result = data_parallel_run(2, file, dir.path() / "refused", settings);
@@ -297,6 +302,189 @@ TEST_CASE("a data-parallel run whose model's Gibbs step changes the data terms e
   CHECK(!fs::exists(out / "manifest.json"));
   for (const auto& folder : scratch_folders())
     if (std::find(before.begin(), before.end(), folder) == before.end()) fs::remove_all(folder);
+}
+
+namespace {
+
+// Checkpoints and resume (stage 3). A data-parallel chain's state is replicated (θ, the stream,
+// the integrator's, corrector's and estimator's state, cv's centre gradient being a reduced
+// pass), so a resumed 2-rank job continues bit for bit what the uninterrupted 2-rank job wrote:
+// chain-1.csv byte for byte (but its elapsed-time comments) and metrics.csv but its seconds.
+
+/// Logistic regression on 2,000 simulated rows, one chain of `iterations` with lp__ and a
+/// checkpoint every 100 iterations.
+std::string checkpointed_run(const std::string& sampler, std::uint64_t iterations, std::uint64_t thin = 1) {
+  return fmt::format("[model]\nname = \"logistic\"\nn = 2000\n\n{}\n[run]\nwarmup = 0\niterations = {}\nthin = {}\n"
+                     "chains = 1\nseed = 7\neval_every = 100\nlp = true\ncheckpoint_every = 100\n",
+                     sampler, iterations, thin);
+}
+
+// OBABO (Garriga-Alonso & Fortuin 2021) with minibatch kicks and an MH test every 10 steps on
+// exact endpoints: the corrector's block state (the block's first θ, momentum and U) is part of
+// the checkpoint, which is taken only where a block ends.
+const std::string obabo_mh =
+    "[estimator]\nname = \"minibatch\"\nbatch_size = 200\n[integrator]\nname = \"obabo\"\nstep_size = 2e-4\n"
+    "friction = 100.0\n[corrector]\nname = \"mh\"\nevery = 10\nexact_endpoints = true\n";
+
+/// What a resumed run must reproduce: the draws without their elapsed-time lines, the metrics
+/// without their seconds.
+std::vector<std::string> outputs(const fs::path& folder) {
+  return {test::draws_without_elapsed_time(folder / "chain-1.csv"),
+          test::without_seconds(test::read_text(folder / "metrics.csv"))};
+}
+
+/// `mpirun -n ranks sgmcmc run --resume folder`.
+test::CliResult resume_run(int ranks, const fs::path& folder) {
+  return test::mpi_cli(ranks, "run --quiet --resume '" + folder.string() + "'");
+}
+
+/// The argument vector of `timeout mpirun -n 2 sgmcmc run --config file --out out ...`, for a job
+/// started in the background (test::spawn); timeout ends a job that hangs (exit 124).
+std::vector<std::string> background_job(const fs::path& file, const fs::path& out) {
+  std::vector<std::string> arguments = {"/usr/bin/timeout", "-k", "10", "300"};
+  for (const auto& word : test::mpi_launcher(2)) arguments.push_back(word);
+  for (const std::string word : {std::string(SGMCMC_CLI), std::string("run"), std::string("--quiet"),
+                                 std::string("--config"), file.string(), std::string("--out"), out.string(),
+                                 std::string("--set"), std::string("run.data_parallel=true")})
+    arguments.push_back(word);
+  return arguments;
+}
+
+/// The ranks' scratch folders in the temporary folder (sgmcmc-run-PID-rank-R).
+std::vector<fs::path> scratch_folders() {
+  std::vector<fs::path> folders;
+  for (const auto& entry : fs::directory_iterator(fs::temp_directory_path()))
+    if (entry.path().filename().string().starts_with("sgmcmc-run-")) folders.push_back(entry.path());
+  return folders;
+}
+
+}  // namespace
+
+TEST_CASE("a data-parallel run stopped after a checkpoint and resumed on 2 ranks writes the uninterrupted run's files") {
+  for (const auto& [label, sampler, thin] : {std::tuple{"minibatch + sgld", minibatch_sgld, 1},
+                                             std::tuple{"cv + sgld", cv_sgld, 1},
+                                             std::tuple{"minibatch + obabo + mh", obabo_mh, 10}}) {
+    INFO(label);
+    test::TempDir dir;
+    const auto file = dir.write("run.toml", checkpointed_run(sampler, 300, static_cast<std::uint64_t>(thin)));
+    const auto whole = data_parallel_run(2, file, dir.path() / "whole");
+    INFO(whole.output);
+    REQUIRE(whole.exit_code == 0);
+    const auto out = dir.path() / "stopped";
+    const auto stopped = data_parallel_run(2, file, out, "--stop-after 200");
+    INFO(stopped.output);
+    REQUIRE(stopped.exit_code == 0);
+    CHECK_THAT(stopped.output, Contains("continue with: mpirun -n 2 sgmcmc run --resume"));
+    REQUIRE(fs::exists(out / "checkpoint-1.bin"));
+    CHECK(!fs::exists(out / "manifest.json"));
+    CHECK(nlohmann::json::parse(test::read_text(out / "checkpoint.json"))["data_parallel"]["ranks"] == 2);
+
+    // Another rank count is refused before anything is touched, naming the file and the key.
+    for (const int ranks : {1, 3}) {
+      const auto other = resume_run(ranks, out);
+      INFO(other.output);
+      CHECK(other.exit_code == 2);
+      CHECK_THAT(other.output, Contains("checkpoint.json: data_parallel.ranks = 2: the run was checkpointed by a job of 2 "
+                                        "ranks, and this job has " + std::to_string(ranks)));
+    }
+    const auto resumed = resume_run(2, out);
+    INFO(resumed.output);
+    REQUIRE(resumed.exit_code == 0);
+    CHECK(outputs(out) == outputs(dir.path() / "whole"));
+    const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+    CHECK(manifest["status"] == "complete");
+    CHECK(manifest["chains"][0]["resumed_at_iteration"] == 200);
+    CHECK(manifest["data_parallel"]["iterations"] == 100);  // this run's part
+    CHECK(!fs::exists(out / "checkpoint-1.bin"));
+    if (label == std::string("minibatch + obabo + mh")) {  // both branches of the MH test were taken
+      const auto draws = draws_of(out);
+      const auto accepted = std::count_if(draws.rows.begin(), draws.rows.end(), [](const auto& row) { return row[4] == 1.0; });
+      CHECK(accepted > 0);
+      CHECK(accepted < static_cast<std::ptrdiff_t>(draws.rows.size()));
+    }
+  }
+}
+
+TEST_CASE("SIGTERM to a data-parallel job: every rank stops at the same block end, and 2 ranks resume it bit for bit") {
+  test::TempDir dir;
+  const auto file = dir.write("run.toml", checkpointed_run(obabo_mh, 20000, 10));
+  const auto whole = data_parallel_run(2, file, dir.path() / "whole");
+  INFO(whole.output);
+  REQUIRE(whole.exit_code == 0);
+
+  const auto out = dir.path() / "interrupted", log = dir.path() / "interrupted.log";
+  const pid_t job = test::spawn(background_job(file, out), log.string());
+  REQUIRE(job > 0);
+  // timeout passes the signal to mpirun, which passes it to every rank.
+  const auto status = test::signal_when(job, SIGTERM, [&] {
+    std::error_code absent;
+    return fs::file_size(out / "chain-1.csv", absent) > 4096 && !absent;
+  });
+  const auto said = test::read_text(log);
+  INFO(said);
+  REQUIRE(status);
+  CHECK(WIFEXITED(*status));
+  CHECK(WEXITSTATUS(*status) == 130);
+  CHECK_THAT(said, Contains("continue with: mpirun -n 2 sgmcmc run --resume " + out.string()));
+  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+  CHECK(manifest["status"] == "interrupted");
+  const std::uint64_t stopped_at = manifest["chains"][0]["iterations"];
+  CHECK(stopped_at % 10 == 0);  // a block's end
+  CHECK(stopped_at < 20000);
+  REQUIRE(fs::exists(out / "checkpoint-1.bin"));
+
+  const auto resumed = resume_run(2, out);
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(outputs(out) == outputs(dir.path() / "whole"));
+  CHECK(nlohmann::json::parse(test::read_text(out / "manifest.json"))["chains"][0]["resumed_at_iteration"] == stopped_at);
+}
+
+TEST_CASE("one rank of a data-parallel job killed with SIGKILL ends the job, and 2 ranks resume it from its last checkpoint") {
+  // Open MPI's mpirun ends the job when a rank dies (it kills the others): the survivor does not
+  // wait in the collective for it (timeout would end the job with 124).
+  test::TempDir dir;
+  const auto file = dir.write("run.toml", checkpointed_run(minibatch_sgld, 20000));
+  const auto whole = data_parallel_run(2, file, dir.path() / "whole");
+  INFO(whole.output);
+  REQUIRE(whole.exit_code == 0);
+
+  const auto before = scratch_folders();
+  const auto out = dir.path() / "killed", log = dir.path() / "killed.log";
+  const pid_t job = test::spawn(background_job(file, out), log.string());
+  REQUIRE(job > 0);
+  // Rank 1's scratch folder names its process: sgmcmc-run-PID-rank-1.
+  pid_t rank_1 = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (std::chrono::steady_clock::now() < deadline) {
+    std::error_code absent;
+    if (rank_1 == 0)
+      for (const auto& folder : scratch_folders())
+        if (std::find(before.begin(), before.end(), folder) == before.end() && folder.filename().string().ends_with("-rank-1"))
+          rank_1 = static_cast<pid_t>(std::stol(folder.filename().string().substr(std::string("sgmcmc-run-").size())));
+    // Killed once the first checkpoint is written and the chain has gone on beyond it.
+    if (rank_1 != 0 && fs::exists(out / "checkpoint-1.bin") && fs::file_size(out / "chain-1.csv", absent) > 200000) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  REQUIRE(rank_1 != 0);
+  REQUIRE(kill(rank_1, SIGKILL) == 0);
+  int status = 0;
+  REQUIRE(waitpid(job, &status, 0) == job);
+  const auto said = test::read_text(log);
+  INFO(said);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) != 0);
+  CHECK(WEXITSTATUS(status) != 124);  // ended by mpirun, not by timeout
+  CHECK_THAT(said, Contains("exited on signal 9"));
+  CHECK(!fs::exists(out / "manifest.json"));
+  for (const auto& folder : scratch_folders())  // the killed rank's scratch folder stays behind
+    if (std::find(before.begin(), before.end(), folder) == before.end()) fs::remove_all(folder);
+
+  const auto resumed = resume_run(2, out);
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(outputs(out) == outputs(dir.path() / "whole"));
+  CHECK(nlohmann::json::parse(test::read_text(out / "manifest.json"))["chains"][0]["resumed_at_iteration"].get<int>() > 0);
 }
 
 #else
