@@ -207,9 +207,11 @@ void check_resumed_ranks(const fs::path& folder, std::size_t ranks) {
     throw sgmcmc::Error(fmt::format("{}: the run was not checkpointed by a data-parallel job (no data_parallel.ranks); "
                                     "resume it as it was run (nothing was changed)",
                                     path));
-  throw sgmcmc::Error(fmt::format(
-      "{}: data_parallel.ranks = {}: the run was checkpointed by a job of {} ranks, and this job has {}; with another "
-      "rank count each batch's partial sums are added in another order, so the chain would not continue bit for bit. "
-      "Resume with `mpirun -n {}` (nothing was changed)",
-      path, saved, saved, ranks, saved));
+  const auto counts = fmt::format("data_parallel.ranks = {}: the run was checkpointed by a job of {} ranks, and this job "
+                                  "has {}",
+                                  saved, saved, ranks);
+  throw sgmcmc::Error(fmt::format("{}: {}; with another rank count each batch's partial sums are added in another order, "
+                                  "so the chain would not continue bit for bit. Resume with `mpirun -n {}` (nothing "
+                                  "was changed)",
+                                  path, counts, std::to_string(saved)));
 }
