@@ -416,7 +416,7 @@ TEST_CASE("a data-parallel run stopped after a checkpoint and resumed on 2 ranks
 
 TEST_CASE("SIGTERM to a data-parallel job: every rank stops at the same block end, and 2 ranks resume it bit for bit") {
   test::TempDir dir;
-  const auto file = dir.write("run.toml", checkpointed_run(obabo_mh, 20000, 10));
+  const auto file = dir.write("run.toml", checkpointed_run(obabo_mh, 3000, 10));
   const auto whole = data_parallel_run(2, file, dir.path() / "whole");
   INFO(whole.output);
   REQUIRE(whole.exit_code == 0);
@@ -444,7 +444,7 @@ TEST_CASE("SIGTERM to a data-parallel job: every rank stops at the same block en
   CHECK(manifest["status"] == "interrupted");
   const std::uint64_t stopped_at = manifest["chains"][0]["iterations"];
   CHECK(stopped_at % 10 == 0);  // a block's end
-  CHECK(stopped_at < 20000);
+  CHECK(stopped_at < 3000);
   REQUIRE(fs::exists(out / "checkpoint-1.bin"));
 
   const auto resumed = resume_run(2, out);
@@ -458,7 +458,7 @@ TEST_CASE("one rank of a data-parallel job killed with SIGKILL ends the job, and
   // Open MPI's mpirun ends the job when a rank dies (it kills the others): the survivor does not
   // wait in the collective for it (timeout would end the job with 124).
   test::TempDir dir;
-  const auto file = dir.write("run.toml", checkpointed_run(minibatch_sgld, 20000));
+  const auto file = dir.write("run.toml", checkpointed_run(minibatch_sgld, 3000));
   const auto whole = data_parallel_run(2, file, dir.path() / "whole");
   INFO(whole.output);
   REQUIRE(whole.exit_code == 0);
@@ -502,26 +502,26 @@ TEST_CASE("one rank of a data-parallel job killed with SIGKILL ends the job, and
 }
 
 TEST_CASE("exact + mala + mh on 2 ranks samples the closed-form posterior of Bayesian linear regression") {
-  // Quantity: each coefficient's posterior mean and variance, from 20,000 draws of a chain
+  // Quantity: each coefficient's posterior mean and variance, from 10,000 draws of a chain
   // whose data terms (every potential and gradient: the exact estimator, MH's endpoints) are split
   // across 2 ranks. Reference: the closed form N(μ, A⁻¹) of the gaussian model (Bishop 2006,
   // eq. 3.53-3.54; tests/gaussian_posterior.cpp, computed independently of the plugin and of the
   // chain). MALA with an MH test every step (Roberts & Tweedie 1996) leaves it invariant, so the
   // sample moments differ from it by Monte Carlo error alone.
   // Tolerance: by the Markov chain CLT, (x̄ - μ_j)/se_j is about N(0, 1), se_j estimated by 100
-  // batch means (Flegal & Jones 2010; batches of 200 draws, far beyond this chain's
-  // autocorrelation time of a few steps, so the batch means are nearly independent and se_j's own
-  // relative error is about 1/sqrt(2·99) = 7%). |Z| > 5 has probability 5.7e-7, so the 6 checks
-  // (3 means, 3 variances, the variance's se by batch means of (x - x̄)²) fail by chance with
-  // probability below 4e-6 even with se underestimated by 7%. A chain that sampled the wrong law
-  // (half the data's likelihood, say) misses μ by about 0.3 posterior sd ≈ 5 se here and A⁻¹ by a
-  // factor of 2.
+  // batch means (Flegal & Jones 2010; batches of 100 draws, beyond this chain's integrated
+  // autocorrelation time of about 9 steps, measured, so the batch means are nearly independent
+  // and se_j's own relative error is about 1/sqrt(2·99) = 7%). |Z| > 5 has probability 5.7e-7,
+  // so the 6 checks (3 means, 3 variances, the variance's se by batch means of (x - x̄)²) fail by
+  // chance with probability below 2e-5 even with se underestimated by 7% (6 × P(|Z| > 4.67)). A chain that sampled
+  // another law fails: the posterior of one rank's rows alone has twice the variance, and a mean
+  // about one posterior sd (≈ 30 se) away.
   test::GaussianFixture fixture(1000, 3);
   const auto data = fixture.dir.path() / "data.csv";
   const auto file = fixture.dir.write(
       "run.toml", fmt::format("[model]\nname = \"gaussian\"\ndata = \"{}\"\ntest_size = 0\nnoise_sd = {}\nprior_sd = {}\n"
                               "[estimator]\nname = \"exact\"\n[integrator]\nname = \"mala\"\nstep_size = 1e-4\n"
-                              "[corrector]\nname = \"mh\"\nevery = 1\n[run]\nwarmup = 1000\niterations = 20000\nthin = 1\n"
+                              "[corrector]\nname = \"mh\"\nevery = 1\n[run]\nwarmup = 500\niterations = 10000\nthin = 1\n"
                               "chains = 1\nseed = 3\neval_every = 1000\n",
                               data.string(), test::GaussianFixture::noise_sd, test::GaussianFixture::prior_sd));
   const auto out = fixture.dir.path() / "two";
@@ -529,7 +529,7 @@ TEST_CASE("exact + mala + mh on 2 ranks samples the closed-form posterior of Bay
   INFO(result.output);
   REQUIRE(result.exit_code == 0);
   const auto draws = draws_of(out);
-  REQUIRE(draws.rows.size() == 20000);
+  REQUIRE(draws.rows.size() == 10000);
   const std::size_t dim = 3, first = draws.columns.size() - dim;  // the coefficients come last
   for (std::size_t j = 0; j < dim; ++j) {
     std::vector<double> values;
