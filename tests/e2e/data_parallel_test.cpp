@@ -513,9 +513,9 @@ TEST_CASE("exact + mala + mh on 2 ranks samples the closed-form posterior of Bay
   // autocorrelation time of about 9 steps, measured, so the batch means are nearly independent
   // and se_j's own relative error is about 1/sqrt(2·99) = 7%). |Z| > 5 has probability 5.7e-7,
   // so the 6 checks (3 means, 3 variances, the variance's se by batch means of (x - x̄)²) fail by
-  // chance with probability below 2e-5 even with se underestimated by 7% (6 × P(|Z| > 4.67)). A chain that sampled
-  // another law fails: the posterior of one rank's rows alone has twice the variance, and a mean
-  // about one posterior sd (≈ 30 se) away.
+  // chance with probability below 2e-5 even with se underestimated by 7% (6 × P(|Z| > 4.67)). A
+  // chain that sampled another law fails: the posterior of one rank's rows alone has twice the
+  // variance, and a mean about one posterior sd (≈ 30 se) away.
   test::GaussianFixture fixture(1000, 3);
   const auto data = fixture.dir.path() / "data.csv";
   const auto file = fixture.dir.write(
