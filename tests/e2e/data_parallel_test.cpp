@@ -411,42 +411,78 @@ TEST_CASE("a data-parallel run stopped after a checkpoint and resumed on 2 ranks
   }
 }
 
-TEST_CASE("SIGTERM to a data-parallel job: every rank stops at the same block end, and 2 ranks resume it bit for bit") {
+namespace {
+
+/// The process id of rank 1 of the job started after `before` was listed, from its scratch
+/// folder's name (sgmcmc-run-PID-rank-1), or 0 while it has none.
+pid_t rank_1_pid(const std::vector<fs::path>& before) {
+  for (const auto& folder : scratch_folders())
+    if (std::find(before.begin(), before.end(), folder) == before.end() && folder.filename().string().ends_with("-rank-1"))
+      return static_cast<pid_t>(std::stol(folder.filename().string().substr(std::string("sgmcmc-run-").size())));
+  return 0;
+}
+
+/// Waits (at most two minutes) until `ready()` holds or `job` ended; true when ready first.
+template <class Ready>
+bool wait_until(pid_t job, Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() > deadline || waitpid(job, nullptr, WNOHANG) == job) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM to a data-parallel job or to one rank: every rank stops at the same block end, and 2 ranks resume it bit for bit") {
   test::TempDir dir;
   const auto file = dir.write("run.toml", checkpointed_run(obabo_mh, 20000, 10));
   const auto whole = data_parallel_run(2, file, dir.path() / "whole");
   INFO(whole.output);
   REQUIRE(whole.exit_code == 0);
 
-  const auto out = dir.path() / "interrupted", log = dir.path() / "interrupted.log";
-  // timeout passes the signal to mpirun. Open MPI's mpirun (4.1.4, measured) then ends the job:
-  // SIGTERM to every rank odls_base_sigkill_timeout seconds later (1 by default), SIGKILL as long
-  // after that; the ranks stop at a block's end well within that second.
-  const pid_t job = test::spawn(background_job(file, out), log.string());
-  REQUIRE(job > 0);
-  const auto status = test::signal_when(job, SIGTERM, [&] {
-    std::error_code absent;
-    return fs::file_size(out / "chain-1.csv", absent) > 4096 && !absent;
-  });
-  const auto said = test::read_text(log);
-  INFO(said);
-  REQUIRE(status);
-  CHECK(WIFEXITED(*status));
-  CHECK(WEXITSTATUS(*status) != 124);  // the ranks stopped (each with 130; mpirun reports the job's end as 1)
-  CHECK_THAT(said, Contains("sgmcmc: interrupted (SIGTERM): chain 1 at iteration"));
-  CHECK_THAT(said, Contains("continue with: mpirun -n 2 sgmcmc run --resume " + out.string()));
-  const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
-  CHECK(manifest["status"] == "interrupted");
-  const std::uint64_t stopped_at = manifest["chains"][0]["iterations"];
-  CHECK(stopped_at % 10 == 0);  // a block's end
-  CHECK(stopped_at < 20000);
-  REQUIRE(fs::exists(out / "checkpoint-1.bin"));
+  // To the job: timeout passes the signal to mpirun. Open MPI's mpirun (4.1.4, measured) then ends
+  // the job: SIGTERM to every rank odls_base_sigkill_timeout seconds later (1 by default), SIGKILL
+  // as long after that; the ranks stop at a block's end well within that second. The ranks get it
+  // nearly at once, so they would mostly stop together even without agreeing; a signal to rank 1
+  // alone (as a batch system or a user may send) shows that they agree: rank 1 stopping on its
+  // own would leave rank 0 waiting in the gather until mpirun ends the job, without its manifest.
+  for (const bool to_rank_1 : {false, true}) {
+    INFO((to_rank_1 ? "SIGTERM to rank 1 alone" : "SIGTERM to mpirun"));
+    const auto before = scratch_folders();
+    const auto out = dir.path() / (to_rank_1 ? "rank-1" : "job"), log = dir.path() / (to_rank_1 ? "rank-1.log" : "job.log");
+    const pid_t job = test::spawn(background_job(file, out), log.string());
+    REQUIRE(job > 0);
+    pid_t rank_1 = 0;
+    REQUIRE(wait_until(job, [&] {
+      std::error_code absent;
+      if (to_rank_1 && rank_1 == 0) rank_1 = rank_1_pid(before);
+      return (!to_rank_1 || rank_1 != 0) && fs::file_size(out / "chain-1.csv", absent) > 4096 && !absent;
+    }));
+    REQUIRE(kill(to_rank_1 ? rank_1 : job, SIGTERM) == 0);
+    int status = 0;
+    REQUIRE(waitpid(job, &status, 0) == job);
+    const auto said = test::read_text(log);
+    INFO(said);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) != 124);  // the ranks stopped (each with 130; mpirun reports the job's end as 1)
+    CHECK_THAT(said, Contains(to_rank_1 ? "sgmcmc: interrupted (a signal to another rank): chain 1 at iteration"
+                                        : "sgmcmc: interrupted (SIGTERM): chain 1 at iteration"));
+    CHECK_THAT(said, Contains("continue with: mpirun -n 2 sgmcmc run --resume " + out.string()));
+    const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+    CHECK(manifest["status"] == "interrupted");
+    const std::uint64_t stopped_at = manifest["chains"][0]["iterations"];
+    CHECK(stopped_at % 10 == 0);  // a block's end
+    CHECK(stopped_at < 20000);
+    REQUIRE(fs::exists(out / "checkpoint-1.bin"));
 
-  const auto resumed = resume_run(2, out);
-  INFO(resumed.output);
-  REQUIRE(resumed.exit_code == 0);
-  CHECK(outputs(out) == outputs(dir.path() / "whole"));
-  CHECK(nlohmann::json::parse(test::read_text(out / "manifest.json"))["chains"][0]["resumed_at_iteration"] == stopped_at);
+    const auto resumed = resume_run(2, out);
+    INFO(resumed.output);
+    REQUIRE(resumed.exit_code == 0);
+    CHECK(outputs(out) == outputs(dir.path() / "whole"));
+    CHECK(nlohmann::json::parse(test::read_text(out / "manifest.json"))["chains"][0]["resumed_at_iteration"] == stopped_at);
+  }
 }
 
 TEST_CASE("one rank of a data-parallel job killed with SIGKILL ends the job, and 2 ranks resume it from its last checkpoint") {
@@ -462,19 +498,14 @@ TEST_CASE("one rank of a data-parallel job killed with SIGKILL ends the job, and
   const auto out = dir.path() / "killed", log = dir.path() / "killed.log";
   const pid_t job = test::spawn(background_job(file, out), log.string());
   REQUIRE(job > 0);
-  // Rank 1's scratch folder names its process: sgmcmc-run-PID-rank-1.
+  // Killed once the first checkpoint is written and the chain has gone on beyond it.
   pid_t rank_1 = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
-  while (std::chrono::steady_clock::now() < deadline) {
+  REQUIRE(wait_until(job, [&] {
     std::error_code absent;
-    if (rank_1 == 0)
-      for (const auto& folder : scratch_folders())
-        if (std::find(before.begin(), before.end(), folder) == before.end() && folder.filename().string().ends_with("-rank-1"))
-          rank_1 = static_cast<pid_t>(std::stol(folder.filename().string().substr(std::string("sgmcmc-run-").size())));
-    // Killed once the first checkpoint is written and the chain has gone on beyond it.
-    if (rank_1 != 0 && fs::exists(out / "checkpoint-1.bin") && fs::file_size(out / "chain-1.csv", absent) > 200000) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+    if (rank_1 == 0) rank_1 = rank_1_pid(before);
+    return rank_1 != 0 && fs::exists(out / "checkpoint-1.bin") && fs::file_size(out / "chain-1.csv", absent) > 200000 &&
+           !absent;
+  }));
   REQUIRE(rank_1 != 0);
   REQUIRE(kill(rank_1, SIGKILL) == 0);
   int status = 0;
