@@ -540,8 +540,8 @@ TEST_CASE("exact + mala + mh on 2 ranks samples the closed-form posterior of Bay
   // and se_j's own relative error is about 1/sqrt(2·99) = 7%). |Z| > 5 has probability 5.7e-7,
   // so the 6 checks (3 means, 3 variances, the variance's se by batch means of (x - x̄)²) fail by
   // chance with probability below 2e-5 even with se underestimated by 7% (6 × P(|Z| > 4.67)). A
-  // chain that sampled another law fails: the posterior of one rank's rows alone has twice the
-  // variance, and a mean about one posterior sd (≈ 30 se) away.
+  // chain that sampled another law fails: with rank 1's part left out of the sum (the posterior
+  // of rank 0's rows alone) the variances came out twice A⁻¹'s, 11 se away, and one mean 23 se.
   test::GaussianFixture fixture(1000, 3);
   const auto data = fixture.dir.path() / "data.csv";
   const auto file = fixture.dir.write(
