@@ -49,9 +49,9 @@ public:
   bool setting_up = false;
   std::vector<double> failed_codes;
 
-  /// Stopping together (SIGTERM or Ctrl-C, which mpirun forwards to every rank): each rank's
-  /// signal lands at its own moment, and a rank that stopped alone would leave the others waiting
-  /// in the collective forever. So while `signalled` (this process's flag, set by the handler) is
+  /// Stopping together (SIGTERM or SIGINT: mpirun, signalled, sends every rank SIGTERM; a user or
+  /// a batch system may signal one rank): each rank's signal lands at its own moment, and a rank
+  /// that stopped alone would leave the others waiting in the collective forever. So while `signalled` (this process's flag, set by the handler) is
   /// given, every gather carries one more double, the sender's flag, and `stop` (what the chain
   /// reads) becomes true on every rank after the same gather: the ranks stop at the same block end.
   const std::atomic<bool>* signalled = nullptr;

@@ -177,8 +177,9 @@ int run_command(const RunOptions& options) {
     ProgressBar bar(schedule.chains * (burn_in + schedule.chain.warmup + schedule.chain.iterations), progress,
                     !options.quiet && speaks);
     // From here on Ctrl-C stops the chains with a checkpoint; before, there is nothing to keep.
-    // mpirun passes SIGTERM and SIGINT on to every rank, each at its own moment: the ranks of a
-    // data-parallel chain agree through their gathers on the block end where all of them stop.
+    // A signal reaches the ranks of a data-parallel job each at its own moment (mpirun, signalled,
+    // sends every rank SIGTERM; a user or a batch system may signal one rank): they agree through
+    // their gathers on the block end where all of them stop.
     catch_interruptions();
     run->schedule.chain.stop_requested = parallel ? &parallel->stop_together(stop_requested()) : &stop_requested();
     const bool resume = options.resume.has_value();
