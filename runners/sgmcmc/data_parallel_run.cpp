@@ -2,6 +2,7 @@
 #include "data_parallel_run.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <exception>
 #include <filesystem>
@@ -12,6 +13,8 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "run_folder.hpp"
+#include "run_record.hpp"
 
 import sgmcmc;
 
@@ -32,10 +35,21 @@ void ClusterRanks::all_gather(std::span<const double> mine, std::span<double> al
     }
   }
   const auto start = std::chrono::steady_clock::now();
-  cluster_.all_gather(mine.data(), mine.size(), all.data());
+  if (!signalled) {
+    cluster_.all_gather(mine.data(), mine.size(), all.data());
+  } else {  // each rank's flag after its part; every rank reads the same flags, so all stop together
+    const std::size_t m = mine.size();
+    std::vector<double> sent(mine.begin(), mine.end()), received((m + 1) * size());
+    sent.push_back(signalled->load(std::memory_order_relaxed) ? 1.0 : 0.0);
+    cluster_.all_gather(sent.data(), m + 1, received.data());
+    for (std::size_t r = 0; r < size(); ++r) {
+      std::copy_n(received.begin() + static_cast<std::ptrdiff_t>(r * (m + 1)), m, all.begin() + static_cast<std::ptrdiff_t>(r * m));
+      if (received[r * (m + 1) + m] != 0) stop.store(true, std::memory_order_relaxed);
+    }
+  }
   seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   gathers += 1;
-  bytes += all.size() * sizeof(double);  // m sent, (P-1)·m received
+  bytes += (all.size() + (signalled ? size() : 0)) * sizeof(double);  // the parts (and flags) of every rank
 }
 
 DataParallelJob::DataParallelJob(const sgmcmc::Settings& run) {
@@ -46,6 +60,11 @@ DataParallelJob::DataParallelJob(const sgmcmc::Settings& run) {
         run.describe("data_parallel"),
         Cluster::built_with_mpi() ? "" : " (and this sgmcmc was built without MPI; third_party/setup.sh installs OpenMPI)"));
   ranks_ = std::make_shared<ClusterRanks>(cluster_);
+}
+
+const std::atomic<bool>& DataParallelJob::stop_together(const std::atomic<bool>& signalled) const {
+  ranks_->signalled = &signalled;
+  return ranks_->stop;
 }
 
 namespace {
@@ -131,6 +150,12 @@ nlohmann::json DataParallelJob::record(std::size_t items, const std::vector<std:
 
 namespace {
 
+/// Why saga's data-parallel runs take no checkpoints: its table is the one state that differs
+/// between ranks, and a checkpoint is rank 0's, which the workers copy on resume.
+constexpr const char* saga_checkpoint_reason =
+    "each rank keeps its own block of saga's table, and a checkpoint holds rank 0's alone, which every rank would "
+    "resume from";
+
 /// "`value` is not yet supported with run.data_parallel (why)", after where the key was set.
 [[noreturn]] void not_supported(const sgmcmc::Settings& section, const std::string& key, const std::string& value,
                                 const std::string& why) {
@@ -139,6 +164,11 @@ namespace {
 }
 
 }  // namespace
+
+void check_resumable_estimator(const std::string& estimator) {
+  if (estimator == "saga")
+    throw sgmcmc::Error(std::string("--resume: a data-parallel saga run cannot resume yet (") + saga_checkpoint_reason + ")");
+}
 
 void check_data_parallel(const sgmcmc::RunConfig& config, const sgmcmc::RunSchedule& schedule, const sgmcmc::Model& model,
                          const std::string& model_name, bool have_ranks) {
@@ -156,15 +186,14 @@ void check_data_parallel(const sgmcmc::RunConfig& config, const sgmcmc::RunSched
     not_supported(estimator, "name", "'saga' on a model without the glm-gradients capability",
                   "each rank keeps its block of saga's table in the GLM form (one scalar per item); a table of per-item "
                   "gradient vectors would cost one collective per item and be held whole on every rank");
+  if (name == "saga" && schedule.chain.checkpoint_every > 0)
+    not_supported(run, "checkpoint_every", "checkpointing saga", saga_checkpoint_reason);
   const auto& integrator = config["integrator"];
   if (integrator.contains("mass") && std::holds_alternative<std::string>(integrator.entries().at("mass").value))
     not_supported(integrator, "mass", "a mass computed from the data's per-item gradients (the Fisher mass)",
                   "its sum over the items is not reduced across ranks yet");
   if (schedule.chain.float_precision)
     not_supported(run, "chain_precision", "the float chain", "the model's float gradient is not split across ranks");
-  if (schedule.chain.checkpoint_every > 0)
-    not_supported(run, "checkpoint_every", "checkpointing",
-                  "a checkpoint would hold each rank's part and the shared state: stage 2");
   for (const auto& [section, settings] : config.sections)
     if ((section == "burn_in" || section.starts_with("burn_in.")) && !settings.entries().empty())
       throw sgmcmc::Error(fmt::format("[{}]: a burn-in is not yet supported with run.data_parallel (stage 1 runs one "
@@ -174,9 +203,28 @@ void check_data_parallel(const sgmcmc::RunConfig& config, const sgmcmc::RunSched
     throw sgmcmc::Error(fmt::format("{}: model '{}': {}", config["model"].describe("name"), model_name, refusal));
 }
 
-void check_data_parallel_options(const RunOptions& options) {
-  if (options.resume)
-    throw sgmcmc::Error("--resume is not yet supported with run.data_parallel: its runs take no checkpoints (stage 2)");
-  if (options.stop_after)
-    throw sgmcmc::Error("--stop-after is not yet supported with run.data_parallel: its runs take no checkpoints (stage 2)");
+void copy_run_for_worker(const fs::path& folder, const fs::path& scratch) {
+  for (const auto& entry : fs::directory_iterator(folder))
+    if (entry.is_regular_file() && entry.path().filename() != run_folder::lock)  // rank 0's lock is its own
+      fs::copy_file(entry.path(), scratch / entry.path().filename(), fs::copy_options::overwrite_existing);
+}
+
+nlohmann::json data_parallel_checkpoint_record(std::size_t ranks) { return {{"ranks", ranks}}; }
+
+void check_resumed_ranks(const fs::path& folder, std::size_t ranks) {
+  const auto recorded = read_recorded_run(folder);
+  const auto path = (folder / run_folder::checkpoint_record).string();
+  const auto saved = recorded.contains("data_parallel") ? recorded["data_parallel"].value("ranks", std::size_t{0}) : 0;
+  if (saved == ranks) return;
+  if (saved == 0)
+    throw sgmcmc::Error(fmt::format("{}: the run was not checkpointed by a data-parallel job (no data_parallel.ranks); "
+                                    "resume it as it was run (nothing was changed)",
+                                    path));
+  const auto counts = fmt::format("data_parallel.ranks = {}: the run was checkpointed by a job of {} ranks, and this job "
+                                  "has {}",
+                                  saved, saved, ranks);
+  throw sgmcmc::Error(fmt::format("{}: {}; with another rank count each batch's partial sums are added in another order, "
+                                  "so the chain would not continue bit for bit. Resume with `mpirun -n {}` (nothing "
+                                  "was changed)",
+                                  path, counts, std::to_string(saved)));
 }

@@ -9,6 +9,7 @@
 // run's folder, the others into a scratch folder they remove at the end, so that every rank runs
 // the same code and calls the collective as often and in the same order.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -48,6 +49,14 @@ public:
   bool setting_up = false;
   std::vector<double> failed_codes;
 
+  /// Stopping together (SIGTERM or SIGINT: mpirun, signalled, sends every rank SIGTERM; a user or
+  /// a batch system may signal one rank): each rank's signal lands at its own moment, and a rank
+  /// that stopped alone would leave the others waiting in the collective forever. So while `signalled` (this process's flag, set by the handler) is
+  /// given, every gather carries one more double, the sender's flag, and `stop` (what the chain
+  /// reads) becomes true on every rank after the same gather: the ranks stop at the same block end.
+  const std::atomic<bool>* signalled = nullptr;
+  std::atomic<bool> stop{false};
+
 private:
   const Cluster& cluster_;
 };
@@ -61,6 +70,9 @@ public:
   const Cluster& cluster() const { return cluster_; }
   bool root() const { return cluster_.root(); }
   std::shared_ptr<sgmcmc::RankGroup> ranks() const { return ranks_; }
+  /// The flag the chain reads to stop (ClusterRanks::stop), agreed on through the gathers from
+  /// each rank's `signalled`.
+  const std::atomic<bool>& stop_together(const std::atomic<bool>& signalled) const;
 
   /// Runs `step` on every rank, then the ranks agree: 0 when it succeeded on every rank, else the
   /// exit code (rank 0's when it failed), after rank 0 printed its error, or the failing rank its
@@ -94,11 +106,30 @@ private:
 };
 
 /// Refuses, each naming its key, what stage 1 does not split: more than one chain, an estimator
-/// other than exact, minibatch, cv and svrg, the Fisher mass, the float chain, checkpoints, a burn-in
-/// and a model whose gradient Gibbs-samples latent variables. `sweep`, `sbc` and `tune` (no rank
-/// group) are refused the key altogether.
+/// other than exact, minibatch, cv and svrg, the Fisher mass, the float chain, a burn-in and a
+/// model whose gradient Gibbs-samples latent variables. `sweep`, `sbc` and `tune` (no rank group)
+/// are refused the key altogether.
 void check_data_parallel(const sgmcmc::RunConfig& config, const sgmcmc::RunSchedule& schedule, const sgmcmc::Model& model,
                          const std::string& model_name, bool have_ranks);
 
-/// Refuses --resume and --stop-after, which need checkpoints.
-void check_data_parallel_options(const RunOptions& options);
+/// Checkpoints (stage 3). The chain's whole state is replicated: θ, the integrator's and
+/// corrector's state, the stream, and the estimators' state (minibatch and exact: none beyond the
+/// stream; cv: its centre and the centre's full gradient, a reduced pass; svrg: its snapshot and
+/// the snapshot's reduced full gradient). A rank holds no part of its own (its rows are read
+/// again from the data), so every rank writes the same checkpoint, rank 0 into the run's folder.
+/// `--resume` reads that folder on every rank (the folder must be visible to every rank, as the
+/// configuration is): a worker copies its files into its scratch folder and continues them there.
+void copy_run_for_worker(const std::filesystem::path& folder, const std::filesystem::path& scratch);
+
+/// checkpoint.json's `data_parallel` record: {"ranks": P}.
+nlohmann::json data_parallel_checkpoint_record(std::size_t ranks);
+
+/// Refuses, naming checkpoint.json's data_parallel.ranks, to resume with another rank count than
+/// the run was checkpointed with: the batch's partial sums would be added in another order, so
+/// the chain would not continue bit for bit (the law is the same; the draws would differ by
+/// rounding, which an MH decision or a long chain can amplify).
+void check_resumed_ranks(const std::filesystem::path& folder, std::size_t ranks);
+
+/// Refuses --resume of a data-parallel run of `estimator` "saga": each rank's block of its table
+/// is its own, and the checkpoint the ranks resume from is rank 0's.
+void check_resumable_estimator(const std::string& estimator);

@@ -47,6 +47,8 @@ struct PreparedRun {
   bool allow_changed_data = false;    // --allow-changed-data: resume on data other than the run began with
   /// run.data_parallel: the manifest's `data_parallel` record, given the chain's iterations.
   std::function<nlohmann::json(std::uint64_t iterations)> data_parallel_record;
+  /// run.data_parallel: what checkpoint.json records of the job ({"ranks": P}), null otherwise.
+  nlohmann::json data_parallel_checkpoint;
 
   const std::shared_ptr<const sgmcmc::Model>& model() const { return built->model; }
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); }

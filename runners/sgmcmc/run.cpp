@@ -131,7 +131,6 @@ int run_command(const RunOptions& options) {
   fs::path out;
   std::optional<RunFolderLock> lock;
   const auto set_up = [&] {
-    if (parallel) check_data_parallel_options(options);
     run = prepare_run(std::move(loaded.config), loaded.source, options.plugin_dir, nullptr,
                       parallel ? parallel->ranks() : nullptr);
     run->allow_changed_data = options.allow_changed_data;
@@ -142,6 +141,12 @@ int run_command(const RunOptions& options) {
     check_run(*run);
     out = !speaks ? parallel->scratch() : options.resume ? *options.resume : create_output(options, loaded.label);
     lock.emplace(out);
+    if (parallel) run->data_parallel_checkpoint = data_parallel_checkpoint_record(parallel->ranks()->size());
+    if (parallel && options.resume) {  // every rank reads the run's folder; a worker continues a copy of its files
+      check_resumed_ranks(*options.resume, parallel->ranks()->size());
+      check_resumable_estimator(run->plan.chain.estimator);
+      if (!speaks) copy_run_for_worker(*options.resume, out);
+    }
     if (options.resume) {  // again under the lock: the run may have completed since
       if (const auto refusal = resume_refusal(out); !refusal.empty()) throw sgmcmc::Error("--resume: " + refusal);
     } else {
@@ -172,24 +177,26 @@ int run_command(const RunOptions& options) {
     const std::uint64_t burn_in = run->plan.burn_in ? run->plan.burn_in->iterations : 0;
     ProgressBar bar(schedule.chains * (burn_in + schedule.chain.warmup + schedule.chain.iterations), progress,
                     !options.quiet && speaks);
-    if (parallel) {
-      // No handler: a signal ends the ranks (mpirun passes it on), since ranks stopping at
-      // different iterations would wait on each other forever, and there is no checkpoint to keep.
-      outcome = parallel->or_abort([&] { return execute_run(*run, out, threads, &progress); });
-    } else {
-      // From here on Ctrl-C stops the chains with a checkpoint; before, there is nothing to keep.
-      catch_interruptions();
-      run->plan.schedule.chain.stop_requested = &stop_requested();
-      outcome = execute_run(*run, out, threads, &progress, options.resume.has_value());
-      stop_catching_interruptions();
-    }
+    // From here on Ctrl-C stops the chains with a checkpoint; before, there is nothing to keep.
+    // A signal reaches the ranks of a data-parallel job each at its own moment (mpirun, signalled,
+    // sends every rank SIGTERM; a user or a batch system may signal one rank): they agree through
+    // their gathers on the block end where all of them stop.
+    catch_interruptions();
+    run->plan.schedule.chain.stop_requested = parallel ? &parallel->stop_together(stop_requested()) : &stop_requested();
+    const bool resume = options.resume.has_value();
+    if (parallel)  // an error on one rank ends the job: the others would wait in the collective forever
+      outcome = parallel->or_abort([&] { return execute_run(*run, out, threads, &progress, resume); });
+    else
+      outcome = execute_run(*run, out, threads, &progress, resume);
+    stop_catching_interruptions();
   }
   if (!speaks) {  // a worker's files were the same as rank 0's: scratch
     lock.reset();
     fs::remove_all(out);
-    return outcome == RunOutcome::diverged ? exit_diverged : 0;
+    return outcome == RunOutcome::diverged ? exit_diverged : outcome == RunOutcome::interrupted ? exit_interrupted : 0;
   }
-  return report_run(*run, outcome, out, {options.quiet, options.stop_after, resume_command(options, out)});
+  const auto resume_with = (parallel ? fmt::format("mpirun -n {} ", parallel->cluster().size()) : "") + resume_command(options, out);
+  return report_run(*run, outcome, out, {options.quiet, options.stop_after, resume_with});
 }
 
 Command add_run_command(CLI::App& app) {

@@ -264,7 +264,7 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
     check_recorded_run(out, manifest["config"]);
     check_recorded_data(run, out, data_files, manifest);
   } else if (checkpoints) {
-    record_run(out, run.source, run.config, manifest["config"], data_files);
+    record_run(out, run.source, run.config, manifest["config"], data_files, run.data_parallel_checkpoint);
   }
   open_chain_files(run, out, manifest, resume);
   run_jobs(run.jobs, run.plan.schedule.chain, threads, progress);
@@ -277,7 +277,7 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
   if (!interrupted && any(&sgmcmc::ChainResult::stopped)) return RunOutcome::stopped;  // the checkpoints stay for --resume
   // Interrupted: what --resume needs (a run without checkpoints has no record yet) and, as for a
   // complete run, the metrics so far and a manifest that says so.
-  if (interrupted && !checkpoints && !resume) record_run(out, run.source, run.config, manifest["config"], data_files);
+  if (interrupted && !checkpoints && !resume) record_run(out, run.source, run.config, manifest["config"], data_files, run.data_parallel_checkpoint);
 
   std::vector<const ChainFiles*> files;
   for (const auto& job : run.jobs) files.push_back(job.files.get());
@@ -286,7 +286,9 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
   manifest["status"] = interrupted ? "interrupted" : any_diverged ? "diverged" : "complete";
   manifest["chains"] = manifest_chains(run);
   manifest["threads"] = threads;
-  if (run.data_parallel_record) manifest["data_parallel"] = run.data_parallel_record(run.jobs.front().result.iterations);
+  if (run.data_parallel_record)  // this run's communication: a resumed run's iterations since its checkpoint
+    manifest["data_parallel"] =
+        run.data_parallel_record(run.jobs.front().result.iterations - run.jobs.front().resumed_at);
   manifest["timings"] = {{"model_seconds", run.model_seconds},
                          {"model_shared", run.model_shared},
                          {"total_seconds", run.elapsed()},

@@ -149,12 +149,13 @@ std::vector<std::string> changed_data(const json& recorded_run, const json& now)
 }
 
 void record_run(const fs::path& out, const std::string& source, const sgmcmc::RunConfig& config, const json& resolved,
-                const json& data_files) {
+                const json& data_files, const json& data_parallel) {
   write_atomically(out / run_folder::config,
                    fmt::format("# The keys set for this run ({}), which `sgmcmc run --resume` rebuilds it from.\n{}",
                                source, sgmcmc::format_config(config)));
-  const json recorded = {
+  json recorded = {
       {"sgmcmc_version", SGMCMC_VERSION}, {"source", source}, {"config", resolved}, {"data_files", data_files}};
+  if (!data_parallel.is_null()) recorded["data_parallel"] = data_parallel;  // the rank count a resume needs
   write_atomically(out / run_folder::checkpoint_record, recorded.dump(2) + "\n");
 }
 

@@ -10,9 +10,11 @@
 import sgmcmc;
 
 /// config.toml (the keys set) and checkpoint.json (this sgmcmc's version, `source`, the
-/// `resolved` configuration and the fingerprints of its `data_files`), before any chain starts.
+/// `resolved` configuration, the fingerprints of its `data_files` and, for run.data_parallel, the
+/// job's `data_parallel` record), before any chain starts.
 void record_run(const std::filesystem::path& out, const std::string& source, const sgmcmc::RunConfig& config,
-                const nlohmann::json& resolved, const nlohmann::json& data_files);
+                const nlohmann::json& resolved, const nlohmann::json& data_files,
+                const nlohmann::json& data_parallel = nullptr);
 
 /// What a file the configuration names holds, cheaply told apart from any other content: its
 /// size, its modification time and the 64-bit XXH64 hash of its bytes (one pass at memory speed,

@@ -34,7 +34,8 @@ int report_run(const PreparedRun& run, RunOutcome outcome, const fs::path& out, 
     fmt::print(stderr,
                "sgmcmc: interrupted ({}): {}; the checkpoints, metrics.csv and manifest.json (status \"interrupted\") "
                "are in {}; continue with: {}\n",
-               interruption_name(), fmt::join(chains, ", "), out.string(), report.resume_command);
+               *interruption_name() ? interruption_name() : "a signal to another rank", fmt::join(chains, ", "),
+               out.string(), report.resume_command);
     return exit_interrupted;
   }
   const bool any_diverged = outcome == RunOutcome::diverged;

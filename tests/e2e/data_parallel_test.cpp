@@ -2,20 +2,31 @@
 // across the ranks, each rank holding only its rows (simulated or mapped from a .npy file), gives
 // the one-process draws (bit for bit with one rank, to rounding with two and four), rank 0 alone
 // writes the folder and records the rows each rank holds and the communication, and what is not
-// split is refused at start-up with its key.
+// split is refused at start-up with its key. Checkpoints: stopped (--stop-after, SIGTERM) or with
+// a rank killed, a 2-rank job resumes bit for bit, and refuses another rank count. Under 2 ranks,
+// exact + mala + mh samples the gaussian model's closed-form posterior.
 #include <catch2/catch.hpp>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
+#include <sys/wait.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <xtensor/xtensor.hpp>
+#include <xtensor-blas/xlinalg.hpp>
 
+#include "gaussian_fixture.hpp"
 #include "mpi_support.hpp"
+#include "statistics.hpp"
 #include "support.hpp"
 
 import sgmcmc;
@@ -84,6 +95,15 @@ std::string logistic_npy_run(const fs::path& npy, const std::string& sampler) {
   return fmt::format("[model]\nname = \"logistic\"\ndata = \"{}\"\nlabels = \"-1/+1\"\n\n{}\n[run]\nwarmup = 0\n"
                      "iterations = 300\nthin = 1\nchains = 1\nseed = 7\neval_every = 100\nlp = true\n",
                      npy.string(), sampler);
+}
+
+/// Makes `dir`/t this test's temporary folder (TMPDIR, which mpirun and the ranks inherit), so
+/// that the ranks' scratch folders (sgmcmc-run-PID-rank-R) a test looks for, signals or removes
+/// are those of its own jobs, never those of a test ctest runs beside it.
+void own_temporary_folder(const test::TempDir& dir) {
+  const auto folder = dir.path() / "t";
+  fs::create_directories(folder);
+  REQUIRE(setenv("TMPDIR", folder.c_str(), 1) == 0);
 }
 
 /// `mpirun -n ranks sgmcmc run --config file --out out --set run.data_parallel=true`.
@@ -202,9 +222,10 @@ TEST_CASE("a data-parallel run's folder is rank 0's, and its manifest records th
   // What each rank's model holds, gathered: its half of the simulated training rows.
   CHECK(record["rows_per_rank"] == std::vector<std::size_t>{items / 2, items - items / 2});
   // Per iteration: one gather of the minibatch gradient (d doubles) and, for lp__, one of the
-  // potential (1 double); each gather of m doubles sends m and receives m from the other rank.
+  // potential (1 double), each carrying one more double, the rank's stop flag (SIGTERM); a gather
+  // of m + 1 doubles on 2 ranks counts 2·(m + 1).
   CHECK(record["reductions_per_iteration"] == 2.0);
-  CHECK(record["bytes_per_iteration"] == static_cast<double>(2 * (d + 1) * sizeof(double)));
+  CHECK(record["bytes_per_iteration"] == static_cast<double>(2 * (d + 1 + 2) * sizeof(double)));
   CHECK(record["communication_seconds_per_iteration"].get<double>() >= 0.0);
   CHECK(manifest["chains"][0]["iterations"] == 300);
   // The run's files once, in its folder; the other rank's scratch copy is gone.
@@ -218,9 +239,10 @@ TEST_CASE("run.data_parallel refuses what stage 1 does not split, once and namin
   const std::pair<std::string, std::string> refusals[] = {
       {"--set model.name=mlp --set estimator.name=saga",
        "estimator.name: 'saga' on a model without the glm-gradients capability is not yet supported"},
+      {"--set estimator.name=saga --set run.checkpoint_every=100",
+       "run.checkpoint_every: checkpointing saga is not yet supported"},
       {"--set run.chains=2", "run.chains: 2 chains is not yet supported with run.data_parallel"},
       {"--set integrator.mass=fisher --set integrator.metric=dense", "integrator.mass: a mass computed from the data"},
-      {"--set run.checkpoint_every=100", "run.checkpoint_every: checkpointing is not yet supported"},
       {"--set model.n=10 --set model.test_size=9", "1 training rows cannot be shared by 2 ranks of a data-parallel run"}};
   for (const auto& [settings, message] : refusals) {
     const auto result = data_parallel_run(2, file, dir.path() / "refused", settings);
@@ -287,14 +309,8 @@ TEST_CASE("a data-parallel run whose model's Gibbs step changes the data terms e
   // stage 1 does not reduce. The model interface does not declare it, so the refusal comes at the
   // first such step (gibbs_every = 1: the first iteration), on every rank, through MPI_Abort.
   test::TempDir dir;
+  own_temporary_folder(dir);  // the aborted job's scratch folders go with it
   const auto out = dir.path() / "pmf";
-  const auto scratch_folders = [] {  // the ranks' scratch folders, which an aborted job leaves
-    std::vector<fs::path> folders;
-    for (const auto& entry : fs::directory_iterator(fs::temp_directory_path()))
-      if (entry.path().filename().string().starts_with("sgmcmc-run-")) folders.push_back(entry.path());
-    return folders;
-  };
-  const auto before = scratch_folders();
   const auto result = test::mpi_cli(2, "run --quiet --preset pmf-sgld --out '" + out.string() +
                                            "' --set run.data_parallel=true --set run.iterations=20 --set run.thin=10 "
                                            "--set model.gibbs_every=1 --set model.noise_prior_shape=2");
@@ -303,8 +319,271 @@ TEST_CASE("a data-parallel run whose model's Gibbs step changes the data terms e
   CHECK_THAT(result.output, Contains("changed its data terms: a Gibbs step that reads the data (pmf's noise precision τ, "
                                      "say) is not yet supported with run.data_parallel"));
   CHECK(!fs::exists(out / "manifest.json"));
+}
+
+namespace {
+
+// Checkpoints and resume (stage 3). A data-parallel chain's state is replicated (θ, the stream,
+// the integrator's, corrector's and estimator's state, cv's centre gradient being a reduced
+// pass), so a resumed 2-rank job continues bit for bit what the uninterrupted 2-rank job wrote:
+// chain-1.csv byte for byte (but its elapsed-time comments) and metrics.csv but its seconds.
+
+/// Logistic regression on 2,000 simulated rows, one chain of `iterations` with lp__ and a
+/// checkpoint every 100 iterations.
+std::string checkpointed_run(const std::string& sampler, std::uint64_t iterations, std::uint64_t thin = 1) {
+  return fmt::format("[model]\nname = \"logistic\"\nn = 2000\n\n{}\n[run]\nwarmup = 0\niterations = {}\nthin = {}\n"
+                     "chains = 1\nseed = 7\neval_every = 100\nlp = true\ncheckpoint_every = 100\n",
+                     sampler, iterations, thin);
+}
+
+// OBABO (Garriga-Alonso & Fortuin 2021) with minibatch kicks and an MH test every 10 steps on
+// exact endpoints: the corrector's block state (the block's first θ, momentum and U) is part of
+// the checkpoint, which is taken only where a block ends.
+const std::string obabo_mh =
+    "[estimator]\nname = \"minibatch\"\nbatch_size = 200\n[integrator]\nname = \"obabo\"\nstep_size = 2e-4\n"
+    "friction = 100.0\n[corrector]\nname = \"mh\"\nevery = 10\nexact_endpoints = true\n";
+
+/// What a resumed run must reproduce: the draws without their elapsed-time lines, the metrics
+/// without their seconds.
+std::vector<std::string> outputs(const fs::path& folder) {
+  return {test::draws_without_elapsed_time(folder / "chain-1.csv"),
+          test::without_seconds(test::read_text(folder / "metrics.csv"))};
+}
+
+/// `mpirun -n ranks sgmcmc run --resume folder`.
+test::CliResult resume_run(int ranks, const fs::path& folder) {
+  return test::mpi_cli(ranks, "run --quiet --resume '" + folder.string() + "'");
+}
+
+/// The argument vector of `[timeout] mpirun -n 2 sgmcmc run --config file --out out ...`, for a job
+/// started in the background (test::spawn); timeout ends a job that hangs (exit 124), else
+/// ctest's time limit does (tests/CMakeLists.txt).
+std::vector<std::string> background_job(const fs::path& file, const fs::path& out, bool under_timeout) {
+  std::vector<std::string> arguments;
+  if (under_timeout) arguments = {"/usr/bin/timeout", "-k", "10", "300"};
+  for (const auto& word : test::mpi_launcher(2)) arguments.push_back(word);
+  for (const std::string word : {std::string(SGMCMC_CLI), std::string("run"), std::string("--quiet"),
+                                 std::string("--config"), file.string(), std::string("--out"), out.string(),
+                                 std::string("--set"), std::string("run.data_parallel=true")})
+    arguments.push_back(word);
+  return arguments;
+}
+
+/// The ranks' scratch folders in the temporary folder (sgmcmc-run-PID-rank-R).
+std::vector<fs::path> scratch_folders() {
+  std::vector<fs::path> folders;
+  for (const auto& entry : fs::directory_iterator(fs::temp_directory_path()))
+    if (entry.path().filename().string().starts_with("sgmcmc-run-")) folders.push_back(entry.path());
+  return folders;
+}
+
+}  // namespace
+
+TEST_CASE("a data-parallel run stopped after a checkpoint and resumed on 2 ranks writes the uninterrupted run's files") {
+  for (const auto& [label, sampler, thin] : {std::tuple{"minibatch + sgld", minibatch_sgld, 1},
+                                             std::tuple{"cv + sgld", cv_sgld, 1},
+                                             std::tuple{"minibatch + obabo + mh", obabo_mh, 10}}) {
+    INFO(label);
+    test::TempDir dir;
+    const auto file = dir.write("run.toml", checkpointed_run(sampler, 300, static_cast<std::uint64_t>(thin)));
+    const auto whole = data_parallel_run(2, file, dir.path() / "whole");
+    INFO(whole.output);
+    REQUIRE(whole.exit_code == 0);
+    const auto out = dir.path() / "stopped";
+    const auto stopped = data_parallel_run(2, file, out, "--stop-after 200");
+    INFO(stopped.output);
+    REQUIRE(stopped.exit_code == 0);
+    CHECK_THAT(stopped.output, Contains("continue with: mpirun -n 2 sgmcmc run --resume"));
+    REQUIRE(fs::exists(out / "checkpoint-1.bin"));
+    CHECK(!fs::exists(out / "manifest.json"));
+    CHECK(nlohmann::json::parse(test::read_text(out / "checkpoint.json"))["data_parallel"]["ranks"] == 2);
+
+    // Another rank count is refused before anything is touched, naming the file and the key.
+    for (const int ranks : {1, 3}) {
+      const auto other = resume_run(ranks, out);
+      INFO(other.output);
+      CHECK(other.exit_code == 2);
+      CHECK_THAT(other.output, Contains("checkpoint.json: data_parallel.ranks = 2: the run was checkpointed by a job of 2 "
+                                        "ranks, and this job has " + std::to_string(ranks)));
+    }
+    const auto resumed = resume_run(2, out);
+    INFO(resumed.output);
+    REQUIRE(resumed.exit_code == 0);
+    CHECK(outputs(out) == outputs(dir.path() / "whole"));
+    const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+    CHECK(manifest["status"] == "complete");
+    CHECK(manifest["chains"][0]["resumed_at_iteration"] == 200);
+    CHECK(manifest["data_parallel"]["iterations"] == 100);  // this run's part
+    CHECK(!fs::exists(out / "checkpoint-1.bin"));
+    if (label == std::string("minibatch + obabo + mh")) {  // both branches of the MH test were taken
+      const auto draws = draws_of(out);
+      const auto accepted = std::count_if(draws.rows.begin(), draws.rows.end(), [](const auto& row) { return row[4] == 1.0; });
+      CHECK(accepted > 0);
+      CHECK(accepted < static_cast<std::ptrdiff_t>(draws.rows.size()));
+    }
+  }
+}
+
+namespace {
+
+/// The process id of rank 1 of the job started after `before` was listed, from its scratch
+/// folder's name (sgmcmc-run-PID-rank-1), or 0 while it has none.
+pid_t rank_1_pid(const std::vector<fs::path>& before) {
   for (const auto& folder : scratch_folders())
-    if (std::find(before.begin(), before.end(), folder) == before.end()) fs::remove_all(folder);
+    if (std::find(before.begin(), before.end(), folder) == before.end() && folder.filename().string().ends_with("-rank-1"))
+      return static_cast<pid_t>(std::stol(folder.filename().string().substr(std::string("sgmcmc-run-").size())));
+  return 0;
+}
+
+/// Waits (at most two minutes) until `ready()` holds or `job` ended; true when ready first.
+template <class Ready>
+bool wait_until(pid_t job, Ready ready) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(2);
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() > deadline || waitpid(job, nullptr, WNOHANG) == job) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("SIGTERM to a data-parallel job or to one rank: every rank stops at the same block end, and 2 ranks resume it bit for bit") {
+  test::TempDir dir;
+  own_temporary_folder(dir);
+  const auto file = dir.write("run.toml", checkpointed_run(obabo_mh, 20000, 10));
+  const auto whole = data_parallel_run(2, file, dir.path() / "whole");
+  INFO(whole.output);
+  REQUIRE(whole.exit_code == 0);
+
+  // To the job: to mpirun itself (GNU timeout would send it twice, to mpirun and to its process
+  // group, and mpirun signalled twice sometimes ended at once, losing the ranks' output: seen once
+  // in a suite run). Open MPI's mpirun (4.1.4, measured) then ends the job: SIGTERM to every rank odls_base_sigkill_timeout seconds later (1 by default), SIGKILL
+  // as long after that; the ranks stop at a block's end well within that second. The ranks get it
+  // nearly at once, so they would mostly stop together even without agreeing; a signal to rank 1
+  // alone (as a batch system or a user may send) shows that they agree: rank 1 stopping on its
+  // own would leave rank 0 waiting in the gather until mpirun ends the job, without its manifest.
+  for (const bool to_rank_1 : {false, true}) {
+    INFO((to_rank_1 ? "SIGTERM to rank 1 alone" : "SIGTERM to mpirun"));
+    const auto before = scratch_folders();
+    const auto out = dir.path() / (to_rank_1 ? "rank-1" : "job"), log = dir.path() / (to_rank_1 ? "rank-1.log" : "job.log");
+    const pid_t job = test::spawn(background_job(file, out, false), log.string());
+    REQUIRE(job > 0);
+    pid_t rank_1 = 0;
+    REQUIRE(wait_until(job, [&] {
+      std::error_code absent;
+      if (to_rank_1 && rank_1 == 0) rank_1 = rank_1_pid(before);
+      return (!to_rank_1 || rank_1 != 0) && fs::file_size(out / "chain-1.csv", absent) > 4096 && !absent;
+    }));
+    REQUIRE(kill(to_rank_1 ? rank_1 : job, SIGTERM) == 0);
+    int status = 0;
+    REQUIRE(waitpid(job, &status, 0) == job);
+    const auto said = test::read_text(log);
+    INFO(said);
+    CHECK(WIFEXITED(status));
+    // The ranks stopped, each with 130, which mpirun passes on; when it was signalled itself it
+    // reports the job's end as 1.
+    CHECK(WEXITSTATUS(status) == (to_rank_1 ? 130 : 1));
+    CHECK_THAT(said, Contains(to_rank_1 ? "sgmcmc: interrupted (a signal to another rank): chain 1 at iteration"
+                                        : "sgmcmc: interrupted (SIGTERM): chain 1 at iteration"));
+    CHECK_THAT(said, Contains("continue with: mpirun -n 2 sgmcmc run --resume " + out.string()));
+    const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
+    CHECK(manifest["status"] == "interrupted");
+    const std::uint64_t stopped_at = manifest["chains"][0]["iterations"];
+    CHECK(stopped_at % 10 == 0);  // a block's end
+    CHECK(stopped_at < 20000);
+    REQUIRE(fs::exists(out / "checkpoint-1.bin"));
+
+    const auto resumed = resume_run(2, out);
+    INFO(resumed.output);
+    REQUIRE(resumed.exit_code == 0);
+    CHECK(outputs(out) == outputs(dir.path() / "whole"));
+    CHECK(nlohmann::json::parse(test::read_text(out / "manifest.json"))["chains"][0]["resumed_at_iteration"] == stopped_at);
+  }
+}
+
+TEST_CASE("one rank of a data-parallel job killed with SIGKILL ends the job, and 2 ranks resume it from its last checkpoint") {
+  // Open MPI's mpirun ends the job when a rank dies (it kills the others): the survivor does not
+  // wait in the collective for it (timeout would end the job with 124).
+  test::TempDir dir;
+  own_temporary_folder(dir);  // the killed rank's scratch folder stays behind in it
+  const auto file = dir.write("run.toml", checkpointed_run(minibatch_sgld, 3000));
+  const auto whole = data_parallel_run(2, file, dir.path() / "whole");
+  INFO(whole.output);
+  REQUIRE(whole.exit_code == 0);
+
+  const auto before = scratch_folders();
+  const auto out = dir.path() / "killed", log = dir.path() / "killed.log";
+  const pid_t job = test::spawn(background_job(file, out, true), log.string());
+  REQUIRE(job > 0);
+  // Killed once the first checkpoint is written and the chain has gone on beyond it.
+  pid_t rank_1 = 0;
+  REQUIRE(wait_until(job, [&] {
+    std::error_code absent;
+    if (rank_1 == 0) rank_1 = rank_1_pid(before);
+    return rank_1 != 0 && fs::exists(out / "checkpoint-1.bin") && fs::file_size(out / "chain-1.csv", absent) > 200000 &&
+           !absent;
+  }));
+  REQUIRE(rank_1 != 0);
+  REQUIRE(kill(rank_1, SIGKILL) == 0);
+  int status = 0;
+  REQUIRE(waitpid(job, &status, 0) == job);
+  const auto said = test::read_text(log);
+  INFO(said);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) != 0);
+  CHECK(WEXITSTATUS(status) != 124);  // ended by mpirun, not by timeout
+  CHECK_THAT(said, Contains("exited on signal 9"));
+  CHECK(!fs::exists(out / "manifest.json"));
+
+  const auto resumed = resume_run(2, out);
+  INFO(resumed.output);
+  REQUIRE(resumed.exit_code == 0);
+  CHECK(outputs(out) == outputs(dir.path() / "whole"));
+  CHECK(nlohmann::json::parse(test::read_text(out / "manifest.json"))["chains"][0]["resumed_at_iteration"].get<int>() > 0);
+}
+
+TEST_CASE("exact + mala + mh on 2 ranks samples the closed-form posterior of Bayesian linear regression") {
+  // Quantity: each coefficient's posterior mean and variance, from 10,000 draws of a chain
+  // whose data terms (every potential and gradient: the exact estimator, MH's endpoints) are split
+  // across 2 ranks. Reference: the closed form N(μ, A⁻¹) of the gaussian model (Bishop 2006,
+  // eq. 3.53-3.54; tests/gaussian_posterior.cpp, computed independently of the plugin and of the
+  // chain). MALA with an MH test every step (Roberts & Tweedie 1996) leaves it invariant, so the
+  // sample moments differ from it by Monte Carlo error alone.
+  // Tolerance: by the Markov chain CLT, (x̄ - μ_j)/se_j is about N(0, 1), se_j estimated by 100
+  // batch means (Flegal & Jones 2010; batches of 100 draws, beyond this chain's integrated
+  // autocorrelation time of about 9 steps, measured, so the batch means are nearly independent
+  // and se_j's own relative error is about 1/sqrt(2·99) = 7%). |Z| > 5 has probability 5.7e-7,
+  // so the 6 checks (3 means, 3 variances, the variance's se by batch means of (x - x̄)²) fail by
+  // chance with probability below 2e-5 even with se underestimated by 7% (6 × P(|Z| > 4.67)). A
+  // chain that sampled another law fails: with rank 1's part left out of the sum (the posterior
+  // of rank 0's rows alone) the variances came out twice A⁻¹'s, 11 se away, and one mean 23 se.
+  test::GaussianFixture fixture(1000, 3);
+  const auto data = fixture.dir.path() / "data.csv";
+  const auto file = fixture.dir.write(
+      "run.toml", fmt::format("[model]\nname = \"gaussian\"\ndata = \"{}\"\ntest_size = 0\nnoise_sd = {}\nprior_sd = {}\n"
+                              "[estimator]\nname = \"exact\"\n[integrator]\nname = \"mala\"\nstep_size = 1e-4\n"
+                              "[corrector]\nname = \"mh\"\nevery = 1\n[run]\nwarmup = 500\niterations = 10000\nthin = 1\n"
+                              "chains = 1\nseed = 3\neval_every = 1000\n",
+                              data.string(), test::GaussianFixture::noise_sd, test::GaussianFixture::prior_sd));
+  const auto out = fixture.dir.path() / "two";
+  const auto result = data_parallel_run(2, file, out);
+  INFO(result.output);
+  REQUIRE(result.exit_code == 0);
+  const auto draws = draws_of(out);
+  REQUIRE(draws.rows.size() == 10000);
+  const std::size_t dim = 3, first = draws.columns.size() - dim;  // the coefficients come last
+  for (std::size_t j = 0; j < dim; ++j) {
+    std::vector<double> values;
+    for (const auto& row : draws.rows) values.push_back(row[first + j]);
+    const double mean = test::mean(values), se = test::batch_means_se(values);
+    const double variance = test::variance(values), variance_se = test::variance_se(values);
+    const double exact_variance = xt::linalg::inv(fixture.precision)(j, j);
+    INFO(draws.columns[first + j] << ": mean " << mean << " (exact " << fixture.mean(j) << ", se " << se << "), variance "
+                                  << variance << " (exact " << exact_variance << ", se " << variance_se << ")");
+    CHECK(std::abs(mean - fixture.mean(j)) <= 5 * se);
+    CHECK(std::abs(variance - exact_variance) <= 5 * variance_se);
+  }
 }
 
 #else
