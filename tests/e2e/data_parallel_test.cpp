@@ -328,12 +328,13 @@ namespace {
 // pass), so a resumed 2-rank job continues bit for bit what the uninterrupted 2-rank job wrote:
 // chain-1.csv byte for byte (but its elapsed-time comments) and metrics.csv but its seconds.
 
-/// Logistic regression on 2,000 simulated rows, one chain of `iterations` with lp__ and a
+/// Logistic regression on `rows` simulated rows, one chain of `iterations` with lp__ and a
 /// checkpoint every 100 iterations.
-std::string checkpointed_run(const std::string& sampler, std::uint64_t iterations, std::uint64_t thin = 1) {
-  return fmt::format("[model]\nname = \"logistic\"\nn = 2000\n\n{}\n[run]\nwarmup = 0\niterations = {}\nthin = {}\n"
+std::string checkpointed_run(const std::string& sampler, std::uint64_t iterations, std::uint64_t thin = 1,
+                             std::size_t rows = 2000) {
+  return fmt::format("[model]\nname = \"logistic\"\nn = {}\n\n{}\n[run]\nwarmup = 0\niterations = {}\nthin = {}\n"
                      "chains = 1\nseed = 7\neval_every = 100\nlp = true\ncheckpoint_every = 100\n",
-                     sampler, iterations, thin);
+                     rows, sampler, iterations, thin);
 }
 
 // OBABO (Garriga-Alonso & Fortuin 2021) with minibatch kicks and an MH test every 10 steps on
@@ -451,7 +452,9 @@ bool wait_until(pid_t job, Ready ready) {
 TEST_CASE("SIGTERM to a data-parallel job or to one rank: every rank stops at the same block end, and 2 ranks resume it bit for bit") {
   test::TempDir dir;
   own_temporary_folder(dir);
-  const auto file = dir.write("run.toml", checkpointed_run(obabo_mh, 20000, 10));
+  // 50,000 rows: the job runs for seconds (5.5 s on an idle machine, measured), well beyond the
+  // second mpirun waits before it passes a SIGTERM on; with 2,000 rows it could end first (0.7 s).
+  const auto file = dir.write("run.toml", checkpointed_run(obabo_mh, 20000, 10, 50000));
   const auto whole = data_parallel_run(2, file, dir.path() / "whole");
   INFO(whole.output);
   REQUIRE(whole.exit_code == 0);
