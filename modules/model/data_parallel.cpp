@@ -107,18 +107,24 @@ public:
   /// out[k] ← s_{items[k]}(θ) from the rank that owns the item: picked, not summed, so exact.
   void glm_scalars(std::span<const double> theta, std::span<const std::size_t> items, std::span<double> out,
                    Workspace& workspace) const override {
-    std::vector<std::size_t> positions;
-    std::vector<std::size_t> mine;
+    // In the scratch buffers (no allocation per call once they have grown: saga and cv call this
+    // every iteration): the owned items' positions in the batch, then their scalars.
+    auto& positions = positions_;
+    positions.clear();
+    mine_.items.clear();
     for (std::size_t k = 0; k < items.size(); ++k)
       if (owns(items[k])) {
         positions.push_back(k);
-        mine.push_back(items[k] - offset_);
+        mine_.items.push_back(items[k] - offset_);
       }
-    std::vector<double> scalars(mine.size());
-    model_->glm_scalars(theta, mine, scalars, workspace);
-    std::vector<double> part(items.size(), 0.0);
-    for (std::size_t k = 0; k < mine.size(); ++k) part[positions[k]] = scalars[k];
-    std::vector<double> all(size_ * items.size());
+    auto& scalars = total_;
+    scalars.resize(mine_.items.size());
+    model_->glm_scalars(theta, mine_.items, scalars, workspace);
+    auto& part = part_;
+    part.assign(items.size(), 0.0);
+    for (std::size_t k = 0; k < positions.size(); ++k) part[positions[k]] = scalars[k];
+    auto& all = all_;
+    all.resize(size_ * items.size());
     gather(part, all);
     for (std::size_t k = 0; k < items.size(); ++k) out[k] = all[owner(items[k]) * items.size() + k];
   }
@@ -240,6 +246,7 @@ private:
   // Scratch reused by every evaluation, so that a step allocates nothing here once the buffers
   // have grown: one decorator serves one chain on one thread (the interface's contract).
   mutable OwnedItems mine_;
+  mutable std::vector<std::size_t> positions_;
   mutable std::vector<double> part_, all_, total_;
 };
 
