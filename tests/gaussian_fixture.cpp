@@ -34,8 +34,9 @@ GaussianFixture::GaussianFixture(std::size_t rows, std::size_t dim)
   auto config = sgmcmc::parse_config(fmt::format("[model]\ndata = \"{}\"\ntest_size = 0\nnoise_sd = {}\nprior_sd = {}\n",
                                                  path.string(), noise_sd, prior_sd),
                                      "fixture.toml");
-  model = plugin.create({config["model"], 1});
-  config["model"].reject_unknown_keys();
+  sgmcmc::SectionReads reads;
+  model = plugin.create({sgmcmc::SectionReader(config["model"], reads), 1});
+  sgmcmc::reject_unknown_keys(config["model"], reads);
   auto posterior = gaussian_posterior(x, y, noise_sd, prior_sd);
   precision = std::move(posterior.precision);
   mean = std::move(posterior.mean);

@@ -31,8 +31,9 @@ inline const sgmcmc::LoadedPlugin& bundled_plugin(const std::string& name) {
 inline std::shared_ptr<const sgmcmc::Model> build_model(const std::string& name, const std::string& model_lines,
                                                         std::uint64_t seed = 1) {
   auto config = sgmcmc::parse_config("[model]\n" + model_lines, "test.toml");
-  auto model = bundled_plugin(name).create({config["model"], seed});
-  config["model"].reject_unknown_keys();
+  sgmcmc::SectionReads reads;
+  auto model = bundled_plugin(name).create({sgmcmc::SectionReader(config["model"], reads), seed});
+  sgmcmc::reject_unknown_keys(config["model"], reads);
   return model;
 }
 

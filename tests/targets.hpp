@@ -62,8 +62,9 @@ struct ChainRun {
 inline ChainRun run_chain(std::shared_ptr<const sgmcmc::Model> model, const std::string& toml, std::uint64_t iterations,
                           std::uint64_t thin = 1, std::uint64_t seed = 2024, std::uint64_t warmup = 0) {
   auto config = sgmcmc::parse_config(toml, "test.toml");
-  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
-  for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
+  sgmcmc::ConfigReads reads;
+  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain({config, reads}, *model), model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
+  for (const auto& [name, section] : config.sections) sgmcmc::reject_unknown_keys(section, reads[name]);
   ChainRun run;
   run.result = chain->run({.warmup = warmup, .iterations = iterations, .thin = thin, .eval_every = iterations}, run.draws);
   return run;

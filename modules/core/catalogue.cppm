@@ -73,7 +73,7 @@ std::vector<std::string> all_keys(const std::vector<CatalogueEntry<Reader>>& cat
 /// The entry named by `section.name` (or `fallback`), or an Error that lists the known names.
 template <class Reader>
 const CatalogueEntry<Reader>& choose(const std::vector<CatalogueEntry<Reader>>& catalogue,
-                                      const Settings& section, const std::string& fallback) {
+                                      SectionReader section, const std::string& fallback) {
   const std::string wanted = section.text("name", fallback);
   std::vector<std::string> names;
   for (const auto& entry : catalogue) {

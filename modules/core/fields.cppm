@@ -58,7 +58,7 @@ struct Field {
   KeyDoc shown;
   /// Reads the key into P, keeping P's value when the key is unset; a value of the wrong type, or
   /// one the key can never take, is an Error naming the key and where it was set.
-  std::function<void(const Settings&, P&)> read;
+  std::function<void(SectionReader, P&)> read;
   /// "" when P's value is acceptable, else "expected …, found …". Run after `read`, and on a struct
   /// built in code (check_fields); it may look at members of P read before this key.
   std::function<std::string(const P&)> problem = {};
@@ -77,7 +77,7 @@ inline std::string violation(const Constraint& constraint, double value) {
 template <class P>
 Field<P> number_field(std::string key, double P::*member, std::string doc, Constraint constraint = {}) {
   return {{key, default_text(P{}.*member), constraint.summary, std::move(doc)},
-          [key, member](const Settings& section, P& p) { p.*member = section.number(key, p.*member); },
+          [key, member](SectionReader section, P& p) { p.*member = section.number(key, p.*member); },
           [member, constraint](const P& p) { return violation(constraint, p.*member); }};
 }
 
@@ -87,7 +87,7 @@ template <class P>
 Field<P> number_field(std::string key, std::optional<double> P::*member, std::function<double(const P&)> fallback,
                 std::string shown_default, std::string doc, Constraint constraint = {}) {
   return {{key, std::move(shown_default), constraint.summary, std::move(doc)},
-          [key, member, fallback](const Settings& section, P& p) {
+          [key, member, fallback](SectionReader section, P& p) {
             p.*member = section.number(key, (p.*member).value_or(fallback(p)));
           },
           [member, fallback, constraint](const P& p) { return violation(constraint, (p.*member).value_or(fallback(p))); }};
@@ -98,7 +98,7 @@ Field<P> number_field(std::string key, std::optional<double> P::*member, std::fu
 template <class P, class Integer>
 Field<P> integer_field(std::string key, Integer P::*member, std::string doc, Constraint constraint = {}) {
   return {{key, default_text(static_cast<std::int64_t>(P{}.*member)), constraint.summary, std::move(doc)},
-          [key, member, constraint](const Settings& section, P& p) {
+          [key, member, constraint](SectionReader section, P& p) {
             const std::int64_t value = section.integer(key, static_cast<std::int64_t>(p.*member));
             if (const std::string problem = violation(constraint, static_cast<double>(value)); !problem.empty())
               throw Error(fmt::format("{}: {}", section.describe(key), problem));
@@ -111,7 +111,7 @@ Field<P> integer_field(std::string key, Integer P::*member, std::string doc, Con
 template <class P>
 Field<P> flag_field(std::string key, bool P::*member, std::string doc) {
   return {{key, default_text(P{}.*member), "", std::move(doc)},
-          [key, member](const Settings& section, P& p) { p.*member = section.flag(key, p.*member); }};
+          [key, member](SectionReader section, P& p) { p.*member = section.flag(key, p.*member); }};
 }
 
 /// "a, b, c": the names of a choice key's values.
@@ -126,7 +126,7 @@ std::string choice_names(const std::vector<std::pair<std::string, Value>>& choic
 /// unknown name is an Error naming the key, where it was set and the known names. choice_field
 /// reads with it; a choice whose default depends on another key calls it itself.
 template <class Value>
-Value read_choice(const Settings& section, const std::string& key,
+Value read_choice(SectionReader section, const std::string& key,
                   const std::vector<std::pair<std::string, Value>>& choices, const Value& in_force) {
   std::string in_force_name;
   for (const auto& [name, value] : choices)
@@ -144,7 +144,7 @@ Field<P> choice_field(std::string key, Value P::*member, std::vector<std::pair<s
   for (const auto& [name, value] : choices)
     if (value == P{}.*member) shown_default = name;
   return {{key, shown_default, choice_names(choices), std::move(doc)},
-          [key, member, choices](const Settings& section, P& p) { p.*member = read_choice(section, key, choices, p.*member); }};
+          [key, member, choices](SectionReader section, P& p) { p.*member = read_choice(section, key, choices, p.*member); }};
 }
 
 /// `table`, the table of the struct P holds as `part`, as keys of P: `nested<P>(&P::schedule, table)`
@@ -153,7 +153,7 @@ template <class P, class Part>
 FieldTable<P> nested(std::type_identity_t<Part P::*> part, const FieldTable<Part>& table) {
   FieldTable<P> lifted;
   for (const auto& field : table) {
-    Field<P> outer{field.shown, [part, read = field.read](const Settings& section, P& p) { read(section, p.*part); }};
+    Field<P> outer{field.shown, [part, read = field.read](SectionReader section, P& p) { read(section, p.*part); }};
     if (field.problem) outer.problem = [part, problem = field.problem](const P& p) { return problem(p.*part); };
     lifted.push_back(std::move(outer));
   }
@@ -173,7 +173,7 @@ FieldTable<P> concat(std::initializer_list<FieldTable<P>> tables) {
 /// model or the data filled in): each key read in the table's order and checked as soon as it is
 /// read; the error names the key and where it was set.
 template <class P>
-P read_fields_from(const FieldTable<P>& table, const Settings& section, P start) {
+P read_fields_from(const FieldTable<P>& table, SectionReader section, P start) {
   for (const auto& field : table) {
     field.read(section, start);
     if (!field.problem) continue;
@@ -191,7 +191,7 @@ template <class P, class Integer>
 Field<P> seeded_integer_field(std::string key, std::optional<Integer> P::*member, std::string shown_default,
                               std::string doc, Constraint constraint) {
   return {{key, std::move(shown_default), constraint.summary, std::move(doc)},
-          [key, member, constraint](const Settings& section, P& p) {
+          [key, member, constraint](SectionReader section, P& p) {
             if (!(p.*member) && !section.contains(key)) return;
             const std::int64_t value = section.integer(key, static_cast<std::int64_t>((p.*member).value_or(0)));
             if (const std::string problem = violation(constraint, static_cast<double>(value)); !problem.empty())
@@ -209,7 +209,7 @@ template <class P>
 Field<P> fallback_flag_field(std::string key, std::optional<bool> P::*member, std::function<bool(const P&)> fallback,
                              std::string shown_default, std::string doc) {
   return {{key, std::move(shown_default), "", std::move(doc)},
-          [key, member, fallback](const Settings& section, P& p) {
+          [key, member, fallback](SectionReader section, P& p) {
             p.*member = section.flag(key, (p.*member).value_or(fallback(p)));
           }};
 }
@@ -217,7 +217,7 @@ Field<P> fallback_flag_field(std::string key, std::optional<bool> P::*member, st
 /// The struct `section` describes: each key read in the table's order and checked as soon as it is
 /// read; the error names the key and where it was set.
 template <class P>
-P read_fields(const FieldTable<P>& table, const Settings& section) {
+P read_fields(const FieldTable<P>& table, SectionReader section) {
   return read_fields_from(table, section, P{});
 }
 

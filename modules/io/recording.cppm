@@ -55,7 +55,7 @@ FieldTable<OutputOptions> output_fields();
 
 /// Reads [output] through output_fields and selects the parameters written. Errors name the key
 /// and where it was set; a pattern that matches no parameter is one.
-OutputOptions read_output_options(const Settings& output, const Model& model);
+OutputOptions read_output_options(SectionReader output, const Model& model);
 
 std::string gradient_source_name(GradientSource source);
 
@@ -69,7 +69,7 @@ inline constexpr std::string_view gradient_column_prefix = "grad_lp.";
 /// The estimator of the recorded gradients, read for `model`: `estimator` copies the run's
 /// [estimator] (`estimator_section`), `cv` reads its cv keys (batch_size, sampling, centre, sgd_*;
 /// their defaults when absent), `exact` none; empty for `none`.
-EstimatorRecipe gradient_recipe(GradientSource source, const Settings& estimator_section, const Model& model);
+EstimatorRecipe gradient_recipe(GradientSource source, SectionReader estimator_section, const Model& model);
 
 class DrawRecorder {
 public:
@@ -124,7 +124,7 @@ namespace sgmcmc {
 
 namespace recording_parts {
 
-GradientSource parse_source(const Settings& output, const std::string& name) {
+GradientSource parse_source(SectionReader output, const std::string& name) {
   for (auto source : {GradientSource::none, GradientSource::cv, GradientSource::exact, GradientSource::estimator})
     if (gradient_source_name(source) == name) return source;
   throw Error(fmt::format("{}: unknown gradient source '{}'; known: none, cv (a control-variate estimator of its own, "
@@ -133,7 +133,7 @@ GradientSource parse_source(const Settings& output, const std::string& name) {
                           output.describe("gradients"), name));
 }
 
-EstimatorRecipe named_recipe(const std::string& name, const Settings& section, const Model& model) {
+EstimatorRecipe named_recipe(const std::string& name, SectionReader section, const Model& model) {
   for (const auto& entry : estimator_catalogue())
     if (entry.name == name) return entry.read(section, model);
   throw Error(fmt::format("internal: no estimator '{}' in the catalogue", name));
@@ -141,7 +141,7 @@ EstimatorRecipe named_recipe(const std::string& name, const Settings& section, c
 
 /// The indices of the parameters whose names match one of `patterns` (fnmatch globs: `*`, `?`,
 /// `[...]`); a pattern matching none is an error that shows how the parameters are named.
-std::vector<std::size_t> matching_parameters(const std::vector<std::string>& patterns, const Settings& output,
+std::vector<std::size_t> matching_parameters(const std::vector<std::string>& patterns, SectionReader output,
                                              const Model& model) {
   const auto names = model.parameter_names();
   std::vector<std::size_t> written;
@@ -179,18 +179,18 @@ FieldTable<OutputOptions> output_fields() {
   Field<OutputOptions> gradients{
       {"gradients", "none; cv when zv", "none, cv, exact, estimator",
        "record ∇log π at every draw: cv (an estimator of its own), exact (a full pass per draw) or estimator (another [estimator])"},
-      [](const Settings& output, OutputOptions& o) {
+      [](SectionReader output, OutputOptions& o) {
         o.gradients = parse_source(output, output.text("gradients", gradient_source_name(o.zv ? GradientSource::cv : o.gradients)));
       }};
   Field<OutputOptions> quantities{
       {"quantities", "true when gradients are recorded", "", "the model's quantities of interest as extra columns"},
-      [](const Settings& output, OutputOptions& o) {
+      [](SectionReader output, OutputOptions& o) {
         o.quantities = output.flag("quantities", o.gradients != GradientSource::none);
       }};
   Field<OutputOptions> parameters{
       {"parameters", "[\"*\"]", "",
        "the parameters the draws hold, as glob patterns on their names (a pattern matching none is an error)"},
-      [](const Settings& output, OutputOptions& o) {
+      [](SectionReader output, OutputOptions& o) {
         if (!o.draws && output.contains("parameters"))
           throw Error(fmt::format("{} and {}: give one of them (draws = false writes no parameter)", output.describe("draws"),
                                   output.describe("parameters")));
@@ -202,7 +202,7 @@ FieldTable<OutputOptions> output_fields() {
           std::move(parameters)};
 }
 
-OutputOptions read_output_options(const Settings& output, const Model& model) {
+OutputOptions read_output_options(SectionReader output, const Model& model) {
   OutputOptions options = read_fields(output_fields(), output);
   options.written = recording_parts::matching_parameters(options.parameters, output, model);
   if (options.written.empty() && options.gradients != GradientSource::none)
@@ -238,7 +238,7 @@ std::vector<std::string> gradient_column_names(const std::vector<std::string>& p
   return names;
 }
 
-EstimatorRecipe gradient_recipe(GradientSource source, const Settings& estimator_section, const Model& model) {
+EstimatorRecipe gradient_recipe(GradientSource source, SectionReader estimator_section, const Model& model) {
   switch (source) {
     case GradientSource::none: return {};
     case GradientSource::cv: return recording_parts::named_recipe("cv", estimator_section, model);

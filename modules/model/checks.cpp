@@ -274,7 +274,7 @@ std::vector<CheckOutcome> reproducibility_checks(const Probe& probe, const Model
   auto first = probe.model->make_workspace();
   const Vector reference = fingerprint(*probe.model, *first, theta);
 
-  const auto again = build(settings, 1);
+  const auto again = build(SectionReader(settings), 1);
   auto second = again->make_workspace();
   outcomes.push_back({"same seed, same model: identical gradient and metrics",
                       identical(fingerprint(*again, *second, theta), reference) ? CheckOutcome::Status::passed
@@ -299,7 +299,8 @@ std::vector<CheckOutcome> reproducibility_checks(const Probe& probe, const Model
   if (probe.capabilities.simulation) {
     std::string error;
     try {
-      build(Settings("model"), 1);
+      const Settings none("model");
+      build(SectionReader(none), 1);
     } catch (const std::exception& failure) {
       error = failure.what();
     }
@@ -339,8 +340,9 @@ std::vector<CheckOutcome> check_model(const ModelBuilder& build, const Settings&
   std::shared_ptr<const Model> model;
   if (progress.first_stage == 0) progress.on_stage(0);
   guarded(check_stages[0], [&] {
-    model = build(settings, 1);
-    settings.reject_unknown_keys();
+    SectionReads reads;
+    model = build(SectionReader(settings, reads), 1);
+    reject_unknown_keys(settings, reads);
   });
   if (!model) return outcomes;
   const std::size_t d = model->dimension(), names = model->parameter_names().size();

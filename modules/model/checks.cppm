@@ -25,7 +25,7 @@ import sgmcmc.error;
 export namespace sgmcmc {
 
 /// Builds a model from [model] settings and a seed (a loaded plugin's factory).
-using ModelBuilder = std::function<std::shared_ptr<const Model>(const Settings&, std::uint64_t seed)>;
+using ModelBuilder = std::function<std::shared_ptr<const Model>(SectionReader, std::uint64_t seed)>;
 
 /// The stages of check_model, in order; each gives one or more outcomes.
 inline constexpr const char* check_stages[] = {

@@ -30,7 +30,7 @@ export namespace sgmcmc {
 /// The number of rows a setting asks for out of `rows`: an integer is a count (`test_size = 500`),
 /// a float a fraction rounded to the nearest row (`test_size = 0.2`). Outside [minimum, maximum]
 /// is an error naming the key and where it was set. Absent, `fallback_fraction` of the rows.
-std::size_t row_count(const Settings& settings, const std::string& key, double fallback_fraction, std::size_t rows,
+std::size_t row_count(SectionReader settings, const std::string& key, double fallback_fraction, std::size_t rows,
                       std::size_t minimum, std::size_t maximum);
 
 /// "sgmcmc: note: PATH: N rows read" on stderr (with "after a header line" when one was skipped):
@@ -49,7 +49,7 @@ Error allocation_error(std::string_view what, std::size_t count, std::size_t byt
 std::size_t memory_budget_bytes();
 /// The file a setting names (model.data, model.test_data), or none when it is not set; an empty
 /// name is refused naming the key (opened as it is, the error could name no file at all).
-std::optional<std::string> file_setting(const Settings& settings, const std::string& key);
+std::optional<std::string> file_setting(SectionReader settings, const std::string& key);
 /// Refuses `count` items of `bytes_each` bytes beyond the memory budget before anything of that
 /// size is allocated; `what` names the settings that make the size ("model.n × model.dim
 /// simulated values"). `count` is a double so that a product of absurd settings cannot overflow.
@@ -159,7 +159,7 @@ std::string memory_budget_description() {
   return fmt::format("this machine's {:.3g} GB of memory", static_cast<double>(budget) / 1e9);
 }
 
-std::optional<std::string> file_setting(const Settings& settings, const std::string& key) {
+std::optional<std::string> file_setting(SectionReader settings, const std::string& key) {
   auto path = settings.optional_text(key);
   if (path && path->empty()) throw Error(fmt::format("{}: an empty file name; expected the path of a file", settings.describe(key)));
   return path;
@@ -177,7 +177,7 @@ Error allocation_error(std::string_view what, std::size_t count, std::size_t byt
   return Error(fmt::format("{}: cannot allocate {} × {} bytes ({:.3g} GB): out of memory", what, count, bytes_each, bytes / 1e9));
 }
 
-std::size_t row_count(const Settings& settings, const std::string& key, double fallback_fraction, std::size_t rows,
+std::size_t row_count(SectionReader settings, const std::string& key, double fallback_fraction, std::size_t rows,
                       std::size_t minimum, std::size_t maximum) {
   double count = std::round(fallback_fraction * static_cast<double>(rows));
   if (settings.contains(key)) {

@@ -49,6 +49,11 @@ public:
   std::size_t num_items() const override { return items_; }
   std::size_t rows_held() const { return model_->num_items(); }
   ItemBlock block() const { return {first_, end_}; }
+  LocalRows local_rows() const { return {model_.get(), {first_ - offset_, end_ - offset_}}; }
+  void sum_over_ranks(std::span<double> values) const {
+    const std::vector<double> mine(values.begin(), values.end());
+    sum_parts(mine, values);
+  }
   std::vector<std::string> parameter_names() const override { return model_->parameter_names(); }
   Capabilities capabilities() const override {
     Capabilities c = model_->capabilities();
@@ -255,6 +260,15 @@ private:
 ItemBlock evaluated_items(const Model& model) {
   const auto* split = dynamic_cast<const data_parallel_parts::DataParallelModel*>(&model);
   return split ? split->block() : ItemBlock{0, model.num_items()};
+}
+
+LocalRows local_rows(const Model& model) {
+  const auto* split = dynamic_cast<const data_parallel_parts::DataParallelModel*>(&model);
+  return split ? split->local_rows() : LocalRows{&model, {0, model.num_items()}};
+}
+
+void sum_over_ranks(const Model& model, std::span<double> values) {
+  if (const auto* split = dynamic_cast<const data_parallel_parts::DataParallelModel*>(&model)) split->sum_over_ranks(values);
 }
 
 std::size_t rows_held(const Model& model) {

@@ -21,9 +21,10 @@
 // terms, metrics, quantities, after_step (which refuses a change of the data terms: a Gibbs step
 // that reads the data would need its statistics reduced). Reduced: add_data_gradient,
 // data_potential, data_potential_and_gradient, glm_scalars, add_scaled_features,
-// item_lipschitz_bounds (gathered when sharded); saga's table keeps only this rank's block
+// item_lipschitz_bounds (gathered when sharded), and sums over the local rows of the undecorated
+// model (local_rows, sum_over_ranks: the Fisher mass); saga's table keeps only this rank's block
 // (evaluated_items), since the reduced add_scaled_features reads only the scales of owned items. Hidden (their capabilities are off, so the run
-// refuses what needs them): per-item and sparse item gradients (saga's table, the Fisher mass),
+// refuses what needs them): per-item and sparse item gradients of arbitrary items (saga's table),
 // the float chain's gradient, and the latent Gibbs step (lda), whose draws would move each rank's
 // stream differently.
 //
@@ -68,6 +69,22 @@ struct ItemBlock {
 /// what a per-item state of the chain (saga's table) keeps on this rank. Every item of any other
 /// model.
 ItemBlock evaluated_items(const Model& model);
+
+/// The rows this process evaluates and the model that evaluates them: for a model
+/// data_parallel_model made, the undecorated model (with every capability it has, per-item
+/// gradients among them) and this rank's block in that model's own numbering; for any other model,
+/// itself and all its items. A sum over the items (the Fisher mass) runs over these rows and is
+/// then completed by sum_over_ranks.
+struct LocalRows {
+  const Model* model;
+  ItemBlock items;
+};
+LocalRows local_rows(const Model& model);
+
+/// values ← Σ_r values_r, rank r's `values` added in rank order, the same bit for bit on every rank,
+/// for a model data_parallel_model made (one all-gather); unchanged for any other model, and with
+/// one rank.
+void sum_over_ranks(const Model& model, std::span<double> values);
 
 /// The training items this rank's model holds, of a model data_parallel_model made: its block's
 /// size when the model holds only its rows, else N (the runner gathers them into the manifest's

@@ -298,7 +298,7 @@ std::vector<std::size_t> share_of(const std::vector<std::size_t>& training, RowS
 /// without row shares is not refused for a key it does not know; it is part r of P rather than a
 /// row range because only the plugin knows N (a file's header, the rows left after the test set).
 struct ModelContext {
-  const Settings& settings;
+  SectionReader settings;
   std::uint64_t seed;
   RowShare rows = {};
 };

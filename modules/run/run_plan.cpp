@@ -30,13 +30,15 @@ bool has_burn_in(const RunConfig& config) {
 
 /// [burn_in] itself: its length, read before its sampler's sections so that a misspelt key
 /// (did-you-mean iterations) is reported before a missing length.
-std::uint64_t read_burn_in_length(const RunConfig& config) {
-  const auto found = config.sections.find("burn_in");
+std::uint64_t read_burn_in_length(ConfigReader run) {
+  const auto found = run.config().sections.find("burn_in");
   const Settings empty("burn_in");
-  const Settings& section = found == config.sections.end() ? empty : found->second;
+  const Settings& settings = found == run.config().sections.end() ? empty : found->second;
+  SectionReads& reads = run.reads()["burn_in"];
+  const SectionReader section(settings, reads);
   const bool given = section.contains("iterations");
   const auto iterations = static_cast<std::uint64_t>(section.integer_at_least("iterations", 1, 1));
-  section.reject_unknown_keys();  // [burn_in] holds only iterations (and the sampler's tables)
+  reject_unknown_keys(settings, reads);  // [burn_in] holds only iterations (and the sampler's tables)
   if (!given)
     throw Error("[burn_in]: a burn-in needs its length, burn_in.iterations = N (>= 1); its sampler's tables alone do "
                 "not say it");
@@ -45,25 +47,26 @@ std::uint64_t read_burn_in_length(const RunConfig& config) {
 
 /// The burn-in's chain planned and checked once, on a chain built from the plan: its length must
 /// end an MH block, and its schedule (all warmup) must suit its sampler.
-std::optional<BurnInPlan> plan_burn_in(const RunConfig& config, std::uint64_t run_seed,
+std::optional<BurnInPlan> plan_burn_in(ConfigReader run, std::uint64_t run_seed,
                                        const std::shared_ptr<const Model>& model) {
+  const RunConfig& config = run.config();
   if (!has_burn_in(config)) return std::nullopt;
   BurnInPlan plan;
-  plan.iterations = read_burn_in_length(config);
+  plan.iterations = read_burn_in_length(run);
   plan.seed = burn_in_seed(run_seed);
   plan.config = config;
   for (const char* part : sampler_sections)
     if (const auto* given = given_section(config, part)) plan.config[part] = *given;
   plan.own_integrator = given_section(config, "integrator") != nullptr;
   try {
-    plan.chain = plan_chain(plan.config, *model);
+    plan.chain = plan_chain(ConfigReader(plan.config, plan.reads), *model);
   } catch (const Error& error) {
     throw Error(fmt::format("[burn_in]: {}", error.what()));
   }
   // The burn-in sections' keys were read on the copy; the run's own [burn_in.*] sections are
   // where the unknown-key check looks.
   for (const char* part : sampler_sections)
-    if (given_section(config, part)) config[std::string(burn_in_prefix) + part].adopt_reads(plan.config[part]);
+    if (given_section(config, part)) run.reads()[std::string(burn_in_prefix) + part].add(plan.reads[part]);
   const auto chain = make_chain(plan.chain, model, Rng(plan.seed, chain_stream(0)));
   const std::uint64_t block = chain->corrector().block_length();
   if (plan.iterations % block != 0)
@@ -97,7 +100,7 @@ std::string main_section_of(const std::string& section) {
   return section.starts_with(burn_in_prefix) ? section.substr(burn_in_prefix.size()) : section;
 }
 
-RunPlan plan_run(const RunConfig& config, RunSchedule schedule, const std::shared_ptr<const Model>& model) {
+RunPlan plan_run(ConfigReader config, RunSchedule schedule, const std::shared_ptr<const Model>& model) {
   RunPlan plan;
   plan.schedule = std::move(schedule);
   plan.output = read_output_options(config["output"], *model);

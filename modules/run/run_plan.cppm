@@ -24,6 +24,7 @@ struct BurnInPlan {
   /// where given, in place of the run's own sections: what the burn-in's chain was read from (the
   /// manifest records its resolved sections).
   RunConfig config;
+  ConfigReads reads;  // what the burn-in's chain read of `config`: the manifest's resolved sections
   ChainPlan chain;
   /// The burn-in's schedule: warmup only, nothing recorded, the step it adapts frozen at its end.
   ChainSchedule schedule;
@@ -54,6 +55,7 @@ struct RunPlan {
 /// run.lp on a model without an exact log-likelihood, saga tables of all the chains beyond their
 /// memory limit, a burn-in without iterations or whose sampler is refused or whose length is not a
 /// multiple of its corrector's block, and an unknown key in [burn_in] itself.
-RunPlan plan_run(const RunConfig& config, RunSchedule schedule, const std::shared_ptr<const Model>& model);
+/// The reads are noted in `config`'s record, which the unknown-key check and the manifest use.
+RunPlan plan_run(ConfigReader config, RunSchedule schedule, const std::shared_ptr<const Model>& model);
 
 }  // namespace sgmcmc

@@ -33,7 +33,7 @@ struct ChainPlan {
 /// cannot be exact: MH after an estimator or integrator that declares an `mh_refusal` in its
 /// catalogue entry, after a changing step size, or on a model without an exact log-likelihood; a
 /// step-size adaptation without an MH test; a metric the model cannot take (check_metric).
-ChainPlan plan_chain(const RunConfig& config, const Model& model);
+ChainPlan plan_chain(ConfigReader config, const Model& model);
 
 /// A chain of `plan`'s parts for `model` (the model the plan was read for), drawing from `rng` (the
 /// chain's own stream, sgmcmc::chain_stream).
@@ -50,7 +50,7 @@ namespace {
 /// plan_chain's refusals of a corrector after the parts it follows: on the parts built once from
 /// their recipes, since the integrator's step schedule and adaptation and the corrector's block
 /// are properties of the built objects.
-void check_corrector(const RunConfig& config, const Model& model, const CatalogueEntry<EstimatorReader>& estimator,
+void check_corrector(ConfigReader config, const Model& model, const CatalogueEntry<EstimatorReader>& estimator,
                      const CatalogueEntry<IntegratorReader>& integrator_entry, const Integrator& integrator,
                      Corrector& corrector) {
   if (!corrector.tests_acceptance()) {
@@ -89,7 +89,7 @@ void check_corrector(const RunConfig& config, const Model& model, const Catalogu
 
 }  // namespace
 
-ChainPlan plan_chain(const RunConfig& config, const Model& model) {
+ChainPlan plan_chain(ConfigReader config, const Model& model) {
   // Read in this order, so that of several mistakes the first reported is the one it always was.
   const auto& integrator_entry = choose(integrator_catalogue(), config["integrator"], default_integrator);
   auto make_integrator = read_integrator(config["integrator"], model.num_items());

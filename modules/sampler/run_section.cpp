@@ -18,7 +18,7 @@ namespace {
 /// `field`, read only when one of `keys` is set in the section (the keys the header describes).
 template <class P>
 Field<P> when_set(Field<P> field, std::vector<std::string> keys) {
-  field.read = [keys = std::move(keys), read = std::move(field.read)](const Settings& section, P& p) {
+  field.read = [keys = std::move(keys), read = std::move(field.read)](SectionReader section, P& p) {
     if (std::ranges::any_of(keys, [&](const std::string& key) { return section.contains(key); })) read(section, p);
   };
   return field;
@@ -58,7 +58,7 @@ const Constraint share{"in (0, 1]", "the share of each cycle whose draws are kep
 Field<RunSchedule> collect_fraction_field() {
   auto field = number_field("collect_fraction", &RunSchedule::collect_fraction,
                             "with collect = cycle_end, the last share of each cycle whose draws are kept", share);
-  field.read = [read = field.read](const Settings& run, RunSchedule& s) {
+  field.read = [read = field.read](SectionReader run, RunSchedule& s) {
     read(run, s);
     if (!s.collect_cycle_end && run.contains("collect_fraction"))
       throw Error(fmt::format("{}: only read with run.collect = \"cycle_end\" (run.collect is \"all\")",
@@ -72,7 +72,7 @@ Field<RunSchedule> data_seed_field() {
   const Constraint non_negative = at_least(0);
   return {{"data_seed", "`seed`", non_negative.summary,
            "the model's simulated data and held-out split; fix it to sample one data set with several chain seeds"},
-          [non_negative](const Settings& run, RunSchedule& s) {
+          [non_negative](SectionReader run, RunSchedule& s) {
             const std::int64_t value = run.integer("data_seed", static_cast<std::int64_t>(s.seed));
             if (const std::string problem = violation(non_negative, static_cast<double>(value)); !problem.empty())
               throw Error(fmt::format("{}: {}", run.describe("data_seed"), problem));
@@ -81,7 +81,7 @@ Field<RunSchedule> data_seed_field() {
 }
 
 /// The cycle of a cycle_end collection, from the integrator's cyclical schedule.
-Collection collection_of(const RunSchedule& schedule, const Settings& run, const Settings& integrator) {
+Collection collection_of(const RunSchedule& schedule, SectionReader run, SectionReader integrator) {
   if (!schedule.collect_cycle_end) return {};
   const auto parameters = ScheduleParameters::from_settings(integrator);
   if (parameters.schedule != ScheduleKind::cyclical)
@@ -133,11 +133,11 @@ FieldTable<RunSchedule> run_fields() {
 
 FieldTable<StartChoice> start_fields() {
   Field<StartChoice> init{{"init", "unset", "", "the model's initial point unless set: a run folder or a CSV file of draws"},
-                          [](const Settings& run, StartChoice& c) { c.init = run.text("init", c.init); }};
+                          [](SectionReader run, StartChoice& c) { c.init = run.text("init", c.init); }};
   // init_draw is read (and recorded) only when a start is one draw, and refused beside init_mean.
   auto draw = integer_field("init_draw", &StartChoice::draw, "the draw to start from, 1 = the first, 0 = the last",
                             at_least(0));
-  draw.read = [read = draw.read](const Settings& run, StartChoice& c) {
+  draw.read = [read = draw.read](SectionReader run, StartChoice& c) {
     if (!c.mean) return read(run, c);
     if (run.contains("init_draw"))
       throw Error(fmt::format("{}: a start is one draw or the mean of all (run.init_mean = true); remove one of the two",
@@ -153,7 +153,7 @@ std::vector<KeyDoc> run_key_docs() {
   return docs;
 }
 
-RunSchedule read_run_schedule(const Settings& run, const Settings& integrator) {
+RunSchedule read_run_schedule(SectionReader run, SectionReader integrator) {
   RunSchedule schedule = read_fields(run_fields(), run);
   schedule.chain.collect = collection_of(schedule, run, integrator);
   if (schedule.chain.recorded_draws() == 0)
@@ -163,7 +163,7 @@ RunSchedule read_run_schedule(const Settings& run, const Settings& integrator) {
   return schedule;
 }
 
-std::optional<StartChoice> read_start_choice(const Settings& run) {
+std::optional<StartChoice> read_start_choice(SectionReader run) {
   if (!run.contains("init")) return std::nullopt;
   return read_fields(start_fields(), run);
 }

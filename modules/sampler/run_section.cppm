@@ -45,8 +45,8 @@ FieldTable<StartChoice> start_fields();
 std::vector<KeyDoc> run_key_docs();
 
 /// [run] read and checked; the collection's cycle comes from `integrator` (schedule = "cyclical").
-RunSchedule read_run_schedule(const Settings& run, const Settings& integrator);
+RunSchedule read_run_schedule(SectionReader run, SectionReader integrator);
 /// run.init's start, or none when `init` is not set.
-std::optional<StartChoice> read_start_choice(const Settings& run);
+std::optional<StartChoice> read_start_choice(SectionReader run);
 
 }  // namespace sgmcmc

@@ -31,7 +31,7 @@ struct ScheduleParameters {
   std::uint64_t cycle_length = 1000;            // L (cyclical)
   static const FieldTable<ScheduleParameters>& fields();
   /// Reads the keys in the order of fields() (the first bad key is the one reported).
-  static ScheduleParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
+  static ScheduleParameters from_settings(SectionReader section) { return read_fields(fields(), section); }
 };
 
 /// ε_k for iteration k = 1, 2, ...: constant; polynomial decay a(b + k)^(-c) (Welling & Teh 2011,

@@ -28,7 +28,7 @@ namespace {
 
 using sgmcmc::Batch;
 using sgmcmc::Rng;
-using sgmcmc::Settings;
+using sgmcmc::SectionReader;
 
 /// Rows of (y, x) before the train/test split.
 struct Dataset {
@@ -55,7 +55,7 @@ Dataset simulate(std::size_t rows, std::size_t dim, double noise_sd, double beta
   return data;
 }
 
-Dataset read_file(const std::string& path, const Settings& settings) {
+Dataset read_file(const std::string& path, SectionReader settings) {
   const auto table = sgmcmc::read_numeric_csv(path);
   sgmcmc::note_rows_read(path, table.rows, !table.header.empty());
   if (table.columns < 2)
@@ -85,7 +85,7 @@ struct GaussianWorkspace final : sgmcmc::Workspace {
 class GaussianModel final : public sgmcmc::Model {
 public:
   explicit GaussianModel(const sgmcmc::ModelContext& context) {
-    const Settings& settings = context.settings;
+    SectionReader settings = context.settings;
     noise_sd_ = settings.positive_number("noise_sd", 1.0);
     prior_sd_ = settings.positive_number("prior_sd", 10.0);
     Rng rng(context.seed, sgmcmc::data_stream);

@@ -34,7 +34,7 @@ using regression::Prepared;
 using regression::PredictiveWorkspace;
 using sgmcmc::Batch;
 using sgmcmc::Rng;
-using sgmcmc::Settings;
+using sgmcmc::SectionReader;
 
 constexpr std::int64_t default_rows = 1000;
 constexpr std::size_t default_features = 10, default_simulated_classes = 3;
@@ -94,7 +94,7 @@ std::size_t count_classes(const LabelledRows& data, const ClassLabels& labels, c
 
 /// Simulated data as the other families' (glm.cpp): `features` uniform features of variance 1/F,
 /// β*_{c,j} = sin(1 + j + c·columns) or drawn from the prior, y_i from the softmax.
-regression::Simulation simulate(const Settings& settings, const Prior& prior, bool intercept, std::size_t classes,
+regression::Simulation simulate(SectionReader settings, const Prior& prior, bool intercept, std::size_t classes,
                                 std::size_t declared, bool from_prior, Rng& rng) {
   const auto rows = static_cast<std::size_t>(settings.integer_at_least("n", default_rows, 2));
   const std::size_t features = declared ? declared : default_features;
@@ -288,7 +288,7 @@ private:
 };
 
 /// model.labels for categorical: "0..K-1" (the default) or "1..K".
-ClassLabels read_class_labels(const Settings& settings) {
+ClassLabels read_class_labels(SectionReader settings) {
   ClassLabels labels;
   const std::string coding = settings.text("labels", "0..K-1");
   if (coding == "1..K") labels.first = 1.0;
@@ -303,7 +303,7 @@ ClassLabels read_class_labels(const Settings& settings) {
 
 std::unique_ptr<sgmcmc::Model> make_categorical(const sgmcmc::ModelContext& context, const Prior& prior, bool intercept,
                                                 bool float_storage) {
-  const Settings& settings = context.settings;
+  SectionReader settings = context.settings;
   const std::string link = settings.text("link", "logit");
   if (link != "logit")
     throw sgmcmc::Error(fmt::format("{}: '{}' is not a link of the categorical family; expected logit",

@@ -54,7 +54,7 @@ using regression::Prepared;
 using regression::PredictiveWorkspace;
 using sgmcmc::Batch;
 using sgmcmc::Rng;
-using sgmcmc::Settings;
+using sgmcmc::SectionReader;
 
 /// Everything the configuration chooses besides the rows.
 struct Choices {
@@ -76,7 +76,7 @@ struct Choices {
 constexpr std::int64_t default_rows = 1000;
 constexpr std::size_t default_features = 10;
 
-regression::Simulation simulate(const Settings& settings, const Choices& choices, std::size_t declared, bool from_prior,
+regression::Simulation simulate(SectionReader settings, const Choices& choices, std::size_t declared, bool from_prior,
                                 Rng& rng) {
   const auto rows = static_cast<std::size_t>(settings.integer_at_least("n", default_rows, 2));
   const std::size_t features = declared ? declared : default_features;
@@ -134,7 +134,7 @@ void check_responses(const std::vector<double>& responses, const Family& family,
 }
 
 Prepared prepare(const sgmcmc::ModelContext& context, const Choices& choices) {
-  const Settings& settings = context.settings;
+  SectionReader settings = context.settings;
   auto coding = choices.family->coding;
   if (coding != regression::LabelCoding::as_read)
     coding = regression::parse_label_coding(settings.text("labels", "auto"), settings.describe("labels"));
@@ -349,7 +349,7 @@ private:
 };
 
 /// model.prior, prior_scale (not for flat), prior_df (student_t only): the same for every family.
-Prior read_prior(const Settings& settings) {
+Prior read_prior(SectionReader settings) {
   const PriorForm& form = find_prior(settings.text("prior", "normal"), settings.describe("prior"));
   PriorConstants prior;
   if (form.has_scale) prior.scale = settings.positive_number("prior_scale", 1.0);
@@ -360,7 +360,7 @@ Prior read_prior(const Settings& settings) {
 /// model.prior for every coefficient, or, with model.intercept_prior, for all but the intercept,
 /// which then has its own (intercept_prior_location 0, intercept_prior_scale 1, intercept_prior_df
 /// 3 for student_t): brms puts a Student-t on the intercept of the centred design.
-CoefficientPriors read_coefficient_priors(const Settings& settings, bool intercept) {
+CoefficientPriors read_coefficient_priors(SectionReader settings, bool intercept) {
   CoefficientPriors priors{.slopes = read_prior(settings), .intercept = std::nullopt};
   const auto name = settings.optional_text("intercept_prior");
   if (!name) return priors;
@@ -379,7 +379,7 @@ CoefficientPriors read_coefficient_priors(const Settings& settings, bool interce
 /// model.family, link, its constants (noise_sd or noise_prior, dispersion), prior, prior_scale,
 /// prior_df, intercept. A family's or prior's own key is read only with it, so that it is reported
 /// as unknown elsewhere (noise_prior, for which a clearer error says why).
-Choices read_choices(const Settings& settings) {
+Choices read_choices(SectionReader settings) {
   const Family& family = find_family(settings.text("family", "bernoulli"), settings.text("link", ""),
                                      settings.describe("family"), settings.describe("link"));
   LikelihoodConstants constants;
@@ -432,7 +432,7 @@ sgmcmc::PluginInfo glm_info() {
 }
 
 /// model.storage: double or float.
-bool float_storage(const Settings& settings) {
+bool float_storage(SectionReader settings) {
   const std::string storage = settings.text("storage", "double");
   if (storage != "double" && storage != "float")
     throw sgmcmc::Error(fmt::format("{}: '{}' is not a storage type; expected double or float", settings.describe("storage"), storage));
@@ -440,7 +440,7 @@ bool float_storage(const Settings& settings) {
 }
 
 std::unique_ptr<sgmcmc::Model> make_glm(const sgmcmc::ModelContext& context) {
-  const Settings& settings = context.settings;
+  SectionReader settings = context.settings;
   if (settings.text("family", "bernoulli") == "categorical") {
     regression::refuse_noise_prior(settings, "categorical");
     if (settings.contains("offset"))

@@ -43,7 +43,7 @@ namespace {
 
 using sgmcmc::Batch;
 using sgmcmc::Rng;
-using sgmcmc::Settings;
+using sgmcmc::SectionReader;
 
 /// The held-out metric's own stream (evaluate_metrics gets none): far above every chain's
 /// (2k + 1) and recording (2k + 2) stream, so it never meets them.
@@ -64,7 +64,7 @@ struct Prepared {
   std::vector<double> word_counts;  // n_·w over the training documents, for the starting point
 };
 
-Options read_options(const Settings& settings) {
+Options read_options(SectionReader settings) {
   Options options;
   options.topics = static_cast<std::size_t>(settings.integer_at_least("topics", 20, 1));
   options.alpha = settings.positive_number("alpha", 0.1);
@@ -77,7 +77,7 @@ Options read_options(const Settings& settings) {
   return options;
 }
 
-SimulationShape simulation_shape(const Settings& settings, std::size_t topics) {
+SimulationShape simulation_shape(SectionReader settings, std::size_t topics) {
   SimulationShape shape;
   shape.documents = static_cast<std::size_t>(settings.integer_at_least("docs", 1000, 2));
   shape.words = static_cast<std::size_t>(settings.integer_at_least("words", 500, 1));
@@ -97,7 +97,7 @@ SimulationShape simulation_shape(const Settings& settings, std::size_t topics) {
   return shape;
 }
 
-void refuse_simulation_keys(const Settings& settings) {
+void refuse_simulation_keys(SectionReader settings) {
   for (const char* key : {"docs", "words", "true_topics", "doc_length", "true_alpha", "true_beta"})
     if (settings.contains(key))
       throw sgmcmc::Error(fmt::format("{}: sets the simulated corpus; with model.data the documents come from the file",
@@ -128,7 +128,7 @@ void note_emptied(const std::string& origin, std::size_t documents, std::size_t 
 /// every document of the file, so the vocabulary does not change with max_docs or the test split.
 /// `word_ids` receives the kept words' file ids (empty: all of them), `file_words` the corpus's W
 /// before the cut.
-Corpus read_corpus(const Settings& settings, const Options& options, Rng& rng, std::vector<std::size_t>& word_ids,
+Corpus read_corpus(SectionReader settings, const Options& options, Rng& rng, std::vector<std::size_t>& word_ids,
                    std::size_t& file_words) {
   Corpus corpus;
   const auto path = sgmcmc::file_setting(settings, "data");
@@ -161,7 +161,7 @@ Corpus read_corpus(const Settings& settings, const Options& options, Rng& rng, s
 
 /// model.test_data: held-out documents from their own file, in model.data's word ids (the same W),
 /// cut to the same vocabulary. The training file then holds out none.
-Corpus read_test_corpus(const Settings& settings, std::size_t file_words, const std::vector<std::size_t>& word_ids) {
+Corpus read_test_corpus(SectionReader settings, std::size_t file_words, const std::vector<std::size_t>& word_ids) {
   const std::string path = *settings.optional_text("test_data");
   if (!settings.optional_text("data"))
     throw sgmcmc::Error(fmt::format("{}: held-out documents for model.data; the simulated corpus holds out test_docs",
@@ -182,7 +182,7 @@ Corpus read_test_corpus(const Settings& settings, std::size_t file_words, const 
 /// and, of the rest, the first max_docs in id order for training: the test set does not change
 /// with max_docs, so Baker et al. (2019)'s curves at several corpus sizes score the same documents.
 Prepared prepare(const sgmcmc::ModelContext& context, const Options& options) {
-  const Settings& settings = context.settings;
+  SectionReader settings = context.settings;
   Rng rng(context.seed, sgmcmc::data_stream);
   Prepared prepared;
   std::size_t file_words = 0;

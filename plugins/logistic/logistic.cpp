@@ -39,7 +39,7 @@ using regression::Prepared;
 using LogisticWorkspace = regression::PredictiveWorkspace;
 using sgmcmc::Batch;
 using sgmcmc::Rng;
-using sgmcmc::Settings;
+using sgmcmc::SectionReader;
 
 // ---- Simulated data with the shape of cover type ------------------------------------------------
 // Cover type (binary, scaled) has 54 features: 10 continuous ones scaled to [0, 1], then 4
@@ -75,7 +75,7 @@ LabelledRows simulate_covtype_shape(std::size_t rows, std::span<const double> be
 
 /// Cover type's shape with labels from β*: the fixed one, or a draw from the Laplace prior.
 Prepared prepare(const sgmcmc::ModelContext& context, double prior_scale, regression::LabelCoding coding) {
-  const Settings& settings = context.settings;
+  SectionReader settings = context.settings;
   return regression::prepare(context, coding, [&](std::size_t, bool from_prior, Rng& rng) {
     const auto rows = settings.integer_at_least("n", static_cast<std::int64_t>(covtype_rows), 2);
     regression::Simulation simulation;
@@ -245,7 +245,7 @@ sgmcmc::PluginInfo logistic_info() {
 }
 
 std::unique_ptr<sgmcmc::Model> make_logistic(const sgmcmc::ModelContext& context) {
-  const Settings& settings = context.settings;
+  SectionReader settings = context.settings;
   const double prior_scale = settings.positive_number("prior_scale", 1.0);
   const std::string storage = settings.text("storage", "double");
   if (storage != "double" && storage != "float")

@@ -13,7 +13,7 @@ import sgmcmc.sdk;
 namespace mlp {
 
 using sgmcmc::Rng;
-using sgmcmc::Settings;
+using sgmcmc::SectionReader;
 
 namespace {
 std::size_t output_width(const Choices& choices, std::size_t classes) {
@@ -21,7 +21,7 @@ std::size_t output_width(const Choices& choices, std::size_t classes) {
 }
 }  // namespace
 
-Architecture architecture(const Choices& choices, std::size_t features, std::size_t classes, const Settings& settings) {
+Architecture architecture(const Choices& choices, std::size_t features, std::size_t classes, SectionReader settings) {
   std::vector<std::size_t> widths{features};
   widths.insert(widths.end(), choices.hidden.begin(), choices.hidden.end());
   widths.push_back(output_width(choices, classes));
@@ -57,7 +57,7 @@ constexpr std::int64_t default_rows = 1000;
 constexpr std::size_t default_features = 10;
 }  // namespace
 
-regression::Simulation simulate(const Settings& settings, const Choices& choices, std::size_t declared, bool from_prior,
+regression::Simulation simulate(SectionReader settings, const Choices& choices, std::size_t declared, bool from_prior,
                                 Rng& rng) {
   if (from_prior)
     throw sgmcmc::Error(fmt::format("{}: mlp does not simulate from a prior draw (its weights are not identifiable: "
@@ -112,7 +112,7 @@ void check_class_labels(const regression::LabelledRows& rows, const std::string&
   }
 }
 
-std::size_t count_classes(const Choices& choices, const regression::Prepared& prepared, const Settings& settings) {
+std::size_t count_classes(const Choices& choices, const regression::Prepared& prepared, SectionReader settings) {
   const auto check = [&](const regression::LabelledRows& rows, const std::string& where, std::size_t classes) {
     check_class_labels(rows, where, classes, choices.classes ? "model.classes" : "inferred from the training labels");
   };

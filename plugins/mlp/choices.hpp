@@ -29,7 +29,7 @@ struct Choices {
 
 /// The network for `features` inputs, refused naming model.layers when θ and the few vectors of
 /// its size that a chain keeps (gradient, noise, the float copies) would not fit in memory.
-Architecture architecture(const Choices& choices, std::size_t features, std::size_t classes, const sgmcmc::Settings& settings);
+Architecture architecture(const Choices& choices, std::size_t features, std::size_t classes, sgmcmc::SectionReader settings);
 
 /// A chain's start: Glorot or He weights, biases 0 (choices.cpp says why).
 void draw_starting_weights(const Architecture& net, std::span<double> theta, sgmcmc::Rng& rng);
@@ -38,7 +38,7 @@ void draw_starting_weights(const Architecture& net, std::span<double> theta, sgm
 inline constexpr std::size_t default_simulated_classes = 3;
 
 /// Simulated rows from a teacher network of the configured shape (no model.data).
-regression::Simulation simulate(const sgmcmc::Settings& settings, const Choices& choices, std::size_t declared,
+regression::Simulation simulate(sgmcmc::SectionReader settings, const Choices& choices, std::size_t declared,
                                 bool from_prior, sgmcmc::Rng& rng);
 
 /// Every label of `rows` (read from `where`) is a class index 0, 1, ..., K-1; `origin` says where
@@ -48,6 +48,6 @@ void check_class_labels(const regression::LabelledRows& rows, const std::string&
 
 /// The number of classes: model.classes, or one more than the largest label of the training data
 /// and the test file. Every label must be a class index 0, 1, ..., K-1.
-std::size_t count_classes(const Choices& choices, const regression::Prepared& prepared, const sgmcmc::Settings& settings);
+std::size_t count_classes(const Choices& choices, const regression::Prepared& prepared, sgmcmc::SectionReader settings);
 
 }  // namespace mlp

@@ -35,7 +35,7 @@ namespace {
 
 using sgmcmc::Batch;
 using sgmcmc::Rng;
-using sgmcmc::Settings;
+using sgmcmc::SectionReader;
 
 // ---- Rows for the network -----------------------------------------------------------------------
 
@@ -363,7 +363,7 @@ private:
 
 // ---- Configuration ------------------------------------------------------------------------------
 
-Choices read_choices(const Settings& settings) {
+Choices read_choices(SectionReader settings) {
   Choices choices;
   for (const double width : settings.numbers("layers", {50.0})) {
     if (width < 1 || width != std::floor(width) || width > 1e6)
@@ -411,7 +411,7 @@ Choices read_choices(const Settings& settings) {
 
 template <class Real>
 std::unique_ptr<sgmcmc::Model> build(const regression::Prepared& prepared, const Choices& choices, std::size_t classes,
-                                     const Settings& settings, Reading reading) {
+                                     SectionReader settings, Reading reading) {
   const auto& test_source = prepared.test_from_file ? prepared.test_file : prepared.data;
   Network<Real> network(architecture(choices, prepared.data.features, classes, settings), choices.head);
   return std::make_unique<MlpModel<Real>>(std::move(network),
@@ -442,7 +442,7 @@ sgmcmc::PluginInfo mlp_info() {
 }
 
 std::unique_ptr<sgmcmc::Model> make_mlp(const sgmcmc::ModelContext& context) {
-  const Settings& settings = context.settings;
+  SectionReader settings = context.settings;
   Choices choices = read_choices(settings);
   const std::string storage = settings.text("storage", "double");
   if (storage != "double" && storage != "float")

@@ -48,7 +48,7 @@ namespace {
 
 using sgmcmc::Batch;
 using sgmcmc::Rng;
-using sgmcmc::Settings;
+using sgmcmc::SectionReader;
 
 constexpr double log_two_pi = 1.8378770664093453;  // log(2π)
 

@@ -13,7 +13,7 @@ namespace pmf {
 namespace {
 
 using sgmcmc::Rng;
-using sgmcmc::Settings;
+using sgmcmc::SectionReader;
 
 /// Dense rows 0..n-1 for the distinct ids in `ids`, in increasing id order.
 std::map<std::int64_t, std::uint32_t> dense_rows(const std::vector<std::int64_t>& ids, std::span<const std::size_t> rows) {
@@ -50,7 +50,7 @@ Prepared index_ratings(const RatingTriples& data, std::span<const std::size_t> t
   return prepared;
 }
 
-SimulationShape simulation_shape(const Settings& settings, RatingRange range) {
+SimulationShape simulation_shape(SectionReader settings, RatingRange range) {
   SimulationShape shape;
   shape.users = static_cast<std::size_t>(settings.integer_at_least("users", 943, 1));
   shape.items = static_cast<std::size_t>(settings.integer_at_least("items", 1682, 1));
@@ -69,7 +69,7 @@ SimulationShape simulation_shape(const Settings& settings, RatingRange range) {
   return shape;
 }
 
-void refuse_simulation_keys(const Settings& settings) {
+void refuse_simulation_keys(SectionReader settings) {
   for (const char* key : {"users", "items", "ratings", "true_rank", "true_offset", "true_noise_sd", "round"})
     if (settings.contains(key))
       throw sgmcmc::Error(fmt::format("{}: sets the simulated data; with model.data the ratings come from the file",
@@ -79,7 +79,7 @@ void refuse_simulation_keys(const Settings& settings) {
 }  // namespace
 
 Prepared prepare(const sgmcmc::ModelContext& context, RatingRange range) {
-  const Settings& settings = context.settings;
+  SectionReader settings = context.settings;
   Rng rng(context.seed, sgmcmc::data_stream);
   RatingTriples data, test_file;
   if (auto path = sgmcmc::file_setting(settings, "data")) {
@@ -113,7 +113,7 @@ Prepared prepare(const sgmcmc::ModelContext& context, RatingRange range) {
   return index_ratings(data, train_rows, separate_test ? test_file : data, test_rows);
 }
 
-Options read_options(const Settings& settings) {
+Options read_options(SectionReader settings) {
   Options options;
   options.rank = static_cast<std::size_t>(settings.integer_at_least("rank", 20, 1));
   options.gibbs_every = static_cast<std::uint64_t>(settings.integer_at_least("gibbs_every", 10, 0));

@@ -53,6 +53,6 @@ struct Prepared {
 Prepared prepare(const sgmcmc::ModelContext& context, RatingRange range);
 
 /// The keys of [model] the model is built from; refuses rating_min >= rating_max.
-Options read_options(const sgmcmc::Settings& settings);
+Options read_options(sgmcmc::SectionReader settings);
 
 }  // namespace pmf

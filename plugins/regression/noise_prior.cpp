@@ -82,7 +82,7 @@ double NoisePrior::draw(sgmcmc::Rng& rng) const {
                                   key));
 }
 
-GaussianNoise read_gaussian_noise(const sgmcmc::Settings& settings) {
+GaussianNoise read_gaussian_noise(sgmcmc::SectionReader settings) {
   GaussianNoise noise;
   const auto name = settings.optional_text("noise_prior");
   if (!name) {
@@ -113,7 +113,7 @@ GaussianNoise read_gaussian_noise(const sgmcmc::Settings& settings) {
   return noise;
 }
 
-void refuse_noise_prior(const sgmcmc::Settings& settings, const std::string& family) {
+void refuse_noise_prior(sgmcmc::SectionReader settings, const std::string& family) {
   if (settings.contains("noise_prior"))
     throw sgmcmc::Error(fmt::format("{}: family {} has no noise sd; a noise prior needs family = \"gaussian\"",
                                     settings.describe("noise_prior"), family));

@@ -49,9 +49,9 @@ struct GaussianNoise {
 /// model.noise_sd or model.noise_prior (with noise_prior_scale, and noise_prior_df, which
 /// half_student_t requires): refuses both together naming both keys, an unknown form, a scale
 /// or ν ≤ 0. Read only for the gaussian family, so that elsewhere they are unknown keys.
-GaussianNoise read_gaussian_noise(const sgmcmc::Settings& settings);
+GaussianNoise read_gaussian_noise(sgmcmc::SectionReader settings);
 
 /// Refuses model.noise_prior for a family without a noise scale, naming the key and the family.
-void refuse_noise_prior(const sgmcmc::Settings& settings, const std::string& family);
+void refuse_noise_prior(sgmcmc::SectionReader settings, const std::string& family);
 
 }  // namespace regression

@@ -15,10 +15,10 @@ namespace regression {
 
 namespace {
 
-using sgmcmc::Settings;
+using sgmcmc::SectionReader;
 
 /// model.subsample of the training rows (Baker et al. 2019's N ≈ 1%, 10%, 100% runs), in file order.
-std::vector<std::size_t> subsample(const Settings& settings, const std::vector<std::size_t>& rows, sgmcmc::Rng& rng) {
+std::vector<std::size_t> subsample(SectionReader settings, const std::vector<std::size_t>& rows, sgmcmc::Rng& rng) {
   if (rows.empty()) throw sgmcmc::Error("model: no training rows are left after the test set was held out");
   const std::size_t count = sgmcmc::row_count(settings, "subsample", 1.0, rows.size(), 1, rows.size());
   if (count == rows.size()) return rows;
@@ -64,7 +64,7 @@ void keep_share(Prepared& prepared, sgmcmc::RowShare share, const std::optional<
 }  // namespace
 
 Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const Simulator& simulate) {
-  const Settings& settings = context.settings;
+  SectionReader settings = context.settings;
   const bool from_prior = settings.flag("simulate_from_prior", false);
   const auto format = parse_file_format(settings.text("format", "auto"), settings.describe("format"));
   const auto declared = static_cast<std::size_t>(settings.integer_at_least("features", 0, 0));

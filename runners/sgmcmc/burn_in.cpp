@@ -10,7 +10,7 @@ using nlohmann::json;
 
 json burn_in_record(const sgmcmc::BurnInPlan& plan) {
   json record = {{"iterations", plan.iterations}, {"seed", plan.seed}};
-  for (const char* part : {"estimator", "integrator", "corrector"}) record[part] = resolved_section(plan.config[part]);
+  for (const auto& [part, reads] : plan.reads) record[part] = resolved_section(reads);  // the sampler's sections
   return record;
 }
 

@@ -66,7 +66,7 @@ std::string how_it_ended(int status) {
 /// code) becomes a FAIL outcome for that stage, and a new child continues at stage s + 1.
 std::vector<sgmcmc::CheckOutcome> checks_in_child_processes(const sgmcmc::LoadedPlugin& plugin, const sgmcmc::Settings& settings) {
   std::optional<sgmcmc::Capabilities> built;  // in the child: the first model's
-  const sgmcmc::ModelBuilder build = [&](const sgmcmc::Settings& given, std::uint64_t seed) {
+  const sgmcmc::ModelBuilder build = [&](sgmcmc::SectionReader given, std::uint64_t seed) {
     auto model = plugin.create({given, seed});
     if (!built) built = model->capabilities();
     return model;

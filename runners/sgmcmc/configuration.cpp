@@ -25,6 +25,8 @@ void resolve_file_names(sgmcmc::RunConfig& config, const fs::path& folder) {
     }
 }
 
+std::string model_name(sgmcmc::SectionReader model) { return model.text("name", ""); }
+
 void resolve_preset_data_files(sgmcmc::RunConfig& config, const std::function<fs::path()>& plugin_file) {
   std::optional<fs::path> folder;
   for (auto& [section, settings] : config.sections)
@@ -32,7 +34,7 @@ void resolve_preset_data_files(sgmcmc::RunConfig& config, const std::function<fs
       const auto* name = std::get_if<std::string>(&entry.value);
       const bool from_preset = entry.origin.starts_with(preset_folder);
       if (!from_preset || !names_a_file(section, key) || !name || name->empty() || fs::path(*name).is_absolute()) continue;
-      if (!folder) folder = plugin_file().parent_path() / "data" / config["model"].text("name", "");
+      if (!folder) folder = plugin_file().parent_path() / "data" / model_name(sgmcmc::SectionReader(config["model"]));
       settings.set(key, {(*folder / *name).lexically_normal().string(), entry.origin});
     }
 }

@@ -42,6 +42,9 @@ void resolve_file_names(sgmcmc::RunConfig& config, const std::filesystem::path& 
 /// installed sgmcmc alike.
 void resolve_preset_data_files(sgmcmc::RunConfig& config, const std::function<std::filesystem::path()>& plugin_file);
 
+/// The plugin that [model] names (model.name; "" when unset, which building a model refuses).
+std::string model_name(sgmcmc::SectionReader model);
+
 /// Registers a ConfigurationSource's options on `command`.
 void add_configuration_options(CLI::App& command, ConfigurationSource& source);
 

@@ -7,7 +7,6 @@
 #include <exception>
 #include <filesystem>
 #include <string>
-#include <variant>
 #include <vector>
 #include <unistd.h>
 #include <fmt/format.h>
@@ -21,7 +20,8 @@ import sgmcmc;
 namespace fs = std::filesystem;
 
 bool wants_data_parallel(const sgmcmc::RunConfig& config) {
-  return sgmcmc::read_fields(sgmcmc::run_fields(), config["run"]).data_parallel;  // [run]'s table, as prepare_run reads it
+  // [run]'s table, as prepare_run reads it; a probe, whose reads are not the run's.
+  return sgmcmc::read_fields(sgmcmc::run_fields(), sgmcmc::SectionReader(config["run"])).data_parallel;
 }
 
 void ClusterRanks::all_gather(std::span<const double> mine, std::span<double> all) {
@@ -170,8 +170,9 @@ void check_resumable_estimator(const std::string& estimator) {
     throw sgmcmc::Error(std::string("--resume: a data-parallel saga run cannot resume yet (") + saga_checkpoint_reason + ")");
 }
 
-void check_data_parallel(const sgmcmc::RunConfig& config, const sgmcmc::RunSchedule& schedule, const sgmcmc::Model& model,
+void check_data_parallel(sgmcmc::ConfigReader read, const sgmcmc::RunSchedule& schedule, const sgmcmc::Model& model,
                          const std::string& model_name, bool have_ranks) {
+  const sgmcmc::RunConfig& config = read.config();
   const auto& run = config["run"];
   if (!have_ranks)
     throw sgmcmc::Error(fmt::format("{}: a data-parallel chain is `mpirun -n P sgmcmc run`'s alone; sweep, sbc and tune "
@@ -181,17 +182,13 @@ void check_data_parallel(const sgmcmc::RunConfig& config, const sgmcmc::RunSched
     not_supported(run, "chains", std::to_string(schedule.chains) + " chains",
                   "a data-parallel run is one chain on every rank; run several jobs for several chains");
   const auto& estimator = config["estimator"];
-  const std::string name = estimator.text("name", sgmcmc::default_estimator);
+  const std::string name = read["estimator"].text("name", sgmcmc::default_estimator);
   if (name == "saga" && !model.capabilities().glm_gradients)
     not_supported(estimator, "name", "'saga' on a model without the glm-gradients capability",
                   "each rank keeps its block of saga's table in the GLM form (one scalar per item); a table of per-item "
                   "gradient vectors would cost one collective per item and be held whole on every rank");
   if (name == "saga" && schedule.chain.checkpoint_every > 0)
     not_supported(run, "checkpoint_every", "checkpointing saga", saga_checkpoint_reason);
-  const auto& integrator = config["integrator"];
-  if (integrator.contains("mass") && std::holds_alternative<std::string>(integrator.entries().at("mass").value))
-    not_supported(integrator, "mass", "a mass computed from the data's per-item gradients (the Fisher mass)",
-                  "its sum over the items is not reduced across ranks yet");
   if (schedule.chain.float_precision)
     not_supported(run, "chain_precision", "the float chain", "the model's float gradient is not split across ranks");
   for (const auto& [section, settings] : config.sections)

@@ -109,7 +109,7 @@ private:
 /// other than exact, minibatch, cv and svrg, the Fisher mass, the float chain, a burn-in and a
 /// model whose gradient Gibbs-samples latent variables. `sweep`, `sbc` and `tune` (no rank group)
 /// are refused the key altogether.
-void check_data_parallel(const sgmcmc::RunConfig& config, const sgmcmc::RunSchedule& schedule, const sgmcmc::Model& model,
+void check_data_parallel(sgmcmc::ConfigReader config, const sgmcmc::RunSchedule& schedule, const sgmcmc::Model& model,
                          const std::string& model_name, bool have_ranks);
 
 /// Checkpoints (stage 3). The chain's whole state is replicated: θ, the integrator's and

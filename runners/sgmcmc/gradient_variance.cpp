@@ -82,7 +82,7 @@ int gradient_variance_command(const Options& options) {
   check_keys(*prepared);  // a misspelt key is refused, as `run` refuses it
   const auto model = model_of(*prepared)->model;
   const auto seed = prepared->plan.schedule.seed;
-  const auto& section = loaded.config["estimator"];
+  const sgmcmc::SectionReader section(loaded.config["estimator"]);  // read again: prepare_run checked its keys
   const std::string name = section.text("name", sgmcmc::default_estimator);
 
   // The estimator as chain 1 prepares it: from its start, on its own stream.
@@ -92,7 +92,7 @@ int gradient_variance_command(const Options& options) {
   sgmcmc::Cost cost;
   sgmcmc::ChainContext context{*model, *workspace, rng, cost};
   std::vector<double> centre(model->dimension());
-  if (const auto starts = read_start_points(loaded.config["run"], *model, 1); !starts.empty())
+  if (const auto starts = read_start_points(sgmcmc::SectionReader(loaded.config["run"]), *model, 1); !starts.empty())
     centre = starts.front().theta;
   else
     model->initial_point(centre, rng);

@@ -102,7 +102,7 @@ public:
   // context.rows (run.data_parallel's part r of P) is ignored: without the row-shares capability
   // every rank holds every row (plugins/README.md says how to hold only a block).
   explicit Model(const sgmcmc::ModelContext& context) {
-    const sgmcmc::Settings& settings = context.settings;
+    sgmcmc::SectionReader settings = context.settings;
     noise_sd_ = settings.positive_number("noise_sd", 0.5);
     prior_sd_ = settings.positive_number("prior_sd", 10.0);
     const auto held_out = static_cast<std::size_t>(settings.integer_at_least("test_rows", 100, 0));

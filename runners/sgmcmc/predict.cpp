@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "configuration.hpp"
 #include "run_folder.hpp"
 
 import sgmcmc;
@@ -150,13 +151,14 @@ std::string held_out_summary(const sgmcmc::PredictionForm& form, const Averages&
 
 int predict_command(const PredictOptions& options) {
   RecordedModel recorded = recorded_model(options.folder);
-  const std::string name = recorded.config["model"].text("name", "");
+  const sgmcmc::SectionReader section(recorded.config["model"]);  // as the run resolved it
+  const std::string name = model_name(section);
   const auto plugin = sgmcmc::load_plugin(name, plugin_folders(options.plugin_dir));
   if (!plugin.info().capabilities.prediction)
     throw sgmcmc::Error(fmt::format("predict: model '{}' ({}) cannot predict: it has no 'prediction' capability (see "
                                     "`sgmcmc list`)",
                                     name, plugin.path().string()));
-  const auto model = plugin.create({recorded.config["model"], recorded.data_seed});
+  const auto model = plugin.create({section, recorded.data_seed});
   if (!model->capabilities().prediction)
     throw sgmcmc::Error(fmt::format("predict: model '{}' as configured in {} cannot predict", name, options.folder.string()));
   const Chains chains = read_chains(options.folder, "predict", 1);

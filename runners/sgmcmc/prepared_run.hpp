@@ -32,6 +32,7 @@ struct PreparedRun {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   std::chrono::system_clock::time_point started_at = std::chrono::system_clock::now();  // for the manifest
   sgmcmc::RunConfig config;
+  sgmcmc::ConfigReads reads;  // what the run read of `config`: the unknown-key check and the manifest
   std::string source;
   /// Every section read and checked once for the model (sgmcmc.run_plan): [run]'s schedule,
   /// [output], the chains' and the burn-in's parts, the recorded gradients' estimator.
@@ -51,6 +52,7 @@ struct PreparedRun {
   nlohmann::json data_parallel_checkpoint;
 
   const std::shared_ptr<const sgmcmc::Model>& model() const { return built->model; }
+  sgmcmc::ConfigReader reader() { return {config, reads}; }
   double elapsed() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(); }
 };
 
@@ -59,9 +61,19 @@ inline nlohmann::json to_json(const sgmcmc::Value& value) {
   return std::visit([](const auto& v) { return nlohmann::json(v); }, value);
 }
 
-/// A section's every key in force, defaults included.
-inline nlohmann::json resolved_section(const sgmcmc::Settings& settings) {
+/// A section's every key read, with the value in force (defaults included).
+inline nlohmann::json resolved_section(const sgmcmc::SectionReads& reads) {
   nlohmann::json keys = nlohmann::json::object();
-  for (const auto& [key, value] : settings.resolved()) keys[key] = to_json(value);
+  for (const auto& [key, value] : reads.in_force) keys[key] = to_json(value);
   return keys;
+}
+
+/// Every section of `config` as resolved_section records it (empty where nothing was read).
+inline nlohmann::json resolved_config(const sgmcmc::RunConfig& config, const sgmcmc::ConfigReads& reads) {
+  nlohmann::json sections = nlohmann::json::object();
+  for (const auto& [name, settings] : config.sections) {
+    const auto found = reads.find(name);
+    sections[name] = resolved_section(found == reads.end() ? sgmcmc::SectionReads{} : found->second);
+  }
+  return sections;
 }

@@ -32,7 +32,7 @@ struct ModelNotLoadable : sgmcmc::Error {
 struct BuiltModel {
   sgmcmc::LoadedPlugin plugin;
   std::shared_ptr<const sgmcmc::Model> model;
-  sgmcmc::Settings section;  // the [model] section as the model read it (which keys it knows)
+  sgmcmc::SectionReads reads;  // what the model read of its [model] section (which keys it knows)
   nlohmann::json data_files;  // the fingerprints of the files the section names (run_record.hpp)
 };
 

@@ -47,13 +47,6 @@ double seconds_since_epoch(std::chrono::system_clock::time_point t) {
   return std::chrono::duration<double>(t.time_since_epoch()).count();
 }
 
-/// The resolved configuration: every key in force, defaults included, by section.
-json resolved_config(const sgmcmc::RunConfig& config) {
-  json sections = json::object();
-  for (const auto& [name, settings] : config.sections) sections[name] = resolved_section(settings);
-  return sections;
-}
-
 std::vector<std::string> config_comment_lines(const json& config) {
   std::vector<std::string> lines;
   for (const auto& [section, keys] : config.items())
@@ -223,7 +216,7 @@ RunOutcome execute_run(PreparedRun& run, const fs::path& out, unsigned threads, 
                        bool resume) {
   json manifest = {{"sgmcmc_version", SGMCMC_VERSION},
                    {"source", run.source},
-                   {"config", resolved_config(run.config)},
+                   {"config", resolved_config(run.config, run.reads)},
                    {"seed", run.plan.schedule.seed},
                    {"warnings", run.warnings},
                    {"model", {{"name", run.model_name},

@@ -89,7 +89,9 @@ namespace {
 /// rows when the plugin can (run.data_parallel).
 std::shared_ptr<const BuiltModel> build_model(const sgmcmc::RunConfig& config, std::uint64_t data_seed, const std::string& source,
                                               const std::optional<fs::path>& plugin_dir, sgmcmc::RowShare rows = {}) {
-  const std::string name = config["model"].text("name", "");
+  sgmcmc::SectionReads reads;
+  const sgmcmc::SectionReader section(config["model"], reads);
+  const std::string name = model_name(section);
   if (name.empty()) throw sgmcmc::Error(fmt::format("{}: [model] needs a name (see `sgmcmc list`)", source));
   std::optional<sgmcmc::LoadedPlugin> plugin;
   try {
@@ -97,10 +99,10 @@ std::shared_ptr<const BuiltModel> build_model(const sgmcmc::RunConfig& config, s
   } catch (const sgmcmc::Error& error) {
     throw ModelNotLoadable(error.what());
   }
-  auto model = plugin->create({config["model"], data_seed, rows});
+  auto model = plugin->create({section, data_seed, rows});
   // Taken once the model has read its files, once per model (a sweep's cells share it).
-  auto data_files = data_fingerprints({{"model", resolved_section(config["model"])}}, {"model"});
-  return std::make_shared<const BuiltModel>(BuiltModel{*plugin, std::move(model), config["model"], std::move(data_files)});
+  auto data_files = data_fingerprints({{"model", resolved_section(reads)}}, {"model"});
+  return std::make_shared<const BuiltModel>(BuiltModel{*plugin, std::move(model), std::move(reads), std::move(data_files)});
 }
 
 /// What makes two cells' models the same: the [model] keys and values, the data seed and where
@@ -141,10 +143,11 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   run->config = std::move(config);
   run->source = source;
   auto& cfg = run->config;
-  run->plan.schedule = sgmcmc::read_run_schedule(cfg["run"], cfg["integrator"]);
+  const auto read = run->reader();
+  run->plan.schedule = sgmcmc::read_run_schedule(read["run"], read["integrator"]);
   resolve_preset_data_files(cfg, [&] {
     try {
-      return sgmcmc::load_plugin(cfg["model"].text("name", ""), plugin_folders(plugin_dir)).path();
+      return sgmcmc::load_plugin(model_name(read["model"]), plugin_folders(plugin_dir)).path();
     } catch (const sgmcmc::Error& error) {
       throw ModelNotLoadable(error.what());
     }
@@ -155,11 +158,11 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
                       : build_model(cfg, schedule.data_seed, source, plugin_dir,
                                     schedule.data_parallel && ranks ? sgmcmc::RowShare{ranks->rank(), ranks->size()}
                                                                     : sgmcmc::RowShare{});
-  cfg["model"].adopt_reads(run->built->section);  // the keys the model read, when another run's build read them
-  run->model_name = cfg["model"].text("name", "");
+  run->reads["model"].add(run->built->reads);  // the keys the model read, when another run's build read them
+  run->model_name = model_name(read["model"]);
   run->model_seconds = run->elapsed();
   if (schedule.data_parallel) {  // the chains are built on the split model (a copy: a cache's model stays whole)
-    check_data_parallel(cfg, schedule, *run->model(), run->model_name, ranks != nullptr);
+    check_data_parallel(read, schedule, *run->model(), run->model_name, ranks != nullptr);
     auto split = std::make_shared<BuiltModel>(*run->built);
     split->model = sgmcmc::data_parallel_model(split->model, std::move(ranks));
     run->built = std::move(split);
@@ -175,7 +178,7 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   // Every section is read and checked once; every chain gets its own parts, all built here from
   // the plan before any thread starts. The first is measured, so that all of them are checked
   // against the memory budget before the others exist.
-  run->plan = naming_model([&] { return sgmcmc::plan_run(cfg, schedule, run->model()); });
+  run->plan = naming_model([&] { return sgmcmc::plan_run(read, schedule, run->model()); });
   const auto& plan = run->plan;
   const auto make = [&](std::uint64_t k) {
     return naming_model([&] { return sgmcmc::make_chain(plan.chain, run->model(), sgmcmc::Rng(schedule.seed, sgmcmc::chain_stream(k))); });
@@ -193,7 +196,7 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
       run->jobs[k].burn_in = std::make_unique<BurnIn>(*plan.burn_in, run->model(), k);
   // Read on --resume too: a chain interrupted before its first checkpoint starts again. With a
   // burn-in, that starts there, and the chain at the burn-in's end.
-  const auto starts = read_start_points(cfg["run"], *run->model(), schedule.chains);
+  const auto starts = read_start_points(read["run"], *run->model(), schedule.chains);
   for (std::size_t k = 0; k < starts.size(); ++k) {
     if (run->jobs[k].burn_in) run->jobs[k].burn_in->start_at(starts[k].theta);
     else run->jobs[k].chain->start_at(starts[k].theta);
@@ -217,8 +220,9 @@ std::vector<std::string> check_keys(PreparedRun& run) {
   run.warnings.clear();
   for (const auto& [name, settings] : run.config.sections) {
     const auto alternatives = keys_of_alternatives.find(sgmcmc::main_section_of(name));  // [burn_in.integrator] too
-    for (auto& warning : settings.reject_unknown_keys(alternatives == keys_of_alternatives.end() ? std::vector<std::string>{}
-                                                                                                  : alternatives->second))
+    for (auto& warning : sgmcmc::reject_unknown_keys(settings, run.reads[name],
+                                                     alternatives == keys_of_alternatives.end() ? std::vector<std::string>{}
+                                                                                                : alternatives->second))
       run.warnings.push_back(std::move(warning));
   }
   return run.warnings;

@@ -91,7 +91,7 @@ void parameter_values(const sgmcmc::StanCsv& csv, std::size_t row, const std::ve
   }
 }
 
-std::vector<StartPoint> read_start_points(const sgmcmc::Settings& run, const sgmcmc::Model& model, std::uint64_t chains) {
+std::vector<StartPoint> read_start_points(sgmcmc::SectionReader run, const sgmcmc::Model& model, std::uint64_t chains) {
   const auto choice = sgmcmc::read_start_choice(run);
   if (!choice) return {};
   const std::string key = run.describe("init");

@@ -23,7 +23,7 @@ struct StartPoint {
 /// mean of every draw instead (an SGLD burn-in's running mean). Every parameter of the model needs
 /// its column (others, lp__ and the like, are ignored); values must be finite, and positive for a
 /// model of positive parameters. Errors name the key, the file, the draw and the column.
-std::vector<StartPoint> read_start_points(const sgmcmc::Settings& run, const sgmcmc::Model& model, std::uint64_t chains);
+std::vector<StartPoint> read_start_points(sgmcmc::SectionReader run, const sgmcmc::Model& model, std::uint64_t chains);
 
 /// What run.init and `sgmcmc gradient-variance --at` read: a run folder's chain-<k>.csv files in
 /// order, or the one file named. Errors start with `key`.

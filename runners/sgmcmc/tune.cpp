@@ -65,7 +65,7 @@ std::vector<double> step_grid(const sgmcmc::RunConfig& config, const TuneOptions
   }
   if (!(options.factor > 1.0 && std::isfinite(options.factor))) throw sgmcmc::Error("tune: --factor must be a number above 1");
   if (options.points < 2) throw sgmcmc::Error("tune: --points must be at least 2");
-  const auto centre = config["integrator"].optional_number("step_size");
+  const auto centre = sgmcmc::SectionReader(config["integrator"]).optional_number("step_size");
   if (!centre)
     throw sgmcmc::Error("tune: the configuration sets no integrator.step_size to centre the grid on; set one, or give --steps");
   if (!(*centre > 0.0)) throw sgmcmc::Error(fmt::format("tune: {} must be positive", config["integrator"].describe("step_size")));
@@ -79,14 +79,14 @@ std::vector<double> step_grid(const sgmcmc::RunConfig& config, const TuneOptions
 /// about `draws` draws, every parameter written.
 sgmcmc::RunConfig pilot_config(sgmcmc::RunConfig config, const TuneOptions& options) {
   const std::string origin = "sgmcmc tune";
-  if (config["integrator"].flag("adapt_step_size", sgmcmc::StepAdaptation{}.adapt))
+  if (sgmcmc::SectionReader(config["integrator"]).flag("adapt_step_size", sgmcmc::StepAdaptation{}.adapt))
     throw sgmcmc::Error(fmt::format("tune: {} = true: this chain adapts its own step to an MH acceptance rate; `tune` is "
                                     "for chains without one",
                                     config["integrator"].describe("adapt_step_size")));
   auto& run = config["run"];
   if (options.iterations) run.set("iterations", {static_cast<std::int64_t>(*options.iterations), origin});
   if (options.warmup) run.set("warmup", {static_cast<std::int64_t>(*options.warmup), origin});
-  const auto schedule = sgmcmc::read_fields(sgmcmc::run_fields(), run).chain;
+  const auto schedule = sgmcmc::read_fields(sgmcmc::run_fields(), sgmcmc::SectionReader(run)).chain;
   const std::uint64_t iterations = schedule.iterations, thin = schedule.thin;
   // A multiple of the configuration's thin, which an MH block length may constrain.
   const std::uint64_t blocks = std::max<std::uint64_t>(1, iterations / (thin * options.draws));

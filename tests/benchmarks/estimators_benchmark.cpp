@@ -42,7 +42,7 @@ std::shared_ptr<const sgmcmc::Model> gaussian_model(std::size_t items) {
   auto& model = models[items];
   if (!model) {
     auto config = sgmcmc::parse_config(fmt::format("[model]\nn = {}\ndim = {}\ntest_size = 0\n", items, dimension), "bench.toml");
-    model = plugin.create({config["model"], 1});
+    model = plugin.create({sgmcmc::SectionReader(config["model"]), 1});
   }
   return model;
 }

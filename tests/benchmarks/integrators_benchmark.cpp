@@ -14,6 +14,7 @@
 #include <vector>
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
+#include "reading.hpp"
 
 import sgmcmc;
 
@@ -25,7 +26,7 @@ std::shared_ptr<const sgmcmc::Model> gaussian_model() {
   static const auto plugin = sgmcmc::load_plugin_file(std::string(SGMCMC_PLUGIN_DIR) + "/sgmcmc-model-gaussian.so");
   static const auto model = [] {
     auto config = sgmcmc::parse_config(fmt::format("[model]\nn = {}\ndim = {}\ntest_size = 0\n", items, dimension), "bench.toml");
-    return plugin.create({config["model"], 1});
+    return plugin.create({sgmcmc::SectionReader(config["model"]), 1});
   }();
   return model;
 }
@@ -46,7 +47,7 @@ double nanoseconds_since(std::chrono::steady_clock::time_point start) {
 double batch_gradient_ns() {
   const auto model = gaussian_model();
   auto config = sgmcmc::parse_config(fmt::format("[estimator]\nbatch_size = {}\n", batch), "b.toml");
-  auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
+  auto estimator = sgmcmc::make_estimator(sgmcmc::SectionReader(config["estimator"]), *model);
   auto workspace = model->make_workspace();
   sgmcmc::Rng rng(1, 1);
   sgmcmc::Cost cost;
@@ -69,7 +70,7 @@ void integrator_step(benchmark::State& bench, const std::string& name) {
   // hmc makes one leapfrog step per trajectory here, so every row is one gradient's worth of steps.
   const std::string steps = name == "hmc" || name == "leapfrog" ? "steps = 1\n" : "";
   auto config = sgmcmc::parse_config(fmt::format("[integrator]\nname = \"{}\"\nstep_size = 1e-5\n{}", name, steps), "i.toml");
-  auto integrator = sgmcmc::make_integrator(config["integrator"]);
+  auto integrator = sgmcmc::make_integrator(sgmcmc::SectionReader(config["integrator"]));
   FreeGradient estimator;
   auto workspace = model->make_workspace();
   sgmcmc::Rng rng(2, 2);
@@ -95,7 +96,7 @@ void mh_endpoint_share(std::size_t every) {
       fmt::format("[estimator]\nbatch_size = {}\n[integrator]\nname = \"obabo\"\nstep_size = 1e-5\n[corrector]\nname = \"mh\"\nevery = {}\n",
                   batch, every),
       "mh.toml");
-  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(3, 3));
+  auto chain = sgmcmc::make_chain(test::plan_chain(config, *model), model, sgmcmc::Rng(3, 3));
   struct Discard final : sgmcmc::ChainObserver {
     void on_draw(const sgmcmc::Draw&) override {}
     void on_metrics(const sgmcmc::MetricsRow&) override {}

@@ -34,6 +34,7 @@
 #include "../../plugins/lda/corpus.hpp"
 #include "../../plugins/lda/documents.hpp"
 #include "../../plugins/lda/topic_sampler.hpp"
+#include "reading.hpp"
 
 namespace lda_benchmark {
 
@@ -205,8 +206,7 @@ int main(int argc, char** argv) {
   }
   const auto plugin = sgmcmc::load_plugin_file(std::string(SGMCMC_PLUGIN_DIR) + "/sgmcmc-model-lda.so");
   auto config = sgmcmc::parse_config(fmt::format("[model]\ndata = \"{}\"\ntopics = 20\n", kos.string()), "bench.toml");
-  const std::shared_ptr<const sgmcmc::Model> model = plugin.create({config["model"], 1});
-  config["model"].reject_unknown_keys();
+  const std::shared_ptr<const sgmcmc::Model> model = test::checked_model(plugin, config["model"], 1);
   double best = 1e300;
   for (int r = 0; r < repetitions; ++r) best = std::min(best, bench::sgld_iteration_us(model, batch, 1e-3, 50));
   fmt::print("\nSGLD iteration on KOS (D = {} training documents, K = 20, d = {}), batch {}, {} sweeps ({} burn-in): {:.0f} µs\n",

@@ -30,6 +30,7 @@
 #include <fmt/format.h>
 
 #include "sgld_timing.hpp"
+#include "reading.hpp"
 
 namespace {
 
@@ -38,8 +39,7 @@ constexpr std::size_t batch = 500, columns = 55;
 std::shared_ptr<const sgmcmc::Model> logistic_model(std::size_t rows, const std::string& speed_keys) {
   static const auto plugin = sgmcmc::load_plugin_file(std::string(SGMCMC_PLUGIN_DIR) + "/sgmcmc-model-logistic.so");
   auto config = sgmcmc::parse_config(fmt::format("[model]\nn = {}\ntest_size = 0\n{}\n", rows, speed_keys), "bench.toml");
-  auto model = plugin.create({config["model"], 1});
-  config["model"].reject_unknown_keys();
+  auto model = test::checked_model(plugin, config["model"], 1);
   return model;
 }
 

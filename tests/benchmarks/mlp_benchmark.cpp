@@ -30,6 +30,7 @@
 
 #include "sgld_timing.hpp"
 #include "two_passes.hpp"
+#include "reading.hpp"
 
 namespace mlp_benchmark {
 
@@ -70,7 +71,7 @@ bench::IterationTimes obabo_mh_block_times(std::shared_ptr<const sgmcmc::Model> 
                                                  "step_size = 0.001\n[corrector]\nname = \"mh\"\nevery = {}\n",
                                                  batch, every),
                                      "bench.toml");
-  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
+  auto chain = sgmcmc::make_chain(test::plan_chain(config, *model), model, sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
   bench::NoOutput output;
   const std::uint64_t iterations = every * blocks;
   const auto result = chain->run({.iterations = iterations, .thin = iterations, .eval_every = iterations}, output);

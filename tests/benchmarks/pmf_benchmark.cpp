@@ -33,6 +33,7 @@
 #include <fmt/format.h>
 
 #include "sgld_timing.hpp"
+#include "reading.hpp"
 
 namespace pmf_benchmark {
 
@@ -41,8 +42,7 @@ constexpr std::size_t batch = 5000, rank = 20, batches = 200;
 std::shared_ptr<const sgmcmc::Model> pmf_model() {
   static const auto plugin = sgmcmc::load_plugin_file(std::string(SGMCMC_PLUGIN_DIR) + "/sgmcmc-model-pmf.so");
   auto config = sgmcmc::parse_config(fmt::format("[model]\nrank = {}\n", rank), "bench.toml");
-  auto model = plugin.create({config["model"], 1});
-  config["model"].reject_unknown_keys();
+  auto model = test::checked_model(plugin, config["model"], 1);
   return model;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 #include <utility>
 #include <fmt/format.h>
+#include "reading.hpp"
 
 import sgmcmc;
 
@@ -23,8 +24,7 @@ namespace bench {
 inline std::shared_ptr<const sgmcmc::Model> load_model(const std::filesystem::path& plugin_file, const std::string& keys) {
   const auto plugin = sgmcmc::load_plugin_file(plugin_file);
   auto config = sgmcmc::parse_config("[model]\n" + keys, "bench.toml");
-  auto built = plugin.create({config["model"], 1});
-  config["model"].reject_unknown_keys();
+  auto built = test::checked_model(plugin, config["model"], 1);
   return built;
 }
 
@@ -51,7 +51,7 @@ inline IterationTimes sgld_iteration_times(std::shared_ptr<const sgmcmc::Model> 
                                                  "[integrator]\nname = \"sgld\"\nstep_size = {}\n[corrector]\nname = \"none\"\n",
                                                  estimator_name, batch, step_size),
                                      "bench.toml");
-  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
+  auto chain = sgmcmc::make_chain(test::plan_chain(config, *model), model, sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
   NoOutput output;
   const auto result = chain->run(
       {.iterations = iterations, .thin = iterations, .eval_every = iterations, .float_precision = float_chain}, output);

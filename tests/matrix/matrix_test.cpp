@@ -76,6 +76,7 @@
 #include "matrix/known_posteriors.hpp"
 #include "statistics.hpp"
 #include "targets.hpp"
+#include "reading.hpp"
 
 namespace {
 
@@ -147,8 +148,7 @@ struct MlpTarget {
                                                    "noise_sd = {}\nprior_scale = {}\n",
                                                    (rows.dir.path() / "data.csv").string(), rows.noise_sd, rows.prior_sd),
                                        "mlp.toml");
-    std::shared_ptr<const sgmcmc::Model> model = plugin.create({config["model"], 1});
-    config["model"].reject_unknown_keys();
+    std::shared_ptr<const sgmcmc::Model> model = test::checked_model(plugin, config["model"], 1);
     xt::xtensor<double, 2> design = xt::ones<double>({rows.x.shape(0), std::size_t{2}});
     xt::view(design, xt::all(), 0) = xt::view(rows.x, xt::all(), 0);
     const auto posterior = test::gaussian_posterior(design, rows.y, rows.noise_sd, rows.prior_sd);
@@ -169,8 +169,7 @@ struct ChainUnderTest {
 /// of `toml`. Throws sgmcmc::Error for a combination the runner refuses.
 ChainUnderTest build_chain(std::shared_ptr<const sgmcmc::Model> model, const std::string& toml, std::uint64_t seed) {
   auto config = sgmcmc::parse_config(toml, "matrix.toml");
-  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
-  for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
+  auto chain = sgmcmc::make_chain(test::checked_plan(config, *model), model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
   const auto& corrector = chain->corrector();
   return {std::move(chain), corrector.tests_acceptance(), corrector.block_length()};
 }
@@ -1045,8 +1044,8 @@ TEST_CASE("psgld adapting its preconditioner at every step (alpha = 0) samples e
   CHECK_THROWS_WITH(built.chain->run({.warmup = 4, .iterations = 4, .thin = 4, .eval_every = 4}, refused),
                     Catch::Matchers::Contains("freeze_after_warmup = false"));
   auto config = sgmcmc::parse_config(toml, "matrix.toml");
-  auto integrator = sgmcmc::make_integrator(config["integrator"], model->num_items());
-  auto estimator = sgmcmc::make_estimator(config["estimator"], *model);
+  auto integrator = sgmcmc::make_integrator(sgmcmc::SectionReader(config["integrator"]), model->num_items());
+  auto estimator = sgmcmc::make_estimator(sgmcmc::SectionReader(config["estimator"]), *model);
   auto workspace = model->make_workspace();
   sgmcmc::Rng rng(2024, sgmcmc::chain_stream(0));
   sgmcmc::Cost cost;
@@ -1235,7 +1234,7 @@ TEST_CASE("adapted step: the sampling phase's acceptance rate goes to the target
       std::vector<double> acceptance;
       for (int c = 0; c < chains; ++c) {
         auto config = sgmcmc::parse_config(adapt_toml(model, adapt.integrator), "matrix.toml");
-        auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(2024, sgmcmc::chain_stream(static_cast<std::uint64_t>(c))));
+        auto chain = sgmcmc::make_chain(test::plan_chain(config, *model), model, sgmcmc::Rng(2024, sgmcmc::chain_stream(static_cast<std::uint64_t>(c))));
         const std::uint64_t k = chain->corrector().block_length();
         test::Draws draws;
         const auto result = chain->run(

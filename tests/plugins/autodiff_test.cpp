@@ -58,8 +58,9 @@ TEST_CASE("autodiff: logistic regression as two templates gives the hand-written
   test::TempDir dir;
   const auto keys = fmt::format("data = {}\nprior_scale = 0.7\n", quoted(dir.write("rows.csv", random_labelled_csv(300, 6, 7))));
   auto config = sgmcmc::parse_config("[model]\n" + keys, "test.toml");
-  const auto derived = autodiff_logistic().create({config["model"], 1});
-  config["model"].reject_unknown_keys();
+  sgmcmc::SectionReads reads;
+  const auto derived = autodiff_logistic().create({sgmcmc::SectionReader(config["model"], reads), 1});
+  sgmcmc::reject_unknown_keys(config["model"], reads);
   const auto logistic = test::build_model("logistic", keys + "test_size = 0\n");
   REQUIRE(derived->dimension() == logistic->dimension());
   REQUIRE(derived->num_items() == logistic->num_items());
@@ -101,7 +102,7 @@ TEST_CASE("autodiff: check-model passes the derived model, per-item gradients an
   auto config = sgmcmc::parse_config(
       fmt::format("[model]\ndata = {}\n", quoted(dir.write("rows.csv", random_labelled_csv(200, 4, 11)))), "test.toml");
   const auto outcomes = sgmcmc::check_model(
-      [](const sgmcmc::Settings& settings, std::uint64_t seed) { return autodiff_logistic().create({settings, seed}); },
+      [](sgmcmc::SectionReader settings, std::uint64_t seed) { return autodiff_logistic().create({settings, seed}); },
       config["model"]);
   std::vector<std::string> passed;
   for (const auto& outcome : outcomes) {

@@ -110,7 +110,7 @@ TEST_CASE("gaussian plugin: data-file errors name the file, line, column or key"
   const auto plugin = sgmcmc::load_plugin_file(test::gaussian_plugin_path);
   const auto build = [&](const std::string& toml) {
     auto config = sgmcmc::parse_config(toml, "t.toml");
-    return plugin.create({config["model"], 1});
+    return plugin.create({sgmcmc::SectionReader(config["model"]), 1});
   };
   const auto bad = dir.write("bad.csv", "1,2\n3,4e\n");
   CHECK_THROWS_WITH(build("[model]\ndata = \"" + bad.string() + "\"\n"), Contains("bad.csv:2:3: '4e' is not a number"));
@@ -128,7 +128,7 @@ TEST_CASE("gaussian plugin: data-file errors name the file, line, column or key"
 TEST_CASE("gaussian plugin: simulated data and the split are reproducible by seed") {
   const auto plugin = sgmcmc::load_plugin_file(test::gaussian_plugin_path);
   auto config = sgmcmc::parse_config("[model]\nn = 50\ndim = 2\ntest_size = 10\n", "s.toml");
-  const auto a = plugin.create({config["model"], 4}), b = plugin.create({config["model"], 4}), c = plugin.create({config["model"], 5});
+  const auto a = plugin.create({sgmcmc::SectionReader(config["model"]), 4}), b = plugin.create({sgmcmc::SectionReader(config["model"]), 4}), c = plugin.create({sgmcmc::SectionReader(config["model"]), 5});
   CHECK(a->num_items() == 40);
   auto wa = a->make_workspace(), wb = b->make_workspace(), wc = c->make_workspace();
   const std::vector<double> theta{0.1, 0.2};
@@ -151,7 +151,7 @@ TEST_CASE("gaussian plugin: held_out_log_density is one draw's mean held-out log
   const auto make = [&](const std::string& test_size) {
     auto config = sgmcmc::parse_config(fmt::format("[model]\ndata = \"{}\"\ntest_size = {}\nnoise_sd = 0.5\n", path.string(), test_size),
                                        "q.toml");
-    return plugin.create({config["model"], 1});
+    return plugin.create({sgmcmc::SectionReader(config["model"]), 1});
   };
   const auto model = make("3");
   REQUIRE(model->quantity_names() == std::vector<std::string>{"held_out_log_density"});
@@ -168,7 +168,7 @@ TEST_CASE("gaussian plugin: NaN, infinities and a mistaken first line are input 
   const auto plugin = sgmcmc::load_plugin_file(test::gaussian_plugin_path);
   const auto build = [&](const std::filesystem::path& data) {
     auto config = sgmcmc::parse_config("[model]\ntest_size = 0\ndata = \"" + data.string() + "\"\n", "t.toml");
-    return plugin.create({config["model"], 1});
+    return plugin.create({sgmcmc::SectionReader(config["model"]), 1});
   };
   CHECK_THROWS_WITH(build(dir.write("nan.csv", "1,2\n3,nan\n")), Contains("nan.csv:2:3: 'nan' is not a finite number"));
   CHECK_THROWS_WITH(build(dir.write("inf.csv", "1,2\ninf,4\n")), Contains("inf.csv:2:1: 'inf' is not a finite number"));

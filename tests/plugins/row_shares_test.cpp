@@ -23,8 +23,9 @@ namespace {
 std::shared_ptr<const sgmcmc::Model> build_share(const std::string& name, const std::string& model_lines,
                                                  sgmcmc::RowShare share) {
   auto config = sgmcmc::parse_config("[model]\n" + model_lines, "test.toml");
-  auto model = test::bundled_plugin(name).create({config["model"], 3, share});
-  config["model"].reject_unknown_keys();
+  sgmcmc::SectionReads reads;
+  auto model = test::bundled_plugin(name).create({sgmcmc::SectionReader(config["model"], reads), 3, share});
+  sgmcmc::reject_unknown_keys(config["model"], reads);
   return model;
 }
 

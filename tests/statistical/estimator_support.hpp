@@ -19,8 +19,9 @@ namespace test {
 
 inline std::unique_ptr<sgmcmc::Estimator> make_estimator(const std::string& estimator_toml, const sgmcmc::Model& model) {
   auto config = sgmcmc::parse_config("[estimator]\n" + estimator_toml, "estimator.toml");
-  auto estimator = sgmcmc::make_estimator(config["estimator"], model);
-  config["estimator"].reject_unknown_keys();
+  sgmcmc::SectionReads reads;
+  auto estimator = sgmcmc::make_estimator(sgmcmc::SectionReader(config["estimator"], reads), model);
+  sgmcmc::reject_unknown_keys(config["estimator"], reads);
   return estimator;
 }
 

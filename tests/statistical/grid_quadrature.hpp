@@ -13,6 +13,7 @@
 
 #include "model_support.hpp"
 #include "statistics.hpp"
+#include "reading.hpp"
 
 import sgmcmc;
 
@@ -70,10 +71,10 @@ struct FirstTwoCoordinates final : sgmcmc::ChainObserver {
 /// draw kept) after checking that θ's first two names are `names`; the chain must not diverge.
 inline FirstTwoCoordinates run_glm_chain(const sgmcmc::RunConfig& config, const std::vector<std::string>& names,
                                          std::uint64_t iterations, std::uint64_t eval_every) {
-  std::shared_ptr<const sgmcmc::Model> model = bundled_plugin("glm").create({config["model"], 1});
+  sgmcmc::ConfigReads reads;
+  std::shared_ptr<const sgmcmc::Model> model = bundled_plugin("glm").create({sgmcmc::SectionReader(config["model"], reads["model"]), 1});
   REQUIRE(model->parameter_names() == names);
-  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
-  for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
+  auto chain = sgmcmc::make_chain(test::checked_plan(config, *model, std::move(reads)), model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
   FirstTwoCoordinates recorder;
   const auto result = chain->run({.warmup = 1'000, .iterations = iterations, .thin = 1, .eval_every = eval_every}, recorder);
   REQUIRE_FALSE(result.diverged);

@@ -13,6 +13,7 @@
 
 #include "statistics.hpp"
 #include "support.hpp"
+#include "reading.hpp"
 
 import sgmcmc;
 
@@ -148,10 +149,10 @@ name = "none"
 )",
                                                  train_path.string(), test_path.string()),
                                      "test.toml");
-  std::shared_ptr<const sgmcmc::Model> model = plugin.create({config["model"], 1});
+  sgmcmc::ConfigReads reads;
+  std::shared_ptr<const sgmcmc::Model> model = plugin.create({sgmcmc::SectionReader(config["model"], reads["model"]), 1});
   REQUIRE(model->num_items() == 20'000);
-  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(5, sgmcmc::chain_stream(0)));
-  for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
+  auto chain = sgmcmc::make_chain(test::checked_plan(config, *model, std::move(reads)), model, sgmcmc::Rng(5, sgmcmc::chain_stream(0)));
   Recorder recorder;
   const auto result = chain->run({.warmup = 2'000, .iterations = 80'000, .thin = 20, .eval_every = 10}, recorder);
   REQUIRE_FALSE(result.diverged);

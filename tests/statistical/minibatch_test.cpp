@@ -21,8 +21,9 @@ std::vector<double> estimate(sgmcmc::Estimator& estimator, const sgmcmc::Model& 
 /// An estimator from TOML, for the errors that name where a key was set.
 std::unique_ptr<sgmcmc::Estimator> make(const std::string& toml, const sgmcmc::Model& model) {
   auto config = sgmcmc::parse_config(toml, "e.toml");
-  auto estimator = sgmcmc::make_estimator(config["estimator"], model);
-  config["estimator"].reject_unknown_keys();
+  sgmcmc::SectionReads reads;
+  auto estimator = sgmcmc::make_estimator(sgmcmc::SectionReader(config["estimator"], reads), model);
+  sgmcmc::reject_unknown_keys(config["estimator"], reads);
   return estimator;
 }
 

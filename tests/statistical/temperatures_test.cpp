@@ -37,6 +37,7 @@
 
 #include "statistics.hpp"
 #include "targets.hpp"
+#include "reading.hpp"
 
 namespace {
 
@@ -58,8 +59,7 @@ constexpr std::uint64_t iterations = 200000;
 Temperatures run_temperatures(const std::string& toml) {
   const auto model = std::make_shared<test::NormalTarget>(0.0, 1.0);
   auto config = sgmcmc::parse_config(toml, "test.toml");
-  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(2024, sgmcmc::chain_stream(0)));
-  for (const auto& [name, section] : config.sections) section.reject_unknown_keys();
+  auto chain = sgmcmc::make_chain(test::checked_plan(config, *model), model, sgmcmc::Rng(2024, sgmcmc::chain_stream(0)));
   const sgmcmc::ChainSchedule schedule{.iterations = iterations, .thin = iterations, .eval_every = 1, .temperatures = true};
   Rows rows;
   chain->run(schedule, rows);
@@ -139,7 +139,7 @@ TEST_CASE("integrators without a momentum of their own have no kinetic temperatu
     const auto model = std::make_shared<test::NormalTarget>(0.0, 1.0);
     auto config = sgmcmc::parse_config(
         fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"{}\"\nstep_size = 0.1\n", integrator), "test.toml");
-    const auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
+    const auto chain = sgmcmc::make_chain(test::plan_chain(config, *model), model, sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
     CHECK(chain->metric_names({.temperatures = true}) == std::vector<std::string>{"configurational_temperature"});
     CHECK(chain->metric_names({}).empty());
   }

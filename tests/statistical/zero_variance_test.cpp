@@ -22,6 +22,7 @@
 #include "statistics.hpp"
 #include "matrix/known_posteriors.hpp"
 #include "targets.hpp"
+#include "reading.hpp"
 
 namespace fs = std::filesystem;
 
@@ -212,11 +213,11 @@ struct RecordedDraws final : sgmcmc::ChainObserver {
   }
   static sgmcmc::OutputOptions options(const sgmcmc::Model& model, const std::string& source) {
     auto config = sgmcmc::parse_config(fmt::format("[output]\ngradients = \"{}\"\n", source), "test.toml");
-    return sgmcmc::read_output_options(config["output"], model);
+    return sgmcmc::read_output_options(sgmcmc::SectionReader(config["output"]), model);
   }
   static sgmcmc::EstimatorRecipe gradients(const sgmcmc::Model& model, const std::string& source) {
     const auto config = sgmcmc::parse_config("[estimator]\nname = \"cv\"\nbatch_size = 10\n", "recorder.toml");
-    return sgmcmc::gradient_recipe(options(model, source).gradients, config["estimator"], model);
+    return sgmcmc::gradient_recipe(options(model, source).gradients, sgmcmc::SectionReader(config["estimator"]), model);
   }
   void on_draw(const sgmcmc::Draw& draw) override {
     if (follows_chain) recorder.follow(draw.workspace, draw.target_changes, draw.data_changes, draw.theta);
@@ -243,7 +244,7 @@ RecordedDraws recorded_sgld(const test::GaussianFixture& fixture, const std::str
   auto config = sgmcmc::parse_config(fmt::format("[estimator]\nname = \"exact\"\n[integrator]\nname = \"sgld\"\nstep_size = {}\n",
                                                  0.5 / lambda),
                                      "chain.toml");
-  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *fixture.model), fixture.model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
+  auto chain = sgmcmc::make_chain(test::plan_chain(config, *fixture.model), fixture.model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
   RecordedDraws recorded(fixture.model, source, 7);
   chain->run({.iterations = sgld_iterations, .thin = sgld_thin, .eval_every = sgld_iterations}, recorded);
   return recorded;
@@ -372,7 +373,7 @@ TEST_CASE("recorded scores follow the chain's Gibbs-updated noise precision: mea
                                            "step_size = 6e-4\n[corrector]\nname = \"mh\"\n",
                                            "chain.toml");
   const auto recorded = [&](const std::string& source, bool follows_chain) {
-    auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(11, sgmcmc::chain_stream(0)));
+    auto chain = sgmcmc::make_chain(test::plan_chain(config, *model), model, sgmcmc::Rng(11, sgmcmc::chain_stream(0)));
     RecordedDraws draws(model, source, 11);
     draws.follows_chain = follows_chain;
     chain->run({.warmup = 1000, .iterations = 200'000, .thin = 20, .eval_every = 200'000}, draws);

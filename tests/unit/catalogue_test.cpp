@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "targets.hpp"
+#include "reading.hpp"
 
 import sgmcmc;
 
@@ -30,9 +31,9 @@ public:
                          sgmcmc::Rng&) const override {}
 };
 
-std::set<std::string> read_keys(const sgmcmc::Settings& settings) {
+std::set<std::string> read_keys(const sgmcmc::SectionReads& reads) {
   std::set<std::string> keys;
-  for (const auto& [key, value] : settings.resolved())
+  for (const auto& [key, value] : reads.in_force)
     if (key != "name") keys.insert(key);
   return keys;
 }
@@ -42,9 +43,10 @@ template <class Catalogue, class Build>
 void check_declared_keys(const Catalogue& catalogue, const char* section, Build build, const std::string& context = "") {
   for (const auto& entry : catalogue) {
     auto config = sgmcmc::parse_config(fmt::format("{}[{}]\nname = \"{}\"\n", context, section, entry.name), "k.toml");
-    build(config);
+    sgmcmc::ConfigReads reads;
+    build(sgmcmc::ConfigReader(config, reads));
     INFO(section << " " << entry.name);
-    CHECK(read_keys(config[section]) == std::set<std::string>(entry.keys.begin(), entry.keys.end()));
+    CHECK(read_keys(reads[section]) == std::set<std::string>(entry.keys.begin(), entry.keys.end()));
   }
 }
 
@@ -52,10 +54,10 @@ void check_declared_keys(const Catalogue& catalogue, const char* section, Build 
 
 TEST_CASE("every catalogue entry declares exactly the keys it reads") {
   const TinyModel model;
-  check_declared_keys(sgmcmc::estimator_catalogue(), "estimator", [&](const auto& c) { sgmcmc::make_estimator(c["estimator"], model); });
-  check_declared_keys(sgmcmc::integrator_catalogue(), "integrator", [](const auto& c) { sgmcmc::make_integrator(c["integrator"]); });
+  check_declared_keys(sgmcmc::estimator_catalogue(), "estimator", [&](sgmcmc::ConfigReader c) { sgmcmc::make_estimator(c["estimator"], model); });
+  check_declared_keys(sgmcmc::integrator_catalogue(), "integrator", [](sgmcmc::ConfigReader c) { sgmcmc::make_integrator(c["integrator"]); });
   const test::NormalTarget exact_model(0.0, 1.0);  // has an exact log-likelihood
-  check_declared_keys(sgmcmc::corrector_catalogue(), "corrector", [&](const auto& c) { sgmcmc::plan_chain(c, exact_model); },
+  check_declared_keys(sgmcmc::corrector_catalogue(), "corrector", [&](sgmcmc::ConfigReader c) { sgmcmc::plan_chain(c, exact_model); },
                       "[integrator]\nname = \"obabo\"\n[estimator]\nname = \"exact\"\n");
 }
 
@@ -63,20 +65,21 @@ TEST_CASE("mh is refused on a model without an exact log-likelihood, naming the 
   const TinyModel model;
   auto config = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\n[corrector]\nname = \"mh\"\n[estimator]\nname = \"exact\"\n",
                                      "m.toml");
-  CHECK_THROWS_WITH(sgmcmc::plan_chain(config, model),
+  CHECK_THROWS_WITH(test::plan_chain(config, model),
                     Contains("m.toml:4: corrector.name") && Contains("'exact-log-likelihood' capability"));
   const test::NormalTarget exact_model(0.0, 1.0);  // has an exact log-likelihood
-  CHECK(sgmcmc::plan_chain(config, exact_model).corrector == "mh");
+  CHECK(test::plan_chain(config, exact_model).corrector == "mh");
 }
 
 TEST_CASE("a key of another component is 'not used', any other unread key is an error") {
   const TinyModel model;
   auto config = sgmcmc::parse_config("[estimator]\nname = \"exact\"\nbatch_size = 5\n", "w.toml");
-  sgmcmc::make_estimator(config["estimator"], model);
-  const auto warnings = config["estimator"].reject_unknown_keys(sgmcmc::all_keys(sgmcmc::estimator_catalogue()));
+  sgmcmc::SectionReads reads;
+  sgmcmc::make_estimator(sgmcmc::SectionReader(config["estimator"], reads), model);
+  const auto warnings = sgmcmc::reject_unknown_keys(config["estimator"], reads, sgmcmc::all_keys(sgmcmc::estimator_catalogue()));
   REQUIRE(warnings.size() == 1);
   CHECK_THAT(warnings[0], Contains("w.toml:3: estimator.batch_size is not used by estimator 'exact'"));
-  CHECK_THROWS_WITH(config["estimator"].reject_unknown_keys(), Contains("unknown key 'estimator.batch_size'"));
+  CHECK_THROWS_WITH(sgmcmc::reject_unknown_keys(config["estimator"], reads), Contains("unknown key 'estimator.batch_size'"));
 }
 
 TEST_CASE("mh is refused after the history-dependent estimators svrg and saga, naming the estimator and why") {
@@ -88,7 +91,7 @@ TEST_CASE("mh is refused after the history-dependent estimators svrg and saga, n
         fmt::format("[estimator]\nname = \"{}\"\n[integrator]\nname = \"obabo\"\n[corrector]\nname = \"mh\"\n", estimator),
         "h.toml");
     INFO(estimator);
-    CHECK_THROWS_WITH(sgmcmc::plan_chain(config, exact_model),
+    CHECK_THROWS_WITH(test::plan_chain(config, exact_model),
                       Contains("h.toml:6: corrector.name") && Contains(fmt::format("estimator '{}'", estimator)) &&
                           Contains("depends on the chain's history"));
   }
@@ -97,7 +100,7 @@ TEST_CASE("mh is refused after the history-dependent estimators svrg and saga, n
         fmt::format("[estimator]\nname = \"{}\"\n[integrator]\nname = \"obabo\"\n[corrector]\nname = \"mh\"\nevery = 2\n",
                     estimator),
         "h.toml");
-    CHECK(sgmcmc::plan_chain(config, exact_model).corrector == "mh");
+    CHECK(test::plan_chain(config, exact_model).corrector == "mh");
   }
 }
 
@@ -111,7 +114,7 @@ TEST_CASE("mh over blocks of one step with exact endpoints refuses a stochastic 
                                                    "[corrector]\nname = \"mh\"\n{}",
                                                    estimator, corrector_keys),
                                        "e.toml");
-    return sgmcmc::plan_chain(config, model).corrector;
+    return test::plan_chain(config, model).corrector;
   };
   for (const char* estimator : {"minibatch", "cv"}) {
     INFO(estimator);
@@ -135,7 +138,7 @@ TEST_CASE("a chain plan holds its parts' parameters: chains built after its conf
         "[estimator]\nname = \"exact\"\n[integrator]\nname = \"obabo\"\nstep_size = 0.3\nfriction = 2.0\n"
         "temperature = 1.5\n[corrector]\nname = \"mh\"\nevery = 3\n",
         "p.toml");
-    plan = sgmcmc::plan_chain(config, *model);
+    plan = test::plan_chain(config, *model);
   }
   CHECK(plan->estimator == "exact");
   CHECK(plan->integrator == "obabo");
@@ -161,7 +164,9 @@ namespace {
 /// plan_run on `toml` for `model`, [run] read first as the runner reads it.
 sgmcmc::RunPlan plan_of(const std::string& toml, const std::shared_ptr<const sgmcmc::Model>& model) {
   const auto config = sgmcmc::parse_config(toml, "r.toml");
-  return sgmcmc::plan_run(config, sgmcmc::read_run_schedule(config["run"], config["integrator"]), model);
+  sgmcmc::ConfigReads reads;
+  const sgmcmc::ConfigReader read(config, reads);
+  return sgmcmc::plan_run(read, sgmcmc::read_run_schedule(read["run"], read["integrator"]), model);
 }
 }  // namespace
 

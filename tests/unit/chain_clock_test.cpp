@@ -6,6 +6,7 @@
 #include <time.h>
 #include <catch2/catch.hpp>
 #include "targets.hpp"
+#include "reading.hpp"
 
 import sgmcmc;
 
@@ -41,7 +42,7 @@ TEST_CASE("a chain's CPU seconds leave out the CPU its observer spends on each d
   const auto model = std::make_shared<test::NormalTarget>(0.0, 1.0);
   auto config = sgmcmc::parse_config("[estimator]\nname = \"exact\"\n[integrator]\nname = \"sgld\"\nstep_size = 0.01\n",
                                      "test.toml");
-  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
+  auto chain = sgmcmc::make_chain(test::plan_chain(config, *model), model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
   BusyObserver observer(100e-6);
   const std::uint64_t iterations = 2000;
   const auto result = chain->run({.iterations = iterations, .eval_every = iterations}, observer);

@@ -17,15 +17,15 @@ sgmcmc::Settings model_section(const std::string& lines) { return sgmcmc::parse_
 }  // namespace
 
 TEST_CASE("row_count: an integer is a count, a float a fraction, out of range names the key") {
-  CHECK(sgmcmc::row_count(model_section("test_size = 30\n"), "test_size", 0.1, 200, 0, 199) == 30);
-  CHECK(sgmcmc::row_count(model_section("test_size = 0.25\n"), "test_size", 0.1, 200, 0, 199) == 50);
-  CHECK(sgmcmc::row_count(model_section(""), "test_size", 0.1, 200, 0, 199) == 20);  // the fallback fraction
-  CHECK(sgmcmc::row_count(model_section("subsample = 1.0\n"), "subsample", 1.0, 7, 1, 7) == 7);
-  CHECK_THROWS_WITH(sgmcmc::row_count(model_section("test_size = 200\n"), "test_size", 0.1, 200, 0, 199),
+  CHECK(sgmcmc::row_count(sgmcmc::SectionReader(model_section("test_size = 30\n")), "test_size", 0.1, 200, 0, 199) == 30);
+  CHECK(sgmcmc::row_count(sgmcmc::SectionReader(model_section("test_size = 0.25\n")), "test_size", 0.1, 200, 0, 199) == 50);
+  CHECK(sgmcmc::row_count(sgmcmc::SectionReader(model_section("")), "test_size", 0.1, 200, 0, 199) == 20);  // the fallback fraction
+  CHECK(sgmcmc::row_count(sgmcmc::SectionReader(model_section("subsample = 1.0\n")), "subsample", 1.0, 7, 1, 7) == 7);
+  CHECK_THROWS_WITH(sgmcmc::row_count(sgmcmc::SectionReader(model_section("test_size = 200\n")), "test_size", 0.1, 200, 0, 199),
                     Contains("t.toml:2: model.test_size") && Contains("asks for 200 of the 200 rows; expected between 0 and 199"));
-  CHECK_THROWS_WITH(sgmcmc::row_count(model_section("subsample = 2.5\n"), "subsample", 1.0, 7, 1, 7),
+  CHECK_THROWS_WITH(sgmcmc::row_count(sgmcmc::SectionReader(model_section("subsample = 2.5\n")), "subsample", 1.0, 7, 1, 7),
                     Contains("a fraction must lie in [0, 1]"));
-  CHECK_THROWS_WITH(sgmcmc::row_count(model_section("subsample = \"half\"\n"), "subsample", 1.0, 7, 1, 7),
+  CHECK_THROWS_WITH(sgmcmc::row_count(sgmcmc::SectionReader(model_section("subsample = \"half\"\n")), "subsample", 1.0, 7, 1, 7),
                     Contains("expected a number"));
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include "targets.hpp"
+#include "reading.hpp"
 
 import sgmcmc;
 
@@ -16,7 +17,7 @@ sgmcmc::ChainResult run_sgld(double mu, double divergence_threshold) {
   // an Inf: a check of |θ_j| > bound alone would let it through, since NaN > bound is false).
   auto model = std::make_shared<const test::NormalTarget>(mu, 1.0);
   auto config = sgmcmc::parse_config("[integrator]\nname = \"sgld\"\nstep_size = 0.1\n", "test.toml");
-  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
+  auto chain = sgmcmc::make_chain(test::plan_chain(config, *model), model, sgmcmc::Rng(7, sgmcmc::chain_stream(0)));
   test::Draws draws;
   return chain->run({.iterations = 50, .thin = 1, .eval_every = 50, .divergence_threshold = divergence_threshold}, draws);
 }

@@ -12,6 +12,7 @@
 
 #include "gaussian_fixture.hpp"
 #include "statistical/estimator_support.hpp"
+#include "reading.hpp"
 
 using Catch::Matchers::Contains;
 
@@ -57,8 +58,9 @@ Run run_chain(std::shared_ptr<const sgmcmc::Model> model, const std::string& est
               std::uint64_t seed = 11) {
   auto config = sgmcmc::parse_config("[estimator]\n" + estimator_toml + "[integrator]\nname = \"sgld\"\nstep_size = 1e-3\n",
                                      "c.toml");
-  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
-  config["estimator"].reject_unknown_keys();
+  sgmcmc::ConfigReads reads;
+  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain({config, reads}, *model), model, sgmcmc::Rng(seed, sgmcmc::chain_stream(0)));
+  sgmcmc::reject_unknown_keys(config["estimator"], reads["estimator"]);
   Run run;
   run.result = chain->run({.iterations = iterations, .thin = 1, .eval_every = 1}, run.recorder);
   return run;
@@ -148,14 +150,14 @@ TEST_CASE("saga's memory_limit_mb counts the tables of all of a run's chains tog
   // A limit of 200 MB holds two chains' tables (152.6 MB) and not three (228.9 MB).
   auto config = sgmcmc::parse_config("[estimator]\nname = \"saga\"\nmemory_limit_mb = 200\n", "saga.toml");
   const SizesOnly model(1'000'000, 10);
-  CHECK(sgmcmc::estimator_memory_refusal(config["estimator"], model, 2).empty());
-  CHECK_THAT(sgmcmc::estimator_memory_refusal(config["estimator"], model, 3),
+  CHECK(sgmcmc::estimator_memory_refusal(sgmcmc::SectionReader(config["estimator"]), model, 2).empty());
+  CHECK_THAT(sgmcmc::estimator_memory_refusal(sgmcmc::SectionReader(config["estimator"]), model, 3),
              Contains("saga.toml:3: estimator.memory_limit_mb: estimator 'saga' needs a gradient table of 80000000 bytes "
                       "(76.29 MB = N 1000000 items × d 10 × 8 bytes) per chain, 228.88 MB for 3 chains, more than the limit "
                       "of 200 MB for all chains together"));
   // Estimators without a table are never refused for it.
   auto minibatch = sgmcmc::parse_config("[estimator]\nname = \"minibatch\"\n", "minibatch.toml");
-  CHECK(sgmcmc::estimator_memory_refusal(minibatch["estimator"], model, 1000).empty());
+  CHECK(sgmcmc::estimator_memory_refusal(sgmcmc::SectionReader(minibatch["estimator"]), model, 1000).empty());
 }
 
 TEST_CASE("a diverging cv centring stops with a message naming the phase and suggesting a smaller step") {

@@ -21,6 +21,7 @@
 #include "matrix/known_posteriors.hpp"
 #include "statistics.hpp"
 #include "targets.hpp"
+#include "reading.hpp"
 
 // Known-value tolerances: 1e-14 relative where the hand computation does the same operations as
 // the integrator, possibly in another order (a few ulps); 1e-12 for sums of differences.
@@ -188,7 +189,7 @@ TEST_CASE("friction 0, or negative, is refused with the reason") {
     for (const char* friction : {"0", "-1"}) {
       auto config = sgmcmc::parse_config(fmt::format("[integrator]\nname = \"{}\"\nfriction = {}\n", name, friction), "f.toml");
       INFO(name << " friction " << friction);
-      CHECK_THROWS_WITH(sgmcmc::make_integrator(config["integrator"]),
+      CHECK_THROWS_WITH(sgmcmc::make_integrator(sgmcmc::SectionReader(config["integrator"])),
                         Catch::Matchers::Contains("f.toml:3: integrator.friction") &&
                             Catch::Matchers::Contains("never refreshed"));
     }
@@ -197,7 +198,7 @@ TEST_CASE("friction 0, or negative, is refused with the reason") {
 TEST_CASE("sghmc with friction × step size >= 1 is refused, from TOML and from its parameter struct") {
   // 1 - γh <= 0 would flip (or zero) the momentum every step.
   auto config = sgmcmc::parse_config("[integrator]\nname = \"sghmc\"\nstep_size = 0.1\nfriction = 10\n", "f.toml");
-  CHECK_THROWS_WITH(sgmcmc::make_integrator(config["integrator"]),
+  CHECK_THROWS_WITH(sgmcmc::make_integrator(sgmcmc::SectionReader(config["integrator"])),
                     Catch::Matchers::Contains("f.toml:4: integrator.friction") && Catch::Matchers::Contains("below 1"));
   CHECK_THROWS_WITH(sgmcmc::make_integrator(sgmcmc::SghmcParameters{.schedule = {.step_size = 0.1}, .friction = 10.0}),
                     Catch::Matchers::Contains("integrator sghmc") && Catch::Matchers::Contains("below 1"));
@@ -296,7 +297,7 @@ TEST_CASE("a mass array whose length is not the model's dimension is refused, na
   for (const char* name : {"sgld", "mala", "obabo", "baoab", "hmc", "sghmc"}) {
     INFO(name);
     auto config = sgmcmc::parse_config(fmt::format("[integrator]\nname = \"{}\"\nmass = [1.0, 2.0]\n", name), "m.toml");
-    CHECK_THROWS_WITH(sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(1, 1)),
+    CHECK_THROWS_WITH(sgmcmc::make_chain(test::plan_chain(config, *model), model, sgmcmc::Rng(1, 1)),
                       Catch::Matchers::Contains("m.toml:3: integrator.mass") && Catch::Matchers::Contains("d = 1") &&
                           Catch::Matchers::Contains("found an array of 2"));
   }
@@ -311,7 +312,7 @@ TEST_CASE("a mass array whose length is not the model's dimension is refused, na
                     Catch::Matchers::Contains("integrator sgld: mass: expected numbers > 0, found 0 at position 2"));
   // One number, or d numbers, are accepted.
   auto one = sgmcmc::parse_config("[integrator]\nmass = [2.0]\n", "m.toml");
-  CHECK_NOTHROW(sgmcmc::make_chain(sgmcmc::plan_chain(one, *model), model, sgmcmc::Rng(1, 1)));
+  CHECK_NOTHROW(sgmcmc::make_chain(test::plan_chain(one, *model), model, sgmcmc::Rng(1, 1)));
 }
 
 // ---- A dense metric (Metric, metric = "dense") ------------------------------------------------------
@@ -396,7 +397,7 @@ TEST_CASE("adapt_mass's windows end where Stan's rule puts them, for the default
   CHECK(windows_closing({.init_buffer = 10, .window = 5, .term_buffer = 5}, 100) == std::vector<std::uint64_t>{15, 25, 45, 95});
   const auto correlated = matrix::correlated_target();
   auto refused = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\nadapt_init_buffer = 500\n", "m.toml");
-  CHECK_THROWS_WITH(sgmcmc::make_chain(sgmcmc::plan_chain(refused, *correlated), correlated, sgmcmc::Rng(1, 1)),
+  CHECK_THROWS_WITH(sgmcmc::make_chain(test::plan_chain(refused, *correlated), correlated, sgmcmc::Rng(1, 1)),
                     Catch::Matchers::Contains("m.toml:3: integrator.adapt_init_buffer: adapt_init_buffer sets a window of "
                                               "adapt_mass's adaptation, and adapt_mass is false"));
 }
@@ -406,7 +407,7 @@ TEST_CASE("a dense metric or a Fisher mass is refused, naming the key, where it 
   const auto refused = [](std::shared_ptr<const sgmcmc::Model> model, const std::string& lines, const std::string& expected) {
     INFO(lines);
     auto config = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\n" + lines, "m.toml");
-    CHECK_THROWS_WITH(sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(1, 1)), Catch::Matchers::Contains(expected));
+    CHECK_THROWS_WITH(sgmcmc::make_chain(test::plan_chain(config, *model), model, sgmcmc::Rng(1, 1)), Catch::Matchers::Contains(expected));
   };
   refused(correlated, "metric = \"full\"\n", "m.toml:3: integrator.metric");
   refused(correlated, "metric = \"dense\"\nmass = [1, 2, 3]\n", "or of d² = 4");
@@ -423,13 +424,14 @@ TEST_CASE("a dense metric or a Fisher mass is refused, naming the key, where it 
   refused(wide, "metric = \"dense\"\n", "d = 1001 coordinates, above the limit of 1000");
   // psgld has its own preconditioner and no metric: the key is unknown to it.
   auto psgld = sgmcmc::parse_config("[integrator]\nname = \"psgld\"\nmetric = \"dense\"\n", "m.toml");
-  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(psgld, *correlated), correlated, sgmcmc::Rng(1, 1));
-  CHECK_THROWS_WITH(psgld["integrator"].reject_unknown_keys(), Catch::Matchers::Contains("metric"));
+  sgmcmc::ConfigReads psgld_reads;
+  auto chain = sgmcmc::make_chain(sgmcmc::plan_chain({psgld, psgld_reads}, *correlated), correlated, sgmcmc::Rng(1, 1));
+  CHECK_THROWS_WITH(sgmcmc::reject_unknown_keys(psgld["integrator"], psgld_reads["integrator"]), Catch::Matchers::Contains("metric"));
   for (const char* mass : {"2.0", "[2.0, 3.0]", "[2.0, 1.0, 1.0, 3.0]"}) {
     INFO(mass);
     auto config = sgmcmc::parse_config(fmt::format("[integrator]\nname = \"obabo\"\nmetric = \"dense\"\nmass = {}\n", mass), "m.toml");
     test::Draws draws;
-    CHECK_NOTHROW(sgmcmc::make_chain(sgmcmc::plan_chain(config, *correlated), correlated, sgmcmc::Rng(1, 1))->run({.iterations = 10, .eval_every = 10}, draws));
+    CHECK_NOTHROW(sgmcmc::make_chain(test::plan_chain(config, *correlated), correlated, sgmcmc::Rng(1, 1))->run({.iterations = 10, .eval_every = 10}, draws));
   }
 }
 
@@ -523,7 +525,7 @@ TEST_CASE("step-size schedules: constant, polynomial decay, cyclical cosine") {
   CHECK(sgmcmc::StepSchedule({.step_size = 0.5}).at(1000) == 0.5);
   // The range of c is the Settings adapter's check, which names where the key was set.
   auto bad = sgmcmc::parse_config("[integrator]\nschedule = \"polynomial\"\ndecay_c = 1.5\n", "b.toml");
-  CHECK_THROWS_WITH(sgmcmc::ScheduleParameters::from_settings(bad["integrator"]),
+  CHECK_THROWS_WITH(sgmcmc::ScheduleParameters::from_settings(sgmcmc::SectionReader(bad["integrator"])),
                     Catch::Matchers::Contains("b.toml:3: integrator.decay_c"));
 }
 
@@ -532,7 +534,7 @@ TEST_CASE("scale_step_with_n: refused where it has no meaning, naming the key, r
   const auto refusal = [&](const std::string& toml) {
     auto config = sgmcmc::parse_config(toml, "s.toml");
     try {
-      sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(1, 1));
+      sgmcmc::make_chain(test::plan_chain(config, *model), model, sgmcmc::Rng(1, 1));
     } catch (const sgmcmc::Error& error) {
       return std::string(error.what());
     }
@@ -555,13 +557,14 @@ TEST_CASE("scale_step_with_n: refused where it has no meaning, naming the key, r
         "accepted");
   // Without the model, no N to divide by.
   auto config = sgmcmc::parse_config("[integrator]\nstep_size = 1.0\nscale_step_with_n = true\n", "s.toml");
-  CHECK_THROWS_WITH(sgmcmc::make_integrator(config["integrator"]), Catch::Matchers::Contains("number of items"));
+  CHECK_THROWS_WITH(sgmcmc::make_integrator(sgmcmc::SectionReader(config["integrator"])), Catch::Matchers::Contains("number of items"));
   // The configuration keeps the step as given; the integrator gets it divided by N^p (N = 1 here).
   auto scaled = sgmcmc::parse_config("[integrator]\nname = \"obabo\"\nstep_size = 0.5\nscale_step_with_n = true\n", "s.toml");
-  const auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(scaled, *model), model, sgmcmc::Rng(1, 1));
-  CHECK(std::get<double>(scaled["integrator"].resolved().at("step_size")) == 0.5);
-  CHECK(std::get<bool>(scaled["integrator"].resolved().at("scale_step_with_n")));
-  CHECK(scaled["integrator"].reject_unknown_keys().empty());
+  sgmcmc::ConfigReads reads;
+  const auto chain = sgmcmc::make_chain(sgmcmc::plan_chain({scaled, reads}, *model), model, sgmcmc::Rng(1, 1));
+  CHECK(std::get<double>(reads["integrator"].in_force.at("step_size")) == 0.5);
+  CHECK(std::get<bool>(reads["integrator"].in_force.at("scale_step_with_n")));
+  CHECK(sgmcmc::reject_unknown_keys(scaled["integrator"], reads["integrator"]).empty());
 }
 
 // ---- Step-size adaptation by dual averaging (issue 17, item 5) -----------------------------------
@@ -631,7 +634,7 @@ TEST_CASE("step-size adaptation is refused, naming the key and the reason, where
     auto config = sgmcmc::parse_config(
         fmt::format("[integrator]\n{}\n[corrector]\nname = \"{}\"\n[estimator]\nname = \"exact\"\n", integrator, corrector),
         "a.toml");
-    return sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(1, 2));
+    return sgmcmc::make_chain(test::plan_chain(config, *model), model, sgmcmc::Rng(1, 2));
   };
   using Catch::Matchers::Contains;
   for (const char* name : {"mala", "obabo", "baoab", "hmc", "leapfrog"}) {

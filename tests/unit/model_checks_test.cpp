@@ -50,7 +50,7 @@ private:
 /// The outcome of the check named `name` for a model with these quantities.
 sgmcmc::CheckOutcome outcome_of(const std::string& name, std::vector<std::string> names, Quantity value) {
   const auto model = std::make_shared<QuantityModel>(std::move(names), std::move(value));
-  const auto outcomes = sgmcmc::check_model([&](const sgmcmc::Settings&, std::uint64_t) { return model; },
+  const auto outcomes = sgmcmc::check_model([&](sgmcmc::SectionReader, std::uint64_t) { return model; },
                                             sgmcmc::Settings("model"));
   const auto found = std::find_if(outcomes.begin(), outcomes.end(), [&](const auto& o) { return o.name == name; });
   REQUIRE(found != outcomes.end());

@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "support.hpp"
+#include "reading.hpp"
 
 import sgmcmc;
 
@@ -250,8 +251,8 @@ TEST_CASE("a checkpoint whose adapted mass has another length is refused naming 
   for (const auto& entry : std::filesystem::directory_iterator(fuzz / "checkpoint_configs")) {
     INFO(entry.path().filename().string());
     const auto config = sgmcmc::parse_config(test::read_text(entry.path()), entry.path().string());
-    const std::shared_ptr<const sgmcmc::Model> model = plugin.create({config["model"], 1});
-    auto chain = sgmcmc::make_chain(sgmcmc::plan_chain(config, *model), model, sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
+    const std::shared_ptr<const sgmcmc::Model> model = plugin.create({sgmcmc::SectionReader(config["model"]), 1});
+    auto chain = sgmcmc::make_chain(test::plan_chain(config, *model), model, sgmcmc::Rng(1, sgmcmc::chain_stream(0)));
     sgmcmc::StateReader in(file.substr(20, file.size() - 24), "runs/x/checkpoint-1.bin");  // the payload
     CHECK_THROWS_WITH(chain->restore_state(in), Contains("runs/x/checkpoint-1.bin"));
   }

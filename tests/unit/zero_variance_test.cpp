@@ -92,7 +92,7 @@ TEST_CASE("[output]: gradient sources, zv needs gradients, errors name the key")
   const test::NormalTarget model(0.0, 1.0);
   const auto options = [&](const std::string& toml) {
     auto config = sgmcmc::parse_config(toml, "out.toml");
-    return sgmcmc::read_output_options(config["output"], model);
+    return sgmcmc::read_output_options(sgmcmc::SectionReader(config["output"]), model);
   };
   const auto none = options("");
   CHECK(none.gradients == sgmcmc::GradientSource::none);
@@ -111,8 +111,8 @@ TEST_CASE("the recorder's score is ∇log π = -∇U and it leaves the chain's s
   // N(1, 2²): ∇log π(x) = -(x - 1)/4; the exact source returns exactly that.
   auto model = std::make_shared<test::NormalTarget>(1.0, 2.0);
   auto config = sgmcmc::parse_config("[output]\ngradients = \"exact\"\n", "out.toml");
-  const auto options = sgmcmc::read_output_options(config["output"], *model);
-  sgmcmc::DrawRecorder recorder(model, options, sgmcmc::gradient_recipe(options.gradients, config["estimator"], *model),
+  const auto options = sgmcmc::read_output_options(sgmcmc::SectionReader(config["output"]), *model);
+  sgmcmc::DrawRecorder recorder(model, options, sgmcmc::gradient_recipe(options.gradients, sgmcmc::SectionReader(config["estimator"]), *model),
                                 sgmcmc::Rng(5, sgmcmc::recording_stream(0)));
   recorder.prepare();
   std::vector<double> score(1);

@@ -30,7 +30,7 @@ struct CorrectorTarget {
 
 /// A corrector whose keys are read and checked, ready to build for a chain's model and integrator.
 using CorrectorRecipe = std::function<std::unique_ptr<Corrector>(const CorrectorTarget&)>;
-using CorrectorReader = std::function<CorrectorRecipe(const Settings&)>;
+using CorrectorReader = std::function<CorrectorRecipe(SectionReader)>;
 const std::vector<CatalogueEntry<CorrectorReader>>& corrector_catalogue();
 
 inline constexpr const char* default_corrector = "none";
@@ -38,7 +38,7 @@ inline constexpr const char* default_corrector = "none";
 /// none: accept every move; it has no keys.
 struct NoCorrectionParameters {
   static const FieldTable<NoCorrectionParameters>& fields();
-  static NoCorrectionParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
+  static NoCorrectionParameters from_settings(SectionReader section) { return read_fields(fields(), section); }
 };
 
 /// mh: a Metropolis–Hastings test at the end of every block of `every` integrator steps.
@@ -47,7 +47,7 @@ struct MhParameters {
   bool exact_endpoints = true;  // exact gradients at a block's ends, with U(θ) in the same data pass
   /// The keys, their constraints and docs (sgmcmc.fields); the member initialisers are the defaults.
   static const FieldTable<MhParameters>& fields();
-  static MhParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
+  static MhParameters from_settings(SectionReader section) { return read_fields(fields(), section); }
 };
 
 /// Each corrector from its plain parameters. The checks of a combination (MH after an estimator or
@@ -189,7 +189,7 @@ template <class Parameters>
 CatalogueEntry<CorrectorReader> corrector_entry(std::string name, std::string description) {
   std::vector<KeyDoc> documented = key_docs(Parameters::fields());
   return {std::move(name), std::move(description), keys_of(documented),
-          [](const Settings& section) -> CorrectorRecipe {
+          [](SectionReader section) -> CorrectorRecipe {
             return [parameters = Parameters::from_settings(section)](const CorrectorTarget& target) {
               return make_corrector(parameters, target);
             };

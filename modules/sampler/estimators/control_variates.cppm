@@ -190,7 +190,7 @@ double largest_curvature(std::span<const double> theta, MinibatchSampler& batche
 
 /// "1.5, -2, 0.3" → {1.5, -2, 0.3}: a user-given centre θ̂ (one number per parameter, which
 /// CvParameters::from_settings checks against the model).
-std::vector<double> parse_centre(const Settings& section, const std::string& text) {
+std::vector<double> parse_centre(SectionReader section, const std::string& text) {
   std::vector<double> values;
   std::string_view rest = text;
   while (!rest.empty()) {
@@ -221,7 +221,7 @@ const FieldTable<CvParameters>& centring_fields() {
     // SGLD's steps stay constant by default: a decaying step would freeze the burn-in before it mixes.
     Field<P> schedule{{"sgd_schedule", fmt::format("{}; constant for sgld", kinds.front().first), choice_names(kinds),
                        "the centring steps h_k: polynomial, h_0 (1 + (k-1)/b)^(-c) (Robbins–Monro); constant, h_0"},
-                      [kinds](const Settings& section, P& p) {
+                      [kinds](SectionReader section, P& p) {
                         const auto in_force = p.centring == Centring::sgld ? SgdScheduleKind::constant : p.sgd.schedule;
                         p.sgd.schedule = read_choice(section, "sgd_schedule", kinds, in_force);
                       }};
@@ -236,7 +236,7 @@ const FieldTable<CvParameters>& centring_fields() {
                                        [](double value) { return value >= 0.0 && std::isfinite(value); }};
     Field<P> centre{{"centre", "none", "d numbers",
                      "θ̂ as \"x1, x2, ...\", one number per parameter; given, there is no centring phase"},
-                    [](const Settings& section, P& p) {
+                    [](SectionReader section, P& p) {
                       if (const std::string text = section.text("centre", ""); !text.empty())  // "": centring
                         p.centre = parse_centre(section, text);
                     }};
@@ -455,7 +455,7 @@ const FieldTable<CvParameters>& CvParameters::fields() {
   return table;
 }
 
-CvParameters CvParameters::from_settings(const Settings& section, const Model& model) {
+CvParameters CvParameters::from_settings(SectionReader section, const Model& model) {
   CvParameters start{.batches = ItemSamplingParameters::from_settings(section, model)};
   start.sgd_iterations = estimator_parts::one_pass(model, *start.batches.batch_size);
   const auto parameters = read_fields_from(estimator_parts::centring_fields(), section, start);
@@ -482,7 +482,7 @@ const FieldTable<SvrgParameters>& SvrgParameters::fields() {
   return table;
 }
 
-SvrgParameters SvrgParameters::from_settings(const Settings& section, const Model& model) {
+SvrgParameters SvrgParameters::from_settings(SectionReader section, const Model& model) {
   SvrgParameters start{.batches = ItemSamplingParameters::from_settings(section, model)};
   start.period = estimator_parts::one_pass(model, *start.batches.batch_size);
   return read_fields_from(estimator_parts::snapshot_fields(), section, start);

@@ -24,17 +24,17 @@ export namespace sgmcmc {
 /// An estimator whose keys are read and checked, ready to build for the model it was read for.
 using EstimatorRecipe = std::function<std::unique_ptr<Estimator>(const Model&)>;
 /// Reads a section for a model (which gives defaults: batch_size = min(100, N), one pass).
-using EstimatorReader = std::function<EstimatorRecipe(const Settings&, const Model&)>;
+using EstimatorReader = std::function<EstimatorRecipe(SectionReader, const Model&)>;
 const std::vector<CatalogueEntry<EstimatorReader>>& estimator_catalogue();
 
 inline constexpr const char* default_estimator = "minibatch";
 
 /// The estimator named in `section` (default "minibatch"), built for `model`.
-std::unique_ptr<Estimator> make_estimator(const Settings& section, const Model& model);
+std::unique_ptr<Estimator> make_estimator(SectionReader section, const Model& model);
 
 /// Why `chains` chains, each with the estimator `section` chooses, would hold more memory than its
 /// memory_limit_mb allows (saga's tables), or "": a run checks this before building any chain.
-std::string estimator_memory_refusal(const Settings& section, const Model& model, std::uint64_t chains);
+std::string estimator_memory_refusal(SectionReader section, const Model& model, std::uint64_t chains);
 
 /// Each estimator from its plain parameters (see :parameters for what these check), for `model`.
 std::unique_ptr<Estimator> make_estimator(const ExactParameters& parameters, const Model& model);
@@ -55,7 +55,7 @@ template <class Parameters>
 CatalogueEntry<EstimatorReader> estimator_entry(std::string name, std::string description, std::string mh_refusal = {}) {
   std::vector<KeyDoc> documented = key_docs(Parameters::fields());
   return {std::move(name), std::move(description), keys_of(documented),
-          [](const Settings& section, const Model& model) -> EstimatorRecipe {
+          [](SectionReader section, const Model& model) -> EstimatorRecipe {
             return [parameters = Parameters::from_settings(section, model)](const Model& target) {
               return make_estimator(parameters, target);
             };
@@ -93,11 +93,11 @@ const std::vector<CatalogueEntry<EstimatorReader>>& estimator_catalogue() {
   return catalogue;
 }
 
-std::unique_ptr<Estimator> make_estimator(const Settings& section, const Model& model) {
+std::unique_ptr<Estimator> make_estimator(SectionReader section, const Model& model) {
   return choose(estimator_catalogue(), section, default_estimator).read(section, model)(model);
 }
 
-std::string estimator_memory_refusal(const Settings& section, const Model& model, std::uint64_t chains) {
+std::string estimator_memory_refusal(SectionReader section, const Model& model, std::uint64_t chains) {
   if (choose(estimator_catalogue(), section, default_estimator).name != "saga") return "";
   const auto refusal = SagaEstimator::table_refusal(model, SagaParameters::from_settings(section, model).memory_limit_mb, chains);
   return refusal.empty() ? "" : fmt::format("{}: {}", section.describe("memory_limit_mb"), refusal);

@@ -121,7 +121,7 @@ void scaled_batch_plus_prior_float(std::span<const float> theta, std::span<const
 std::size_t default_batch_size(const Model& model) { return std::min<std::size_t>(100, model.num_items()); }
 
 /// An explicit batch_size above N is an error, not silently N (the default, min(100, N), never is).
-void check_batch_fits(const Settings& section, std::size_t batch_size, const Model& model) {
+void check_batch_fits(SectionReader section, std::size_t batch_size, const Model& model) {
   if (batch_size > model.num_items())
     throw Error(fmt::format("{}: a batch of {} items is larger than the data set (N = {} items); choose at most {}",
                             section.describe("batch_size"), batch_size, model.num_items(), model.num_items()));
@@ -184,7 +184,7 @@ const FieldTable<ExactParameters>& ExactParameters::fields() {
   return none;
 }
 
-ExactParameters ExactParameters::from_settings(const Settings&, const Model&) { return {}; }
+ExactParameters ExactParameters::from_settings(SectionReader, const Model&) { return {}; }
 
 const FieldTable<MinibatchParameters>& MinibatchParameters::fields() {
   using P = MinibatchParameters;
@@ -194,7 +194,7 @@ const FieldTable<MinibatchParameters>& MinibatchParameters::fields() {
   return table;
 }
 
-MinibatchParameters MinibatchParameters::from_settings(const Settings& section, const Model& model) {
+MinibatchParameters MinibatchParameters::from_settings(SectionReader section, const Model& model) {
   const auto parameters =
       read_fields_from(fields(), section, MinibatchParameters{.batch_size = estimator_parts::default_batch_size(model)});
   estimator_parts::check_batch_fits(section, *parameters.batch_size, model);

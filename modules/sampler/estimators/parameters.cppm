@@ -28,7 +28,7 @@ export namespace sgmcmc {
 /// exact: ∇U(θ) from every item; it has no keys.
 struct ExactParameters {
   static const FieldTable<ExactParameters>& fields();
-  static ExactParameters from_settings(const Settings& section, const Model& model);
+  static ExactParameters from_settings(SectionReader section, const Model& model);
 };
 
 /// minibatch: (N/n) Σ_S ∇f_i, S drawn uniformly.
@@ -36,7 +36,7 @@ struct MinibatchParameters {
   std::optional<std::size_t> batch_size = std::nullopt;  // n, 1 <= n <= N; unset: min(100, N)
   bool replacement = false;               // draw S with replacement
   static const FieldTable<MinibatchParameters>& fields();
-  static MinibatchParameters from_settings(const Settings& section, const Model& model);
+  static MinibatchParameters from_settings(SectionReader section, const Model& model);
 };
 
 /// How the items of S are drawn (Baker et al. 2019, eq. 4): p_i = 1/N, or p_i ∝ L_i (the model's
@@ -53,7 +53,7 @@ struct ItemSamplingParameters {
   bool with_replacement() const { return replacement.value_or(sampling != Sampling::uniform); }
   /// batch_size, sampling and replacement, read in that order.
   static const FieldTable<ItemSamplingParameters>& fields();
-  static ItemSamplingParameters from_settings(const Settings& section, const Model& model);
+  static ItemSamplingParameters from_settings(SectionReader section, const Model& model);
 };
 
 /// How cv finds θ̂ from the start point: the last iterate of SGD (Baker et al. 2019, §3.1), or the
@@ -70,7 +70,7 @@ struct CvParameters {
   std::size_t centre_passes = 1;  // full passes averaged for ∇U(θ̂) (latent-variable models)
   std::optional<std::vector<double>> centre = std::nullopt;  // θ̂, one number per parameter; unset: centring
   static const FieldTable<CvParameters>& fields();
-  static CvParameters from_settings(const Settings& section, const Model& model);
+  static CvParameters from_settings(SectionReader section, const Model& model);
 };
 
 /// svrg: SVRG-LD, control variates around a snapshot refreshed every `period` iterations of the chain.
@@ -78,7 +78,7 @@ struct SvrgParameters {
   ItemSamplingParameters batches = {};
   std::optional<std::uint64_t> period = std::nullopt;  // m >= 1; unset: one pass, ceil(N/n)
   static const FieldTable<SvrgParameters>& fields();
-  static SvrgParameters from_settings(const Settings& section, const Model& model);
+  static SvrgParameters from_settings(SectionReader section, const Model& model);
 };
 
 /// saga: SAGA-LD, a table of the last gradient of every item.
@@ -86,7 +86,7 @@ struct SagaParameters {
   ItemSamplingParameters batches = {};
   double memory_limit_mb = 1024.0;  // all chains' tables together; more is refused before allocation
   static const FieldTable<SagaParameters>& fields();
-  static SagaParameters from_settings(const Settings& section, const Model& model);
+  static SagaParameters from_settings(SectionReader section, const Model& model);
 };
 
 }  // namespace sgmcmc

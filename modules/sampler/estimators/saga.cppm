@@ -404,7 +404,7 @@ const FieldTable<SagaParameters>& SagaParameters::fields() {
   return table;
 }
 
-SagaParameters SagaParameters::from_settings(const Settings& section, const Model& model) {
+SagaParameters SagaParameters::from_settings(SectionReader section, const Model& model) {
   const auto parameters =
       read_fields_from(estimator_parts::saga_table_fields(), section, SagaParameters{.batches = ItemSamplingParameters::from_settings(section, model)});
   if (const auto refusal = estimator_parts::SagaEstimator::table_refusal(model, parameters.memory_limit_mb);

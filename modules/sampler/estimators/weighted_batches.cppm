@@ -76,7 +76,7 @@ private:
 };
 
 /// sampling = "lipschitz" needs the model's per-item bounds L_i.
-void check_sampling_fits(const Settings& section, Sampling sampling, const Model& model) {
+void check_sampling_fits(SectionReader section, Sampling sampling, const Model& model) {
   if (sampling == Sampling::lipschitz && !model.capabilities().lipschitz_bounds)
     throw Error(fmt::format("{} = 'lipschitz' needs a model with the 'lipschitz-bounds' capability "
                             "(per-item Lipschitz constants L_i); use 'uniform'",
@@ -185,7 +185,7 @@ const FieldTable<ItemSamplingParameters>& ItemSamplingParameters::fields() {
   return table;
 }
 
-ItemSamplingParameters ItemSamplingParameters::from_settings(const Settings& section, const Model& model) {
+ItemSamplingParameters ItemSamplingParameters::from_settings(SectionReader section, const Model& model) {
   const auto parameters =
       read_fields_from(fields(), section, ItemSamplingParameters{.batch_size = estimator_parts::default_batch_size(model)});
   estimator_parts::check_batch_fits(section, *parameters.batch_size, model);

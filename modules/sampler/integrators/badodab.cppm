@@ -30,7 +30,7 @@ export namespace sgmcmc {
 /// B A D O D A B; the same keys.
 struct BadodabParameters : SgnhtParameters {
   static const FieldTable<BadodabParameters>& fields();
-  static BadodabParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
+  static BadodabParameters from_settings(SectionReader section) { return read_fields(fields(), section); }
 };
 std::unique_ptr<Integrator> make_integrator(const BadodabParameters& parameters);
 

@@ -34,7 +34,7 @@ struct BaoabParameters {
   std::optional<double> friction = std::nullopt;
   StepAdaptation step_adaptation = {};  // adapt_step_size, target_acceptance (mh only)
   static const FieldTable<BaoabParameters>& fields();
-  static BaoabParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
+  static BaoabParameters from_settings(SectionReader section) { return read_fields(fields(), section); }
 };
 
 std::unique_ptr<Integrator> make_integrator(const BaoabParameters& parameters);

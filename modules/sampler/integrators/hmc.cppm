@@ -34,7 +34,7 @@ struct HmcParameters {
   std::size_t steps = 10;  // L
   StepAdaptation step_adaptation = {};  // adapt_step_size, target_acceptance (mh only)
   static const FieldTable<HmcParameters>& fields();
-  static HmcParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
+  static HmcParameters from_settings(SectionReader section) { return read_fields(fields(), section); }
 };
 
 std::unique_ptr<Integrator> make_integrator(const HmcParameters& parameters);

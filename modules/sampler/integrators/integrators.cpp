@@ -17,6 +17,7 @@ module;
 #include <fmt/format.h>
 module sgmcmc.integrators;
 import sgmcmc.error;
+import sgmcmc.data_parallel;
 
 namespace sgmcmc {
 
@@ -30,7 +31,7 @@ const std::vector<CatalogueEntry<IntegratorReader>>& integrator_catalogue() {
 }
 
 namespace {
-IntegratorRecipe read_unscaled(const Settings& section) {
+IntegratorRecipe read_unscaled(SectionReader section) {
   const auto& entry = choose(integrator_catalogue(), section, default_integrator);
   if (read_fields(StepScaling::fields(), section).scale_step_with_n)
     throw Error(fmt::format("{}: a step for one data item needs the model's number of items; read the integrator "
@@ -40,9 +41,9 @@ IntegratorRecipe read_unscaled(const Settings& section) {
 }
 }  // namespace
 
-std::unique_ptr<Integrator> make_integrator(const Settings& section) { return read_unscaled(section)(); }
+std::unique_ptr<Integrator> make_integrator(SectionReader section) { return read_unscaled(section)(); }
 
-std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t items) {
+std::unique_ptr<Integrator> make_integrator(SectionReader section, std::size_t items) {
   return read_integrator(section, items)();
 }
 
@@ -56,7 +57,7 @@ double step_exponent(const std::string& name) {
   return 0.5;
 }
 
-IntegratorRecipe read_integrator(const Settings& section, std::size_t items) {
+IntegratorRecipe read_integrator(SectionReader section, std::size_t items) {
   if (!read_fields(StepScaling::fields(), section).scale_step_with_n) return read_unscaled(section);
   const auto& entry = choose(integrator_catalogue(), section, default_integrator);
   const double exponent = step_exponent(entry.name);
@@ -88,21 +89,23 @@ IntegratorRecipe read_integrator(const Settings& section, std::size_t items) {
   if (items == 0)
     throw Error(fmt::format("{}: the model has no data items to scale the step by", section.describe("scale_step_with_n")));
   const double per_item = section.positive_number("step_size", ScheduleParameters{}.step_size);  // given: checked above
-  Settings scaled = section;
+  Settings scaled = section.settings();
   scaled.set("step_size", {per_item * std::pow(static_cast<double>(items), -exponent),
                            fmt::format("{} (÷ N^{} with N = {})", section.entries().at("step_size").origin, exponent, items)});
-  auto recipe = entry.read(scaled);
-  section.adopt_reads(scaled);  // every key it read counts as read; step_size stays recorded as given
+  SectionReads scaled_reads;
+  auto recipe = entry.read(SectionReader(scaled, scaled_reads));
+  section.add_reads(scaled_reads);  // every key it read counts as read; step_size stays recorded as given
   return recipe;
 }
 
-void check_metric(const Settings& section, const Model& model) {
+void check_metric(SectionReader section, const Model& model) {
   const std::size_t d = model.dimension();
   // Read without marking the key as known: an integrator without a metric (psgld) refuses it as unknown.
   const auto* metric = section.contains("metric") ? std::get_if<std::string>(&section.entries().at("metric").value) : nullptr;
   const bool dense = metric && *metric == "dense";
   if (section.contains("mass") && std::holds_alternative<std::string>(section.entries().at("mass").value)) {
-    const Capabilities capabilities = model.capabilities();
+    // Under run.data_parallel, those of the model that evaluates this rank's rows (fisher_mass).
+    const Capabilities capabilities = local_rows(model).model->capabilities();
     if (!capabilities.per_item_gradients && !capabilities.sparse_item_gradients)
       throw Error(fmt::format("{}: the Fisher mass sums ∇f_i ∇f_iᵀ over the items, and this model declares neither "
                               "'per-item-gradients' nor 'sparse-item-gradients' (give the mass, or adapt_mass)",

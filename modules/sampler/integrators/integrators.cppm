@@ -49,13 +49,13 @@ inline constexpr const char* default_integrator = "sgld";
 /// for one item, and the integrator gets step_size / N^p (step_exponent), so that a preset's step
 /// keeps its meaning when the data size changes (modules/README.md, "Step sizes across data
 /// sizes"). Any other key (friction included) is read as given.
-IntegratorRecipe read_integrator(const Settings& section, std::size_t items);
+IntegratorRecipe read_integrator(SectionReader section, std::size_t items);
 
 /// read_integrator's integrator, built once.
-std::unique_ptr<Integrator> make_integrator(const Settings& section, std::size_t items);
+std::unique_ptr<Integrator> make_integrator(SectionReader section, std::size_t items);
 
 /// The same without a model: it refuses `scale_step_with_n = true`, which needs N.
-std::unique_ptr<Integrator> make_integrator(const Settings& section);
+std::unique_ptr<Integrator> make_integrator(SectionReader section);
 
 /// p of the step N^(-p) for the integrator `name`: 1 for a Langevin step ε (sgld, mala), 1/2 for a
 /// Hamiltonian step h (the others); 0 for psgld, whose effective step εG depends on N through its
@@ -69,6 +69,6 @@ double step_exponent(const std::string& name);
 /// dense metric above dense_metric_limit coordinates (d² numbers, d² work per step); a dense
 /// metric for a model with positive parameters (the reflection at 0 keeps ½mᵀM⁻¹m only for a
 /// diagonal M).
-void check_metric(const Settings& section, const Model& model);
+void check_metric(SectionReader section, const Model& model);
 
 }  // namespace sgmcmc

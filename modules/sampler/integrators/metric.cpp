@@ -15,6 +15,7 @@ module;
 module sgmcmc.integrators;
 import sgmcmc.error;
 import sgmcmc.model;
+import sgmcmc.data_parallel;
 import sgmcmc.state;
 import sgmcmc.settings;
 import sgmcmc.fields;
@@ -111,7 +112,7 @@ Field<Mass> mass_field() {
   field.shown = {"mass", default_text(Mass{}.values.front()), "> 0",
                  "M: one number, d (one per coordinate), d² with metric = dense, or \"fisher\"; the preconditioner M⁻¹ "
                  "of sgld and mala, the kinetic energy ½mᵀM⁻¹m of the others"};
-  field.read = [](const Settings& section, Mass& mass) {
+  field.read = [](SectionReader section, Mass& mass) {
     mass.fisher = section.contains("mass") && std::holds_alternative<std::string>(section.entries().at("mass").value);
     if (!mass.fisher) {
       mass.values = section.number_or_numbers("mass", mass.values.front());
@@ -138,7 +139,7 @@ Field<Mass> mass_field() {
 /// mass_ridge: read only with mass = "fisher" (read before it), refused when set without it.
 Field<Mass> mass_ridge_field() {
   Field<Mass> field = number_field("mass_ridge", &Mass::ridge, "with mass = \"fisher\": r, added to its diagonal", positive());
-  field.read = [read = field.read](const Settings& section, Mass& mass) {
+  field.read = [read = field.read](SectionReader section, Mass& mass) {
     if (!mass.fisher && section.contains("mass_ridge"))
       throw Error(fmt::format("{}: mass_ridge is the ridge of mass = \"fisher\", and the mass here is given",
                               section.describe("mass_ridge")));
@@ -301,15 +302,19 @@ void Metric::restore(StateReader& in) {
   else set_diagonal(std::move(numbers));
 }
 
-std::vector<double> fisher_mass(const Model& model, std::span<const double> theta, Workspace& workspace, bool dense,
+std::vector<double> fisher_mass(const Model& chain_model, std::span<const double> theta, Workspace& workspace, bool dense,
                                 double ridge) {
-  const std::size_t d = model.dimension(), items = model.num_items();
+  // Under run.data_parallel each rank sums over the rows it holds, with the undecorated model
+  // (whose per-item gradients the decorator hides from the chain), and the ranks' sums are added.
+  const auto [local, held] = local_rows(chain_model);
+  const Model& model = *local;
+  const std::size_t d = model.dimension(), first_item = held.first, items = held.end;
   const bool sparse = !model.capabilities().per_item_gradients;
   const std::size_t support = sparse ? model.item_gradient_support_size() : d;
   constexpr std::size_t chunk = 256;  // items per call: the models' per-item loops amortise their set-up
   std::vector<double> m(dense ? d * d : d, 0.0), values(chunk * support);
   std::vector<std::size_t> batch, coordinates(sparse ? chunk * support : 0);
-  for (std::size_t first = 0; first < items; first += chunk) {
+  for (std::size_t first = first_item; first < items; first += chunk) {
     batch.resize(std::min(chunk, items - first));
     for (std::size_t k = 0; k < batch.size(); ++k) batch[k] = first + k;
     const std::span<double> rows(values.data(), batch.size() * support);
@@ -331,6 +336,7 @@ std::vector<double> fisher_mass(const Model& model, std::span<const double> thet
       }
     }
   }
+  sum_over_ranks(chain_model, m);
   for (std::size_t j = 0; j < d; ++j) m[dense ? j * d + j : j] += ridge;
   return m;
 }

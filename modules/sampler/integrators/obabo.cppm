@@ -33,7 +33,7 @@ struct MalaParameters {
   bool adapt_mass = false;  // adapt M during the warmup (Stan's windows), then keep it
   StepAdaptation step_adaptation = {};  // adapt_step_size, target_acceptance (mh only)
   static const FieldTable<MalaParameters>& fields();
-  static MalaParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
+  static MalaParameters from_settings(SectionReader section) { return read_fields(fields(), section); }
 };
 
 /// obabo (GGMC): step_size = h; each O keeps exp(-γh/2) of the momentum.
@@ -45,7 +45,7 @@ struct ObaboParameters {
   std::optional<double> friction = std::nullopt;  // γ > 0; unset: 0.1/h₀ for the first step h₀ (γh₀ = 0.1)
   StepAdaptation step_adaptation = {};  // adapt_step_size, target_acceptance (mh only)
   static const FieldTable<ObaboParameters>& fields();
-  static ObaboParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
+  static ObaboParameters from_settings(SectionReader section) { return read_fields(fields(), section); }
 };
 
 std::unique_ptr<Integrator> make_integrator(const MalaParameters& parameters);

@@ -34,7 +34,7 @@ struct PsgldParameters {
   double lambda = 1e-5;             // λ: bounds G where the gradient history vanishes
   bool freeze_after_warmup = true;  // stop updating V after the warmup: a fixed kernel when sampling (false: refused)
   static const FieldTable<PsgldParameters>& fields();
-  static PsgldParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
+  static PsgldParameters from_settings(SectionReader section) { return read_fields(fields(), section); }
 };
 
 std::unique_ptr<Integrator> make_integrator(const PsgldParameters& parameters);

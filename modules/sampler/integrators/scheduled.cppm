@@ -28,7 +28,7 @@ export namespace sgmcmc {
 
 /// An integrator whose keys are read and checked, ready to build (once per chain).
 using IntegratorRecipe = std::function<std::unique_ptr<Integrator>()>;
-using IntegratorReader = std::function<IntegratorRecipe(const Settings&)>;
+using IntegratorReader = std::function<IntegratorRecipe(SectionReader)>;
 
 // Plain parameters, one struct per catalogue entry. Its member initialisers are the keys' defaults,
 // and its `fields()` table (sgmcmc.fields) names each key, its constraint and its doc, composed
@@ -121,7 +121,7 @@ template <class P>
 FieldTable<P> adaptation_windows_fields() {
   FieldTable<P> windows = nested<P>(&P::mass, nested<Mass>(&Mass::windows, adaptation_window_fields()));
   for (auto& field : windows)
-    field.read = [read = field.read, key = field.shown.key](const Settings& section, P& p) {
+    field.read = [read = field.read, key = field.shown.key](SectionReader section, P& p) {
       if (!p.adapt_mass && section.contains(key))
         throw Error(fmt::format("{}: {} sets a window of adapt_mass's adaptation, and adapt_mass is false",
                                 section.describe(key), key));
@@ -176,7 +176,7 @@ CatalogueEntry<IntegratorReader> integrator_entry(std::string name, std::string 
   std::vector<KeyDoc> documented = key_docs(Parameters::fields());
   for (const auto& key : key_docs(StepScaling::fields())) documented.insert(documented.begin() + 1, key);
   return {std::move(name), std::move(description), keys_of(documented),
-          [](const Settings& section) -> IntegratorRecipe {
+          [](SectionReader section) -> IntegratorRecipe {
             return [parameters = Parameters::from_settings(section)] { return make_integrator(parameters); };
           },
           std::move(mh_refusal), std::move(documented)};

@@ -33,7 +33,7 @@ struct SghmcParameters {
   bool adapt_mass = false;
   std::optional<double> friction = std::nullopt;  // as ObaboParameters
   static const FieldTable<SghmcParameters>& fields();
-  static SghmcParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
+  static SghmcParameters from_settings(SectionReader section) { return read_fields(fields(), section); }
 };
 
 std::unique_ptr<Integrator> make_integrator(const SghmcParameters& parameters);

@@ -31,7 +31,7 @@ struct SgldParameters {
   Mass mass = {};                    // M > 0; its inverse preconditions the step
   bool adapt_mass = false;  // adapt M during the warmup (Stan's windows), then keep it
   static const FieldTable<SgldParameters>& fields();
-  static SgldParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
+  static SgldParameters from_settings(SectionReader section) { return read_fields(fields(), section); }
 };
 
 std::unique_ptr<Integrator> make_integrator(const SgldParameters& parameters);

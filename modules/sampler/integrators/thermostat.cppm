@@ -35,7 +35,7 @@ struct SgnhtParameters {
   double diffusion = 1.0;                                 // A, the injected noise sqrt(2AhT)
   std::optional<double> thermostat_start = std::nullopt;  // ξ₀; unset: A
   static const FieldTable<SgnhtParameters>& fields();
-  static SgnhtParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
+  static SgnhtParameters from_settings(SectionReader section) { return read_fields(fields(), section); }
 };
 
 }  // namespace sgmcmc

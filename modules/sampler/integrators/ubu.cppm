@@ -30,7 +30,7 @@ struct UbuParameters {
   std::optional<double> friction = std::nullopt;  // γ > 0; unset: 0.1/h₀ for the first step h₀
   StepAdaptation step_adaptation = {};             // adapt_step_size, target_acceptance (mh only)
   static const FieldTable<UbuParameters>& fields();
-  static UbuParameters from_settings(const Settings& section) { return read_fields(fields(), section); }
+  static UbuParameters from_settings(SectionReader section) { return read_fields(fields(), section); }
 };
 
 std::unique_ptr<Integrator> make_integrator(const UbuParameters& parameters);
