@@ -11,6 +11,7 @@ module;
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -89,6 +90,21 @@ struct NumericTable {
 NumericTable read_numeric_csv(const std::filesystem::path& path);
 /// The same from lines already opened (and perhaps looked at: see TextLines::unread).
 NumericTable read_numeric_csv(TextLines& in);
+
+/// read_numeric_csv a block of rows at a time, for a file too large to hold (`sgmcmc convert`):
+/// the same rows, checks and errors, without keeping the rows already handed out.
+class NumericCsvReader {
+public:
+  explicit NumericCsvReader(TextLines& in) : in_(in) {}
+  /// Appends up to `max_rows` of the next rows to `table` (setting its header and columns); false
+  /// once the file has no more. A file without any data row is an error, as in read_numeric_csv.
+  bool append_rows(NumericTable& table, std::size_t max_rows);
+
+private:
+  TextLines& in_;
+  std::vector<std::string> header_;
+  std::size_t columns_ = 0, first_data_line_ = 0, rows_ = 0;
+};
 
 /// Parses a whole field as a double (a leading '+' is allowed); false if it is not a number.
 bool parse_double(std::string_view field, double& value);
@@ -247,34 +263,43 @@ NumericTable read_numeric_csv(const std::filesystem::path& path) {
 
 NumericTable read_numeric_csv(TextLines& in) {
   NumericTable table;
+  NumericCsvReader(in).append_rows(table, std::numeric_limits<std::size_t>::max());
+  return table;
+}
+
+bool NumericCsvReader::append_rows(NumericTable& table, std::size_t max_rows) {
   std::string line;
-  std::size_t first_data_line = 0;
-  while (in.next(line)) {
+  std::size_t added = 0;
+  while (added < max_rows && in_.next(line)) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     const auto fields = split_fields(line);
-    if (table.columns == 0 && table.header.empty() && is_header(texts_of(fields))) {
-      for (const auto& field : fields) table.header.emplace_back(field.text);
+    if (columns_ == 0 && header_.empty() && is_header(texts_of(fields))) {
+      for (const auto& field : fields) header_.emplace_back(field.text);
       continue;
     }
-    const std::size_t expected = table.columns ? table.columns : table.header.size();
+    const std::size_t expected = columns_ ? columns_ : header_.size();
     if (expected && fields.size() != expected)
-      throw Error(fmt::format("{}: {} fields, expected {} as in line {}", in.where(), fields.size(), expected,
-                              first_data_line ? first_data_line : 1));
+      throw Error(fmt::format("{}: {} fields, expected {} as in line {}", in_.where(), fields.size(), expected,
+                              first_data_line_ ? first_data_line_ : 1));
     for (const auto& field : fields) {
       double value = 0.0;
       if (const auto kind = read_number_field(field.text, value); kind != NumberField::finite)
-        throw Error(fmt::format("{}:{}: {}", in.where(), field.column, number_field_problem(kind, field.text)));
+        throw Error(fmt::format("{}:{}: {}", in_.where(), field.column, number_field_problem(kind, field.text)));
       table.values.push_back(value);
     }
-    if (table.columns == 0) {
-      table.columns = fields.size();
-      first_data_line = in.line_number();
+    if (columns_ == 0) {
+      columns_ = fields.size();
+      first_data_line_ = in_.line_number();
     }
-    table.line_numbers.push_back(in.line_number());
+    table.line_numbers.push_back(in_.line_number());
     ++table.rows;
+    ++rows_;
+    ++added;
   }
-  if (table.rows == 0) throw Error(fmt::format("{}: no data rows", in.path().string()));
-  return table;
+  table.header = header_;
+  table.columns = columns_;
+  if (rows_ == 0) throw Error(fmt::format("{}: no data rows", in_.path().string()));
+  return added > 0;
 }
 
 StanCsv read_stan_csv(const std::filesystem::path& path) {

@@ -6,7 +6,9 @@
 #include <cstring>
 #include <cerrno>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <system_error>
@@ -253,16 +255,25 @@ LabelledRows read_csr_rows(const std::string& folder, std::size_t declared_featu
 
 namespace {
 
-void write_dense(const LabelledRows& rows, const std::string& path, npy::Dtype dtype) {
-  const std::size_t columns = rows.features + 1;
+/// `rows` appended to `out` as (label, features) rows, 65,536 at a time.
+void append_dense(const LabelledRows& rows, npy::Writer& out) {
+  const std::size_t columns = rows.features + 1, block = 1 << 16;
   std::vector<double> values;
-  sgmcmc::allocate(values, rows.y.size(), columns, fmt::format("{}: {} rows × {} columns", path, rows.y.size(), columns));
-  for (std::size_t i = 0; i < rows.y.size(); ++i) {
-    values[i * columns] = rows.y[i];
-    copy_features(rows, i, values.data() + i * columns + 1);
+  for (std::size_t first = 0; first < rows.y.size(); first += block) {
+    const std::size_t count = std::min(block, rows.y.size() - first);
+    values.resize(count * columns);
+    for (std::size_t i = 0; i < count; ++i) {
+      values[i * columns] = rows.y[first + i];
+      copy_features(rows, first + i, values.data() + i * columns + 1);
+    }
+    out.append(values);
   }
-  const std::size_t shape[] = {rows.y.size(), columns};
-  npy::write(path, dtype, shape, values);
+}
+
+void write_dense(const LabelledRows& rows, const std::string& path, npy::Dtype dtype) {
+  npy::Writer out(path, dtype, rows.features + 1);
+  append_dense(rows, out);
+  out.finish();
 }
 
 void write_sparse(const LabelledRows& rows, const std::string& folder, npy::Dtype dtype) {
@@ -292,6 +303,18 @@ void write_sparse(const LabelledRows& rows, const std::string& folder, npy::Dtyp
 }
 
 }  // namespace
+
+std::size_t convert_to_npy(const std::string& in, FileFormat format, std::size_t declared_features, const std::string& path,
+                           npy::Dtype dtype, const std::function<void(const LabelledRows&)>& check) {
+  std::optional<npy::Writer> out;
+  const std::size_t rows = for_each_row_block(in, format, declared_features, 1 << 16, [&](const LabelledRows& block) {
+    check(block);
+    if (!out) out.emplace(path, dtype, block.features + 1);  // the width is the first block's: every block's
+    append_dense(block, *out);
+  });
+  out->finish();
+  return rows;
+}
 
 void write_binary_rows(const LabelledRows& rows, BinaryLayout layout, const std::string& path, npy::Dtype dtype) {
   if (layout == BinaryLayout::dense_npy) write_dense(rows, path, dtype);

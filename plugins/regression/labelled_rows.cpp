@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <string_view>
@@ -81,25 +83,48 @@ void parse_libsvm_line(std::string_view line, const sgmcmc::TextLines& in, std::
   rows.line.push_back(in.line_number());
 }
 
+/// Parses the next non-blank lines of `in`, up to `max_rows` of them, into `rows` (labels and
+/// lines) and `entries`; false when none was left.
+bool parse_libsvm_lines(sgmcmc::TextLines& in, std::size_t declared_features, std::size_t max_rows, RawRows& rows,
+                        std::vector<SparseEntry>& entries) {
+  std::string line;
+  const std::size_t before = rows.label.size();
+  while (rows.label.size() - before < max_rows && in.next(line))
+    if (line.find_first_not_of(" \t") != std::string::npos) parse_libsvm_line(line, in, declared_features, rows, entries);
+  return rows.label.size() > before;
+}
+
+/// rows.x, dense, `width` features wide, from `entries`.
+void fill_dense(RawRows& rows, const std::vector<SparseEntry>& entries, std::size_t width, const std::string& path) {
+  rows.features = width;
+  sgmcmc::allocate(rows.x, rows.label.size(), rows.features,
+                   fmt::format("{}: {} rows × {} features (the largest feature index)", path, rows.label.size(), rows.features));
+  for (const auto& entry : entries) rows.x[entry.row * rows.features + entry.index - 1] = entry.value;
+}
+
 RawRows read_libsvm(sgmcmc::TextLines& in, std::size_t declared_features) {
   RawRows rows;
   std::vector<SparseEntry> entries;
-  std::string line;
-  while (in.next(line))
-    if (line.find_first_not_of(" \t") != std::string::npos) parse_libsvm_line(line, in, declared_features, rows, entries);
-  if (declared_features) rows.features = declared_features;
-  sgmcmc::allocate(rows.x, rows.label.size(), rows.features,
-                   fmt::format("{}: {} rows × {} features (the largest feature index)", in.path().string(),
-                               rows.label.size(), rows.features));
-  for (const auto& entry : entries) rows.x[entry.row * rows.features + entry.index - 1] = entry.value;
+  parse_libsvm_lines(in, declared_features, std::numeric_limits<std::size_t>::max(), rows, entries);
+  fill_dense(rows, entries, declared_features ? declared_features : rows.features, in.path().string());
   return rows;
+}
+
+/// The feature count of a LIBSVM file: its largest index (one pass that keeps no row).
+std::size_t libsvm_width(const std::string& path) {
+  sgmcmc::TextLines in(path);
+  std::size_t width = 0;
+  for (RawRows rows; true; rows = {}) {
+    std::vector<SparseEntry> entries;
+    if (!parse_libsvm_lines(in, 0, 1 << 16, rows, entries)) return width;
+    width = std::max(width, rows.features);
+  }
 }
 
 // ---- CSV: label, then the features; optional header ------------------------------------------
 
-RawRows read_csv(sgmcmc::TextLines& in, std::size_t declared_features) {
-  const auto table = sgmcmc::read_numeric_csv(in);
-  const std::string path = in.path().string();
+/// A CSV table's rows as RawRows: the label column, then the features.
+RawRows csv_rows(const sgmcmc::NumericTable& table, std::size_t declared_features, const std::string& path) {
   if (table.columns < 2)
     throw sgmcmc::Error(fmt::format("{}: {} column(s); expected the label then at least one feature", path, table.columns));
   RawRows rows;
@@ -116,6 +141,10 @@ RawRows read_csv(sgmcmc::TextLines& in, std::size_t declared_features) {
                 rows.x.begin() + static_cast<std::ptrdiff_t>(i * rows.features));
   }
   return rows;
+}
+
+RawRows read_csv(sgmcmc::TextLines& in, std::size_t declared_features) {
+  return csv_rows(sgmcmc::read_numeric_csv(in), declared_features, in.path().string());
 }
 
 // ---- Labels ---------------------------------------------------------------------------------
@@ -158,6 +187,24 @@ FileFormat sniff_format(sgmcmc::TextLines& in) {
       return format;
     }
   throw sgmcmc::Error(fmt::format("{}: no data rows", in.path().string()));
+}
+
+/// Runs `read`; an error reading a file whose format was sniffed as CSV says why it was read as
+/// CSV: a LIBSVM file whose first row has no features has no ':' on its first line.
+template <class Read>
+void with_format_hint(bool sniffed, FileFormat format, Read read) {
+  try {
+    read();
+  } catch (const sgmcmc::Error& error) {
+    if (!sniffed || format != FileFormat::csv) throw;
+    throw sgmcmc::Error(fmt::format("{} (read as CSV, since its first data line has no ':'; for a LIBSVM file whose first "
+                                    "row has no features, set model.format = \"libsvm\")",
+                                    error.what()));
+  }
+}
+
+LabelledRows labelled(RawRows raw, FileFormat format) {
+  return {std::move(raw.label), std::move(raw.x), raw.features, format == FileFormat::libsvm, std::move(raw.line)};
 }
 
 }  // namespace
@@ -212,19 +259,51 @@ LabelledRows read_labelled_rows(const std::string& path, FileFormat format, Labe
   const bool sniffed = format == FileFormat::automatic;
   if (sniffed) format = sniff_format(in);
   RawRows raw;
-  try {
+  with_format_hint(sniffed, format, [&] {
     raw = format == FileFormat::libsvm ? read_libsvm(in, declared_features) : read_csv(in, declared_features);
-  } catch (const sgmcmc::Error& error) {
-    // A LIBSVM file whose first row has no features has no ':' on its first line.
-    if (!sniffed || format != FileFormat::csv) throw;
-    throw sgmcmc::Error(fmt::format("{} (read as CSV, since its first data line has no ':'; for a LIBSVM file whose first "
-                                    "row has no features, set model.format = \"libsvm\")",
-                                    error.what()));
-  }
+  });
   if (raw.label.empty()) throw sgmcmc::Error(fmt::format("{}: no data rows", path));
   sgmcmc::note_rows_read(path, raw.label.size(), raw.header);
   if (coding != LabelCoding::as_read) map_labels(raw.label, raw.line, coding, path);
-  return {std::move(raw.label), std::move(raw.x), raw.features, format == FileFormat::libsvm, std::move(raw.line)};
+  return labelled(std::move(raw), format);
+}
+
+std::size_t for_each_row_block(const std::string& path, FileFormat format, std::size_t declared_features,
+                               std::size_t block_rows, const std::function<void(const LabelledRows&)>& each) {
+  if (binary_layout(path) != BinaryLayout::none) {  // mapped, not parsed: one block
+    const LabelledRows rows = read_labelled_rows(path, format, LabelCoding::as_read, declared_features);
+    each(rows);
+    return rows.y.size();
+  }
+  sgmcmc::TextLines in(path);
+  const bool sniffed = format == FileFormat::automatic;
+  if (sniffed) format = sniff_format(in);
+  std::size_t total = 0;
+  bool header = false;
+  with_format_hint(sniffed, format, [&] {
+    if (format == FileFormat::libsvm) {
+      const std::size_t width = declared_features ? declared_features : libsvm_width(path);
+      for (RawRows raw; true; raw = {}) {
+        std::vector<SparseEntry> entries;
+        // Bounded by the width (a file that grew between the passes is refused, not overrun).
+        if (!parse_libsvm_lines(in, width, block_rows, raw, entries)) break;
+        fill_dense(raw, entries, width, path);
+        total += raw.label.size();
+        each(labelled(std::move(raw), format));
+      }
+      return;
+    }
+    sgmcmc::NumericCsvReader reader(in);
+    for (sgmcmc::NumericTable table; reader.append_rows(table, block_rows); table.values.clear(), table.line_numbers.clear(), table.rows = 0) {
+      RawRows raw = csv_rows(table, declared_features, path);
+      header = raw.header;
+      total += raw.label.size();
+      each(labelled(std::move(raw), format));
+    }
+  });
+  if (total == 0) throw sgmcmc::Error(fmt::format("{}: no data rows", path));
+  sgmcmc::note_rows_read(path, total, header);
+  return total;
 }
 
 std::string row_place(const LabelledRows& rows, std::size_t i, const std::string& path) {

@@ -4,6 +4,7 @@
 // `logistic` and `glm` plugins, which both compile it.
 #pragma once
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,13 @@ FileFormat parse_file_format(const std::string& text, const std::string& where);
 /// feature count; a CSV row must then have that many feature columns. Errors name file and line.
 LabelledRows read_labelled_rows(const std::string& path, FileFormat format, LabelCoding coding,
                                 std::size_t declared_features);
+
+/// read_labelled_rows for a file too large to hold (`sgmcmc convert`): its rows, labels as read,
+/// in blocks of up to `block_rows`, handed to `each` in file order, with the same checks and
+/// errors. A LIBSVM file without `declared_features` is read twice, first for its width (the
+/// largest index); a binary file is one block (it is mapped, not held). Returns the row count.
+std::size_t for_each_row_block(const std::string& path, FileFormat format, std::size_t declared_features,
+                               std::size_t block_rows, const std::function<void(const LabelledRows&)>& each);
 
 /// "path:line" of row i of `rows` read from `path`, or "path: data row i+1" for simulated rows.
 std::string row_place(const LabelledRows& rows, std::size_t i, const std::string& path);

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -317,22 +318,24 @@ std::int64_t MappedArray::integer_at(const std::byte* at) const {
   return value;
 }
 
-void write(const std::string& path, Dtype dtype, std::span<const std::size_t> shape, std::span<const double> values) {
+namespace {
+
+/// Magic, version, header length and the dict, padded with spaces and ended by '\n' so that the
+/// values start on a multiple of 64 bytes (NEP 1).
+std::string header_bytes(const std::string& path, Dtype dtype, std::span<const std::size_t> shape) {
   std::string dict = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}{}), }}", descr(dtype),
                                  fmt::join(shape, ", "), shape.size() == 1 ? "," : "");
-  // NEP 1: magic, version and length, then the dict padded with spaces and ended by '\n' so that
-  // the values start on a multiple of 64 bytes.
   const std::size_t prefix = magic.size() + 4, total = (prefix + dict.size() + 1 + 63) / 64 * 64;
   if (total - prefix > 0xffff) throw sgmcmc::Error(fmt::format("{}: the .npy header would be too long", path));
   dict.append(total - prefix - dict.size() - 1, ' ');
   dict.push_back('\n');
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw sgmcmc::Error(fmt::format("{}: cannot create ({})", path, std::strerror(errno)));
   const auto length = static_cast<std::uint16_t>(dict.size());
   const char version_and_length[4] = {1, 0, static_cast<char>(length & 0xff), static_cast<char>(length >> 8)};
-  out.write(magic.data(), static_cast<std::streamsize>(magic.size()));
-  out.write(version_and_length, sizeof version_and_length);
-  out << dict;
+  return std::string(magic) + std::string(version_and_length, 4) + dict;
+}
+
+/// `values` in `dtype`'s bytes, little-endian as the machine (the readers check it is).
+void write_values(std::ofstream& out, Dtype dtype, std::span<const double> values) {
   // In chunks, so that a 10⁸-row file is never held twice in memory.
   std::vector<char> chunk;
   constexpr std::size_t chunk_values = 1 << 16;
@@ -350,8 +353,49 @@ void write(const std::string& path, Dtype dtype, std::span<const std::size_t> sh
     }
     out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()));
   }
-  out.close();
-  if (!out) throw sgmcmc::Error(fmt::format("{}: writing failed ({})", path, std::strerror(errno)));
+}
+
+std::vector<std::size_t> shape_of(std::size_t rows, std::size_t columns) {
+  return columns ? std::vector<std::size_t>{rows, columns} : std::vector<std::size_t>{rows};
+}
+
+}  // namespace
+
+void write(const std::string& path, Dtype dtype, std::span<const std::size_t> shape, std::span<const double> values) {
+  Writer writer(path, dtype, shape.size() == 2 ? shape[1] : 0);
+  writer.append(values);
+  writer.finish();
+}
+
+struct Writer::File {
+  std::ofstream out;
+};
+
+Writer::Writer(std::string path, Dtype dtype, std::size_t columns)
+    : path_(std::move(path)), dtype_(dtype), columns_(columns), file_(std::make_unique<File>()) {
+  file_->out.open(path_, std::ios::binary | std::ios::trunc);
+  if (!file_->out) throw sgmcmc::Error(fmt::format("{}: cannot create ({})", path_, std::strerror(errno)));
+  file_->out << header_bytes(path_, dtype_, shape_of(0, columns_));
+}
+
+Writer::~Writer() = default;
+
+std::size_t Writer::rows() const { return columns_ ? values_ / columns_ : values_; }
+
+void Writer::append(std::span<const double> values) {
+  write_values(file_->out, dtype_, values);
+  values_ += values.size();
+  if (!file_->out) throw sgmcmc::Error(fmt::format("{}: writing failed ({})", path_, std::strerror(errno)));
+}
+
+void Writer::finish() {
+  const std::string header = header_bytes(path_, dtype_, shape_of(rows(), columns_));
+  if (header.size() != header_bytes(path_, dtype_, shape_of(0, columns_)).size())
+    throw sgmcmc::Error(fmt::format("{}: {} rows do not fit the header written before them", path_, rows()));
+  file_->out.seekp(0);
+  file_->out << header;
+  file_->out.close();
+  if (!file_->out) throw sgmcmc::Error(fmt::format("{}: writing failed ({})", path_, std::strerror(errno)));
 }
 
 }  // namespace regression::npy

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -90,5 +91,30 @@ Header read_header(const std::string& path);
 /// version 1.0 file of `dtype`, converting each value; a write that fails (a full disk, a folder
 /// that is not there) is an sgmcmc::Error naming the file.
 void write(const std::string& path, Dtype dtype, std::span<const std::size_t> shape, std::span<const double> values);
+
+/// An .npy file written a block of rows at a time (`sgmcmc convert` of a file too large to hold):
+/// the header first, its row count then rewritten by finish(). The file is the one `write` makes
+/// of all the rows: the header's padded length (128 bytes) is the same for any row count below
+/// 10²⁰. A failed write is an sgmcmc::Error naming the file.
+class Writer {
+public:
+  /// `columns` values a row (0: a 1-D array).
+  Writer(std::string path, Dtype dtype, std::size_t columns);
+  ~Writer();
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+  /// Rows of `columns` values each, row-major (any number of values for a 1-D array).
+  void append(std::span<const double> values);
+  /// Writes the row count into the header and closes the file.
+  void finish();
+  std::size_t rows() const;
+
+private:
+  struct File;
+  std::string path_;
+  Dtype dtype_;
+  std::size_t columns_, values_ = 0;
+  std::unique_ptr<File> file_;
+};
 
 }  // namespace regression::npy

@@ -3,7 +3,10 @@
 // a sparse .csr folder, by OUT's name (plugins/regression/binary_rows.hpp gives both layouts).
 // With --ratings, pmf's triples (user item rating) as a .npy of rows × 3 (plugins/pmf/ratings.hpp).
 // The regression plugins' own reader reads IN, so a file converts exactly when a run accepts it,
-// and the labels are kept as read: model.labels maps them when the binary file is read.
+// and the labels are kept as read: model.labels maps them when the binary file is read. A dense
+// .npy is written a block of 65,536 rows at a time, so a file larger than memory converts; it is
+// written beside OUT and renamed to it once complete, so that a failure leaves no partial file.
+// A .csr folder is built from the rows held whole.
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -62,12 +65,30 @@ int convert(const ConvertOptions& options) {
     throw sgmcmc::Error(fmt::format("convert: {} exists; pass --replace to overwrite it", options.out));
   if (options.ratings) return convert_ratings(options, layout);
   const auto dtype = options.dtype == "float32" ? regression::npy::Dtype::float32 : regression::npy::Dtype::float64;
-  const auto rows = regression::read_labelled_rows(
-      options.in, regression::parse_file_format(options.format, "convert --format"), regression::LabelCoding::as_read,
-      options.features);
-  if (dtype == regression::npy::Dtype::float32) require_float32_labels(rows, options.in);
-  regression::write_binary_rows(rows, layout, options.out, dtype);
-  fmt::print(stderr, "sgmcmc: note: {}: {} rows × {} features, {}, {}\n", options.out, rows.y.size(), rows.features,
+  const auto format = regression::parse_file_format(options.format, "convert --format");
+  const auto check = [&](const regression::LabelledRows& rows) {
+    if (dtype == regression::npy::Dtype::float32) require_float32_labels(rows, options.in);
+  };
+  std::size_t count = 0, features = 0;
+  if (layout == regression::BinaryLayout::dense_npy) {
+    const std::string partial = options.out + ".partial";
+    try {
+      count = regression::convert_to_npy(options.in, format, options.features, partial, dtype, check);
+      features = regression::npy::read_header(partial).columns() - 1;
+      fs::rename(partial, options.out);
+    } catch (...) {
+      std::error_code ignored;
+      fs::remove(partial, ignored);
+      throw;
+    }
+  } else {
+    const auto rows = regression::read_labelled_rows(options.in, format, regression::LabelCoding::as_read, options.features);
+    check(rows);
+    regression::write_binary_rows(rows, layout, options.out, dtype);
+    count = rows.y.size();
+    features = rows.features;
+  }
+  fmt::print(stderr, "sgmcmc: note: {}: {} rows × {} features, {}, {}\n", options.out, count, features,
              regression::npy::descr(dtype), layout == regression::BinaryLayout::dense_npy ? "dense" : "sparse (CSR)");
   return 0;
 }

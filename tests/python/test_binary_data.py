@@ -113,6 +113,40 @@ class TestBinaryData(unittest.TestCase):
         self.assertEqual(result.returncode, 2)
         self.assertIn("fortran.npy: fortran_order is True", result.stderr)
 
+    def test_convert_of_more_rows_than_one_block_writes_what_numpy_reads(self):
+        # convert writes a dense .npy 65,536 rows at a time (a file larger than memory converts):
+        # 150,000 rows are three blocks, and the array must be the one NumPy parses from the text.
+        rng = np.random.default_rng(5)
+        table = np.column_stack([rng.integers(0, 2, 150_000), rng.normal(size=(150_000, 3))])
+        csv = self.tmp / "big.csv"
+        np.savetxt(csv, table, delimiter=",", fmt="%.17g", header="y,a,b,c", comments="")
+        result = sgmcmc("convert", csv, self.tmp / "big.npy")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("150000 rows × 3 features", result.stderr)
+        np.testing.assert_array_equal(np.load(self.tmp / "big.npy"), table)
+        # LIBSVM: the width is the largest index in the whole file, here only in the last block's rows.
+        libsvm = self.tmp / "big.libsvm"
+        with libsvm.open("w") as out:
+            for i, row in enumerate(table):
+                width = 3 if i < 140_000 else 5
+                out.write(f"{row[0]:.17g} " + " ".join(f"{j + 1}:{row[1 + j % 3]:.17g}" for j in range(width)) + "\n")
+        result = sgmcmc("convert", libsvm, self.tmp / "wide.npy")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        wide = np.zeros((150_000, 6))
+        wide[:, :4] = table
+        wide[140_000:, 4:] = table[140_000:, 1:3]
+        np.testing.assert_array_equal(np.load(self.tmp / "wide.npy"), wide)
+
+    def test_convert_failing_in_a_later_block_names_the_line_and_leaves_no_file(self):
+        rows = ["1,0.5,0.25"] * 100_000
+        rows[99_000] = "1,0.5,oops"
+        csv = self.tmp / "bad.csv"
+        csv.write_text("\n".join(rows) + "\n")
+        result = sgmcmc("convert", csv, self.tmp / "bad.npy")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("bad.csv:99001:7: 'oops' is not a number", result.stderr)
+        self.assertEqual(sorted(p.name for p in self.tmp.iterdir() if p.name.startswith("bad.npy")), [])
+
 
 if __name__ == "__main__":
     unittest.main()
