@@ -379,8 +379,11 @@ CoefficientPriors read_coefficient_priors(SectionReader settings, bool intercept
 /// model.family, link, its constants (noise_sd or noise_prior, dispersion), prior, prior_scale,
 /// prior_df, intercept. A family's or prior's own key is read only with it, so that it is reported
 /// as unknown elsewhere (noise_prior, for which a clearer error says why).
+/// model.family: "bernoulli" when unset.
+std::string family_name(SectionReader settings) { return settings.text("family", "bernoulli"); }
+
 Choices read_choices(SectionReader settings) {
-  const Family& family = find_family(settings.text("family", "bernoulli"), settings.text("link", ""),
+  const Family& family = find_family(family_name(settings), settings.text("link", ""),
                                      settings.describe("family"), settings.describe("link"));
   LikelihoodConstants constants;
   std::optional<regression::NoisePrior> sampled_noise;
@@ -441,7 +444,7 @@ bool float_storage(SectionReader settings) {
 
 std::unique_ptr<sgmcmc::Model> make_glm(const sgmcmc::ModelContext& context) {
   SectionReader settings = context.settings;
-  if (settings.text("family", "bernoulli") == "categorical") {
+  if (family_name(settings) == "categorical") {
     regression::refuse_noise_prior(settings, "categorical");
     if (settings.contains("offset"))
       throw sgmcmc::Error(fmt::format("{}: family categorical has one linear predictor per class; an offset is for "
