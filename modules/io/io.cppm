@@ -39,10 +39,11 @@ inline constexpr std::size_t max_line_bytes = std::size_t{256} << 20;
 /// member that are not gzip are an error, not dropped. A CR before a line end is dropped, so
 /// CRLF files read like LF files. Bounded: a line longer than max_line_bytes, or more text in all
 /// (after decompression: a gzip bomb) than the memory budget (memory_budget_bytes: the machine's
-/// memory or SGMCMC_MEMORY_LIMIT_MB) is an error naming the file.
+/// memory or SGMCMC_MEMORY_LIMIT_MB) is an error naming the file, unless `streamed`: a reader that
+/// holds a block of rows at a time (`sgmcmc convert`) reads any length, its lines still bounded.
 class TextLines {
 public:
-  explicit TextLines(const std::filesystem::path& path);
+  explicit TextLines(const std::filesystem::path& path, bool streamed = false);
   ~TextLines();
   TextLines(const TextLines&) = delete;
   TextLines& operator=(const TextLines&) = delete;

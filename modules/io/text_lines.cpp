@@ -150,9 +150,9 @@ void require_readable_file(const std::filesystem::path& path, std::string_view w
     throw Error(fmt::format("{}: is {}, not {} (a regular file or a pipe is read)", path.string(), kind, what));
 }
 
-TextLines::TextLines(const std::filesystem::path& path) : path_(path) {
+TextLines::TextLines(const std::filesystem::path& path, bool streamed) : path_(path) {
   require_readable_file(path, "a data file");
-  budget_ = memory_budget_bytes();
+  budget_ = streamed ? 0 : memory_budget_bytes();
   file_ = new Decoder(path);
 }
 

@@ -25,7 +25,7 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 12;  // 2: lipschitz_bounds, 3: quantities,
+inline constexpr std::uint32_t model_interface_version = 13;  // 2: lipschitz_bounds, 3: quantities,
                                                              // 4: prior terms given the workspace,
                                                              // 5: Workspace save_state/restore_state
                                                              // 6: sparse item gradients, after_step
@@ -37,6 +37,8 @@ inline constexpr std::uint32_t model_interface_version = 12;  // 2: lipschitz_bo
                                                              // 11: float_gradient (the float chain)
                                                              // 12: ModelContext::rows, row_shares,
                                                              //     total_items
+                                                             // 13: ModelContext::settings is a
+                                                             //     SectionReader
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.

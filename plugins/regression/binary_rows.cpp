@@ -307,7 +307,8 @@ void write_sparse(const LabelledRows& rows, const std::string& folder, npy::Dtyp
 std::size_t convert_to_npy(const std::string& in, FileFormat format, std::size_t declared_features, const std::string& path,
                            npy::Dtype dtype, const std::function<void(const LabelledRows&)>& check) {
   std::optional<npy::Writer> out;
-  const std::size_t rows = for_each_row_block(in, format, declared_features, 1 << 16, [&](const LabelledRows& block) {
+  constexpr std::size_t block_values = std::size_t{1} << 22;  // 32 MB of doubles a block
+  const std::size_t rows = for_each_row_block(in, format, declared_features, block_values, [&](const LabelledRows& block) {
     check(block);
     if (!out) out.emplace(path, dtype, block.features + 1);  // the width is the first block's: every block's
     append_dense(block, *out);

@@ -46,8 +46,8 @@ LabelledRows read_npy_rows(const std::string& path, std::size_t declared_feature
 LabelledRows read_csr_rows(const std::string& folder, std::size_t declared_features, npy::RowRange range = {});
 
 /// The rows of the data file `in` (any format read_labelled_rows reads; labels as read) written as
-/// a dense .npy at `path`, values as `dtype`, a block of rows at a time (for_each_row_block): a
-/// file larger than memory converts. `check` sees each block before it is written. Returns the
+/// a dense .npy at `path`, values as `dtype`, a block of rows (some 32 MB of values) at a time
+/// (for_each_row_block): a file larger than memory converts. `check` sees each block before it is written. Returns the
 /// row count.
 std::size_t convert_to_npy(const std::string& in, FileFormat format, std::size_t declared_features, const std::string& path,
                            npy::Dtype dtype, const std::function<void(const LabelledRows&)>& check);

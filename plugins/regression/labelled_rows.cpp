@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <exception>
+#include <filesystem>
 #include <functional>
 #include <limits>
 #include <map>
@@ -112,7 +114,7 @@ RawRows read_libsvm(sgmcmc::TextLines& in, std::size_t declared_features) {
 
 /// The feature count of a LIBSVM file: its largest index (one pass that keeps no row).
 std::size_t libsvm_width(const std::string& path) {
-  sgmcmc::TextLines in(path);
+  sgmcmc::TextLines in(path, /*streamed=*/true);
   std::size_t width = 0;
   for (RawRows rows; true; rows = {}) {
     std::vector<SparseEntry> entries;
@@ -268,39 +270,62 @@ LabelledRows read_labelled_rows(const std::string& path, FileFormat format, Labe
   return labelled(std::move(raw), format);
 }
 
+namespace {
+/// An error of for_each_row_block's consumer, carried past with_format_hint (whose hint is about
+/// parsing) and rethrown as it was.
+struct ConsumerError {
+  std::exception_ptr error;
+};
+}  // namespace
+
 std::size_t for_each_row_block(const std::string& path, FileFormat format, std::size_t declared_features,
-                               std::size_t block_rows, const std::function<void(const LabelledRows&)>& each) {
+                               std::size_t block_values, const std::function<void(const LabelledRows&)>& each) {
   if (binary_layout(path) != BinaryLayout::none) {  // mapped, not parsed: one block
     const LabelledRows rows = read_labelled_rows(path, format, LabelCoding::as_read, declared_features);
     each(rows);
     return rows.y.size();
   }
-  sgmcmc::TextLines in(path);
+  sgmcmc::TextLines in(path, /*streamed=*/true);
   const bool sniffed = format == FileFormat::automatic;
   if (sniffed) format = sniff_format(in);
   std::size_t total = 0;
   bool header = false;
-  with_format_hint(sniffed, format, [&] {
-    if (format == FileFormat::libsvm) {
-      const std::size_t width = declared_features ? declared_features : libsvm_width(path);
-      for (RawRows raw; true; raw = {}) {
-        std::vector<SparseEntry> entries;
-        // Bounded by the width (a file that grew between the passes is refused, not overrun).
-        if (!parse_libsvm_lines(in, width, block_rows, raw, entries)) break;
-        fill_dense(raw, entries, width, path);
-        total += raw.label.size();
-        each(labelled(std::move(raw), format));
-      }
-      return;
-    }
-    sgmcmc::NumericCsvReader reader(in);
-    for (sgmcmc::NumericTable table; reader.append_rows(table, block_rows); table.values.clear(), table.line_numbers.clear(), table.rows = 0) {
-      RawRows raw = csv_rows(table, declared_features, path);
-      header = raw.header;
-      total += raw.label.size();
+  const auto deliver = [&](RawRows raw) {
+    if (raw.label.empty()) return;
+    total += raw.label.size();
+    try {
       each(labelled(std::move(raw), format));
+    } catch (...) {
+      throw ConsumerError{std::current_exception()};
     }
-  });
+  };
+  const auto rows_per_block = [&](std::size_t columns) { return std::max<std::size_t>(1, block_values / std::max<std::size_t>(1, columns)); };
+  try {
+    with_format_hint(sniffed, format, [&] {
+      if (format == FileFormat::libsvm) {
+        // A pipe is read once: without a declared width its rows are held whole, as a run reads them.
+        if (!declared_features && !std::filesystem::is_regular_file(path)) return deliver(read_libsvm(in, 0));
+        const std::size_t width = declared_features ? declared_features : libsvm_width(path);
+        for (RawRows raw; true; raw = {}) {
+          std::vector<SparseEntry> entries;
+          // Bounded by the width (a file that grew between the passes is refused, not overrun).
+          if (!parse_libsvm_lines(in, width, rows_per_block(width + 1), raw, entries)) return;
+          fill_dense(raw, entries, width, path);
+          deliver(std::move(raw));
+        }
+      }
+      sgmcmc::NumericCsvReader reader(in);
+      std::size_t rows = 1;  // the first block is one row, which tells the width
+      for (sgmcmc::NumericTable table; reader.append_rows(table, rows); table.values.clear(), table.line_numbers.clear(), table.rows = 0) {
+        RawRows raw = csv_rows(table, declared_features, path);
+        header = raw.header;
+        rows = rows_per_block(table.columns);
+        deliver(std::move(raw));
+      }
+    });
+  } catch (const ConsumerError& consumer) {
+    std::rethrow_exception(consumer.error);
+  }
   if (total == 0) throw sgmcmc::Error(fmt::format("{}: no data rows", path));
   sgmcmc::note_rows_read(path, total, header);
   return total;

@@ -65,11 +65,14 @@ LabelledRows read_labelled_rows(const std::string& path, FileFormat format, Labe
                                 std::size_t declared_features);
 
 /// read_labelled_rows for a file too large to hold (`sgmcmc convert`): its rows, labels as read,
-/// in blocks of up to `block_rows`, handed to `each` in file order, with the same checks and
-/// errors. A LIBSVM file without `declared_features` is read twice, first for its width (the
-/// largest index); a binary file is one block (it is mapped, not held). Returns the row count.
+/// in blocks of about `block_values` values (at least one row), handed to `each` in file order,
+/// with the same checks and errors (and no bound on the file's length: TextLines' `streamed`). A
+/// LIBSVM file without `declared_features` is read twice, first for its width (the largest index),
+/// or, when it is not a regular file (a pipe is read once), held whole; a binary file is one block
+/// (it is mapped, not held). An error `each` throws reaches the caller as thrown. Returns the row
+/// count.
 std::size_t for_each_row_block(const std::string& path, FileFormat format, std::size_t declared_features,
-                               std::size_t block_rows, const std::function<void(const LabelledRows&)>& each);
+                               std::size_t block_values, const std::function<void(const LabelledRows&)>& each);
 
 /// "path:line" of row i of `rows` read from `path`, or "path: data row i+1" for simulated rows.
 std::string row_place(const LabelledRows& rows, std::size_t i, const std::string& path);

@@ -4,7 +4,7 @@
 // With --ratings, pmf's triples (user item rating) as a .npy of rows × 3 (plugins/pmf/ratings.hpp).
 // The regression plugins' own reader reads IN, so a file converts exactly when a run accepts it,
 // and the labels are kept as read: model.labels maps them when the binary file is read. A dense
-// .npy is written a block of 65,536 rows at a time, so a file larger than memory converts; it is
+// .npy is written a block of rows (some 32 MB of values) at a time, so a file larger than memory converts; it is
 // written beside OUT and renamed to it once complete, so that a failure leaves no partial file.
 // A .csr folder is built from the rows held whole.
 #include <cmath>
@@ -72,6 +72,8 @@ int convert(const ConvertOptions& options) {
   std::size_t count = 0, features = 0;
   if (layout == regression::BinaryLayout::dense_npy) {
     const std::string partial = options.out + ".partial";
+    if (!options.replace && fs::exists(partial))
+      throw sgmcmc::Error(fmt::format("convert: {} exists (a conversion that stopped?); remove it or pass --replace", partial));
     try {
       count = regression::convert_to_npy(options.in, format, options.features, partial, dtype, check);
       features = regression::npy::read_header(partial).columns() - 1;

@@ -147,6 +147,42 @@ class TestBinaryData(unittest.TestCase):
         self.assertIn("bad.csv:99001:7: 'oops' is not a number", result.stderr)
         self.assertEqual(sorted(p.name for p in self.tmp.iterdir() if p.name.startswith("bad.npy")), [])
 
+    def test_convert_streams_past_the_memory_budget_and_reads_a_pipe_once(self):
+        # A text file longer than the memory budget converts (blocks are held, not the file); the
+        # 37 MB CSV here against a 20 MB budget was refused when the reader counted the whole file.
+        rng = np.random.default_rng(9)
+        table = np.column_stack([rng.integers(0, 2, 600_000), rng.normal(size=(600_000, 3))])
+        csv = self.tmp / "long.csv"
+        np.savetxt(csv, table, delimiter=",", fmt="%.17g")
+        limited = subprocess.run([os.environ["SGMCMC_CLI"], "convert", str(csv), str(self.tmp / "long.npy")],
+                                 capture_output=True, text=True, env={**os.environ, "SGMCMC_MEMORY_LIMIT_MB": "20"})
+        self.assertEqual(limited.returncode, 0, limited.stderr)
+        np.testing.assert_array_equal(np.load(self.tmp / "long.npy"), table)
+        # LIBSVM without --features through a FIFO: read once (a second pass for the width would
+        # find the pipe empty or wait for a writer that is gone), its rows held whole.
+        fifo = self.tmp / "rows.fifo"
+        os.mkfifo(fifo)
+        text = "".join(f"{y:g} 1:{a:.17g} 3:{b:.17g}\n" for y, a, b, _ in table[:1000])
+        writer = subprocess.Popen(["sh", "-c", f"cat > '{fifo}'"], stdin=subprocess.PIPE, text=True)
+        converting = subprocess.Popen([os.environ["SGMCMC_CLI"], "convert", str(fifo), str(self.tmp / "fifo.npy")],
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        writer.communicate(text, timeout=60)
+        _, stderr = converting.communicate(timeout=60)
+        self.assertEqual(converting.returncode, 0, stderr)
+        expected = np.zeros((1000, 4))
+        expected[:, 0], expected[:, 1], expected[:, 3] = table[:1000, 0], table[:1000, 1], table[:1000, 2]
+        np.testing.assert_array_equal(np.load(self.tmp / "fifo.npy"), expected)
+
+    def test_convert_refusals_of_the_writer_carry_no_parsing_hint(self):
+        # A float32 label that would round is refused naming its line; the hint about a CSV read
+        # because no ':' was seen is for parse errors, not for this.
+        csv = self.tmp / "labels.csv"
+        csv.write_text("1,0.5\n0.1,0.25\n")
+        result = sgmcmc("convert", csv, self.tmp / "labels.npy", "--dtype", "float32")
+        self.assertEqual(result.returncode, 2)
+        self.assertIn("labels.csv:2: the label 0.1 is not a float32", result.stderr)
+        self.assertNotIn("read as CSV", result.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()
