@@ -6,9 +6,7 @@
 #include <cstring>
 #include <cerrno>
 #include <filesystem>
-#include <functional>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <system_error>
@@ -253,11 +251,9 @@ LabelledRows read_csr_rows(const std::string& folder, std::size_t declared_featu
   return rows;
 }
 
-namespace {
-
-/// `rows` appended to `out` as (label, features) rows, 65,536 at a time.
-void append_dense(const LabelledRows& rows, npy::Writer& out) {
-  const std::size_t columns = rows.features + 1, block = 1 << 16;
+void append_dense_rows(const LabelledRows& rows, npy::Writer& out) {
+  // In chunks of about 2²⁰ values (8 MB), whatever the width.
+  const std::size_t columns = rows.features + 1, block = std::max<std::size_t>(1, (std::size_t{1} << 20) / columns);
   std::vector<double> values;
   for (std::size_t first = 0; first < rows.y.size(); first += block) {
     const std::size_t count = std::min(block, rows.y.size() - first);
@@ -270,9 +266,11 @@ void append_dense(const LabelledRows& rows, npy::Writer& out) {
   }
 }
 
+namespace {
+
 void write_dense(const LabelledRows& rows, const std::string& path, npy::Dtype dtype) {
   npy::Writer out(path, dtype, rows.features + 1);
-  append_dense(rows, out);
+  append_dense_rows(rows, out);
   out.finish();
 }
 
@@ -303,19 +301,6 @@ void write_sparse(const LabelledRows& rows, const std::string& folder, npy::Dtyp
 }
 
 }  // namespace
-
-std::size_t convert_to_npy(const std::string& in, FileFormat format, std::size_t declared_features, const std::string& path,
-                           npy::Dtype dtype, const std::function<void(const LabelledRows&)>& check) {
-  std::optional<npy::Writer> out;
-  constexpr std::size_t block_values = std::size_t{1} << 22;  // 32 MB of doubles a block
-  const std::size_t rows = for_each_row_block(in, format, declared_features, block_values, [&](const LabelledRows& block) {
-    check(block);
-    if (!out) out.emplace(path, dtype, block.features + 1);  // the width is the first block's: every block's
-    append_dense(block, *out);
-  });
-  out->finish();
-  return rows;
-}
 
 void write_binary_rows(const LabelledRows& rows, BinaryLayout layout, const std::string& path, npy::Dtype dtype) {
   if (layout == BinaryLayout::dense_npy) write_dense(rows, path, dtype);

@@ -13,7 +13,6 @@
 // share; every value must be finite, and each refusal names the file and what was expected.
 #pragma once
 #include <cstddef>
-#include <functional>
 #include <span>
 #include <string>
 
@@ -45,12 +44,9 @@ LabelledRows read_npy_rows(const std::string& path, std::size_t declared_feature
 /// shape[1], or `declared_features` when given (refused when shape[1] exceeds it).
 LabelledRows read_csr_rows(const std::string& folder, std::size_t declared_features, npy::RowRange range = {});
 
-/// The rows of the data file `in` (any format read_labelled_rows reads; labels as read) written as
-/// a dense .npy at `path`, values as `dtype`, a block of rows (some 32 MB of values) at a time
-/// (for_each_row_block): a file larger than memory converts. `check` sees each block before it is written. Returns the
-/// row count.
-std::size_t convert_to_npy(const std::string& in, FileFormat format, std::size_t declared_features, const std::string& path,
-                           npy::Dtype dtype, const std::function<void(const LabelledRows&)>& check);
+/// `rows` appended to a dense .npy being written as (label, features) rows: `sgmcmc convert`
+/// writes a large file a block of rows at a time.
+void append_dense_rows(const LabelledRows& rows, npy::Writer& out);
 
 /// Writes `rows` (labels as read) in `layout` at `path`, values as `dtype` (float64 or float32).
 void write_binary_rows(const LabelledRows& rows, BinaryLayout layout, const std::string& path, npy::Dtype dtype);

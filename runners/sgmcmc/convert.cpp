@@ -9,6 +9,7 @@
 // A .csr folder is built from the rows held whole.
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -32,6 +33,25 @@ struct ConvertOptions {
   std::size_t features = 0;
   bool replace = false, ratings = false;
 };
+
+/// The rows of the data file `in` (any format read_labelled_rows reads; labels as read) written as
+/// a dense .npy at `path`, a block of rows (some 32 MB of values) at a time (for_each_row_block):
+/// a file larger than memory converts. `check` sees each block before it is written. Returns the
+/// row count.
+std::size_t convert_to_npy(const std::string& in, regression::FileFormat format, std::size_t declared_features,
+                           const std::string& path, regression::npy::Dtype dtype,
+                           const std::function<void(const regression::LabelledRows&)>& check) {
+  std::optional<regression::npy::Writer> out;
+  constexpr std::size_t block_values = std::size_t{1} << 22;  // 32 MB of doubles a block
+  const std::size_t rows =
+      regression::for_each_row_block(in, format, declared_features, block_values, [&](const regression::LabelledRows& block) {
+        check(block);
+        if (!out) out.emplace(path, dtype, block.features + 1);  // the width is the first block's: every block's
+        regression::append_dense_rows(block, *out);
+      });
+  out->finish();
+  return rows;
+}
 
 /// float32 rounds the features, as model.storage = "float" does; a label (a class, a count, a
 /// response) that would change is refused instead, naming its row.
@@ -75,7 +95,7 @@ int convert(const ConvertOptions& options) {
     if (!options.replace && fs::exists(partial))
       throw sgmcmc::Error(fmt::format("convert: {} exists (a conversion that stopped?); remove it or pass --replace", partial));
     try {
-      count = regression::convert_to_npy(options.in, format, options.features, partial, dtype, check);
+      count = convert_to_npy(options.in, format, options.features, partial, dtype, check);
       features = regression::npy::read_header(partial).columns() - 1;
       fs::rename(partial, options.out);
     } catch (...) {
