@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "fuzz_input.hpp"
-#include "reading.hpp"
 
 namespace {
 
@@ -38,7 +37,9 @@ Chains& chains() {
       text << in.rdbuf();
       const auto config = sgmcmc::parse_config(text.str(), entry.path().string());
       auto model = plugin.create({sgmcmc::SectionReader(config["model"]), 1});
-      result.chains.push_back(sgmcmc::make_chain(test::plan_chain(config, *model), model, sgmcmc::Rng(1, sgmcmc::chain_stream(0))));
+      sgmcmc::ConfigReads reads;
+      result.chains.push_back(
+          sgmcmc::make_chain(sgmcmc::plan_chain({config, reads}, *model), model, sgmcmc::Rng(1, sgmcmc::chain_stream(0))));
       result.models.push_back(std::move(model));
     }
     return result;
