@@ -257,22 +257,29 @@ private:
 
 }  // namespace data_parallel_parts
 
+namespace {
+/// `model` as data_parallel_model made it, or nullptr for any other model.
+const data_parallel_parts::DataParallelModel* split_of(const Model& model) {
+  return dynamic_cast<const data_parallel_parts::DataParallelModel*>(&model);
+}
+}  // namespace
+
 ItemBlock evaluated_items(const Model& model) {
-  const auto* split = dynamic_cast<const data_parallel_parts::DataParallelModel*>(&model);
+  const auto* split = split_of(model);
   return split ? split->block() : ItemBlock{0, model.num_items()};
 }
 
 LocalRows local_rows(const Model& model) {
-  const auto* split = dynamic_cast<const data_parallel_parts::DataParallelModel*>(&model);
+  const auto* split = split_of(model);
   return split ? split->local_rows() : LocalRows{&model, {0, model.num_items()}};
 }
 
 void sum_over_ranks(const Model& model, std::span<double> values) {
-  if (const auto* split = dynamic_cast<const data_parallel_parts::DataParallelModel*>(&model)) split->sum_over_ranks(values);
+  if (const auto* split = split_of(model)) split->sum_over_ranks(values);
 }
 
 std::size_t rows_held(const Model& model) {
-  const auto* split = dynamic_cast<const data_parallel_parts::DataParallelModel*>(&model);
+  const auto* split = split_of(model);
   return split ? split->rows_held() : 0;
 }
 
