@@ -200,7 +200,7 @@ CheckOutcome workspace_state_check(const Model& model, const std::vector<Vector>
   Rng rng(7, 7);
   for (std::uint64_t iteration = 1; iteration <= 30; ++iteration) {
     Vector theta = points[iteration % points.size()];
-    model.after_step(iteration, theta, *used, rng);
+    model.after_step(iteration, theta, *used, rng, AllItems(model.num_items()));
     fingerprint(model, *used, theta);
   }
   StateWriter saved;

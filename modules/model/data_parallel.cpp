@@ -160,14 +160,11 @@ public:
     }
   }
 
-  TargetChange after_step(std::uint64_t iteration, std::span<double> theta, Workspace& workspace,
-                          Rng& rng) const override {
-    const TargetChange change = model_->after_step(iteration, theta, workspace, rng);
-    if (change == TargetChange::data)
-      throw Error("the model's step between gradient steps (after_step) changed its data terms: a Gibbs step that reads "
-                  "the data (pmf's noise precision τ, say) is not yet supported with run.data_parallel; fix that "
-                  "parameter in the model's configuration");
-    return change;
+  /// The model's Gibbs step sums over this rank's rows (in its own numbering) and completes the
+  /// sums with the other ranks' (RankSums); the one-process `data` is not this chain's.
+  TargetChange after_step(std::uint64_t iteration, std::span<double> theta, Workspace& workspace, Rng& rng,
+                          const ItemSums& /*data*/) const override {
+    return model_->after_step(iteration, theta, workspace, rng, RankSums(*this));
   }
 
   std::vector<std::string> metric_names() const override { return model_->metric_names(); }
@@ -232,6 +229,17 @@ private:
     for (std::size_t r = 1; r < size_; ++r)
       for (std::size_t j = 0; j < m; ++j) out[j] += all[r * m + j];
   }
+
+  /// This rank's rows, and the ranks' sums added in rank order (sum_over_ranks).
+  class RankSums final : public ItemSums {
+  public:
+    explicit RankSums(const DataParallelModel& model) : model_(model) {}
+    ItemBlock items() const override { return model_.local_rows().items; }
+    void complete(std::span<double> sums) const override { model_.sum_over_ranks(sums); }
+
+  private:
+    const DataParallelModel& model_;
+  };
 
   void gather(std::span<const double> mine, std::span<double> all) const {
     if (size_ == 1) {

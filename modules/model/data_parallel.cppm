@@ -18,8 +18,8 @@
 // indices.
 //
 // Forwarded unchanged (they read θ, the prior or the held-out data every rank holds): the prior
-// terms, metrics, quantities, after_step (which refuses a change of the data terms: a Gibbs step
-// that reads the data would need its statistics reduced). Reduced: add_data_gradient,
+// terms, metrics, quantities, and after_step, whose sums over the data (ItemSums: pmf's Gibbs draw
+// of its noise precision) run over this rank's rows and are then added across the ranks. Reduced: add_data_gradient,
 // data_potential, data_potential_and_gradient, glm_scalars, add_scaled_features,
 // item_lipschitz_bounds (gathered when sharded), and sums over the local rows of the undecorated
 // model (local_rows, sum_over_ranks: the Fisher mass); saga's table keeps only this rank's block
@@ -58,14 +58,8 @@ std::string data_parallel_refusal(const Model& model);
 /// chain, on the thread that may call the group's collective.
 std::shared_ptr<const Model> data_parallel_model(std::shared_ptr<const Model> model, std::shared_ptr<RankGroup> ranks);
 
-/// The items [first, end), in the global numbering, whose data terms this process evaluates.
-struct ItemBlock {
-  std::size_t first = 0, end = 0;
-  std::size_t size() const { return end - first; }
-  bool holds(std::size_t item) const { return item >= first && item < end; }
-};
-
-/// This rank's block under data_parallel_model (whether its model holds only those rows or all):
+/// This rank's block, in the global numbering, under data_parallel_model (whether its model holds
+/// only those rows or all):
 /// what a per-item state of the chain (saga's table) keeps on this rank. Every item of any other
 /// model.
 ItemBlock evaluated_items(const Model& model);

@@ -25,7 +25,7 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 13;  // 2: lipschitz_bounds, 3: quantities,
+inline constexpr std::uint32_t model_interface_version = 14;  // 2: lipschitz_bounds, 3: quantities,
                                                              // 4: prior terms given the workspace,
                                                              // 5: Workspace save_state/restore_state
                                                              // 6: sparse item gradients, after_step
@@ -39,6 +39,8 @@ inline constexpr std::uint32_t model_interface_version = 13;  // 2: lipschitz_bo
                                                              //     total_items
                                                              // 13: ModelContext::settings is a
                                                              //     SectionReader
+                                                             // 14: after_step sums over the data
+                                                             //     through ItemSums
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.
@@ -77,6 +79,37 @@ enum class TargetChange {
   none,   // nothing the target depends on
   prior,  // f_0 changed (hyperparameters of the prior): cached gradients and potentials are stale
   data,   // the data terms f_i changed too (a noise precision): so are the estimators' sums of ∇f_i
+};
+
+/// The items [first, end): a contiguous block of the data items.
+struct ItemBlock {
+  std::size_t first = 0, end = 0;
+  std::size_t size() const { return end - first; }
+  bool holds(std::size_t item) const { return item >= first && item < end; }
+};
+
+/// How a step between gradient steps (after_step) sums over the training items when its draw
+/// reads them (pmf's noise precision τ is drawn given Σ e², the squared residuals of all ratings):
+/// the model adds its terms over items() into a vector of sums, then calls complete() on that
+/// vector, which adds the other ranks' sums on a data-parallel run (the same total, bit for bit,
+/// on every rank) and does nothing in one process. A model calls complete() at the same
+/// iterations on every rank (it decides from the iteration and its options, never from its data).
+class ItemSums {
+public:
+  virtual ~ItemSums() = default;
+  virtual ItemBlock items() const = 0;  // in the model's own numbering
+  virtual void complete(std::span<double> sums) const = 0;
+};
+
+/// The one-process ItemSums: every item of the model, nothing to add.
+class AllItems final : public ItemSums {
+public:
+  explicit AllItems(std::size_t items) : items_(items) {}
+  ItemBlock items() const override { return {0, items_}; }
+  void complete(std::span<double>) const override {}
+
+private:
+  std::size_t items_;
 };
 
 /// Per-chain mutable state of a model. Models that keep none use this empty one.
@@ -204,9 +237,10 @@ public:
   /// the ends of MH blocks only): Gibbs updates of hyperparameters or anything else a model does
   /// between gradient steps. Returns what it changed of the target, so the chain can recompute
   /// cached gradients, the MH corrector's U(θ_0) and, for `data`, the estimators' sums of ∇f_i.
-  /// The default does nothing and returns `none`.
-  virtual TargetChange after_step(std::uint64_t iteration, std::span<double> theta, Workspace& workspace,
-                                  Rng& rng) const;
+  /// A draw that reads the data sums over it through `data` (ItemSums). The default does nothing
+  /// and returns `none`.
+  virtual TargetChange after_step(std::uint64_t iteration, std::span<double> theta, Workspace& workspace, Rng& rng,
+                                  const ItemSums& data) const;
 
   /// Held-out metrics, evaluated every run.eval_every iterations. A model that averages over
   /// draws (a running posterior-predictive average) keeps the running sums in its workspace.
@@ -433,7 +467,9 @@ void Model::add_scaled_features(std::span<const std::size_t>, std::span<const do
 void Model::item_lipschitz_bounds(std::span<double>) const {
   missing_capability("item_lipschitz_bounds", "lipschitz-bounds");
 }
-TargetChange Model::after_step(std::uint64_t, std::span<double>, Workspace&, Rng&) const { return TargetChange::none; }
+TargetChange Model::after_step(std::uint64_t, std::span<double>, Workspace&, Rng&, const ItemSums&) const {
+  return TargetChange::none;
+}
 void Model::evaluate_metrics(std::span<const double>, Workspace&, std::span<double>) const {}
 void Model::evaluate_quantities(std::span<const double>, Workspace&, std::span<double>) const {}
 PredictionForm Model::prediction_form() const { missing_capability("prediction_form", "prediction"); }

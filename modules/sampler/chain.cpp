@@ -250,7 +250,8 @@ double Chain::log_density(ChainContext& context) {
 /// cached of the old one is dropped: the integrator's gradient at θ, the MH corrector's U(θ_0)
 /// and, when the data terms changed, the estimators' sums of ∇f_i (centre, snapshot, table).
 void Chain::model_step(std::uint64_t iteration, ChainContext& context) {
-  const TargetChange change = model_->after_step(iteration, state_.theta, *workspace_, context.rng);
+  const TargetChange change =
+      model_->after_step(iteration, state_.theta, *workspace_, context.rng, AllItems(model_->num_items()));
   if (change == TargetChange::none) return;
   ++tally_.target_changes;
   state_.gradient_valid = false;

@@ -226,12 +226,12 @@ public:
   /// gibbs_every = 0 keeps the starting hyperparameters. τ changes the data terms, the rest the
   /// prior only: the chain is told which (it then drops cached gradients, potentials, tables).
   sgmcmc::TargetChange after_step(std::uint64_t iteration, std::span<double> theta, sgmcmc::Workspace& base,
-                                  Rng& rng) const override {
+                                  Rng& rng, const sgmcmc::ItemSums& data) const override {
     if (options_.gibbs_every == 0 || iteration % options_.gibbs_every != 0) return sgmcmc::TargetChange::none;
     Hyper& hyper = hyper_of(base);
     gibbs_update(theta, hyper, rng);
     if (!options_.noise_prior) return sgmcmc::TargetChange::prior;
-    hyper.noise_precision = draw_noise_precision(theta, rng);
+    hyper.noise_precision = draw_noise_precision(theta, data, rng);
     return sgmcmc::TargetChange::data;
   }
 
@@ -257,14 +257,18 @@ public:
     hyper.bias_precision_v = precision(theta.subspan(biases_at_ + users_, items_));
   }
 
-  /// τ | θ ~ Gamma(a_τ + N/2, b_τ + ½ Σ_ij e_ij²) over the N training ratings: O(N × rank).
-  double draw_noise_precision(std::span<const double> theta, Rng& rng) const {
+  /// τ | θ ~ Gamma(a_τ + N/2, b_τ + ½ Σ_ij e_ij²) over the N training ratings: O(N × rank). The
+  /// sum runs over data.items() and is completed by data (with the other ranks' rows, on a
+  /// data-parallel run).
+  double draw_noise_precision(std::span<const double> theta, const sgmcmc::ItemSums& data, Rng& rng) const {
+    const sgmcmc::ItemBlock block = data.items();
     double squares = 0.0;
-    for (const Rating& x : data_.train) {
-      const double e = residual(theta, x);
+    for (std::size_t i = block.first; i < block.end; ++i) {
+      const double e = residual(theta, data_.train[i]);
       squares += e * e;
     }
-    const auto posterior = precision_posterior(*options_.noise_prior, static_cast<double>(data_.train.size()), squares);
+    data.complete(std::span(&squares, 1));
+    const auto posterior = precision_posterior(*options_.noise_prior, static_cast<double>(total_items()), squares);
     return rng.gamma(posterior.shape, posterior.rate);
   }
 

@@ -115,7 +115,8 @@ int main(int argc, char** argv) {
     for (std::size_t b = 0; b < batches; ++b) model->add_prior_gradient_given(theta, gradient, *workspace);
   });
   const double gibbs = bench::fastest_us(repetitions, batches, [&] {
-    for (std::size_t b = 1; b <= batches; ++b) model->after_step(10 * b, theta, *workspace, rng);
+    const sgmcmc::AllItems every_rating(model->num_items());
+    for (std::size_t b = 1; b <= batches; ++b) model->after_step(10 * b, theta, *workspace, rng, every_rating);
   });
   const double normals = bench::fastest_us(repetitions, batches, [&] {
     for (std::size_t b = 0; b < batches; ++b) rng.fill_normal(gradient);

@@ -145,7 +145,8 @@ test::CliResult data_parallel_run(int ranks, const fs::path& file, const fs::pat
 // sums exactly as the undecorated model (rank 0's part is added onto
 // the caller's vector): bit for bit. Holding only its rows changes none of this: a rank's block
 // is the same items, evaluated by the same code, as the rank's part of the whole data set.
-void check_one_process_draws(const test::TempDir& dir, const fs::path& file, const std::string& label) {
+void check_one_process_draws(const test::TempDir& dir, const fs::path& file, const std::string& label,
+                             bool holds_only_its_rows = true) {
   const auto alone = test::run_cli("run --quiet --config '" + file.string() + "' --out '" + (dir.path() / "alone").string() + "'");
   INFO(alone.output);
   REQUIRE(alone.exit_code == 0);
@@ -183,13 +184,16 @@ void check_one_process_draws(const test::TempDir& dir, const fs::path& file, con
     }
     INFO("largest difference from the one-process draws, relative to the column's scale: " << worst);
     CHECK(worst <= 1e-12);
-    // Each rank held its block of the training rows, no more (what the model holds, gathered).
+    // Each rank held its block of the training rows, no more (what the model holds, gathered), or,
+    // for a model without row shares, every row.
     const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
     const std::size_t items = manifest["model"]["items"];
     const auto rows = manifest["data_parallel"]["rows_per_rank"].get<std::vector<std::size_t>>();
     REQUIRE(rows.size() == static_cast<std::size_t>(ranks));
     for (std::size_t r = 0; r < rows.size(); ++r)
-      CHECK(rows[r] == sgmcmc::row_block_start(items, r + 1, rows.size()) - sgmcmc::row_block_start(items, r, rows.size()));
+      CHECK(rows[r] == (holds_only_its_rows ? sgmcmc::row_block_start(items, r + 1, rows.size()) -
+                                                  sgmcmc::row_block_start(items, r, rows.size())
+                                            : items));
   }
   if (label == "exact + mala + mh") {  // both branches of the MH test were taken
     const auto accepted = std::count_if(reference.rows.begin(), reference.rows.end(), [&](const auto& row) {
@@ -318,21 +322,26 @@ TEST_CASE("a NaN in one rank's rows of a .npy file ends the data-parallel job na
   }
 }
 
-TEST_CASE("a data-parallel run whose model's Gibbs step changes the data terms ends the job with the reason") {
-  // pmf with a Gamma prior on the noise precision τ: its Gibbs step reads every rating, which
-  // stage 1 does not reduce. The model interface does not declare it, so the refusal comes at the
-  // first such step (gibbs_every = 1: the first iteration), on every rank, through MPI_Abort.
-  test::TempDir dir;
-  own_temporary_folder(dir);  // the aborted job's scratch folders go with it
-  const auto out = dir.path() / "pmf";
-  const auto result = test::mpi_cli(2, "run --quiet --preset pmf-sgld --out '" + out.string() +
-                                           "' --set run.data_parallel=true --set run.iterations=20 --set run.thin=10 "
-                                           "--set model.gibbs_every=1 --set model.noise_prior_shape=2");
-  INFO(result.output);
-  CHECK(result.exit_code == 2);
-  CHECK_THAT(result.output, Contains("changed its data terms: a Gibbs step that reads the data (pmf's noise precision τ, "
-                                     "say) is not yet supported with run.data_parallel"));
-  CHECK(!fs::exists(out / "manifest.json"));
+TEST_CASE("pmf drawing its noise precision τ in a Gibbs step: 1, 2 and 4 ranks give the one-process draws") {
+  // Every iteration (gibbs_every = 1) draws τ | θ ~ Gamma(a + N/2, b + ½ Σ e²): each rank sums the
+  // squared residuals of its block of ratings and the P sums are added in rank order (ItemSums), so
+  // τ carries the rounding of one sum of N terms associated differently, 2(N-1)·u of it at most,
+  // as a gradient does (the bound above). The Gamma draw is continuous in its rate (the same
+  // uniforms, its accept-reject test reads the shape alone), so the chains stay that close. τ
+  // changes the data terms: cv then recomputes ∇U(θ̂) with a full pass, reduced like any other.
+  // With the ranks' sums not added, 2 ranks draw τ from half the squares and part at once.
+  const std::string model =
+      "[model]\nname = \"pmf\"\nusers = 40\nitems = 25\nratings = 400\nrank = 2\ngibbs_every = 1\n"
+      "noise_prior_shape = 2\n";
+  const std::string run = "[run]\nwarmup = 0\niterations = 300\nthin = 1\nchains = 1\nseed = 7\neval_every = 100\nlp = true\n";
+  for (const auto& [label, estimator] : {std::pair{"pmf, minibatch + sgld", "name = \"minibatch\"\nbatch_size = 50\n"},
+                                        std::pair{"pmf, cv + sgld", "name = \"cv\"\nbatch_size = 50\n"}}) {
+    INFO(label);
+    test::TempDir dir;
+    const auto file = dir.write("run.toml", model + "[estimator]\n" + estimator +
+                                                "[integrator]\nname = \"sgld\"\nstep_size = 1e-3\n[corrector]\nname = \"none\"\n" + run);
+    check_one_process_draws(dir, file, label, false);
+  }
 }
 
 namespace {
@@ -377,7 +386,7 @@ std::vector<std::string> background_job(const fs::path& file, const fs::path& ou
   std::vector<std::string> arguments;
   if (under_timeout) arguments = {"/usr/bin/timeout", "-k", "10", "300"};
   for (const auto& word : test::mpi_launcher(2)) arguments.push_back(word);
-  for (const std::string word : {std::string(SGMCMC_CLI), std::string("run"), std::string("--quiet"),
+  for (const std::string& word : {std::string(SGMCMC_CLI), std::string("run"), std::string("--quiet"),
                                  std::string("--config"), file.string(), std::string("--out"), out.string(),
                                  std::string("--set"), std::string("run.data_parallel=true")})
     arguments.push_back(word);

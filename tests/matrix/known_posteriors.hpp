@@ -182,10 +182,11 @@ public:
   }
 
   sgmcmc::TargetChange after_step(std::uint64_t iteration, std::span<double> theta, sgmcmc::Workspace& workspace,
-                                  sgmcmc::Rng& rng) const override {
+                                  sgmcmc::Rng& rng, const sgmcmc::ItemSums& data) const override {
     if (iteration % gibbs_every != 0) return sgmcmc::TargetChange::none;
     double squares = 0.0;
-    for (double y : y_) squares += (y - theta[0]) * (y - theta[0]);
+    for (std::size_t i = data.items().first; i < data.items().end; ++i) squares += (y_[i] - theta[0]) * (y_[i] - theta[0]);
+    data.complete(std::span(&squares, 1));
     const double shape = noise_shape + 0.5 * static_cast<double>(y_.size()), rate = noise_rate + 0.5 * squares;
     static_cast<NoiseWorkspace&>(workspace).precision = rng.gamma(shape, rate);
     return sgmcmc::TargetChange::data;

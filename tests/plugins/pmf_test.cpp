@@ -219,7 +219,8 @@ TEST_CASE("pmf plugin: the prior follows the hyperparameters a Gibbs step draws,
     const double data = m->data_potential(theta, {every}, *workspace);
     sgmcmc::Rng rng(1, 1);
     // It tells the chain that the prior changed (not the data terms: τ is fixed here).
-    CHECK(m->after_step(1, theta, *workspace, rng) == (changes ? sgmcmc::TargetChange::prior : sgmcmc::TargetChange::none));
+    CHECK(m->after_step(1, theta, *workspace, rng, sgmcmc::AllItems(m->num_items())) ==
+          (changes ? sgmcmc::TargetChange::prior : sgmcmc::TargetChange::none));
     CHECK(theta == before);
     CHECK(m->data_potential(theta, {every}, *workspace) == data);
     CHECK((m->prior_potential_given(theta, *workspace) != prior) == changes);

@@ -130,8 +130,8 @@ public:
   }
   void item_lipschitz_bounds(std::span<double> out) const override { inner_->item_lipschitz_bounds(out); }
   sgmcmc::TargetChange after_step(std::uint64_t iteration, std::span<double> theta, sgmcmc::Workspace& workspace,
-                                  sgmcmc::Rng& rng) const override {
-    return inner_->after_step(iteration, theta, workspace, rng);
+                                  sgmcmc::Rng& rng, const sgmcmc::ItemSums& data) const override {
+    return inner_->after_step(iteration, theta, workspace, rng, data);
   }
   std::vector<std::string> metric_names() const override { return inner_->metric_names(); }
   void evaluate_metrics(std::span<const double> theta, sgmcmc::Workspace& workspace, std::span<double> out) const override {

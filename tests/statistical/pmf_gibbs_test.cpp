@@ -126,7 +126,7 @@ TEST_CASE("pmf Gibbs: draws through the plugin's after_step have the conjugate p
   std::vector<double> means[2][2], precisions[2][2];
   std::vector<double> shifted = theta, g(d), g_shifted(d);
   for (std::size_t s = 1; s <= m; ++s) {
-    model->after_step(s, theta, *workspace, rng);
+    model->after_step(s, theta, *workspace, rng, sgmcmc::AllItems(model->num_items()));
     std::fill(g.begin(), g.end(), 0.0);
     std::fill(g_shifted.begin(), g_shifted.end(), 0.0);
     for (std::size_t j = 0; j < d; ++j) shifted[j] = theta[j] + 1.0;
@@ -203,7 +203,8 @@ TEST_CASE("pmf Gibbs: τ and the bias precisions drawn through after_step have t
   std::vector<double> tau, lambda_b, lambda_c, g(d);
   const std::vector<std::size_t> first{0};
   for (std::size_t s = 1; s <= m; ++s) {
-    REQUIRE(model->after_step(s, theta, *workspace, rng) == sgmcmc::TargetChange::data);
+    REQUIRE(model->after_step(s, theta, *workspace, rng,
+                              sgmcmc::AllItems(model->num_items())) == sgmcmc::TargetChange::data);
     std::fill(g.begin(), g.end(), 0.0);
     model->add_data_gradient(theta, {first}, g, *workspace, unused);
     tau.push_back(-g[users + items] / e0);

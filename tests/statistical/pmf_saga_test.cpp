@@ -148,7 +148,8 @@ TEST_CASE("pmf saga: when a Gibbs step draws τ the table is refilled, and the n
   const std::uint64_t before = bench.cost.full_passes;
   sgmcmc::Rng rng(9, 9);
   std::vector<double> moved = theta;
-  REQUIRE(model->after_step(1, moved, *bench.workspace, rng) == sgmcmc::TargetChange::data);
+  REQUIRE(model->after_step(1, moved, *bench.workspace, rng,
+                            sgmcmc::AllItems(model->num_items())) == sgmcmc::TargetChange::data);
   saga->data_terms_changed(theta, bench.context);
   const auto g = bench.estimate(*saga, theta), truth = test::full_gradient(*model, theta, *bench.workspace);
   CHECK(bench.cost.full_passes == before + 1);

@@ -46,7 +46,7 @@ public:
                          sgmcmc::Rng&) const override {}
   double data_potential(std::span<const double>, const sgmcmc::Batch&, sgmcmc::Workspace&) const override { return 0.0; }
   sgmcmc::TargetChange after_step(std::uint64_t iteration, std::span<double>, sgmcmc::Workspace& workspace,
-                                  sgmcmc::Rng&) const override {
+                                  sgmcmc::Rng&, const sgmcmc::ItemSums&) const override {
     if (iteration != 1) return sgmcmc::TargetChange::none;
     static_cast<Mu&>(workspace).mu = 5.0;
     return change_;
