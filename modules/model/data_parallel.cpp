@@ -149,10 +149,18 @@ public:
   /// a gather of another size (runners/sgmcmc/data_parallel_run.hpp, ClusterRanks::setting_up).
   void item_lipschitz_bounds(std::span<double> out) const override {
     if (!sharded_) return model_->item_lipschitz_bounds(out);
+    std::vector<double> mine(end_ - first_);
+    model_->item_lipschitz_bounds(mine);
+    gather_blocks(mine, out);
+  }
+
+  /// out[i] ← the value of item i (all N, globally numbered) from the rank whose block holds it,
+  /// `mine` being this rank's block's: the blocks, padded to the widest, gathered.
+  void gather_blocks(std::span<const double> mine, std::span<double> out) const {
     const std::size_t widest = row_block_start(items_, 1, size_) + (items_ % size_ != 0 ? 1 : 0);
-    std::vector<double> mine(widest, 0.0), all(size_ * widest);
-    model_->item_lipschitz_bounds(std::span(mine).first(end_ - first_));
-    gather(mine, all);
+    std::vector<double> padded(widest, 0.0), all(size_ * widest);
+    std::copy(mine.begin(), mine.end(), padded.begin());
+    gather(padded, all);
     for (std::size_t r = 0; r < size_; ++r) {
       const std::size_t first = row_block_start(items_, r, size_), end = row_block_start(items_, r + 1, size_);
       std::copy_n(all.begin() + static_cast<std::ptrdiff_t>(r * widest), end - first,
@@ -280,6 +288,14 @@ ItemBlock evaluated_items(const Model& model) {
 LocalRows local_rows(const Model& model) {
   const auto* split = split_of(model);
   return split ? split->local_rows() : LocalRows{&model, {0, model.num_items()}};
+}
+
+std::vector<double> gather_item_blocks(const Model& model, std::span<const double> mine) {
+  const auto* split = split_of(model);
+  if (!split) return {mine.begin(), mine.end()};
+  std::vector<double> all(model.num_items());
+  split->gather_blocks(mine, all);
+  return all;
 }
 
 void sum_over_ranks(const Model& model, std::span<double> values) {

@@ -34,6 +34,7 @@ module;
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 export module sgmcmc.data_parallel;
 export import sgmcmc.model;
 
@@ -79,6 +80,12 @@ LocalRows local_rows(const Model& model);
 /// for a model data_parallel_model made (one all-gather); unchanged for any other model, and with
 /// one rank.
 void sum_over_ranks(const Model& model, std::span<double> values);
+
+/// Every item's value (N of them, globally numbered) from the rank whose block holds the item,
+/// `mine` holding this rank's block's (evaluated_items), the same on every rank, for a model
+/// data_parallel_model made (one all-gather: every rank calls it at the same point, and holds P
+/// blocks for the while); a copy of `mine` for any other model.
+std::vector<double> gather_item_blocks(const Model& model, std::span<const double> mine);
 
 /// The training items this rank's model holds, of a model data_parallel_model made: its block's
 /// size when the model holds only its rows, else N (the runner gathers them into the manifest's

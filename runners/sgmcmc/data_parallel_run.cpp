@@ -150,12 +150,6 @@ nlohmann::json DataParallelJob::record(std::size_t items, const std::vector<std:
 
 namespace {
 
-/// Why saga's data-parallel runs take no checkpoints: its table is the one state that differs
-/// between ranks, and a checkpoint is rank 0's, which the workers copy on resume.
-constexpr const char* saga_checkpoint_reason =
-    "each rank keeps its own block of saga's table, and a checkpoint holds rank 0's alone, which every rank would "
-    "resume from";
-
 /// "`value` is not yet supported with run.data_parallel (why)", after where the key was set.
 [[noreturn]] void not_supported(const sgmcmc::Settings& section, const std::string& key, const std::string& value,
                                 const std::string& why) {
@@ -164,11 +158,6 @@ constexpr const char* saga_checkpoint_reason =
 }
 
 }  // namespace
-
-void check_resumable_estimator(const std::string& estimator) {
-  if (estimator == "saga")
-    throw sgmcmc::Error(std::string("--resume: a data-parallel saga run cannot resume yet (") + saga_checkpoint_reason + ")");
-}
 
 void check_data_parallel(sgmcmc::ConfigReader read, const sgmcmc::RunSchedule& schedule, const sgmcmc::Model& model,
                          const std::string& model_name, bool have_ranks) {
@@ -187,8 +176,6 @@ void check_data_parallel(sgmcmc::ConfigReader read, const sgmcmc::RunSchedule& s
     not_supported(estimator, "name", "'saga' on a model without the glm-gradients capability",
                   "each rank keeps its block of saga's table in the GLM form (one scalar per item); a table of per-item "
                   "gradient vectors would cost one collective per item and be held whole on every rank");
-  if (name == "saga" && schedule.chain.checkpoint_every > 0)
-    not_supported(run, "checkpoint_every", "checkpointing saga", saga_checkpoint_reason);
   if (schedule.chain.float_precision)
     not_supported(run, "chain_precision", "the float chain", "the model's float gradient is not split across ranks");
   for (const auto& [section, settings] : config.sections)

@@ -105,9 +105,9 @@ private:
   std::shared_ptr<ClusterRanks> ranks_;
 };
 
-/// Refuses, each naming its key, what stage 1 does not split: more than one chain, an estimator
-/// other than exact, minibatch, cv and svrg, the Fisher mass, the float chain, a burn-in and a
-/// model whose gradient Gibbs-samples latent variables. `sweep`, `sbc` and `tune` (no rank group)
+/// Refuses, each naming its key, what is not split: more than one chain, saga on a model without
+/// glm-gradients, the float chain, a burn-in and a model whose gradient Gibbs-samples latent
+/// variables. `sweep`, `sbc` and `tune` (no rank group)
 /// are refused the key altogether.
 void check_data_parallel(sgmcmc::ConfigReader config, const sgmcmc::RunSchedule& schedule, const sgmcmc::Model& model,
                          const std::string& model_name, bool have_ranks);
@@ -115,8 +115,10 @@ void check_data_parallel(sgmcmc::ConfigReader config, const sgmcmc::RunSchedule&
 /// Checkpoints (stage 3). The chain's whole state is replicated: θ, the integrator's and
 /// corrector's state, the stream, and the estimators' state (minibatch and exact: none beyond the
 /// stream; cv: its centre and the centre's full gradient, a reduced pass; svrg: its snapshot and
-/// the snapshot's reduced full gradient). A rank holds no part of its own (its rows are read
-/// again from the data), so every rank writes the same checkpoint, rank 0 into the run's folder.
+/// the snapshot's reduced full gradient; saga: its table's sum G, and its scalars, of which each
+/// rank keeps its own block: the checkpoint holds all N, gathered from the ranks, and a resumed
+/// rank takes back its block). A rank holds no other part of its own (its rows are read again from
+/// the data), so every rank writes the same checkpoint, rank 0 into the run's folder.
 /// `--resume` reads that folder on every rank (the folder must be visible to every rank, as the
 /// configuration is): a worker copies its files into its scratch folder and continues them there.
 void copy_run_for_worker(const std::filesystem::path& folder, const std::filesystem::path& scratch);
@@ -130,6 +132,3 @@ nlohmann::json data_parallel_checkpoint_record(std::size_t ranks);
 /// rounding, which an MH decision or a long chain can amplify).
 void check_resumed_ranks(const std::filesystem::path& folder, std::size_t ranks);
 
-/// Refuses --resume of a data-parallel run of `estimator` "saga": each rank's block of its table
-/// is its own, and the checkpoint the ranks resume from is rank 0's.
-void check_resumable_estimator(const std::string& estimator);

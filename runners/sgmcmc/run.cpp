@@ -144,7 +144,6 @@ int run_command(const RunOptions& options) {
     if (parallel) run->data_parallel_checkpoint = data_parallel_checkpoint_record(parallel->ranks()->size());
     if (parallel && options.resume) {  // every rank reads the run's folder; a worker continues a copy of its files
       check_resumed_ranks(*options.resume, parallel->ranks()->size());
-      check_resumable_estimator(run->plan.chain.estimator);
       if (!speaks) copy_run_for_worker(*options.resume, out);
     }
     if (options.resume) {  // again under the lock: the run may have completed since

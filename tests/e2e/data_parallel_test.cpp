@@ -258,8 +258,6 @@ TEST_CASE("run.data_parallel refuses what stage 1 does not split, once and namin
   const std::pair<std::string, std::string> refusals[] = {
       {"--set model.name=mlp --set estimator.name=saga",
        "estimator.name: 'saga' on a model without the glm-gradients capability is not yet supported"},
-      {"--set estimator.name=saga --set run.checkpoint_every=100",
-       "run.checkpoint_every: checkpointing saga is not yet supported"},
       {"--set run.chains=2", "run.chains: 2 chains is not yet supported with run.data_parallel"},
       {"--set model.n=10 --set model.test_size=9", "1 training rows cannot be shared by 2 ranks of a data-parallel run"}};
   for (const auto& [settings, message] : refusals) {
@@ -404,8 +402,11 @@ std::vector<fs::path> scratch_folders() {
 }  // namespace
 
 TEST_CASE("a data-parallel run stopped after a checkpoint and resumed on 2 ranks writes the uninterrupted run's files") {
+  // saga: each rank keeps its block of the table; the checkpoint holds the blocks gathered, and each
+  // resumed rank takes back its own.
   for (const auto& [label, sampler, thin] : {std::tuple{"minibatch + sgld", minibatch_sgld, 1},
                                              std::tuple{"cv + sgld", cv_sgld, 1},
+                                             std::tuple{"saga + sgld", saga_sgld, 1},
                                              std::tuple{"minibatch + obabo + mh", obabo_mh, 10}}) {
     INFO(label);
     test::TempDir dir;

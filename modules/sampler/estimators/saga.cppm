@@ -147,13 +147,26 @@ private:
 class CompactTable final : public GradientTable {
 public:
   explicit CompactTable(const Model& model)
-      : dimension_(model.dimension()), items_(model.num_items()), block_(evaluated_items(model)) {}
+      : model_(&model), dimension_(model.dimension()), items_(model.num_items()), block_(evaluated_items(model)) {}
 
-  /// What a checkpoint holds (SavingArchive, sgmcmc.state); the scratch Δ is cleared on restoring.
+  /// What a checkpoint holds (SavingArchive, sgmcmc.state): all N scalars and G; the scratch Δ
+  /// is cleared on restoring. A data-parallel rank saves the ranks' blocks gathered (every rank
+  /// checkpoints at the same block end), so that the checkpoint rank 0 writes holds the whole
+  /// table, and takes its own block back on resuming.
   template <class Self, class Archive>
   static void saved_fields(Self& self, Archive& archive) {
     archive.section("saga table, N scalars");
-    archive(Sized{self.scalars_, self.block_.size()}, Sized{self.sum_, self.dimension_});
+    if (self.block_.size() == self.items_) {
+      archive(Sized{self.scalars_, self.items_}, Sized{self.sum_, self.dimension_});
+    } else if constexpr (Archive::restoring) {
+      std::vector<double> table;
+      archive(Sized{table, self.items_}, Sized{self.sum_, self.dimension_});
+      const auto at = [&](std::size_t item) { return table.begin() + static_cast<std::ptrdiff_t>(item); };
+      self.scalars_.assign(at(self.block_.first), at(self.block_.end));
+    } else {
+      const std::vector<double> table = gather_item_blocks(*self.model_, self.scalars_);
+      archive(Sized{table, self.items_}, Sized{self.sum_, self.dimension_});
+    }
     if constexpr (Archive::restoring) self.change_.assign(self.dimension_, 0.0);
   }
   void save_state(StateWriter& out) const override { save_fields(*this, out); }
@@ -210,6 +223,7 @@ public:
   }
 
 private:
+  const Model* model_;  // the chain's, which outlives its estimator
   std::size_t dimension_, items_;
   ItemBlock block_;                  // the items whose scalars this process keeps (all but in a data-parallel rank)
   std::vector<double> scalars_;      // s_i(α_i) of the block's items
