@@ -114,6 +114,9 @@ public:
   /// Uniform on [0, 1) with 53 random bits.
   double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
 
+  /// 64 random bits: the seed of streams derived from this one (Rng(bits(), j) for part j).
+  std::uint64_t bits() { return engine_(); }
+
   /// An index drawn with probabilities ∝ the increments of `cumulative` (running sums of
   /// non-negative weights), by bisection: the categorical draw of the plugins' data simulations.
   std::size_t index_from_cumulative(std::span<const double> cumulative) {

@@ -15,14 +15,6 @@ import sgmcmc.error;
 
 namespace sgmcmc {
 
-std::string data_parallel_refusal(const Model& model) {
-  if (model.capabilities().latent_gibbs_step)
-    return "its gradient Gibbs-samples latent variables (latent-gibbs-step), which each rank would draw for its own "
-           "items from the chain's stream, so the ranks' streams, and chains, would part; not yet supported with "
-           "run.data_parallel";
-  return "";
-}
-
 namespace data_parallel_parts {
 
 /// The items of a batch that one rank owns, in the batch's order, with their weights.
@@ -38,7 +30,7 @@ public:
       : model_(std::move(model)), ranks_(std::move(ranks)), rank_(ranks_->rank()), size_(ranks_->size()),
         items_(model_->total_items()), first_(row_block_start(items_, rank_, size_)),
         end_(row_block_start(items_, rank_ + 1, size_)), sharded_(model_->capabilities().row_shares),
-        offset_(sharded_ ? first_ : 0) {
+        offset_(sharded_ ? first_ : 0), latent_(model_->capabilities().latent_gibbs_step) {
     if (sharded_ && model_->num_items() != end_ - first_)
       throw Error("internal: a model with row shares holds " + std::to_string(model_->num_items()) + " items on rank " +
                   std::to_string(rank_) + " of " + std::to_string(size_) + ", but the block of its " +
@@ -57,7 +49,7 @@ public:
   std::vector<std::string> parameter_names() const override { return model_->parameter_names(); }
   Capabilities capabilities() const override {
     Capabilities c = model_->capabilities();
-    c.per_item_gradients = c.sparse_item_gradients = c.float_gradient = c.latent_gibbs_step = false;
+    c.per_item_gradients = c.sparse_item_gradients = c.float_gradient = false;
     c.row_shares = false;  // to its callers the decorated model has every item, numbered globally
     return c;
   }
@@ -78,9 +70,16 @@ public:
 
   void add_data_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
                          Workspace& workspace, Rng& rng) const override {
-    auto& part = start_part(gradient, 0);
-    model_->add_data_gradient(theta, owned(batch), std::span(part).first(gradient.size()), workspace, rng);
-    sum_parts(part, gradient);
+    const std::size_t d = gradient.size();
+    auto& part = start_part(gradient, latent_ ? 1 : 0);
+    model_->add_data_gradient(theta, owned(batch), std::span(part).first(d), workspace, rng);
+    if (!latent_) return sum_parts(part, gradient);
+    part[d] = stream_mark(rng);
+    auto& total = total_;
+    total.assign(d + 1, 0.0);
+    sum_parts(part, total);
+    check_stream_marks(d, d + 1);
+    std::copy_n(total.begin(), d, gradient.begin());
   }
 
   double data_potential(std::span<const double> theta, const Batch& batch, Workspace& workspace) const override {
@@ -94,15 +93,17 @@ public:
   std::optional<double> data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
                                                     std::span<double> gradient, Workspace& workspace,
                                                     Rng& rng) const override {
-    const std::size_t d = gradient.size();
-    auto& part = start_part(gradient, 2);
+    const std::size_t d = gradient.size(), m = d + (latent_ ? 3 : 2);
+    auto& part = start_part(gradient, m - d);
     const auto potential =
         model_->data_potential_and_gradient(theta, owned(batch), std::span(part).first(d), workspace, rng);
     part[d] = potential.value_or(0.0);
     part[d + 1] = potential ? 1.0 : 0.0;
+    if (latent_) part[d + 2] = stream_mark(rng);
     auto& total = total_;
-    total.assign(d + 2, 0.0);
+    total.assign(m, 0.0);
     sum_parts(part, total);
+    if (latent_) check_stream_marks(d + 2, m);
     std::copy(total.begin(), total.begin() + static_cast<std::ptrdiff_t>(d), gradient.begin());
     // Every rank's model answers alike (one model, replicated): all parts have it or none has.
     if (total[d + 1] != static_cast<double>(size_)) return std::nullopt;
@@ -238,6 +239,24 @@ private:
       for (std::size_t j = 0; j < m; ++j) out[j] += all[r * m + j];
   }
 
+  /// A gradient that Gibbs-samples latent variables draws from the chain's stream, which must stay
+  /// the same on every rank: each rank must draw as often whatever items it holds (lda draws one
+  /// key per call, Model::add_data_gradient). The stream's next value (its top 53 bits, exact in a
+  /// double) travels in the gradient's gather, so that a model that breaks this ends the run on
+  /// every rank at once instead of letting the ranks' chains part.
+  static double stream_mark(const Rng& rng) {
+    Rng next = rng;
+    return static_cast<double>(next.bits() >> 11);
+  }
+  /// Every rank's mark, at `at` of each rank's `m` gathered values, equal to rank 0's.
+  void check_stream_marks(std::size_t at, std::size_t m) const {
+    for (std::size_t r = 1; r < size_; ++r)
+      if (all_[r * m + at] != all_[at])
+        throw Error("model: its gradient drew from the chain's random stream differently on rank " + std::to_string(r) +
+                    " than on rank 0, so their chains would part: a latent Gibbs step must draw as often on every "
+                    "rank, whatever items it holds (a key per call, then a stream per item: Model::add_data_gradient)");
+  }
+
   /// This rank's rows, and the ranks' sums added in rank order (sum_over_ranks).
   class RankSums final : public ItemSums {
   public:
@@ -264,6 +283,7 @@ private:
   std::size_t first_, end_;  // this rank's rows [first_, end_)
   bool sharded_;             // the model holds only its block (row shares), numbered from 0
   std::size_t offset_;       // first_ when sharded, else 0: global item - offset_ = the model's
+  bool latent_;             // the gradient Gibbs-samples latent variables: its stream draws are checked
   // Scratch reused by every evaluation, so that a step allocates nothing here once the buffers
   // have grown: one decorator serves one chain on one thread (the interface's contract).
   mutable OwnedItems mine_;
@@ -310,7 +330,6 @@ std::size_t rows_held(const Model& model) {
 std::shared_ptr<const Model> data_parallel_model(std::shared_ptr<const Model> model, std::shared_ptr<RankGroup> ranks) {
   if (!model || !ranks || ranks->size() == 0 || ranks->rank() >= ranks->size())
     throw Error("internal: data_parallel_model needs a model and a rank group with this rank in it");
-  if (const auto refusal = data_parallel_refusal(*model); !refusal.empty()) throw Error(refusal);
   return std::make_shared<const data_parallel_parts::DataParallelModel>(std::move(model), std::move(ranks));
 }
 

@@ -23,10 +23,12 @@
 // data_potential, data_potential_and_gradient, glm_scalars, add_scaled_features,
 // item_lipschitz_bounds (gathered when sharded), and sums over the local rows of the undecorated
 // model (local_rows, sum_over_ranks: the Fisher mass); saga's table keeps only this rank's block
-// (evaluated_items), since the reduced add_scaled_features reads only the scales of owned items. Hidden (their capabilities are off, so the run
-// refuses what needs them): per-item and sparse item gradients of arbitrary items (saga's table),
-// the float chain's gradient, and the latent Gibbs step (lda), whose draws would move each rank's
-// stream differently.
+// (evaluated_items), since the reduced add_scaled_features reads only the scales of owned items.
+// A gradient that Gibbs-samples latent variables (lda) samples those of the items this rank owns,
+// each from a stream of its own derived from one draw of the chain's (the model's part), and the
+// ranks' streams are checked to stay one at every gradient. Hidden (their capabilities are off, so
+// the run refuses what needs them): per-item and sparse item gradients of arbitrary items (saga's
+// table) and the float chain's gradient.
 //
 // The library links no MPI: the collective is a RankGroup, which the runner implements on MPI.
 module;
@@ -51,9 +53,6 @@ public:
   /// all[r·m, (r+1)·m) ← rank r's `mine`, on every rank (m = mine.size(), all.size() = P·m).
   virtual void all_gather(std::span<const double> mine, std::span<double> all) = 0;
 };
-
-/// Why `model` cannot run data-parallel in this stage (naming the capability), or "".
-std::string data_parallel_refusal(const Model& model);
 
 /// `model` with its data terms split across `ranks` as described above. Not thread-safe: one
 /// chain, on the thread that may call the group's collective.

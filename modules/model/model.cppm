@@ -179,7 +179,9 @@ public:
   virtual void add_prior_gradient_given(std::span<const double> theta, std::span<double> gradient,
                                         Workspace& workspace) const;
 
-  /// gradient += Σ_k w_k ∇f_{items[k]}(θ). Models with a latent Gibbs step draw from `rng`.
+  /// gradient += Σ_k w_k ∇f_{items[k]}(θ). Models with a latent Gibbs step draw from `rng` as
+  /// often whatever the batch holds (lda: one key, then item i's latents from the stream (key, i)),
+  /// so that the ranks of a data-parallel chain, each given its own items, keep one stream.
   virtual void add_data_gradient(std::span<const double> theta, const Batch& batch,
                                  std::span<double> gradient, Workspace& workspace, Rng& rng) const = 0;
 

@@ -292,8 +292,13 @@ public:
   /// gradient += Σ_k w_k ∇f_{d_k}(θ), each expectation by the Gibbs step: O(tokens × sweeps) for
   /// the sampler and the sparse term, O(K·W) for θ's row sums and the gradient's rows, O(K) for
   /// each distinct word of the batch (its column of π).
+  /// Document d's Gibbs step draws from its own stream (key, d), the key being one draw of the
+  /// chain's stream per call: its topics do not depend on the process that samples it, so that on a
+  /// data-parallel run each rank samples the documents it holds, draws one key as every rank does
+  /// (its batch may hold none), and the ranks' streams stay one.
   void add_data_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
                          sgmcmc::Workspace& base, Rng& rng) const override {
+    const std::uint64_t key = rng.bits();
     auto& workspace = static_cast<LdaWorkspace&>(base);
     workspace.batch_words.start(words());
     for (const auto d : batch.items) workspace.batch_words.add(data_.train[d]);
@@ -303,7 +308,8 @@ public:
     for (std::size_t k = 0; k < batch.items.size(); ++k) {
       const auto tokens = data_.train[batch.items[k]];
       const double weight = batch.weight(k) / kept;
-      sample_topics(tokens, workspace, rng, [&](std::span<const std::uint32_t> z) {
+      Rng document_rng(key, batch.items[k]);
+      sample_topics(tokens, workspace, document_rng, [&](std::span<const std::uint32_t> z) {
         for (std::size_t j = 0; j < tokens.size(); ++j)
           workspace.accumulator.add_token(z[j], tokens[j], weight, theta, words(), gradient);
       });

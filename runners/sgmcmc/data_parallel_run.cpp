@@ -160,7 +160,7 @@ namespace {
 }  // namespace
 
 void check_data_parallel(sgmcmc::ConfigReader read, const sgmcmc::RunSchedule& schedule, const sgmcmc::Model& model,
-                         const std::string& model_name, bool have_ranks) {
+                         bool have_ranks) {
   const sgmcmc::RunConfig& config = read.config();
   const auto& run = config["run"];
   if (!have_ranks)
@@ -183,8 +183,6 @@ void check_data_parallel(sgmcmc::ConfigReader read, const sgmcmc::RunSchedule& s
       throw sgmcmc::Error(fmt::format("[{}]: a burn-in is not yet supported with run.data_parallel (stage 1 runs one "
                                       "sampler); remove the section",
                                       section));
-  if (const auto refusal = sgmcmc::data_parallel_refusal(model); !refusal.empty())
-    throw sgmcmc::Error(fmt::format("{}: model '{}': {}", config["model"].describe("name"), model_name, refusal));
 }
 
 void copy_run_for_worker(const fs::path& folder, const fs::path& scratch) {

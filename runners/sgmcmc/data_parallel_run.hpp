@@ -106,11 +106,10 @@ private:
 };
 
 /// Refuses, each naming its key, what is not split: more than one chain, saga on a model without
-/// glm-gradients, the float chain, a burn-in and a model whose gradient Gibbs-samples latent
-/// variables. `sweep`, `sbc` and `tune` (no rank group)
+/// glm-gradients, the float chain and a burn-in. `sweep`, `sbc` and `tune` (no rank group)
 /// are refused the key altogether.
 void check_data_parallel(sgmcmc::ConfigReader config, const sgmcmc::RunSchedule& schedule, const sgmcmc::Model& model,
-                         const std::string& model_name, bool have_ranks);
+                         bool have_ranks);
 
 /// Checkpoints (stage 3). The chain's whole state is replicated: θ, the integrator's and
 /// corrector's state, the stream, and the estimators' state (minibatch and exact: none beyond the

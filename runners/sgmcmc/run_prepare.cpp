@@ -162,7 +162,7 @@ PreparedRunPtr prepare_run(sgmcmc::RunConfig config, const std::string& source,
   run->model_name = model_name(read["model"]);
   run->model_seconds = run->elapsed();
   if (schedule.data_parallel) {  // the chains are built on the split model (a copy: a cache's model stays whole)
-    check_data_parallel(read, schedule, *run->model(), run->model_name, ranks != nullptr);
+    check_data_parallel(read, schedule, *run->model(), ranks != nullptr);
     auto split = std::make_shared<BuiltModel>(*run->built);
     split->model = sgmcmc::data_parallel_model(split->model, std::move(ranks));
     run->built = std::move(split);

@@ -145,8 +145,10 @@ test::CliResult data_parallel_run(int ranks, const fs::path& file, const fs::pat
 // sums exactly as the undecorated model (rank 0's part is added onto
 // the caller's vector): bit for bit. Holding only its rows changes none of this: a rank's block
 // is the same items, evaluated by the same code, as the rank's part of the whole data set.
+/// `compared`: how many of the 300 draws of 2 and 4 ranks are held to 1e-12 (all of them but for a
+/// chain that amplifies rounding: lda, below).
 void check_one_process_draws(const test::TempDir& dir, const fs::path& file, const std::string& label,
-                             bool holds_only_its_rows = true) {
+                             bool holds_only_its_rows = true, std::size_t compared = 300) {
   const auto alone = test::run_cli("run --quiet --config '" + file.string() + "' --out '" + (dir.path() / "alone").string() + "'");
   INFO(alone.output);
   REQUIRE(alone.exit_code == 0);
@@ -179,7 +181,7 @@ void check_one_process_draws(const test::TempDir& dir, const fs::path& file, con
       // carry the rounding of the two potentials, which is of U's scale (lp__'s), not of their own.
       const bool from_potentials = reference.columns[j] == "delta_energy__" || reference.columns[j] == "accept_stat__";
       const double scale = from_potentials ? scale_of(0) : scale_of(j);
-      for (std::size_t k = 0; k < reference.rows.size(); ++k)
+      for (std::size_t k = 0; k < compared; ++k)
         if (scale > 0) worst = std::max(worst, std::abs(split.rows[k][j] - reference.rows[k][j]) / scale);
     }
     INFO("largest difference from the one-process draws, relative to the column's scale: " << worst);
@@ -340,6 +342,65 @@ TEST_CASE("pmf drawing its noise precision τ in a Gibbs step: 1, 2 and 4 ranks 
                                                 "[integrator]\nname = \"sgld\"\nstep_size = 1e-3\n[corrector]\nname = \"none\"\n" + run);
     check_one_process_draws(dir, file, label, false);
   }
+}
+
+TEST_CASE("lda, whose gradient Gibbs-samples each document's topics: 1, 2 and 4 ranks give the one-process draws") {
+  // Each rank samples the topics of the batch's documents it holds, document d from the stream
+  // (key, d), the key one draw of the chain's stream per gradient on every rank, so a document's
+  // topics are the one-process run's given the same θ, and one rank's draws are the one-process
+  // run's bit for bit. With 2 and 4 ranks each gradient carries the rounding bounded above, but
+  // this chain amplifies it: SGLD on lda's positive θ expands along the small entries, whose
+  // curvature n/θ² exceeds 2/ε, and the reflection at 0 folds them back, so differences grew about
+  // 1.4 times per iteration (measured: 1e-15 after one, 1e-10 after 30, O(1) after 150). So with
+  // minibatch the first 10 draws are held to 1e-12 (measured 4.3e-13 and 2.9e-13 of a column's
+  // scale). cv adds, before its first draw, a centring phase and 4 Gibbs-estimated full passes,
+  // whose sums over every document round further (measured after 10 draws: 1.1e-11 and 1.8e-11,
+  // in the smallest entries): its 2- and 4-rank runs are checked to complete, their streams
+  // compared at every gradient (the next test), and its one rank bit for bit. Broken: the
+  // batch's documents drawn one after another from one stream per call, (key, 0), 2 and 4 ranks
+  // land 2.0 and 5.0 of a column's scale away.
+  const std::string model =
+      "[model]\nname = \"lda\"\ntopics = 3\ndocs = 200\nwords = 40\ndoc_length = 20\ntest_docs = 20\n";
+  const std::string run = "[run]\nwarmup = 0\niterations = 300\nthin = 1\nchains = 1\nseed = 7\neval_every = 100\n";
+  const std::string sgld = "[integrator]\nname = \"sgld\"\nstep_size = 1e-2\n[corrector]\nname = \"none\"\n";
+  for (const auto& [label, estimator, compared] :
+       {std::tuple{"lda, minibatch + sgld", "name = \"minibatch\"\nbatch_size = 20\n", std::size_t{10}},
+        std::tuple{"lda, cv (a 5-step SGLD centring, 4 passes averaged) + sgld",
+                   "name = \"cv\"\nbatch_size = 20\ncentring = \"sgld\"\nsgd_iterations = 5\nsgd_step_size = 5e-3\n"
+                   "centre_passes = 4\n",
+                   std::size_t{0}}}) {
+    INFO(label);
+    test::TempDir dir;
+    const auto file = dir.write("run.toml", model + "[estimator]\n" + estimator + sgld + run);
+    check_one_process_draws(dir, file, label, false, compared);
+  }
+}
+
+TEST_CASE("a data-parallel run whose latent Gibbs step draws from the chain's stream per item ends the job naming the rank") {
+  // The fixture latent_draws_per_item declares latent-gibbs-step and draws one uniform per batch
+  // item from the chain's stream: each rank evaluates its own items, so the ranks draw unlike
+  // numbers and their streams part. The stream's next value travels with each gradient's gather;
+  // the first gradient whose items the ranks split unevenly ends the job. One process and one rank
+  // run it (one stream). Broken (the marks not compared), the 2-rank job ran to exit 0.
+  test::TempDir dir;
+  own_temporary_folder(dir);  // the aborted job's scratch folders go with it
+  const auto plugin = test::fixture_plugin_dir / "sgmcmc-model-latent_draws_per_item.so";
+  const auto file = dir.write("run.toml", fmt::format("[model]\nname = \"{}\"\n[estimator]\nname = \"minibatch\"\n"
+                                                      "batch_size = 10\n[integrator]\nname = \"sgld\"\nstep_size = 1e-3\n"
+                                                      "[corrector]\nname = \"none\"\n[run]\nwarmup = 0\niterations = 20\n"
+                                                      "thin = 1\nchains = 1\nseed = 7\n",
+                                                      plugin.string()));
+  const auto alone = test::run_cli("run --quiet --config '" + file.string() + "' --out '" + (dir.path() / "alone").string() + "'");
+  INFO(alone.output);
+  CHECK(alone.exit_code == 0);
+  const auto one = data_parallel_run(1, file, dir.path() / "one");
+  INFO(one.output);
+  CHECK(one.exit_code == 0);
+  const auto two = data_parallel_run(2, file, dir.path() / "two");
+  INFO(two.output);
+  CHECK(two.exit_code == 2);
+  CHECK_THAT(two.output, Contains("its gradient drew from the chain's random stream differently on rank 1 than on rank 0"));
+  CHECK(!fs::exists(dir.path() / "two" / "manifest.json"));
 }
 
 namespace {
