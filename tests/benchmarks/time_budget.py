@@ -217,6 +217,11 @@ def candidates(work: Path, theta_true: np.ndarray) -> list[tuple[str, str, dict,
     # our preset's choices (runners/presets/covtype-sgldcv.toml): cv centred by one SGD pass whose
     # steps stay near 1/λ̂ for b = 1000 iterations, batch 500, the dense Fisher mass
     ours_cv = {"name": "cv", "batch_size": 500, "sgd_decay_b": 1000}
+    # The same with centring = "sgld" (the mean of an SGLD burn-in's second half): at 800,000 rows
+    # one SGD pass ends up to 10 posterior sds from the mode (its last iterate), the SGLD burn-in's
+    # mean within 2, and cv's gradient noise grows with the squared distance to its centre.
+    sgld_centred_cv = {**ours_cv, "centring": "sgld"}
+    fisher = {"metric": "dense", "mass": "fisher"}
     return [
         ("SGLD-CV, their settings (batch 800, ε = 2e-5, centre θ*)", "theirs-sgldcv",
          {"model": model, "estimator": {"name": "cv", "batch_size": 800, "centre": centre},
@@ -233,6 +238,16 @@ def candidates(work: Path, theta_true: np.ndarray) -> list[tuple[str, str, dict,
          {"model": model, "estimator": ours_cv,
           "integrator": {"name": "sgnht", "step_size": 0.02, "metric": "dense", "mass": "fisher"},
           "corrector": {"name": "none"}, "run": run}, [0.005, 0.01, 0.02, 0.05, 0.1, 0.2]),
+        ("SGNHT-CV, SGLD centring, dense Fisher mass, tune's step", "ours-sgnhtcv-sgld-centre",
+         {"model": model, "estimator": sgld_centred_cv, "integrator": {"name": "sgnht", "step_size": 0.02, **fisher},
+          "corrector": {"name": "none"}, "run": run}, [0.005, 0.01, 0.02, 0.05, 0.1, 0.2]),
+        # BAOAB (Leimkuhler & Matthews 2013): its position marginal is exact for a Gaussian target at
+        # any stable h, so with the Fisher mass (unit frequencies) the step is limited by the
+        # minibatch noise alone; friction γ = 1: those unit frequencies damped at half the critical γ = 2.
+        ("BAOAB-CV, SGLD centring, dense Fisher mass, tune's step", "ours-baoabcv-sgld-centre",
+         {"model": model, "estimator": sgld_centred_cv,
+          "integrator": {"name": "baoab", "step_size": 0.2, "friction": 1.0, **fisher},
+          "corrector": {"name": "none"}, "run": run}, [0.05, 0.1, 0.2, 0.3, 0.5, 0.8]),
     ]
 
 
