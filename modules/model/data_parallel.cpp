@@ -74,12 +74,8 @@ public:
     auto& part = start_part(gradient, latent_ ? 1 : 0);
     model_->add_data_gradient(theta, owned(batch), std::span(part).first(d), workspace, rng);
     if (!latent_) return sum_parts(part, gradient);
-    part[d] = stream_mark(rng);
-    auto& total = total_;
-    total.assign(d + 1, 0.0);
-    sum_parts(part, total);
-    check_stream_marks(d, d + 1);
-    std::copy_n(total.begin(), d, gradient.begin());
+    sum_marked_parts(part, total_, rng);
+    std::copy_n(total_.begin(), d, gradient.begin());
   }
 
   double data_potential(std::span<const double> theta, const Batch& batch, Workspace& workspace) const override {
@@ -93,17 +89,14 @@ public:
   std::optional<double> data_potential_and_gradient(std::span<const double> theta, const Batch& batch,
                                                     std::span<double> gradient, Workspace& workspace,
                                                     Rng& rng) const override {
-    const std::size_t d = gradient.size(), m = d + (latent_ ? 3 : 2);
-    auto& part = start_part(gradient, m - d);
+    const std::size_t d = gradient.size();
+    auto& part = start_part(gradient, latent_ ? 3 : 2);
     const auto potential =
         model_->data_potential_and_gradient(theta, owned(batch), std::span(part).first(d), workspace, rng);
     part[d] = potential.value_or(0.0);
     part[d + 1] = potential ? 1.0 : 0.0;
-    if (latent_) part[d + 2] = stream_mark(rng);
     auto& total = total_;
-    total.assign(m, 0.0);
-    sum_parts(part, total);
-    if (latent_) check_stream_marks(d + 2, m);
+    sum_marked_parts(part, total, rng);
     std::copy(total.begin(), total.begin() + static_cast<std::ptrdiff_t>(d), gradient.begin());
     // Every rank's model answers alike (one model, replicated): all parts have it or none has.
     if (total[d + 1] != static_cast<double>(size_)) return std::nullopt;
@@ -239,19 +232,23 @@ private:
       for (std::size_t j = 0; j < m; ++j) out[j] += all[r * m + j];
   }
 
-  /// A gradient that Gibbs-samples latent variables draws from the chain's stream, which must stay
-  /// the same on every rank: each rank must draw as often whatever items it holds (lda draws one
-  /// key per call, Model::add_data_gradient). The stream's next value (its top 53 bits, exact in a
-  /// double) travels in the gradient's gather, so that a model that breaks this ends the run on
-  /// every rank at once instead of letting the ranks' chains part.
-  static double stream_mark(const Rng& rng) {
-    Rng next = rng;
-    return static_cast<double>(next.bits() >> 11);
-  }
-  /// Every rank's mark, at `at` of each rank's `m` gathered values, equal to rank 0's.
-  void check_stream_marks(std::size_t at, std::size_t m) const {
+  /// total ← the ranks' parts summed in rank order (sum_parts). A gradient that Gibbs-samples
+  /// latent variables draws from the chain's stream, which must stay the same on every rank: each
+  /// rank must draw as often whatever items it holds (lda draws one key per call,
+  /// Model::add_data_gradient). For such a model the last slot of `part`, which the caller
+  /// reserved, carries the stream's next value (its top 53 bits, exact in a double), so that a
+  /// model that breaks this ends the run on every rank at once instead of letting the chains part.
+  void sum_marked_parts(std::vector<double>& part, std::vector<double>& total, const Rng& rng) const {
+    const std::size_t m = part.size();
+    if (latent_) {
+      Rng next = rng;
+      part.back() = static_cast<double>(next.bits() >> 11);
+    }
+    total.assign(m, 0.0);
+    sum_parts(part, total);
+    if (!latent_) return;
     for (std::size_t r = 1; r < size_; ++r)
-      if (all_[r * m + at] != all_[at])
+      if (all_[r * m + m - 1] != all_[m - 1])
         throw Error("model: its gradient drew from the chain's random stream differently on rank " + std::to_string(r) +
                     " than on rank 0, so their chains would part: a latent Gibbs step must draw as often on every "
                     "rank, whatever items it holds (a key per call, then a stream per item: Model::add_data_gradient)");
