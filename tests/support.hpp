@@ -110,6 +110,15 @@ struct CliResult {
   std::string output;  // standard output and standard error together
 };
 
+/// REQUIRE_THAT(result, test::ExitsWith(0)): a failure shows the command's output in the check's
+/// own lines, ahead of the INFO messages, which a long log may cut off.
+struct ExitsWith : Catch::MatcherBase<CliResult> {
+  explicit ExitsWith(int code) : code(code) {}
+  bool match(const CliResult& result) const override { return result.exit_code == code; }
+  std::string describe() const override { return "exits with " + std::to_string(code); }
+  int code;
+};
+
 /// Runs a shell command with no terminal; returns its exit code and output.
 inline CliResult shell(const std::string& command) {
   std::FILE* pipe = popen((command + " 2>&1 </dev/null").c_str(), "r");
@@ -186,3 +195,10 @@ inline void check_figure(const CliResult& result, const std::filesystem::path& f
 inline CliResult run_cli(const std::string& arguments) { return shell(std::string("'") + SGMCMC_CLI + "' " + arguments); }
 
 }  // namespace test
+
+template <>
+struct Catch::StringMaker<test::CliResult> {
+  static std::string convert(const test::CliResult& result) {
+    return "exit code " + std::to_string(result.exit_code) + ", saying:\n" + result.output;
+  }
+};

@@ -90,7 +90,7 @@ fs::path logistic_npy(const test::TempDir& dir, std::size_t rows, const std::str
   const auto npy = dir.path() / name;
   const auto converted = test::run_cli(fmt::format("convert '{}' '{}'", (dir.path() / "rows.csv").string(), npy.string()));
   INFO(converted.output);
-  REQUIRE(converted.exit_code == 0);
+  REQUIRE_THAT(converted, test::ExitsWith(0));
   return npy;
 }
 
@@ -151,14 +151,14 @@ void check_one_process_draws(const test::TempDir& dir, const fs::path& file, con
                              bool holds_only_its_rows = true, std::size_t compared = 300) {
   const auto alone = test::run_cli("run --quiet --config '" + file.string() + "' --out '" + (dir.path() / "alone").string() + "'");
   INFO(alone.output);
-  REQUIRE(alone.exit_code == 0);
+  REQUIRE_THAT(alone, test::ExitsWith(0));
   const auto reference = draws_of(dir.path() / "alone");
   REQUIRE(reference.rows.size() == 300);
   REQUIRE(reference.columns.front() == "lp__");
 
   const auto one = data_parallel_run(1, file, dir.path() / "one");
   INFO(one.output);
-  REQUIRE(one.exit_code == 0);
+  REQUIRE_THAT(one, test::ExitsWith(0));
   CHECK(draws_of(dir.path() / "one").rows == reference.rows);  // bit for bit
 
   const auto scale_of = [&](std::size_t j) {
@@ -171,7 +171,7 @@ void check_one_process_draws(const test::TempDir& dir, const fs::path& file, con
     const auto out = dir.path() / fmt::format("ranks-{}", ranks);
     const auto split_run = data_parallel_run(ranks, file, out);
     INFO(split_run.output);
-    REQUIRE(split_run.exit_code == 0);
+    REQUIRE_THAT(split_run, test::ExitsWith(0));
     const auto split = draws_of(out);
     REQUIRE(split.columns == reference.columns);
     REQUIRE(split.rows.size() == reference.rows.size());
@@ -234,7 +234,7 @@ TEST_CASE("a data-parallel run's folder is rank 0's, and its manifest records th
   const auto out = dir.path() / "two";
   const auto result = data_parallel_run(2, file, out);
   INFO(result.output);
-  REQUIRE(result.exit_code == 0);
+  REQUIRE_THAT(result, test::ExitsWith(0));
   const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
   const std::size_t items = manifest["model"]["items"], d = manifest["model"]["dimension"];
   const auto& record = manifest["data_parallel"];
@@ -288,7 +288,7 @@ TEST_CASE("a data-parallel run on a .npy file refuses labels = auto, which would
   const auto alone = test::run_cli("run --quiet --config '" + (dir.path() / "run.toml").string() + "' --out '" +
                                    (dir.path() / "alone").string() + "'");
   INFO(alone.output);
-  CHECK(alone.exit_code == 0);
+  CHECK_THAT(alone, test::ExitsWith(0));
 }
 
 TEST_CASE("a NaN in one rank's rows of a .npy file ends the data-parallel job naming the file and the element") {
@@ -392,10 +392,10 @@ TEST_CASE("a data-parallel run whose latent Gibbs step draws from the chain's st
                                                       plugin.string()));
   const auto alone = test::run_cli("run --quiet --config '" + file.string() + "' --out '" + (dir.path() / "alone").string() + "'");
   INFO(alone.output);
-  CHECK(alone.exit_code == 0);
+  CHECK_THAT(alone, test::ExitsWith(0));
   const auto one = data_parallel_run(1, file, dir.path() / "one");
   INFO(one.output);
-  CHECK(one.exit_code == 0);
+  CHECK_THAT(one, test::ExitsWith(0));
   const auto two = data_parallel_run(2, file, dir.path() / "two");
   INFO(two.output);
   CHECK(two.exit_code == 2);
@@ -474,11 +474,11 @@ TEST_CASE("a data-parallel run stopped after a checkpoint and resumed on 2 ranks
     const auto file = dir.write("run.toml", checkpointed_run(sampler, 300, static_cast<std::uint64_t>(thin)));
     const auto whole = data_parallel_run(2, file, dir.path() / "whole");
     INFO(whole.output);
-    REQUIRE(whole.exit_code == 0);
+    REQUIRE_THAT(whole, test::ExitsWith(0));
     const auto out = dir.path() / "stopped";
     const auto stopped = data_parallel_run(2, file, out, "--stop-after 200");
     INFO(stopped.output);
-    REQUIRE(stopped.exit_code == 0);
+    REQUIRE_THAT(stopped, test::ExitsWith(0));
     CHECK_THAT(stopped.output, Contains("continue with: mpirun -n 2 sgmcmc run --resume"));
     REQUIRE(fs::exists(out / "checkpoint-1.bin"));
     CHECK(!fs::exists(out / "manifest.json"));
@@ -494,7 +494,7 @@ TEST_CASE("a data-parallel run stopped after a checkpoint and resumed on 2 ranks
     }
     const auto resumed = resume_run(2, out);
     INFO(resumed.output);
-    REQUIRE(resumed.exit_code == 0);
+    REQUIRE_THAT(resumed, test::ExitsWith(0));
     CHECK(outputs(out) == outputs(dir.path() / "whole"));
     const auto manifest = nlohmann::json::parse(test::read_text(out / "manifest.json"));
     CHECK(manifest["status"] == "complete");
@@ -542,7 +542,7 @@ TEST_CASE("SIGTERM to a data-parallel job or to one rank: every rank stops at th
   const auto file = dir.write("run.toml", checkpointed_run(obabo_mh, 20000, 10, 50000));
   const auto whole = data_parallel_run(2, file, dir.path() / "whole");
   INFO(whole.output);
-  REQUIRE(whole.exit_code == 0);
+  REQUIRE_THAT(whole, test::ExitsWith(0));
 
   // To the job: to mpirun itself (GNU timeout would send it twice, to mpirun and to its process
   // group, and mpirun signalled twice sometimes ended at once, losing the ranks' output: seen once
@@ -584,7 +584,7 @@ TEST_CASE("SIGTERM to a data-parallel job or to one rank: every rank stops at th
 
     const auto resumed = resume_run(2, out);
     INFO(resumed.output);
-    REQUIRE(resumed.exit_code == 0);
+    REQUIRE_THAT(resumed, test::ExitsWith(0));
     CHECK(outputs(out) == outputs(dir.path() / "whole"));
     CHECK(nlohmann::json::parse(test::read_text(out / "manifest.json"))["chains"][0]["resumed_at_iteration"] == stopped_at);
   }
@@ -598,7 +598,7 @@ TEST_CASE("one rank of a data-parallel job killed with SIGKILL ends the job, and
   const auto file = dir.write("run.toml", checkpointed_run(minibatch_sgld, 3000));
   const auto whole = data_parallel_run(2, file, dir.path() / "whole");
   INFO(whole.output);
-  REQUIRE(whole.exit_code == 0);
+  REQUIRE_THAT(whole, test::ExitsWith(0));
 
   const auto before = scratch_folders();
   const auto out = dir.path() / "killed", log = dir.path() / "killed.log";
@@ -626,7 +626,7 @@ TEST_CASE("one rank of a data-parallel job killed with SIGKILL ends the job, and
 
   const auto resumed = resume_run(2, out);
   INFO(resumed.output);
-  REQUIRE(resumed.exit_code == 0);
+  REQUIRE_THAT(resumed, test::ExitsWith(0));
   CHECK(outputs(out) == outputs(dir.path() / "whole"));
   CHECK(nlohmann::json::parse(test::read_text(out / "manifest.json"))["chains"][0]["resumed_at_iteration"].get<int>() > 0);
 }
@@ -657,7 +657,7 @@ TEST_CASE("exact + mala + mh on 2 ranks samples the closed-form posterior of Bay
   const auto out = fixture.dir.path() / "two";
   const auto result = data_parallel_run(2, file, out);
   INFO(result.output);
-  REQUIRE(result.exit_code == 0);
+  REQUIRE_THAT(result, test::ExitsWith(0));
   const auto draws = draws_of(out);
   REQUIRE(draws.rows.size() == 10000);
   const std::size_t dim = 3, first = draws.columns.size() - dim;  // the coefficients come last
