@@ -21,8 +21,9 @@ namespace test {
 /// /tmp/ompi.HOST.UID, and removes it when its job ends and finds it empty: a job starting at that
 /// moment cannot create its own inside, and mpirun ends it at once with exit 1 ("A call to mkdir
 /// was unable to create the desired directory"; open-mpi/ompi#8510). ctest -j2 starts two
-/// data-parallel tests at once: CI saw it once in a suite run, a 1-rank job exiting with 1 in
-/// its first second. With a top folder per test process, no other job shares it.
+/// data-parallel tests at once, and CI once saw a 1-rank job exit with 1 in its first second,
+/// most likely this (its output was cut off; not reproduced here). With a top folder per test
+/// process, no other job shares it.
 inline std::string own_session_base() {
   static struct Bases {
     std::set<std::filesystem::path> made;
