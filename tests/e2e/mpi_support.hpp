@@ -18,9 +18,10 @@ namespace test {
 /// A folder of this test process's own for Open MPI's session directories, in the temporary folder
 /// of the moment (a test may have set TMPDIR to its own), removed when the process ends. Open MPI
 /// 4.1.4 (Debian 12's) puts every job's session directory under one top folder per user,
-/// /tmp/ompi.HOST.UID, and removes it when its job ends and finds it empty: a job starting at that
-/// moment cannot create its own inside, and mpirun ends it at once with exit 1 ("A call to mkdir
-/// was unable to create the desired directory"; open-mpi/ompi#8510). ctest -j2 starts two
+/// /tmp/ompi.HOST.UID, which each job creates and cleans up; jobs starting and ending at once on one
+/// machine sporadically fail to create theirs, and mpirun ends the job at once with exit 1 ("A call
+/// to mkdir was unable to create the desired directory"; open-mpi/ompi#8510, met by CTest-driven
+/// suites of other projects, which give each job its own orte_tmpdir_base). ctest -j2 starts two
 /// data-parallel tests at once, and CI once saw a 1-rank job exit with 1 in its first second,
 /// most likely this (its output was cut off; not reproduced here). With a top folder per test
 /// process, no other job shares it.
