@@ -244,7 +244,7 @@ private:
       Rng next = rng;
       part.back() = static_cast<double>(next.bits() >> 11);
     }
-    total.assign(m, 0.0);
+    total.resize(m);  // sum_parts writes every entry
     sum_parts(part, total);
     if (!latent_) return;
     for (std::size_t r = 1; r < size_; ++r)

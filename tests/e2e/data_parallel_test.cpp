@@ -89,7 +89,6 @@ fs::path logistic_npy(const test::TempDir& dir, std::size_t rows, const std::str
   csv.close();
   const auto npy = dir.path() / name;
   const auto converted = test::run_cli(fmt::format("convert '{}' '{}'", (dir.path() / "rows.csv").string(), npy.string()));
-  INFO(converted.output);
   REQUIRE_THAT(converted, test::ExitsWith(0));
   return npy;
 }
@@ -287,7 +286,6 @@ TEST_CASE("a data-parallel run on a .npy file refuses labels = auto, which would
   // One process reads every label: auto is allowed there.
   const auto alone = test::run_cli("run --quiet --config '" + (dir.path() / "run.toml").string() + "' --out '" +
                                    (dir.path() / "alone").string() + "'");
-  INFO(alone.output);
   CHECK_THAT(alone, test::ExitsWith(0));
 }
 
