@@ -104,7 +104,76 @@ inline const Layers layers = make_layers();
 
 }  // namespace ziggurat
 
+// Binomial and hypergeometric probabilities to near machine precision for any counts, in the
+// saddle-point form of Loader (2000), "Fast and accurate computation of binomial probabilities":
+// the logs of the factorials of counts of 10⁹ are near 2·10¹⁰, and the difference of such logs
+// would lose 6 of a double's 16 digits; the deviance form adds small terms instead.
+namespace binomial_terms {
+
+/// δ(n) = log n! - log(sqrt(2πn) (n/e)ⁿ), Stirling's error, for an integer n ≥ 1: directly for
+/// n ≤ 15 (terms below 40, so the difference keeps 14 digits), else its asymptotic series
+/// 1/(12n) - 1/(360n³) + 1/(1260n⁵) - 1/(1680n⁷) + 1/(1188n⁹), cut where its next term is
+/// below a double's precision.
+inline double stirling_error(double n) {
+  if (n <= 15.0) {
+    int sign = 0;
+    return lgamma_r(n + 1.0, &sign) - (n + 0.5) * std::log(n) + n - 0.5 * std::log(2.0 * std::numbers::pi);
+  }
+  const double s0 = 1.0 / 12, s1 = 1.0 / 360, s2 = 1.0 / 1260, s3 = 1.0 / 1680, s4 = 1.0 / 1188;
+  const double nn = n * n;
+  if (n > 500) return (s0 - s1 / nn) / n;
+  if (n > 80) return (s0 - (s1 - s2 / nn) / nn) / n;
+  if (n > 35) return (s0 - (s1 - (s2 - s3 / nn) / nn) / nn) / n;
+  return (s0 - (s1 - (s2 - (s3 - s4 / nn) / nn) / nn) / nn) / n;
+}
+
+/// The deviance term x log(x/m) + m - x ≥ 0; near x = m by the series in v = (x-m)/(x+m),
+/// (x-m)v + 2x Σ_{j≥1} v^(2j+1)/(2j+1), which has no cancellation.
+inline double deviance(double x, double m) {
+  if (std::abs(x - m) >= 0.1 * (x + m)) return x * std::log(x / m) + m - x;
+  const double v = (x - m) / (x + m), v2 = v * v;
+  double sum = (x - m) * v, term = 2.0 * x * v;
+  for (int j = 1;; ++j) {
+    term *= v2;
+    const double next = sum + term / (2 * j + 1);
+    if (next == sum) return sum;
+    sum = next;
+  }
+}
+
+/// P(Binomial(n, p) = x) with q = 1 - p given separately (Loader 2000, dbinom_raw), for
+/// integer-valued 0 ≤ x ≤ n and 0 < p < 1.
+inline double binomial_probability(double x, double n, double p, double q) {
+  if (x == 0) return n == 0 ? 1.0 : std::exp(p < 0.1 ? -deviance(n, n * q) - n * p : n * std::log(q));
+  if (x == n) return std::exp(q < 0.1 ? -deviance(n, n * p) - n * q : n * std::log(p));
+  const double log_c = stirling_error(n) - stirling_error(x) - stirling_error(n - x) - deviance(x, n * p) -
+                       deviance(n - x, n * q);
+  const double log_f = std::log(2.0 * std::numbers::pi) + std::log(x) + std::log1p(-x / n);  // log 2πx(n-x)/n
+  return std::exp(log_c - 0.5 * log_f);
+}
+
+}  // namespace binomial_terms
+
 export namespace sgmcmc {
+
+/// P(X = k) for X ~ Hypergeometric(population, successes, draws), the number of marked items
+/// among `draws` drawn without replacement from `population` items of which `successes` are
+/// marked. Loader's (2000) form: with p = draws/population, the product
+/// b(k; successes, p)·b(draws - k; population - successes, p) / b(draws; population, p) of
+/// binomial probabilities, each to near machine precision (binomial_terms).
+inline double hypergeometric_probability(std::uint64_t k, std::uint64_t population, std::uint64_t successes,
+                                         std::uint64_t draws) {
+  const std::uint64_t failures = population - successes;
+  if (k > successes || k > draws || draws - k > failures) return 0.0;
+  if (draws == 0 || draws == population) return 1.0;
+  const double p = static_cast<double>(draws) / static_cast<double>(population);
+  const double q = static_cast<double>(population - draws) / static_cast<double>(population);
+  using binomial_terms::binomial_probability;
+  const auto x = static_cast<double>(k), n = static_cast<double>(draws);
+  return binomial_probability(x, static_cast<double>(successes), p, q) *
+         binomial_probability(n - x, static_cast<double>(failures), p, q) /
+         binomial_probability(n, static_cast<double>(population), p, q);
+}
 
 class Rng {
 public:
@@ -185,6 +254,46 @@ public:
       const double v = t * t * t;
       const double u = 1.0 - uniform();  // (0, 1]: log u is finite
       if (std::log(u) < 0.5 * z * z + d - d * v + d * std::log(v)) return d * v / rate;
+    }
+  }
+
+  /// A Hypergeometric(population, successes, draws) variate: how many of `successes` marked
+  /// items of `population` are among `draws` drawn without replacement. By inversion, visiting
+  /// the support from the mode outwards (mode, mode+1, mode-1, mode+2, ...) with each probability
+  /// from its neighbour's by the ratio P(k+1)/P(k) = (K-k)(n-k)/((k+1)(N-K-n+k+1)): an expected
+  /// 1.6 standard deviations of steps, one uniform, whatever the counts. Any fixed order of the
+  /// support gives the exact law; the order from the mode makes the walk short. Rounding may
+  /// leave the summed probabilities a few ulps short of 1: a uniform beyond them (probability
+  /// ~10⁻¹³) is drawn again.
+  std::uint64_t hypergeometric(std::uint64_t population, std::uint64_t successes, std::uint64_t draws) {
+    const std::uint64_t failures = population - successes;
+    const std::uint64_t low = draws > failures ? draws - failures : 0, high = std::min(draws, successes);
+    if (low == high) return low;
+    const auto mode = std::clamp<std::uint64_t>(
+        static_cast<std::uint64_t>(static_cast<__uint128_t>(draws + 1) * (successes + 1) / (population + 2)), low,
+        high);
+    const double at_mode = hypergeometric_probability(mode, population, successes, draws);
+    const auto K = static_cast<double>(successes), n = static_cast<double>(draws),
+               F = static_cast<double>(failures);
+    for (;;) {
+      double u = uniform() - at_mode;
+      if (u < 0) return mode;
+      std::uint64_t up = mode, down = mode;
+      double p_up = at_mode, p_down = at_mode;
+      while (up < high || down > low) {
+        if (up < high) {
+          const auto k = static_cast<double>(up);
+          p_up *= (K - k) * (n - k) / ((k + 1) * (F - n + k + 1));
+          ++up;
+          if ((u -= p_up) < 0) return up;
+        }
+        if (down > low) {
+          const auto k = static_cast<double>(down);
+          p_down *= k * (F - n + k) / ((K - k + 1) * (n - k + 1));
+          --down;
+          if ((u -= p_down) < 0) return down;
+        }
+      }
     }
   }
 
