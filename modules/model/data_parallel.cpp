@@ -41,6 +41,7 @@ public:
   std::size_t num_items() const override { return items_; }
   std::size_t rows_held() const { return model_->num_items(); }
   ItemBlock block() const { return {first_, end_}; }
+  ItemBlock evaluated_items() const override { return block(); }
   LocalRows local_rows() const { return {model_.get(), {first_ - offset_, end_ - offset_}}; }
   void sum_over_ranks(std::span<double> values) const {
     const std::vector<double> mine(values.begin(), values.end());

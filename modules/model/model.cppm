@@ -25,7 +25,7 @@ export namespace sgmcmc {
 
 /// Bumped whenever Model, Workspace, Batch, Capabilities, PluginInfo or ModelContext change;
 /// a plugin built against another version is refused before its factory is touched.
-inline constexpr std::uint32_t model_interface_version = 14;  // 2: lipschitz_bounds, 3: quantities,
+inline constexpr std::uint32_t model_interface_version = 15;  // 2: lipschitz_bounds, 3: quantities,
                                                              // 4: prior terms given the workspace,
                                                              // 5: Workspace save_state/restore_state
                                                              // 6: sparse item gradients, after_step
@@ -41,6 +41,7 @@ inline constexpr std::uint32_t model_interface_version = 14;  // 2: lipschitz_bo
                                                              //     SectionReader
                                                              // 14: after_step sums over the data
                                                              //     through ItemSums
+                                                             // 15: evaluated_items
 
 /// What a model can do beyond the required gradient. The runner refuses, naming the missing
 /// capability, any combination that needs one the model lacks.
@@ -160,6 +161,11 @@ public:
   /// N, the training items of all the row shares together, when the model holds a share
   /// (row-shares capability, ModelContext::rows); num_items() is then the share's. Else num_items().
   virtual std::size_t total_items() const { return num_items(); }
+  /// The items whose data terms this process evaluates, numbered as num_items() numbers them:
+  /// every item, but on a rank of a data-parallel chain only its block (the decorator,
+  /// sgmcmc.data_parallel, drops a batch's other items, which other ranks add). An estimator whose
+  /// batch only feeds add_data_gradient may draw just the batch's items in this block.
+  virtual ItemBlock evaluated_items() const { return {0, num_items()}; }
   /// One name per coordinate of θ, in Stan's style ("beta.1", "beta.2", ...).
   virtual std::vector<std::string> parameter_names() const = 0;
   virtual Capabilities capabilities() const = 0;

@@ -102,7 +102,7 @@ public:
   /// gradient ← an unbiased estimate of ∇U(θ).
   virtual void estimate(std::span<const double> theta, std::span<double> gradient, ChainContext& context) = 0;
   /// Checkpoints (sgmcmc.state): what carries from one estimate to the next (a centre and its
-  /// full gradient, a snapshot, a table, the minibatch permutation). A restored estimator
+  /// full gradient, a snapshot, a table; a minibatch draw keeps nothing). A restored estimator
   /// continues as if prepare() and every earlier estimate had run. By default there is none.
   virtual void save_state(StateWriter& /*out*/) const {}
   virtual void restore_state(StateReader& /*in*/) {}

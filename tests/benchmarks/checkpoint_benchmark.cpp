@@ -8,9 +8,8 @@
 //
 // Goal: the time with checkpoints linear in run length (each column's µs per iteration flat
 // across lengths: a checkpoint writes what it wrote at the start, not every metric row so far)
-// and ≤ 1.3× the time without. A checkpoint has a fixed cost (the chain's state, here with the
-// 10,000-item batch permutation, written over the older of the checkpoint file's two slots; the
-// metric rows since the last one appended), which the ratio sets against 100 iterations' work. Each figure is the
+// and ≤ 1.3× the time without. A checkpoint has a fixed cost (the chain's state, written over
+// the older of the checkpoint file's two slots; the metric rows since the last one appended), which the ratio sets against 100 iterations' work. Each figure is the
 // fastest of three runs (the machine is shared). Folders go to the system's temporary folder.
 #include <algorithm>
 #include <chrono>

@@ -119,7 +119,7 @@ TEST_CASE("float chain: SGLD on a gaussian linear model reaches its exact statio
 TEST_CASE("float chain: the same seed gives the same bits on 1 and 2 threads, and a resumed run continues bit for bit") {
   test::TempDir dir;
   const auto data = dir.write("data.csv", data_csv());
-  // Minibatches of 5 (the estimator's permutation is state), 2 chains, a checkpoint every 100,
+  // Minibatches of 5 (drawn from the chain's stream, which is state), 2 chains, a checkpoint every 100,
   // a draw every 3rd iteration: the stop at 200 records none, so the checkpoint's θ must be
   // copied from the float state there, not left from the last draw.
   const auto base = config(data, "chains = 2\ncheckpoint_every = 100\nthin = 3\n");

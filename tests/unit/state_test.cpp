@@ -300,3 +300,22 @@ lp = true
   CHECK(std::holds_alternative<double>(back["model"].entries().at("noise_sd").value));
   CHECK(std::get<double>(back["integrator"].entries().at("step_size").value) == 0.1);
 }
+
+TEST_CASE("a minibatch sampler's checkpoint holds nothing, and one holding an earlier version's permutation is refused") {
+  // Earlier versions drew batches by a partial Fisher–Yates shuffle of a permutation of the N items
+  // kept between draws, and checkpointed it; this one draws each batch afresh (Floyd's sampler),
+  // so a resumed chain could not continue such a run's draws: the checkpoint is refused, named.
+  sgmcmc::MinibatchSampler sampler(10, 3, false);
+  sgmcmc::StateWriter mine;
+  sampler.save_state(mine);
+  sgmcmc::StateReader back(mine.bytes(), "new.bin");
+  CHECK_NOTHROW(sampler.restore_state(back));
+  CHECK_NOTHROW(back.finish());
+
+  sgmcmc::StateWriter earlier;
+  earlier.section("minibatch sampler");
+  earlier.indices(std::vector<std::size_t>{3, 0, 2, 1, 4, 5, 6, 7, 8, 9});
+  sgmcmc::StateReader old(earlier.bytes(), "checkpoint-1.bin");
+  CHECK_THROWS_WITH(sampler.restore_state(old),
+                    Contains("checkpoint-1.bin") && Contains("holds a minibatch permutation: it was written by an earlier sgmcmc"));
+}

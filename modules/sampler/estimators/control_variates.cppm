@@ -178,8 +178,8 @@ double largest_curvature(std::span<const double> theta, MinibatchSampler& batche
   for (int iteration = 0; iteration < 10; ++iteration) {
     const auto items = batches.draw(context.rng);
     for (std::size_t j = 0; j < d; ++j) shifted[j] = theta[j] + delta * v[j];
-    scaled_batch_plus_prior(theta, items, scale, at_theta, context);
-    scaled_batch_plus_prior(shifted, items, scale, at_shifted, context);
+    scaled_batch_plus_prior(theta, items, batches.batch_size(), scale, at_theta, context);
+    scaled_batch_plus_prior(shifted, items, batches.batch_size(), scale, at_shifted, context);
     for (std::size_t j = 0; j < d; ++j) v[j] = (at_shifted[j] - at_theta[j]) / delta;
     lambda = norm(v);
     if (!(lambda > 0.0) || !std::isfinite(lambda)) return 0.0;
@@ -316,7 +316,7 @@ public:
     return chosen;
   }
 
-  /// The centre θ̂ and its full gradient (the centring phase is not repeated), the batch permutation,
+  /// The centre θ̂ and its full gradient (the centring phase is not repeated), the batch sampler's section,
   /// and h_0 and λ̂ (estimated by prepare when sgd_step_size = 0; messages and the manifest quote them).
   /// What a checkpoint holds (SavingArchive, sgmcmc.state).
   template <class Self, class Archive>
@@ -348,7 +348,8 @@ private:
   ///         small θ_kw whose gradient grows like 1/θ, this is the centre the chain will stay near.
   void descend(std::span<double> theta, ChainContext& context) {
     const Model& model = context.model;
-    MinibatchSampler batches(model.num_items(), sampler_.batch_size(), with_replacement_);
+    // Its batches only feed the data gradient: a data-parallel rank draws just its share of each.
+    MinibatchSampler batches(model.num_items(), sampler_.batch_size(), with_replacement_, model.evaluated_items());
     const double scale = static_cast<double>(model.num_items()) / static_cast<double>(sampler_.batch_size());
     if (schedule_.automatic() && sgd_iterations_ > 0)
       schedule_.set_first_step(automatic_first_step(theta, batches, scale, context));
@@ -358,7 +359,7 @@ private:
     const std::uint64_t burn_in = sgd_iterations_ / 2;
     for (std::uint64_t k = 1; k <= sgd_iterations_; ++k) {
       throw_if_stop_requested(context);  // Ctrl-C stops a long centring at once, as it stops sampling
-      scaled_batch_plus_prior(theta, batches.draw(context.rng), scale, gradient, context);
+      scaled_batch_plus_prior(theta, batches.draw(context.rng), batches.batch_size(), scale, gradient, context);
       const double h = schedule_.at(k);
       for (std::size_t j = 0; j < theta.size(); ++j) theta[j] -= h * gradient[j];
       if (langevin) {

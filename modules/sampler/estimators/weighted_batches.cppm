@@ -108,7 +108,7 @@ public:
   std::size_t batch_size() const { return batch_size_; }
   /// No item appears twice in a batch (sampling without replacement).
   bool distinct_items() const { return !with_replacement_; }
-  /// Uniform sampling keeps a permutation; the alias table draws independently and keeps none.
+  /// Uniform sampling writes the minibatch sampler's (empty) section; the alias table keeps nothing.
   void save_state(StateWriter& out) const {
     if (uniform_) uniform_->save_state(out);
   }
