@@ -258,7 +258,10 @@ public:
   }
 
   /// A Hypergeometric(population, successes, draws) variate: how many of `successes` marked
-  /// items of `population` are among `draws` drawn without replacement. By inversion, visiting
+  /// items of `population` are among `draws` drawn without replacement. Up to 64 draws, by the
+  /// draws themselves, one after another: the next is marked with probability (marked items
+  /// left)/(items left), one index() each, cheaper than the three probabilities the inversion
+  /// needs at its mode. Beyond, by inversion, visiting
   /// the support from the mode outwards (mode, mode+1, mode-1, mode+2, ...) with each probability
   /// from its neighbour's by the ratio P(k+1)/P(k) = (K-k)(n-k)/((k+1)(N-K-n+k+1)): an expected
   /// 1.6 standard deviations of steps, one uniform, whatever the counts. Any fixed order of the
@@ -269,6 +272,12 @@ public:
     const std::uint64_t failures = population - successes;
     const std::uint64_t low = draws > failures ? draws - failures : 0, high = std::min(draws, successes);
     if (low == high) return low;
+    if (draws <= 64) {
+      std::uint64_t marked = 0;
+      for (std::uint64_t k = 0; k < draws; ++k)
+        if (index(population - k) < successes - marked) ++marked;
+      return marked;
+    }
     const auto mode = std::clamp<std::uint64_t>(
         static_cast<std::uint64_t>(static_cast<__uint128_t>(draws + 1) * (successes + 1) / (population + 2)), low,
         high);

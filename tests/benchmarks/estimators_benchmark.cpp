@@ -6,7 +6,7 @@
 //
 // raw        model.add_data_gradient on a batch of 500 random items (1,024 batches drawn
 //            beforehand and cycled, so rows come from memory as they do for the estimators)
-// draw       the batch draw alone (partial Fisher–Yates, without replacement)
+// draw       the batch draw alone (without replacement: the halving, modules/README.md)
 // minibatch  draw + raw call + scale by N/n                         goal ≤ 1.05 × raw
 // cv         GLM form: n scalars s_i(θ) + one feature pass          goal ≤ 2.1 × raw (two batch
 // cv-2sums   any model: batch gradients at θ and at θ̂ (2n)                gradients)
@@ -15,6 +15,11 @@
 // saga-full  N × d table (item_gradients): n rows computed, n rows read and written
 // Preparation (cv's SGD pass and full pass, saga's fill, svrg's first snapshot) happens before
 // timing; svrg's later snapshots are inside it.
+//
+// Then a data-parallel rank's draw at the scale of tests/benchmarks/README.md's cost model
+// (N = 10⁹ items, P = 64 ranks): its share of a batch of n (the batch's items in its block),
+// against the whole batch that every rank drew before the halving draw, µs per draw and ns per
+// item drawn, for n = 1,000, 13,000 and 160,000.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -127,6 +132,35 @@ void one_estimate(benchmark::State& bench, const Variant& variant, std::size_t i
       static_cast<double>(cost.item_gradients - before.item_gradients) / static_cast<double>(bench.iterations());
 }
 
+/// One rank's draw of its share (kept = rank `rank`'s block of `ranks`) of batches of n of N
+/// items, or the whole batch (ranks = 1): ns per draw, fastest of 3 timings of `draws` draws,
+/// and the mean number of items returned.
+std::pair<double, double> share_draw(std::size_t items, std::size_t n, std::size_t rank, std::size_t ranks) {
+  sgmcmc::MinibatchSampler sampler(items, n, false, sgmcmc::ItemBlock{items / ranks * rank, items / ranks * (rank + 1)});
+  sgmcmc::Rng rng(7, 7);
+  const int draws = 200;
+  double fastest = 1e300, returned = 0;
+  for (int timing = 0; timing < 3; ++timing) {
+    returned = 0;
+    const auto start = std::chrono::steady_clock::now();
+    for (int k = 0; k < draws; ++k) returned += static_cast<double>(sampler.draw(rng).size());
+    fastest = std::min(fastest, nanoseconds_since(start) / draws);
+  }
+  return {fastest, returned / draws};
+}
+
+void print_share_draws() {
+  const std::size_t items = 1'000'000'000, ranks = 64;
+  fmt::print("\nA rank's share of a batch, N = 10⁹, P = {} (rank 31's block), against the whole batch:\n", ranks);
+  fmt::print("{:>8} {:>22} {:>22} {:>8}\n", "n", "share: µs (ns/item)", "whole: µs (ns/item)", "ratio");
+  for (const std::size_t n : {std::size_t{1'000}, std::size_t{13'000}, std::size_t{160'000}}) {
+    const auto [share, share_items] = share_draw(items, n, 31, ranks);
+    const auto [whole, whole_items] = share_draw(items, n, 0, 1);
+    fmt::print("{:>8} {:>22} {:>22} {:>7.1f}×\n", n, fmt::format("{:.1f} ({:.0f})", share / 1e3, share / std::max(share_items, 1.0)),
+               fmt::format("{:.1f} ({:.0f})", whole / 1e3, whole / whole_items), whole / share);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -164,5 +198,6 @@ int main(int argc, char** argv) {
     }
     fmt::print("\n");
   }
+  print_share_draws();
   return 0;
 }

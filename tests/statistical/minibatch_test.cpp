@@ -40,10 +40,17 @@ double chi_square_limit(double df) {
 /// χ²(df)'s lower 10⁻⁶ quantile: counts too even (a split made, not drawn) give an X² below it.
 double chi_square_floor(double df) { return boost::math::quantile(boost::math::chi_squared(df), 1e-6); }
 
-/// True when the batch is strictly increasing and below N: distinct items, in increasing order.
-bool increasing_below(std::span<const std::size_t> batch, std::size_t items) {
-  return std::adjacent_find(batch.begin(), batch.end(), std::greater_equal<>()) == batch.end() &&
-         (batch.empty() || batch.back() < items);
+/// The batch's items in increasing order.
+std::vector<std::size_t> sorted(std::span<const std::size_t> batch) {
+  std::vector<std::size_t> items(batch.begin(), batch.end());
+  std::sort(items.begin(), items.end());
+  return items;
+}
+
+/// True when a batch's items, in increasing order, are distinct and below N.
+bool distinct_below(const std::vector<std::size_t>& ascending, std::size_t items) {
+  return std::adjacent_find(ascending.begin(), ascending.end()) == ascending.end() &&
+         (ascending.empty() || ascending.back() < items);
 }
 
 }  // namespace
@@ -100,13 +107,13 @@ TEST_CASE("a minibatch as large as the data set is the exact gradient, and both 
   CHECK(small_cost.item_gradients == 7);
 }
 
-TEST_CASE("a batch drawn without replacement is a uniformly random subset of distinct items, in increasing order") {
+TEST_CASE("a batch drawn without replacement is a uniformly random subset of distinct items") {
   // Quantity: how often each n-subset of the N items is drawn, over R batches (one leaf of the
-  // halving: Floyd's sampler alone; 2 of 100 takes the short-list path, the others the marks).
+  // halving: Floyd's sampler alone).
   // Reference: every one of the C(N, n) subsets has probability 1/C(N, n), so the counts are
   // multinomial with equal cells and Pearson's X² = Σ (count - R/C)² / (R/C) is χ²(C - 1) to
   // within O(1/expected count) at 10,000, 60,000 and 200 expected draws a cell. Tolerance: X²
-  // below χ²(C - 1)'s upper 10⁻⁶ quantile. Exact: every batch strictly increasing and below N.
+  // below χ²(C - 1)'s upper 10⁻⁶ quantile. Exact: every batch of n distinct items below N.
   // Broken, one of Floyd's candidates replaced by a plain draw (a repeat then becomes j's item
   // only when it collides), X² is in the thousands.
   struct Case {
@@ -116,11 +123,11 @@ TEST_CASE("a batch drawn without replacement is a uniformly random subset of dis
     sgmcmc::MinibatchSampler sampler(c.items, c.batch, false);
     sgmcmc::Rng rng(12, 3);
     std::map<std::vector<std::size_t>, double> counts;
-    bool ordered = true;
+    bool distinct = true;
     for (std::size_t r = 0; r < c.repeats; ++r) {
-      const auto batch = sampler.draw(rng);
-      ordered = ordered && batch.size() == c.batch && increasing_below(batch, c.items);
-      counts[std::vector<std::size_t>(batch.begin(), batch.end())] += 1;
+      const auto subset = sorted(sampler.draw(rng));
+      distinct = distinct && subset.size() == c.batch && distinct_below(subset, c.items);
+      counts[subset] += 1;
     }
     double cells = 1.0;  // C(N, n)
     for (std::size_t k = 0; k < c.batch; ++k) cells = cells * static_cast<double>(c.items - k) / static_cast<double>(k + 1);
@@ -128,7 +135,7 @@ TEST_CASE("a batch drawn without replacement is a uniformly random subset of dis
     double x2 = (cells - static_cast<double>(counts.size())) * expected;  // the cells never drawn
     for (const auto& [subset, count] : counts) x2 += (count - expected) * (count - expected) / expected;
     INFO(c.batch << " of " << c.items << ": X² = " << x2 << " over " << cells << " cells");
-    CHECK(ordered);
+    CHECK(distinct);
     CHECK(static_cast<double>(counts.size()) <= cells);
     CHECK(x2 < chi_square_limit(cells - 1));
   }
@@ -142,17 +149,17 @@ TEST_CASE("batches of data beyond one leaf: pairs and bin counts follow the unif
   //    has probability |a||b|/C(N, 2) for a < b and C(|a|, 2)/C(N, 2) for a = b, a multinomial
   //    over 36 cells expecting ≥ 5,600 each: X² is χ²(35). It sees a wrong split between halves
   //    and a leaf's items drawn twice.
-  //  - Bin counts (n = 1,000, R = 2,000: every leaf takes the path of dense marks): O_b, the batch
+  //  - Bin counts (n = 1,000, R = 2,000): O_b, the batch
   //    items in bin b summed over the batches, has mean R·n|b|/N; the bins' counts in one batch
   //    are multivariate hypergeometric, whose covariance is (N - n)/(N - 1) times the
   //    multinomial's, so X²·(N - 1)/(N - n) with X² = Σ (O_b - E_b)²/E_b is χ²(63) to within
   //    O(1/E_b) (E_b ≈ 31,000). It sees an item's inclusion probability off n/N anywhere in the
   //    data, in either direction (counts too uneven or too even).
   // Tolerance: X² below χ²'s upper 10⁻⁶ quantile, and for the bin counts also above its lower
-  // 10⁻⁶ quantile. Exact: every batch strictly increasing, of n items, below N. Broken, each
+  // 10⁻⁶ quantile. Exact: every batch of n distinct items below N. Broken, each
   // split's count halved instead of drawn: the pairs' X² is 1.1·10⁷ (the bin counts, even at the
   // 8 leaves but drawn within them, give 38: not caught there); Floyd's collision rule dropped:
-  // repeated items, caught by the order check.
+  // repeated items, caught by the distinctness check.
   const std::size_t items = 4 * sgmcmc::MinibatchSampler::leaf_items + 5;
   const auto bin_size = [&](std::size_t bins, std::size_t b) { return (b + 1) * items / bins - b * items / bins; };
   const auto bin_of = [&](std::size_t bins, std::size_t item) {
@@ -162,15 +169,15 @@ TEST_CASE("batches of data beyond one leaf: pairs and bin counts follow the unif
     return b;
   };
   sgmcmc::Rng rng(13, 5);
-  bool ordered = true;
+  bool distinct = true;
   {
     sgmcmc::MinibatchSampler sampler(items, 2, false);
     const std::size_t repeats = 360'000, bins = 8;
     std::vector<double> pairs(bins * bins, 0.0);
     for (std::size_t r = 0; r < repeats; ++r) {
-      const auto batch = sampler.draw(rng);
-      ordered = ordered && batch.size() == 2 && increasing_below(batch, items);
-      pairs[bin_of(bins, batch[0]) * bins + bin_of(bins, batch[1])] += 1;  // batch[0] < batch[1]: a ≤ b
+      const auto pair = sorted(sampler.draw(rng));
+      distinct = distinct && pair.size() == 2 && distinct_below(pair, items);
+      pairs[bin_of(bins, pair[0]) * bins + bin_of(bins, pair[1])] += 1;  // pair[0] < pair[1]: a ≤ b
     }
     const double all_pairs = 0.5 * static_cast<double>(items) * static_cast<double>(items - 1);
     double x2 = 0.0;
@@ -188,8 +195,8 @@ TEST_CASE("batches of data beyond one leaf: pairs and bin counts follow the unif
     sgmcmc::MinibatchSampler sampler(items, n, false);
     std::vector<double> counts(bins, 0.0);
     for (std::size_t r = 0; r < repeats; ++r) {
-      const auto batch = sampler.draw(rng);
-      ordered = ordered && batch.size() == n && increasing_below(batch, items);
+      const auto batch = sorted(sampler.draw(rng));
+      distinct = distinct && batch.size() == n && distinct_below(batch, items);
       for (const std::size_t item : batch) counts[bin_of(bins, item)] += 1;
     }
     double x2 = 0.0;
@@ -202,33 +209,44 @@ TEST_CASE("batches of data beyond one leaf: pairs and bin counts follow the unif
     CHECK(x2 < chi_square_limit(63));
     CHECK(x2 > chi_square_floor(63));
   }
-  CHECK(ordered);
+  CHECK(distinct);
 }
 
 TEST_CASE("a rank's share of a batch is exactly the one-process batch's items in its block, and the stream moves alike") {
-  // Exact, for 40 draws each: blocks of 1, 2 and 3 ranks (row_block_start's ⌊N·r/P⌋, which cut
-  // leaves in the middle) and a block inside one leaf; batches of 1,000 (dense leaves) and 5 (short
-  // lists), and with replacement (every item returned, whatever the block). The shares' union, in
-  // rank order, is the one-process batch, and every rank's stream ends where the one process's does.
+  // Exact, for 40 draws each: blocks of 1, 2 and 3 ranks (row_block_start's ⌊N·r/P⌋; with 3 the
+  // edges cut leaves in the middle) and a block inside one leaf; batches of 1,000 and of 5, and
+  // with replacement (every item returned, whatever the block). Each rank's part is the
+  // one-process batch's items in its block, in the batch's order; the parts together hold the
+  // whole batch; every rank's stream ends where the one process's does.
   const std::size_t items = 4 * sgmcmc::MinibatchSampler::leaf_items + 5;
+  const auto in_block = [](std::span<const std::size_t> batch, sgmcmc::ItemBlock block) {
+    std::vector<std::size_t> share;
+    for (const std::size_t item : batch)
+      if (block.holds(item)) share.push_back(item);
+    return share;
+  };
   for (const std::size_t n : {std::size_t{1'000}, std::size_t{5}}) {
     for (const std::size_t ranks : {std::size_t{1}, std::size_t{2}, std::size_t{3}}) {
       sgmcmc::MinibatchSampler whole(items, n, false);
       std::vector<sgmcmc::MinibatchSampler> shares;
-      for (std::size_t r = 0; r < ranks; ++r)
-        shares.emplace_back(items, n, false, sgmcmc::ItemBlock{items * r / ranks, items * (r + 1) / ranks});
+      std::vector<sgmcmc::ItemBlock> blocks;
+      for (std::size_t r = 0; r < ranks; ++r) {
+        blocks.push_back({items * r / ranks, items * (r + 1) / ranks});
+        shares.emplace_back(items, n, false, blocks.back());
+      }
       sgmcmc::Rng one(21, 1);
       std::vector<sgmcmc::Rng> each(ranks, one);
       bool same = true;
       for (int draw = 0; draw < 40; ++draw) {
         const auto batch = whole.draw(one);
-        std::vector<std::size_t> joined;
+        std::size_t held = 0;
         for (std::size_t r = 0; r < ranks; ++r) {
           const auto part = shares[r].draw(each[r]);
-          joined.insert(joined.end(), part.begin(), part.end());
-          same = same && each[r] == one;
+          const auto expected = in_block(batch, blocks[r]);
+          held += part.size();
+          same = same && std::equal(part.begin(), part.end(), expected.begin(), expected.end()) && each[r] == one;
         }
-        same = same && std::equal(batch.begin(), batch.end(), joined.begin(), joined.end());
+        same = same && held == batch.size();
       }
       INFO(ranks << " ranks, batches of " << n);
       CHECK(same);
@@ -238,9 +256,7 @@ TEST_CASE("a rank's share of a batch is exactly the one-process batch's items in
   sgmcmc::Rng a(22, 1), b(22, 1);
   std::size_t shared = 0;
   for (int draw = 0; draw < 40; ++draw) {
-    std::vector<std::size_t> expected;
-    for (const std::size_t item : whole.draw(a))
-      if (item >= 70'000 && item < 71'000) expected.push_back(item);
+    const auto expected = in_block(whole.draw(a), {70'000, 71'000});
     const auto part = inside.draw(b);
     shared += part.size();
     CHECK(std::equal(part.begin(), part.end(), expected.begin(), expected.end()));

@@ -299,8 +299,10 @@ TEST_CASE("hypergeometric draws: Pearson's chi-square against the exact law, 10^
   // edge cells). Cells: the values in order, merged with their neighbours until each expects at
   // least 20, so that Pearson's X² = Σ (O - E)²/E is χ²(C - 1) to within O(1/20). Tolerance: X²
   // below χ²(C - 1)'s upper 10⁻⁶ quantile: a correct sampler fails once in 10⁶ runs per case.
-  // Exact: every draw inside the support. Broken, the downward ratio's k replaced by k + 1, X² is
-  // 244 to 94,000 against limits of 36 to 785.
+  // Exact: every draw inside the support. Both paths are met (draw by draw up to 64 draws: the
+  // first, second and fifth laws; inversion beyond). Broken, the draw-by-draw test `<` made `<=`,
+  // X² is 203,373 and 146,090 (limits 41 and 36); the inversion's downward ratio with k + 1 for k,
+  // X² is 244 to 66,944, each far above its limit.
   sgmcmc::Rng rng(20262, sgmcmc::chain_stream(2));
   const double repeats = 1e6;
   for (const Hypergeometric& law : hypergeometric_cases) {

@@ -303,7 +303,7 @@ lp = true
 
 TEST_CASE("a minibatch sampler's checkpoint holds nothing, and one holding an earlier version's permutation is refused") {
   // Earlier versions drew batches by a partial Fisher–Yates shuffle of a permutation of the N items
-  // kept between draws, and checkpointed it; this one draws each batch afresh (Floyd's sampler),
+  // kept between draws, and checkpointed it; this one draws each batch afresh (modules/README.md, "Minibatch"),
   // so a resumed chain could not continue such a run's draws: the checkpoint is refused, named.
   sgmcmc::MinibatchSampler sampler(10, 3, false);
   sgmcmc::StateWriter mine;

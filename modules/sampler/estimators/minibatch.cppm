@@ -26,8 +26,8 @@ export namespace sgmcmc {
 
 /// Draws minibatches of item indices, without replacement (the default) or with replacement.
 ///
-/// Without replacement the batch is a uniformly random n-subset of the N items, in increasing
-/// order, drawn by halving: the batch's count in the left half of [0, N) is
+/// Without replacement the batch is a uniformly random n-subset of the N items, drawn by halving:
+/// the batch's count in the left half of [0, N) is
 /// Hypergeometric(N, ⌊N/2⌋, n) (how many of n items drawn without replacement fall there), the
 /// halves are halved again with their counts, and so on down to leaves of at most 2¹⁶ items, in
 /// each of which Floyd's sampler (Bentley & Floyd 1987) picks its count of items. Given the
@@ -36,7 +36,10 @@ export namespace sgmcmc {
 /// Rng(key, node) with one key per batch from the chain's stream, so that a part of the batch can
 /// be drawn without the rest: a data-parallel rank draws only the batch's items in its own block
 /// of rows (`kept`), O(its items) per draw, and each rank's part is exactly its share of the batch
-/// that one process draws with the same seed. Nothing of size N is kept between draws.
+/// that one process draws with the same seed. Nothing of size N is kept between draws. The batch
+/// comes leaf by leaf in item order, each leaf's items in the order Floyd's sampler took them:
+/// the estimators only sum over a batch, so its order is free, and putting each leaf's items in
+/// increasing order as well cost more than it saved (tests/benchmarks/README.md).
 class MinibatchSampler {
 public:
   /// `kept`: the items of each batch that draw() returns; by default every item.
@@ -51,7 +54,8 @@ public:
   void save_state(StateWriter& out) const;
   void restore_state(StateReader& in);
 
-  /// The largest leaf of the halving, 2¹⁶ items: its marks (8 KiB) stay in the first-level cache.
+  /// The largest leaf of the halving, 2¹⁶ items: its marks (8 KiB) stay in the first-level cache,
+  /// and at the batch sizes of a data-parallel run (10⁴–10⁵ of 10⁹) a leaf holds a few of them.
   static constexpr std::size_t leaf_items = std::size_t{1} << 16;
 
 private:
@@ -106,7 +110,7 @@ std::span<const std::size_t> MinibatchSampler::draw(Rng& rng) {
 }
 
 /// `count` items of the block `items`, node `node` of the halving (the root is 1, node k's halves
-/// are 2k and 2k + 1): appended to batch_ in increasing order, those in kept_ only.
+/// are 2k and 2k + 1): appended to batch_, its left half's before its right's, those in kept_ only.
 void MinibatchSampler::draw_node(std::uint64_t key, std::uint64_t node, ItemBlock items, std::size_t count) {
   if (count == 0 || items.end <= kept_.first || items.first >= kept_.end) return;
   Rng rng(key, node);
@@ -118,38 +122,17 @@ void MinibatchSampler::draw_node(std::uint64_t key, std::uint64_t node, ItemBloc
 }
 
 /// Floyd's sampler (Bentley & Floyd 1987): for j = m-c, ..., m-1 take t ~ U{0..j}, or j itself
-/// when t is taken already; every c-subset of the m items is equally likely. The taken items are
-/// then read off in increasing order: from the marks, a word at a time, when they are dense; as a
-/// short list sorted by insertion when there are few (c² < m/16).
+/// when t is taken already; every c-subset of the m items is equally likely. The marks of the
+/// taken items are cleared by their words afterwards, O(c), so the next leaf finds them empty.
 void MinibatchSampler::draw_leaf(Rng& rng, ItemBlock items, std::size_t count) {
   const std::size_t m = items.size(), start = batch_.size();
-  const auto taken = [&](std::size_t t) { return (marks_[t / 64] >> (t % 64)) & 1; };
-  const auto take = [&](std::size_t t) { marks_[t / 64] |= std::uint64_t{1} << (t % 64); };
-  if (count * count < m / 16) {
-    for (std::size_t j = m - count; j < m; ++j) {
-      std::size_t t = rng.index(j + 1);
-      if (taken(t)) t = j;
-      take(t);
-      batch_.push_back(items.first + t);
-    }
-    for (std::size_t k = start; k < batch_.size(); ++k) {
-      const std::size_t item = batch_[k], t = item - items.first;
-      marks_[t / 64] = 0;  // the list's items are the only marks: clear their words whole
-      std::size_t at = k;
-      for (; at > start && batch_[at - 1] > item; --at) batch_[at] = batch_[at - 1];
-      batch_[at] = item;
-    }
-  } else {
-    for (std::size_t j = m - count; j < m; ++j) {
-      const std::size_t t = rng.index(j + 1);
-      take(taken(t) ? j : t);
-    }
-    for (std::size_t w = 0; w < (m + 63) / 64; ++w) {
-      for (std::uint64_t word = marks_[w]; word != 0; word &= word - 1)
-        batch_.push_back(items.first + 64 * w + static_cast<std::size_t>(std::countr_zero(word)));
-      marks_[w] = 0;
-    }
+  for (std::size_t j = m - count; j < m; ++j) {
+    std::size_t t = rng.index(j + 1);
+    if ((marks_[t / 64] >> (t % 64)) & 1) t = j;
+    marks_[t / 64] |= std::uint64_t{1} << (t % 64);
+    batch_.push_back(items.first + t);
   }
+  for (std::size_t k = start; k < batch_.size(); ++k) marks_[(batch_[k] - items.first) / 64] = 0;
   // A leaf that straddles the edge of kept_ keeps only its items inside.
   if (items.first < kept_.first || items.end > kept_.end)
     batch_.erase(std::remove_if(batch_.begin() + static_cast<std::ptrdiff_t>(start), batch_.end(),
