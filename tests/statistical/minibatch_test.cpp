@@ -114,8 +114,8 @@ TEST_CASE("a batch drawn without replacement is a uniformly random subset of dis
   // multinomial with equal cells and Pearson's X² = Σ (count - R/C)² / (R/C) is χ²(C - 1) to
   // within O(1/expected count) at 10,000, 60,000 and 200 expected draws a cell. Tolerance: X²
   // below χ²(C - 1)'s upper 10⁻⁶ quantile. Exact: every batch of n distinct items below N.
-  // Broken, one of Floyd's candidates replaced by a plain draw (a repeat then becomes j's item
-  // only when it collides), X² is in the thousands.
+  // Broken, Floyd's collision rule dropped (a taken t kept instead of j), batches repeat items
+  // and the distinctness check fails.
   struct Case {
     std::size_t items, batch, repeats;
   };

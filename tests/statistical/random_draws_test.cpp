@@ -295,8 +295,8 @@ TEST_CASE("hypergeometric probabilities agree with the exact product to 1e-12, a
 
 TEST_CASE("hypergeometric draws: Pearson's chi-square against the exact law, 10^6 draws per case") {
   // Quantity: the counts of each value k over R = 10⁶ draws. Reference: R·P(X = k) from Boost.Math
-  // over the mean ± 8 sd (the rest of the support holds < 1e-14 of the mass: its draws join the
-  // edge cells). Cells: the values in order, merged with their neighbours until each expects at
+  // over the mean ± 8 sd (the rest of the support holds at most 1.5e-9 of the mass, in the
+  // lopsided law: 0.0015 of the 10⁶ draws, which join the edge cells). Cells: the values in order, merged with their neighbours until each expects at
   // least 20, so that Pearson's X² = Σ (O - E)²/E is χ²(C - 1) to within O(1/20). Tolerance: X²
   // below χ²(C - 1)'s upper 10⁻⁶ quantile: a correct sampler fails once in 10⁶ runs per case.
   // Exact: every draw inside the support. Both paths are met (draw by draw up to 64 draws: the

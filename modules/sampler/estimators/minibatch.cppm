@@ -3,14 +3,12 @@
 // batch_size key, and the `exact` and `minibatch` estimators (modules/README.md, "Gradient estimators").
 module;
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <limits>
 #include <memory>
-#include <numeric>
 #include <optional>
 #include <span>
 #include <string>
