@@ -5,8 +5,17 @@
 #include <numeric>
 #include <utility>
 #include <vector>
+#include <boost/math/distributions/chi_squared.hpp>
 
 namespace test {
+
+/// χ²(df)'s upper 10⁻⁶ quantile: a correct sampler's Pearson X² exceeds it once in 10⁶ runs.
+inline double chi_square_limit(double df) {
+  return boost::math::quantile(boost::math::complement(boost::math::chi_squared(df), 1e-6));
+}
+
+/// χ²(df)'s lower 10⁻⁶ quantile: counts too even (a split made, not drawn) give an X² below it.
+inline double chi_square_floor(double df) { return boost::math::quantile(boost::math::chi_squared(df), 1e-6); }
 
 inline double mean(const std::vector<double>& x) { return std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(x.size()); }
 

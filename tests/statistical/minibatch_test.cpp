@@ -8,9 +8,9 @@
 #include <map>
 #include <optional>
 #include <vector>
-#include <boost/math/distributions/chi_squared.hpp>
 
 #include "gaussian_fixture.hpp"
+#include "statistics.hpp"
 
 namespace {
 
@@ -31,14 +31,6 @@ std::unique_ptr<sgmcmc::Estimator> make(const std::string& toml, const sgmcmc::M
   sgmcmc::reject_unknown_keys(config["estimator"], reads);
   return estimator;
 }
-
-/// χ²(df)'s upper 10⁻⁶ quantile: a correct sampler's X² exceeds it once in 10⁶ runs.
-double chi_square_limit(double df) {
-  return boost::math::quantile(boost::math::complement(boost::math::chi_squared(df), 1e-6));
-}
-
-/// χ²(df)'s lower 10⁻⁶ quantile: counts too even (a split made, not drawn) give an X² below it.
-double chi_square_floor(double df) { return boost::math::quantile(boost::math::chi_squared(df), 1e-6); }
 
 /// The batch's items in increasing order.
 std::vector<std::size_t> sorted(std::span<const std::size_t> batch) {
@@ -137,7 +129,7 @@ TEST_CASE("a batch drawn without replacement is a uniformly random subset of dis
     INFO(c.batch << " of " << c.items << ": X² = " << x2 << " over " << cells << " cells");
     CHECK(distinct);
     CHECK(static_cast<double>(counts.size()) <= cells);
-    CHECK(x2 < chi_square_limit(cells - 1));
+    CHECK(x2 < test::chi_square_limit(cells - 1));
   }
 }
 
@@ -188,7 +180,7 @@ TEST_CASE("batches of data beyond one leaf: pairs and bin counts follow the unif
         x2 += (pairs[a * bins + b] - expected) * (pairs[a * bins + b] - expected) / expected;
       }
     INFO("pairs: X² = " << x2 << " over 36 cells");
-    CHECK(x2 < chi_square_limit(35));
+    CHECK(x2 < test::chi_square_limit(35));
   }
   {
     const std::size_t repeats = 2'000, bins = 64, n = 1'000;
@@ -206,8 +198,8 @@ TEST_CASE("batches of data beyond one leaf: pairs and bin counts follow the unif
     }
     x2 *= static_cast<double>(items - 1) / static_cast<double>(items - n);
     INFO("bin counts: X²·(N-1)/(N-n) = " << x2 << " over 64 bins");
-    CHECK(x2 < chi_square_limit(63));
-    CHECK(x2 > chi_square_floor(63));
+    CHECK(x2 < test::chi_square_limit(63));
+    CHECK(x2 > test::chi_square_floor(63));
   }
   CHECK(distinct);
 }

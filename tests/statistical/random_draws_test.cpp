@@ -16,7 +16,6 @@
 #include <functional>
 #include <span>
 #include <vector>
-#include <boost/math/distributions/chi_squared.hpp>
 #include <boost/math/distributions/hypergeometric.hpp>
 #include <boost/math/special_functions/gamma.hpp>
 
@@ -337,7 +336,7 @@ TEST_CASE("hypergeometric draws: Pearson's chi-square against the exact law, 10^
     for (std::size_t c = 0; c < observed.size(); ++c)
       x2 += (observed[c] - expected[c]) * (observed[c] - expected[c]) / expected[c];
     const double cells = static_cast<double>(observed.size());
-    const double limit = boost::math::quantile(boost::math::complement(boost::math::chi_squared(cells - 1), 1e-6));
+    const double limit = test::chi_square_limit(cells - 1);
     INFO("N = " << law.population << ", K = " << law.successes << ", n = " << law.draws << ": X² = " << x2 << " over "
                 << cells << " cells, limit " << limit);
     CHECK(inside);
