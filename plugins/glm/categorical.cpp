@@ -310,11 +310,7 @@ std::unique_ptr<sgmcmc::Model> make_categorical(const sgmcmc::ModelContext& cont
                                     settings.describe("link"), link));
   const ClassLabels labels = read_class_labels(settings);
   const std::size_t simulated_classes = labels.classes.value_or(default_simulated_classes);
-  if (!context.rows.whole() && !labels.classes && settings.contains("data") &&
-      regression::binary_layout(settings.text("data", "")) == regression::BinaryLayout::dense_npy)
-    throw sgmcmc::Error(fmt::format("{}: family categorical counts the classes of every row's label, and a rank of a "
-                                    "data-parallel run maps only its rows of a .npy file; set model.classes",
-                                    settings.describe("data")));
+  regression::refuse_counting_classes_of_a_share(context, labels.classes.has_value());
   Prepared prepared = regression::prepare(context, regression::LabelCoding::as_read,
                                           [&](std::size_t declared, bool from_prior, Rng& rng) {
                                             auto simulation = simulate(settings, prior, intercept, simulated_classes,

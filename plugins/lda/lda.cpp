@@ -59,9 +59,12 @@ struct Options {
 struct Prepared {
   std::size_t words = 0;
   std::vector<std::size_t> word_ids;  // each column's word id in the file (1-based); empty: 1..W
-  TokenLists train;
+  TokenLists train;  // the documents of this process's share (ModelContext::rows): every one in one process
+  std::size_t first_document = 0;  // the global index of train's first document (0 in one process)
+  std::size_t all_documents = 0;   // N, the training documents of every share together
   TestDocuments test;
-  std::vector<double> word_counts;  // n_·w over the training documents, for the starting point
+  std::vector<double> word_counts;  // n_·w over every training document, for the starting point
+  std::size_t training_tokens = 0;  // n_·· over every training document
 };
 
 Options read_options(SectionReader settings) {
@@ -181,6 +184,9 @@ Corpus read_test_corpus(SectionReader settings, std::size_t file_words, const st
 /// The corpus, its held-out documents (model.test_data, or test_docs drawn with the data stream)
 /// and, of the rest, the first max_docs in id order for training: the test set does not change
 /// with max_docs, so Baker et al. (2019)'s curves at several corpus sizes score the same documents.
+/// With a share of the rows (context.rows, run.data_parallel) only the share's block of the
+/// training documents is kept; the word counts are every training document's, as in one process
+/// (every document was read: the peak holds them all).
 Prepared prepare(const sgmcmc::ModelContext& context, const Options& options) {
   SectionReader settings = context.settings;
   Rng rng(context.seed, sgmcmc::data_stream);
@@ -201,10 +207,15 @@ Prepared prepare(const sgmcmc::ModelContext& context, const Options& options) {
   prepared.words = corpus.words;
   sgmcmc::allocate(prepared.word_counts, corpus.words, 1,
                    fmt::format("{}: W = {} words", settings.optional_text("data").value_or("the simulated corpus"), corpus.words));
-  for (std::size_t d : std::span(split.rest).first(std::min(max_docs, split.rest.size()))) {
-    const auto tokens = tokens_of(corpus.documents[d]);
-    prepared.train.add(tokens);
+  const auto training = std::span(split.rest).first(std::min(max_docs, split.rest.size()));
+  prepared.all_documents = training.size();
+  const auto mine = sgmcmc::share_of(sgmcmc::index_range(training.size()), context.rows);
+  prepared.first_document = mine.front();
+  for (std::size_t k = 0; k < training.size(); ++k) {
+    const auto tokens = tokens_of(corpus.documents[training[k]]);
+    if (k >= mine.front() && k <= mine.back()) prepared.train.add(tokens);
     for (auto w : tokens) prepared.word_counts[w] += 1.0;
+    prepared.training_tokens += tokens.size();
   }
   if (test_file)
     for (const auto& document : test_file->documents) add_test_document(document, prepared.test, rng);
@@ -250,6 +261,7 @@ public:
   std::size_t words() const { return data_.words; }
   std::size_t dimension() const override { return topics() * words(); }
   std::size_t num_items() const override { return data_.train.size(); }
+  std::size_t total_items() const override { return data_.all_documents; }
   std::vector<std::string> parameter_names() const override {
     std::vector<std::string> names;
     names.reserve(dimension());
@@ -260,7 +272,7 @@ public:
   }
   sgmcmc::Capabilities capabilities() const override { return capabilities_of_lda(); }
   static sgmcmc::Capabilities capabilities_of_lda() {
-    return {.latent_gibbs_step = true, .positive_parameters = true, .simulation = true};
+    return {.latent_gibbs_step = true, .positive_parameters = true, .simulation = true, .row_shares = true};
   }
 
   std::unique_ptr<sgmcmc::Workspace> make_workspace() const override {
@@ -274,7 +286,7 @@ public:
   /// first iterations rescaling every coordinate.
   void initial_point(std::span<double> theta, Rng& rng) const override {
     const double w = static_cast<double>(words()), beta = options_.beta;
-    const double scale = w * beta / (static_cast<double>(data_.train.tokens()) + w * beta);
+    const double scale = w * beta / (static_cast<double>(data_.training_tokens) + w * beta);
     for (std::size_t t = 0; t < topics(); ++t)
       for (std::size_t v = 0; v < words(); ++v)
         theta[t * words() + v] = scale * (data_.word_counts[v] + beta) * (0.5 + rng.uniform());
@@ -292,10 +304,10 @@ public:
   /// gradient += Σ_k w_k ∇f_{d_k}(θ), each expectation by the Gibbs step: O(tokens × sweeps) for
   /// the sampler and the sparse term, O(K·W) for θ's row sums and the gradient's rows, O(K) for
   /// each distinct word of the batch (its column of π).
-  /// Document d's Gibbs step draws from its own stream (key, d), the key being one draw of the
-  /// chain's stream per call: its topics do not depend on the process that samples it, so that on a
-  /// data-parallel run each rank samples the documents it holds, draws one key as every rank does
-  /// (its batch may hold none), and the ranks' streams stay one.
+  /// Document d's Gibbs step draws from its own stream (key, d), d its index among every training
+  /// document, the key being one draw of the chain's stream per call: its topics do not depend on
+  /// the process that samples it, so that on a data-parallel run each rank samples the documents it
+  /// holds, draws one key as every rank does (its batch may hold none), and the ranks' streams stay one.
   void add_data_gradient(std::span<const double> theta, const Batch& batch, std::span<double> gradient,
                          sgmcmc::Workspace& base, Rng& rng) const override {
     const std::uint64_t key = rng.bits();
@@ -308,7 +320,7 @@ public:
     for (std::size_t k = 0; k < batch.items.size(); ++k) {
       const auto tokens = data_.train[batch.items[k]];
       const double weight = batch.weight(k) / kept;
-      Rng document_rng(key, batch.items[k]);
+      Rng document_rng(key, data_.first_document + batch.items[k]);  // the global index
       sample_topics(tokens, workspace, document_rng, [&](std::span<const std::uint32_t> z) {
         for (std::size_t j = 0; j < tokens.size(); ++j)
           workspace.accumulator.add_token(z[j], tokens[j], weight, theta, words(), gradient);

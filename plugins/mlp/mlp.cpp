@@ -87,7 +87,7 @@ struct MlpWorkspace final : sgmcmc::Workspace {
 };
 
 constexpr sgmcmc::Capabilities mlp_capabilities{.exact_log_likelihood = true, .per_item_gradients = true,
-                                                .simulation = true, .prediction = true};
+                                                .simulation = true, .prediction = true, .row_shares = true};
 
 /// How the model's data were read, which files to predict on are read with too.
 struct Reading {
@@ -98,9 +98,10 @@ struct Reading {
 template <class Real>
 class MlpModel final : public sgmcmc::Model {
 public:
-  MlpModel(Network<Real> network, Rows<Real> train, Rows<Real> test, std::span<const double> prior_scale, bool fan_in,
-           std::optional<regression::NoisePrior> noise_prior, Reading reading)
-      : network_(std::move(network)), train_(std::move(train)), test_(std::move(test)),
+  MlpModel(Network<Real> network, Rows<Real> train, std::size_t all_train, Rows<Real> test,
+           std::span<const double> prior_scale, bool fan_in, std::optional<regression::NoisePrior> noise_prior,
+           Reading reading)
+      : network_(std::move(network)), train_(std::move(train)), all_train_(all_train), test_(std::move(test)),
         noise_prior_(std::move(noise_prior)), reading_(reading) {
     for (std::size_t l = 0; l < net().layers(); ++l) {
       const double scale = prior_scale[prior_scale.size() == 1 ? 0 : l];
@@ -113,6 +114,7 @@ public:
 
   std::size_t dimension() const override { return network_.dimension(); }
   std::size_t num_items() const override { return train_.size(); }
+  std::size_t total_items() const override { return all_train_; }
   std::vector<std::string> parameter_names() const override {
     std::vector<std::string> names;
     for (std::size_t l = 0; l < net().layers(); ++l) {
@@ -346,7 +348,9 @@ private:
   }
 
   Network<Real> network_;
-  Rows<Real> train_, test_;
+  Rows<Real> train_;       // the rows of this process's share (ModelContext::rows): every training row in one process
+  std::size_t all_train_;  // N, the training rows of every share together
+  Rows<Real> test_;
   std::optional<regression::NoisePrior> noise_prior_;  // gaussian with a sampled σ
   Reading reading_;
   /// Calls add(first, last, τ) for each block of θ[first, last) under one normal prior of precision
@@ -416,6 +420,7 @@ std::unique_ptr<sgmcmc::Model> build(const regression::Prepared& prepared, const
   Network<Real> network(architecture(choices, prepared.data.features, classes, settings), choices.head);
   return std::make_unique<MlpModel<Real>>(std::move(network),
                                           network_rows<Real>(prepared.data, prepared.train, choices.head.family),
+                                          prepared.all_train,
                                           network_rows<Real>(test_source, prepared.test, choices.head.family),
                                           choices.prior_scale, choices.fan_in, choices.noise_prior, reading);
 }
@@ -451,6 +456,7 @@ std::unique_ptr<sgmcmc::Model> make_mlp(const sgmcmc::ModelContext& context) {
   auto coding = regression::LabelCoding::as_read;
   if (choices.head.family == Family::bernoulli)
     coding = regression::parse_label_coding(settings.text("labels", "auto"), settings.describe("labels"));
+  if (choices.head.family == Family::categorical) regression::refuse_counting_classes_of_a_share(context, choices.classes.has_value());
   const regression::Prepared prepared =
       regression::prepare(context, coding, [&](std::size_t declared, bool from_prior, Rng& rng) {
         return simulate(settings, choices, declared, from_prior, rng);

@@ -117,6 +117,7 @@ public:
 
   std::size_t dimension() const override { return biases_at_ + (options_.biases ? users_ + items_ : 0); }
   std::size_t num_items() const override { return data_.train.size(); }
+  std::size_t total_items() const override { return data_.all_train; }
   std::vector<std::string> parameter_names() const override {
     std::vector<std::string> names;
     names.reserve(dimension());
@@ -132,7 +133,7 @@ public:
   }
   sgmcmc::Capabilities capabilities() const override { return capabilities_of_pmf(); }
   static sgmcmc::Capabilities capabilities_of_pmf() {
-    return {.exact_log_likelihood = true, .sparse_item_gradients = true, .simulation = true};
+    return {.exact_log_likelihood = true, .sparse_item_gradients = true, .simulation = true, .row_shares = true};
   }
 
   std::unique_ptr<sgmcmc::Workspace> make_workspace() const override {

@@ -110,7 +110,14 @@ Prepared prepare(const sgmcmc::ModelContext& context, RatingRange range) {
     test_rows = std::move(split.chosen);
     std::sort(test_rows.begin(), test_rows.end());
   }
-  return index_ratings(data, train_rows, separate_test ? test_file : data, test_rows);
+  Prepared prepared = index_ratings(data, train_rows, separate_test ? test_file : data, test_rows);
+  prepared.all_train = prepared.train.size();
+  if (!context.rows.whole()) {
+    const auto block = sgmcmc::share_of(sgmcmc::index_range(prepared.all_train), context.rows);
+    prepared.train = std::vector<Rating>(prepared.train.begin() + static_cast<std::ptrdiff_t>(block.front()),
+                                         prepared.train.begin() + static_cast<std::ptrdiff_t>(block.back() + 1));
+  }
+  return prepared;
 }
 
 Options read_options(SectionReader settings) {

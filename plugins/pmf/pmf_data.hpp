@@ -42,14 +42,18 @@ struct Options {
 /// The data after max_users and the split: training ratings by dense row, test ratings, and the
 /// original ids of each row (for parameter names).
 struct Prepared {
-  std::vector<Rating> train;
+  std::vector<Rating> train;  // of this process's share (ModelContext::rows): every training rating in one process
+  std::size_t all_train = 0;  // N, the training ratings of every share together
   std::vector<TestRating> test;
   std::vector<std::int64_t> user_ids, item_ids;
   double offset = 0.0;  // r̄
 };
 
 /// The ratings of model.data (or simulated with MovieLens' shape), after max_users and the split
-/// (model.test_data, or test_size of them drawn from the data stream).
+/// (model.test_data, or test_size of them drawn from the data stream). With a share of the rows
+/// (context.rows, run.data_parallel) `train` keeps only the share's block of the training ratings;
+/// the dense rows of U and V and r̄ are those of every training rating, as in one process, since
+/// every rating was read (the peak holds them all).
 Prepared prepare(const sgmcmc::ModelContext& context, RatingRange range);
 
 /// The keys of [model] the model is built from; refuses rating_min >= rating_max.

@@ -128,4 +128,14 @@ Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const 
   return prepared;
 }
 
+void refuse_counting_classes_of_a_share(const sgmcmc::ModelContext& context, bool classes_given) {
+  SectionReader settings = context.settings;
+  if (classes_given || context.rows.whole() || !settings.contains("data") ||
+      binary_layout(settings.text("data", "")) != BinaryLayout::dense_npy)
+    return;
+  throw sgmcmc::Error(fmt::format("{}: family categorical counts the classes of every row's label, and a rank of a "
+                                  "data-parallel run maps only its rows of a .npy file; set model.classes",
+                                  settings.describe("data")));
+}
+
 }  // namespace regression

@@ -43,4 +43,9 @@ using Simulator = std::function<Simulation(std::size_t declared_features, bool f
 /// training rows (prepared_rows.cpp's keep_share says how each source is read).
 Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const Simulator& simulate);
 
+/// A categorical family that counts its classes from every row's label (model.classes unset)
+/// cannot on a rank of a data-parallel run that maps only its rows of a .npy file: refused there,
+/// naming model.data, before anything is read.
+void refuse_counting_classes_of_a_share(const sgmcmc::ModelContext& context, bool classes_given);
+
 }  // namespace regression

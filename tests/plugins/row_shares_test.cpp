@@ -2,8 +2,9 @@
 // block [⌊N·r/P⌋, ⌊N·(r+1)/P⌋) of the training rows the whole model holds, numbered from 0, so its
 // data terms on those rows are the whole model's on the same global items, bit for bit (the same
 // rows in the same order through the same kernels), and its held-out rows are the whole model's.
-// For logistic, glm and gaussian, on simulated data, on a CSV file (read whole, then the block
-// kept) and on a .npy file (only the block's rows mapped, the held-out rows read one by one).
+// For logistic, glm, gaussian and mlp, on simulated data, on a CSV file (read whole, then the block
+// kept) and on a .npy file (only the block's rows mapped, the held-out rows read one by one); for
+// pmf's ratings and lda's documents, simulated (read or simulated whole, then the block kept).
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -87,7 +88,9 @@ void check_shares(const std::string& name, const std::string& model_lines) {
   const std::size_t n = whole->num_items();
   REQUIRE(n >= 3);
   std::vector<double> theta(whole->dimension());
-  for (std::size_t j = 0; j < theta.size(); ++j) theta[j] = 0.3 - 0.2 * static_cast<double>(j);
+  const bool positive = whole->capabilities().positive_parameters;  // lda's θ
+  for (std::size_t j = 0; j < theta.size(); ++j)
+    theta[j] = positive ? 0.3 + 0.2 * static_cast<double>(j % 5) : 0.3 - 0.2 * static_cast<double>(j);
   std::vector<double> whole_bounds(n);
   if (whole->capabilities().lipschitz_bounds) whole->item_lipschitz_bounds(whole_bounds);
   for (const std::size_t ranks : {2u, 3u})
@@ -104,7 +107,8 @@ void check_shares(const std::string& name, const std::string& model_lines) {
         global.push_back(i);
       }
       CHECK(data_gradient(*part, theta, local) == data_gradient(*whole, theta, global));
-      CHECK(data_potential(*part, theta, local) == data_potential(*whole, theta, global));
+      if (whole->capabilities().exact_log_likelihood)
+        CHECK(data_potential(*part, theta, local) == data_potential(*whole, theta, global));
       for (std::size_t k = 0; k < local.size(); ++k)  // row by row: no row is another's
         CHECK(data_gradient(*part, theta, {local[k]}) == data_gradient(*whole, theta, {global[k]}));
       CHECK(quantities(*part, theta) == quantities(*whole, theta));  // the same held-out rows
@@ -141,6 +145,25 @@ TEST_CASE("row shares: glm (categorical too) and gaussian hold their block of th
   check_shares("gaussian", "n = 90\ndim = 3\n");
 }
 
+TEST_CASE("row shares: mlp holds its block of simulated, CSV and .npy rows") {
+  test::TempDir dir;
+  const auto values = rows_of_60();
+  check_shares("mlp", "layers = [4]\nn = 200\n");
+  check_shares("mlp", fmt::format("layers = [4]\ndata = {}\ntest_size = 12\n", test::quoted(write_csv(dir, values))));
+  check_shares("mlp", fmt::format("layers = [4]\ndata = {}\ntest_size = 12\nclasses = 2\nstorage = \"float\"\n",
+                                  test::quoted(write_npy(dir, values))));
+  check_shares("mlp", fmt::format("layers = [3]\nfamily = \"bernoulli\"\nlabels = \"0/1\"\ndata = {}\ntest_size = 12\n",
+                                  test::quoted(write_npy(dir, values))));
+}
+
+TEST_CASE("row shares: pmf holds its block of the training ratings, lda its block of the training documents") {
+  // pmf's factor rows and mean rating, lda's word counts and the streams of its documents' Gibbs
+  // steps (key, d) are every rank's alike: the part's terms are the whole model's on the same items.
+  check_shares("pmf", "users = 30\nitems = 20\nratings = 200\nrank = 2\n");
+  check_shares("pmf", "users = 30\nitems = 20\nratings = 200\nrank = 2\nbiases = true\nmax_users = 25\n");
+  check_shares("lda", "topics = 3\ndocs = 40\nwords = 15\ndoc_length = 8\ntest_docs = 5\n");
+}
+
 TEST_CASE("row shares: a .npy file with labels = auto or uncounted classes, and fewer training rows than parts are refused") {
   test::TempDir dir;
   const auto npy = test::quoted(write_npy(dir, rows_of_60()));
@@ -149,6 +172,9 @@ TEST_CASE("row shares: a .npy file with labels = auto or uncounted classes, and 
   CHECK_NOTHROW(build_share("logistic", fmt::format("data = {}\n", npy), {}));  // one process reads every label
   CHECK_THROWS_WITH(build_share("glm", fmt::format("data = {}\nfamily = \"categorical\"\n", npy), {0, 2}),
                     Catch::Matchers::Contains("family categorical counts the classes of every row's label"));
+  CHECK_THROWS_WITH(build_share("mlp", fmt::format("data = {}\n", npy), {1, 2}),
+                    Catch::Matchers::Contains("family categorical counts the classes of every row's label"));
+  CHECK_NOTHROW(build_share("mlp", fmt::format("data = {}\n", npy), {}));
   CHECK_THROWS_WITH(build_share("logistic", "n = 10\ntest_size = 8\n", {0, 3}),
                     Catch::Matchers::Contains("2 training rows cannot be shared by 3 ranks"));
 }
