@@ -175,14 +175,24 @@ void materialise(LabelledRows& rows) {
   rows.mapped.reset();
 }
 
-LabelledRows read_csr_rows(const std::string& folder, std::size_t declared_features, npy::RowRange range) {
+namespace {
+
+/// A .csr folder whose arrays' headers were checked against shape.npy (and model.features)
+/// before any of them is read.
+struct CsrFolder {
+  std::string folder;
+  CsrFiles file;
+  std::size_t rows = 0, columns = 0, features = 0;  // features: shape[1], or the declared count
+  std::int64_t nonzeros = 0;
+};
+
+CsrFolder open_csr(const std::string& folder, std::size_t declared_features) {
   if (!fs::is_directory(folder))
     throw sgmcmc::Error(fmt::format("{}: not a folder; a .csr data set is a folder of indptr.npy, indices.npy, data.npy, "
                                     "shape.npy and labels.npy",
                                     folder));
   const CsrFiles file{folder};
   const auto [total_rows, columns] = csr_shape(file);
-  // Every array's length is checked against shape.npy before any is mapped.
   const auto indptr_header = npy::read_header(file("indptr")), labels_header = npy::read_header(file("labels"));
   const auto indices_header = npy::read_header(file("indices")), data_header = npy::read_header(file("data"));
   require_vector(indptr_header, false, file("indptr"));
@@ -199,56 +209,161 @@ LabelledRows read_csr_rows(const std::string& folder, std::size_t declared_featu
   if (declared_features && columns > declared_features)
     throw sgmcmc::Error(fmt::format("{}: {} features, beyond the declared model.features = {}", file("shape"), columns,
                                     declared_features));
-  if (range.first > total_rows)
-    throw sgmcmc::Error(fmt::format("{}: rows from {} asked for, but it has {}", folder, range.first, total_rows));
-  const std::size_t count = std::min(range.count, total_rows - range.first);
+  return {folder, file, total_rows, columns, declared_features ? declared_features : columns,
+          static_cast<std::int64_t>(data_header.rows())};
+}
+
+/// Row `row`'s label and its values k ∈ [from, to) of indices/data (column_at(k), value_at(k))
+/// appended to `rows` as a dense row, each checked: a column in range and increasing along the
+/// row, every value finite.
+template <class ColumnAt, class ValueAt>
+void append_csr_row(const CsrFolder& csr, std::size_t row, double label, std::int64_t from, std::int64_t to,
+                    ColumnAt column_at, ValueAt value_at, LabelledRows& rows) {
+  require_finite(label, csr.file("labels"), fmt::format("labels[{}]", row));
+  rows.y.push_back(label);
+  const std::size_t first = rows.x.size();
+  rows.x.resize(first + rows.features, 0.0);
+  std::int64_t previous = -1;
+  for (std::int64_t k = from; k < to; ++k) {
+    const std::int64_t column = column_at(k);
+    if (column < 0 || static_cast<std::size_t>(column) >= csr.columns)
+      throw sgmcmc::Error(fmt::format("{}: indices[{}] = {} (row {}); expected a column in 0..{} ({} says {} features)",
+                                      csr.file("indices"), k, column, row, csr.columns == 0 ? 0 : csr.columns - 1,
+                                      csr.file("shape"), csr.columns));
+    if (column <= previous)
+      throw sgmcmc::Error(fmt::format("{}: indices[{}] = {} after {} in row {}; columns must increase along a row (scipy: "
+                                      "m.sum_duplicates(); m.sort_indices())",
+                                      csr.file("indices"), k, column, previous, row));
+    previous = column;
+    const double value = value_at(k);
+    require_finite(value, csr.file("data"), fmt::format("data[{}]", k));
+    rows.x[first + static_cast<std::size_t>(column)] = value;
+  }
+}
+
+LabelledRows empty_csr_rows(const CsrFolder& csr, std::size_t count) {
+  LabelledRows rows;
+  rows.sparse = true;
+  rows.features = csr.features;
+  sgmcmc::allocate(rows.x, count, rows.features, fmt::format("{}: {} rows × {} features", csr.folder, count, rows.features));
+  rows.x.clear();  // reserved: filled row by row
+  rows.y.reserve(count);
+  return rows;
+}
+
+/// Elements of a 1-D .npy array read with pread, not mapped, as double (indices and offsets below
+/// 2⁵³ are exact): a rank's held-out rows, scattered over pages the rank does not otherwise hold,
+/// are read without mapping those pages into its memory.
+class ReadAt {
+public:
+  explicit ReadAt(std::string path) : path_(std::move(path)), header_(npy::read_header(path_)) {
+    descriptor_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (descriptor_ < 0) throw sgmcmc::Error(fmt::format("{}: cannot open ({})", path_, std::strerror(errno)));
+  }
+  ~ReadAt() { ::close(descriptor_); }
+  ReadAt(const ReadAt&) = delete;
+  ReadAt& operator=(const ReadAt&) = delete;
+
+  /// Elements [first, first + count) into `out`.
+  void read(std::size_t first, std::size_t count, std::vector<double>& out) {
+    const std::size_t width = npy::item_size(header_.dtype);
+    bytes_.resize(count * width);
+    const auto at = static_cast<off_t>(header_.data_offset + first * width);
+    if (first + count > header_.rows() ||
+        (count && ::pread(descriptor_, bytes_.data(), bytes_.size(), at) != static_cast<ssize_t>(bytes_.size())))
+      throw sgmcmc::Error(fmt::format("{}: cannot read entries {} to {} of its {}", path_, first, first + count, header_.rows()));
+    out.resize(count);
+    for (std::size_t k = 0; k < count; ++k) out[k] = decode(bytes_.data() + k * width);
+  }
+  double at(std::size_t i) {
+    read(i, 1, one_);
+    return one_[0];
+  }
+
+private:
+  double decode(const std::byte* at) const {
+    switch (header_.dtype) {
+      case npy::Dtype::float64: return load<double>(at);
+      case npy::Dtype::float32: return load<float>(at);
+      case npy::Dtype::int64: return static_cast<double>(load<std::int64_t>(at));
+      case npy::Dtype::int32: return load<std::int32_t>(at);
+    }
+    return 0.0;
+  }
+  template <class T>
+  static T load(const std::byte* at) {
+    T value;
+    std::memcpy(&value, at, sizeof(T));
+    return value;
+  }
+  std::string path_;
+  npy::Header header_;
+  int descriptor_ = -1;
+  std::vector<std::byte> bytes_;
+  std::vector<double> one_;
+};
+
+}  // namespace
+
+LabelledRows read_csr_rows(const std::string& folder, std::size_t declared_features, npy::RowRange range) {
+  const CsrFolder csr = open_csr(folder, declared_features);
+  const CsrFiles& file = csr.file;
+  if (range.first > csr.rows)
+    throw sgmcmc::Error(fmt::format("{}: rows from {} asked for, but it has {}", folder, range.first, csr.rows));
+  const std::size_t count = std::min(range.count, csr.rows - range.first);
 
   const npy::MappedArray indptr(file("indptr"), {range.first, count + 1}), labels(file("labels"), {range.first, count});
-  const std::int64_t nonzeros = static_cast<std::int64_t>(data_header.rows());
   const std::int64_t begin = indptr.integer(0), end = indptr.integer(count);
   if (range.first == 0 && begin != 0)
     throw sgmcmc::Error(fmt::format("{}: indptr[0] = {}; expected 0", file("indptr"), begin));
-  if (range.first + count == total_rows && end != nonzeros)
+  if (range.first + count == csr.rows && end != csr.nonzeros)
     throw sgmcmc::Error(fmt::format("{}: indptr[{}] = {}, but {} has {} values: expected them equal", file("indptr"),
-                                    total_rows, end, file("data"), nonzeros));
-  if (begin < 0 || end < begin || end > nonzeros)
+                                    csr.rows, end, file("data"), csr.nonzeros));
+  if (begin < 0 || end < begin || end > csr.nonzeros)
     throw sgmcmc::Error(fmt::format("{}: indptr[{}] = {} and indptr[{}] = {}; expected 0 ≤ the first ≤ the second ≤ {} (the "
                                     "values in {})",
-                                    file("indptr"), range.first, begin, range.first + count, end, nonzeros, file("data")));
-  const npy::RowRange values_range{static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)};
-  const npy::MappedArray indices(file("indices"), values_range), data(file("data"), values_range);
+                                    file("indptr"), range.first, begin, range.first + count, end, csr.nonzeros, file("data")));
+  const npy::MappedArray indices(file("indices"), {static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)});
+  const npy::MappedArray data(file("data"), {static_cast<std::size_t>(begin), static_cast<std::size_t>(end - begin)});
 
-  LabelledRows rows;
-  rows.sparse = true;
-  rows.features = declared_features ? declared_features : columns;
-  rows.y.resize(count);
-  sgmcmc::allocate(rows.x, count, rows.features, fmt::format("{}: {} rows × {} features", folder, count, rows.features));
+  LabelledRows rows = empty_csr_rows(csr, count);
   for (std::size_t r = 0; r < count; ++r) {
     const std::size_t row = range.first + r;
-    rows.y[r] = element(labels, r);
-    require_finite(rows.y[r], file("labels"), fmt::format("labels[{}]", row));
     const std::int64_t from = indptr.integer(r), to = indptr.integer(r + 1);
     if (to < from || to > end)
       throw sgmcmc::Error(fmt::format("{}: indptr[{}] = {} after indptr[{}] = {}; expected a non-decreasing sequence ending at {}",
                                       file("indptr"), row + 1, to, row, from, end));
-    std::int64_t previous = -1;
-    for (std::int64_t k = from; k < to; ++k) {
-      const auto at = static_cast<std::size_t>(k - begin);
-      const std::int64_t column = indices.integer(at);
-      if (column < 0 || static_cast<std::size_t>(column) >= columns)
-        throw sgmcmc::Error(fmt::format("{}: indices[{}] = {} (row {}); expected a column in 0..{} ({} says {} features)",
-                                        file("indices"), k, column, row, columns == 0 ? 0 : columns - 1, file("shape"), columns));
-      if (column <= previous)
-        throw sgmcmc::Error(fmt::format("{}: indices[{}] = {} after {} in row {}; columns must increase along a row (scipy: "
-                                        "m.sum_duplicates(); m.sort_indices())",
-                                        file("indices"), k, column, previous, row));
-      previous = column;
-      const double value = element(data, at);
-      require_finite(value, file("data"), fmt::format("data[{}]", k));
-      rows.x[r * rows.features + static_cast<std::size_t>(column)] = value;
-    }
+    append_csr_row(
+        csr, row, element(labels, r), from, to, [&](std::int64_t k) { return indices.integer(static_cast<std::size_t>(k - begin)); },
+        [&](std::int64_t k) { return element(data, static_cast<std::size_t>(k - begin)); }, rows);
   }
   return rows;
+}
+
+LabelledRows read_csr_rows_at(const std::string& folder, std::size_t declared_features, std::span<const std::size_t> which) {
+  const CsrFolder csr = open_csr(folder, declared_features);
+  ReadAt indptr(csr.file("indptr")), labels(csr.file("labels")), indices(csr.file("indices")), data(csr.file("data"));
+  LabelledRows rows = empty_csr_rows(csr, which.size());
+  std::vector<double> bounds, columns, values;
+  for (const std::size_t row : which) {
+    if (row >= csr.rows) throw sgmcmc::Error(fmt::format("{}: row {} asked for, but it has {}", folder, row, csr.rows));
+    indptr.read(row, 2, bounds);
+    const auto from = static_cast<std::int64_t>(bounds[0]), to = static_cast<std::int64_t>(bounds[1]);
+    if (from < 0 || to < from || to > csr.nonzeros)
+      throw sgmcmc::Error(fmt::format("{}: indptr[{}] = {} and indptr[{}] = {}; expected 0 ≤ the first ≤ the second ≤ {} (the "
+                                      "values in {})",
+                                      csr.file("indptr"), row, from, row + 1, to, csr.nonzeros, csr.file("data")));
+    indices.read(static_cast<std::size_t>(from), static_cast<std::size_t>(to - from), columns);
+    data.read(static_cast<std::size_t>(from), static_cast<std::size_t>(to - from), values);
+    append_csr_row(
+        csr, row, labels.at(row), from, to, [&](std::int64_t k) { return static_cast<std::int64_t>(columns[k - from]); },
+        [&](std::int64_t k) { return values[static_cast<std::size_t>(k - from)]; }, rows);
+  }
+  return rows;
+}
+
+std::size_t binary_row_count(const std::string& path) {
+  return binary_layout(path) == BinaryLayout::sparse_csr ? open_csr(path, 0).rows : npy::read_header(path).rows();
 }
 
 void append_dense_rows(const LabelledRows& rows, npy::Writer& out) {

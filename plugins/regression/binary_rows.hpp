@@ -44,6 +44,14 @@ LabelledRows read_npy_rows(const std::string& path, std::size_t declared_feature
 /// shape[1], or `declared_features` when given (refused when shape[1] exceeds it).
 LabelledRows read_csr_rows(const std::string& folder, std::size_t declared_features, npy::RowRange range = {});
 
+/// The rows `rows` of a .csr folder, in that order, densified as read_csr_rows does, their
+/// entries read with pread (not mapped): read_npy_rows_at's counterpart, for a data-parallel rank's
+/// held-out rows.
+LabelledRows read_csr_rows_at(const std::string& folder, std::size_t declared_features, std::span<const std::size_t> rows);
+
+/// The rows of a binary data file (a .npy file or a .csr folder), from its headers alone.
+std::size_t binary_row_count(const std::string& path);
+
 /// `rows` appended to a dense .npy being written as (label, features) rows: `sgmcmc convert`
 /// writes a large file a block of rows at a time.
 void append_dense_rows(const LabelledRows& rows, npy::Writer& out);

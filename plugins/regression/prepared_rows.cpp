@@ -28,34 +28,38 @@ std::vector<std::size_t> subsample(SectionReader settings, const std::vector<std
   return chosen;
 }
 
-/// run.data_parallel's part of a .npy file, known by its header alone: the rank maps only its
-/// block's rows once the split into training and held-out rows is known.
+/// run.data_parallel's part of a binary file (.npy or .csr), known by its headers alone: the rank
+/// maps only its block's rows once the split into training and held-out rows is known.
 struct MappedLater {
   std::string path;
+  BinaryLayout layout;
   std::size_t rows = 0;
 };
 
 /// The rank's share (context.rows) of the training rows `prepared.train`: their block of the
 /// global numbering, the same on every rank whatever the source, so the law is the one-process
-/// law. A text, .csr or simulated source was read whole (parsing or simulating needs every row
-/// before it: the peak is the whole set), and the model copies only the block; a .npy file is
-/// mapped from the block's first row to its last (held-out rows between them are mapped, not kept)
-/// and its held-out rows read one by one, so that the rank never touches the other ranks' pages.
-void keep_share(Prepared& prepared, sgmcmc::RowShare share, const std::optional<MappedLater>& npy_file,
+/// law. A text or simulated source was read whole (parsing or simulating needs every row before
+/// it: the peak is the whole set), and the model copies only the block; a binary file (.npy or
+/// .csr) is mapped from the block's first row to its last (held-out rows between them are mapped,
+/// not kept) and its held-out rows read one by one, so that the rank never maps the other ranks' pages.
+void keep_share(Prepared& prepared, sgmcmc::RowShare share, const std::optional<MappedLater>& binary_file,
                 std::size_t declared, LabelCoding coding) {
   std::vector<std::size_t> mine = sgmcmc::share_of(prepared.train, share);
-  if (npy_file) {
+  if (binary_file) {
+    const std::string& path = binary_file->path;
+    const bool dense = binary_file->layout == BinaryLayout::dense_npy;
     const std::size_t low = mine.front(), high = mine.back() + 1;  // train is in file order
     if (!prepared.test_from_file && !prepared.test.empty()) {
-      prepared.test_file = read_npy_rows_at(npy_file->path, declared, prepared.test);
-      if (coding != LabelCoding::as_read) map_labels(prepared.test_file.y, {}, coding, npy_file->path);
+      prepared.test_file = dense ? read_npy_rows_at(path, declared, prepared.test)
+                                 : read_csr_rows_at(path, declared, prepared.test);
+      if (coding != LabelCoding::as_read) map_labels(prepared.test_file.y, {}, coding, path);
       prepared.test = sgmcmc::index_range(prepared.test.size());
       prepared.test_from_file = true;
-      prepared.test_file_name = npy_file->path + " (its held-out rows)";
+      prepared.test_file_name = path + " (its held-out rows)";
     }
-    prepared.data = map_npy_rows(npy_file->path, declared, {low, high - low});
-    sgmcmc::note_rows_read(npy_file->path, high - low, false);
-    if (coding != LabelCoding::as_read) map_labels(prepared.data.y, {}, coding, npy_file->path);
+    prepared.data = dense ? map_npy_rows(path, declared, {low, high - low}) : read_csr_rows(path, declared, {low, high - low});
+    sgmcmc::note_rows_read(path, high - low, false);
+    if (coding != LabelCoding::as_read) map_labels(prepared.data.y, {}, coding, path);
     for (auto& row : mine) row -= low;
   }
   prepared.train = std::move(mine);
@@ -75,7 +79,7 @@ Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const 
                       .prefetch = static_cast<std::size_t>(settings.integer_at_least("prefetch", 8, 0))};
 
   LabelledRows& data = prepared.data;
-  std::optional<MappedLater> npy_file;
+  std::optional<MappedLater> binary_file;
   if (auto path = sgmcmc::file_setting(settings, "data")) {
     if (settings.contains("n"))
       throw sgmcmc::Error(fmt::format("{}: sets the size of simulated data; with model.data the rows come from the file",
@@ -83,12 +87,12 @@ Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const 
     if (from_prior)
       throw sgmcmc::Error(fmt::format("{}: simulates data from a prior draw; with model.data the rows come from the file",
                                       settings.describe("simulate_from_prior")));
-    if (!context.rows.whole() && binary_layout(*path) == BinaryLayout::dense_npy) {
+    if (const auto layout = binary_layout(*path); !context.rows.whole() && layout != BinaryLayout::none) {
       if (coding == LabelCoding::automatic)
         throw sgmcmc::Error(fmt::format("{}: auto tells the coding from every row's label, and a rank of a data-parallel "
                                         "run reads only its rows of {}; set 0/1, 1/2 or -1/+1",
                                         settings.describe("labels"), *path));
-      npy_file = MappedLater{*path, npy::read_header(*path).rows()};
+      binary_file = MappedLater{*path, layout, binary_row_count(*path)};
     } else {
       data = read_labelled_rows(*path, format, coding, declared);
     }
@@ -97,7 +101,7 @@ Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const 
     data = std::move(simulation.data);
     prepared.beta_star = std::move(simulation.beta_star);
   }
-  const std::size_t rows = npy_file ? npy_file->rows : data.y.size();
+  const std::size_t rows = binary_file ? binary_file->rows : data.y.size();
 
   std::vector<std::size_t> train_rows;
   if (auto path = sgmcmc::file_setting(settings, "test_data")) {
@@ -109,14 +113,14 @@ Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const 
     prepared.test = sgmcmc::index_range(prepared.test_file.y.size());
     train_rows = sgmcmc::index_range(rows);
   } else {
-    if (rows == 0) throw sgmcmc::Error(fmt::format("{}: no data rows", npy_file ? npy_file->path : "model.data"));
+    if (rows == 0) throw sgmcmc::Error(fmt::format("{}: no data rows", binary_file ? binary_file->path : "model.data"));
     auto split = sgmcmc::split_rows(rows, sgmcmc::row_count(settings, "test_size", 0.1, rows, 0, rows - 1), rng);
     prepared.test = std::move(split.chosen);
     train_rows = std::move(split.rest);
   }
   prepared.train = subsample(settings, train_rows, rng);
   prepared.all_train = prepared.train.size();
-  if (!context.rows.whole()) keep_share(prepared, context.rows, npy_file, declared, coding);
+  if (!context.rows.whole()) keep_share(prepared, context.rows, binary_file, declared, coding);
   if (auto path = sgmcmc::file_setting(settings, "test_data")) {  // checked once the data's features are known
     LabelledRows& test = prepared.test_file;
     if (test.sparse && test.features < data.features) widen(test, data.features);
@@ -131,10 +135,10 @@ Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const 
 void refuse_counting_classes_of_a_share(const sgmcmc::ModelContext& context, bool classes_given) {
   SectionReader settings = context.settings;
   if (classes_given || context.rows.whole() || !settings.contains("data") ||
-      binary_layout(settings.text("data", "")) != BinaryLayout::dense_npy)
+      binary_layout(settings.text("data", "")) == BinaryLayout::none)
     return;
   throw sgmcmc::Error(fmt::format("{}: family categorical counts the classes of every row's label, and a rank of a "
-                                  "data-parallel run maps only its rows of a .npy file; set model.classes",
+                                  "data-parallel run maps only its rows of a binary file; set model.classes",
                                   settings.describe("data")));
 }
 

@@ -44,7 +44,7 @@ using Simulator = std::function<Simulation(std::size_t declared_features, bool f
 Prepared prepare(const sgmcmc::ModelContext& context, LabelCoding coding, const Simulator& simulate);
 
 /// A categorical family that counts its classes from every row's label (model.classes unset)
-/// cannot on a rank of a data-parallel run that maps only its rows of a .npy file: refused there,
+/// cannot on a rank of a data-parallel run that maps only its rows of a binary file: refused there,
 /// naming model.data, before anything is read.
 void refuse_counting_classes_of_a_share(const sgmcmc::ModelContext& context, bool classes_given);
 

@@ -3,7 +3,8 @@
 // data terms on those rows are the whole model's on the same global items, bit for bit (the same
 // rows in the same order through the same kernels), and its held-out rows are the whole model's.
 // For logistic, glm, gaussian and mlp, on simulated data, on a CSV file (read whole, then the block
-// kept) and on a .npy file (only the block's rows mapped, the held-out rows read one by one); for
+// kept) and on a .npy file or .csr folder (only the block's rows mapped, the held-out rows read one
+// by one); for
 // pmf's ratings and lda's documents, simulated (read or simulated whole, then the block kept).
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -47,18 +48,51 @@ std::string write_csv(const test::TempDir& dir, const std::vector<double>& value
   return dir.write("rows.csv", text).string();
 }
 
-/// NumPy's .npy, version 1.0, float64 (NEP 1), written here so that the test needs no converter.
-std::string write_npy(const test::TempDir& dir, const std::vector<double>& values) {
-  std::string header = fmt::format("{{'descr': '<f8', 'fortran_order': False, 'shape': ({}, 4), }}", values.size() / 4);
+/// NumPy's .npy, version 1.0 (NEP 1), of `values` (NumPy's dtype `descr`, the shape as NumPy
+/// writes it), written here so that the test needs no converter.
+template <class T>
+void write_npy_array(const std::filesystem::path& path, const char* descr, const std::string& shape,
+                     const std::vector<T>& values) {
+  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': {}, }}", descr, shape);
   header += std::string((64 - (10 + header.size() + 1) % 64) % 64, ' ') + "\n";
-  const auto path = dir.path() / "rows.npy";
   std::ofstream out(path, std::ios::binary);
   out.write("\x93NUMPY\x01\x00", 8);
   const char length[2] = {static_cast<char>(header.size() & 0xff), static_cast<char>(header.size() >> 8)};
   out.write(length, 2);
   out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(double)));
+  out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(T)));
+}
+
+/// The rows as one float64 .npy of rows × (label, features).
+std::string write_npy(const test::TempDir& dir, const std::vector<double>& values) {
+  const auto path = dir.path() / "rows.npy";
+  write_npy_array(path, "<f8", fmt::format("({}, 4)", values.size() / 4), values);
   return path.string();
+}
+
+/// The rows as a .csr folder (scipy's CSR arrays, zeros left out: the first row's x_3 = 0).
+std::string write_csr(const test::TempDir& dir, const std::vector<double>& values) {
+  const auto folder = dir.path() / "rows.csr";
+  std::filesystem::create_directories(folder);
+  std::vector<std::int64_t> indptr{0};
+  std::vector<std::int32_t> indices;
+  std::vector<double> data, labels;
+  for (std::size_t k = 0; k < values.size(); k += 4) {
+    labels.push_back(values[k]);
+    for (std::int32_t j = 0; j < 3; ++j)
+      if (values[k + 1 + static_cast<std::size_t>(j)] != 0.0) {
+        indices.push_back(j);
+        data.push_back(values[k + 1 + static_cast<std::size_t>(j)]);
+      }
+    indptr.push_back(static_cast<std::int64_t>(data.size()));
+  }
+  const auto one_dimension = [](std::size_t n) { return fmt::format("({},)", n); };
+  write_npy_array(folder / "indptr.npy", "<i8", one_dimension(indptr.size()), indptr);
+  write_npy_array(folder / "indices.npy", "<i4", one_dimension(indices.size()), indices);
+  write_npy_array(folder / "data.npy", "<f8", one_dimension(data.size()), data);
+  write_npy_array(folder / "labels.npy", "<f8", one_dimension(labels.size()), labels);
+  write_npy_array(folder / "shape.npy", "<i8", one_dimension(2), std::vector<std::int64_t>{static_cast<std::int64_t>(labels.size()), 3});
+  return folder.string();
 }
 
 double data_potential(const sgmcmc::Model& model, std::span<const double> theta, const std::vector<std::size_t>& items) {
@@ -131,6 +165,7 @@ TEST_CASE("row shares: logistic holds its block of simulated, CSV and .npy rows,
   check_shares("logistic", fmt::format("data = {}\ntest_size = 12\nlabels = \"0/1\"\n", test::quoted(write_npy(dir, values))));
   check_shares("logistic", fmt::format("data = {}\ntest_size = 12\nlabels = \"0/1\"\nsubsample = 30\nstorage = \"float\"\n",
                                        test::quoted(write_npy(dir, values))));
+  check_shares("logistic", fmt::format("data = {}\ntest_size = 12\nlabels = \"0/1\"\n", test::quoted(write_csr(dir, values))));
 }
 
 TEST_CASE("row shares: glm (categorical too) and gaussian hold their block of the training rows") {
@@ -154,6 +189,7 @@ TEST_CASE("row shares: mlp holds its block of simulated, CSV and .npy rows") {
                                   test::quoted(write_npy(dir, values))));
   check_shares("mlp", fmt::format("layers = [3]\nfamily = \"bernoulli\"\nlabels = \"0/1\"\ndata = {}\ntest_size = 12\n",
                                   test::quoted(write_npy(dir, values))));
+  check_shares("mlp", fmt::format("layers = [3]\ndata = {}\ntest_size = 12\nclasses = 2\n", test::quoted(write_csr(dir, values))));
 }
 
 TEST_CASE("row shares: pmf holds its block of the training ratings, lda its block of the training documents") {
@@ -164,9 +200,14 @@ TEST_CASE("row shares: pmf holds its block of the training ratings, lda its bloc
   check_shares("lda", "topics = 3\ndocs = 40\nwords = 15\ndoc_length = 8\ntest_docs = 5\n");
 }
 
-TEST_CASE("row shares: a .npy file with labels = auto or uncounted classes, and fewer training rows than parts are refused") {
+TEST_CASE("row shares: a binary file with labels = auto or uncounted classes, and fewer training rows than parts are refused") {
   test::TempDir dir;
-  const auto npy = test::quoted(write_npy(dir, rows_of_60()));
+  const auto npy = test::quoted(write_npy(dir, rows_of_60())), csr = test::quoted(write_csr(dir, rows_of_60()));
+  CHECK_THROWS_WITH(build_share("logistic", fmt::format("data = {}\n", csr), {1, 2}),
+                    Catch::Matchers::Contains("auto tells the coding from every row's label"));
+  CHECK_THROWS_WITH(build_share("glm", fmt::format("data = {}\nfamily = \"categorical\"\n", csr), {0, 2}),
+                    Catch::Matchers::Contains("family categorical counts the classes of every row's label"));
+  CHECK_NOTHROW(build_share("glm", fmt::format("data = {}\nfamily = \"categorical\"\n", csr), {}));
   CHECK_THROWS_WITH(build_share("logistic", fmt::format("data = {}\n", npy), {1, 2}),
                     Catch::Matchers::Contains("auto tells the coding from every row's label"));
   CHECK_NOTHROW(build_share("logistic", fmt::format("data = {}\n", npy), {}));  // one process reads every label
