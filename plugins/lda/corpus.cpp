@@ -3,12 +3,15 @@
 #include <charconv>
 #include <cstdint>
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <vector>
 #include <fmt/format.h>
+
+#include "../regression/npy.hpp"
 
 import sgmcmc.sdk;
 
@@ -57,9 +60,93 @@ std::int64_t body_field(std::string_view text, const char* what, std::int64_t lo
   return value;
 }
 
+// Every token is held as a word id in the training set, and a document's tokens are listed again
+// with a topic each while the Gibbs step sweeps it: 12 bytes a token. A count no memory can hold
+// is refused where it is read (`where`), before anything of that size is allocated.
+constexpr std::size_t bytes_per_token = 3 * sizeof(std::uint32_t);
+
+void require_token_budget(std::size_t tokens, std::uint64_t count, const std::string& where) {
+  const std::size_t token_budget = sgmcmc::memory_budget_bytes() / bytes_per_token;
+  if (token_budget != 0 && tokens > token_budget)
+    throw sgmcmc::Error(fmt::format("{}: count {} brings the corpus to {} tokens, which need {:.3g} GB ({} bytes a "
+                                    "token), more than {}",
+                                    where, count, tokens, static_cast<double>(tokens) * bytes_per_token / 1e9,
+                                    bytes_per_token, sgmcmc::memory_budget_description()));
+}
+
+/// Declared documents ids from..to-1 have no word: counted, and the first few kept for the note.
+void note_empty(Corpus& corpus, std::size_t from, std::size_t to) {
+  corpus.empty_documents += to - from;
+  for (std::size_t id = from; id < to && corpus.first_empty_ids.size() < 5; ++id) corpus.first_empty_ids.push_back(id);
+}
+
+/// `sgmcmc convert --docword`'s layout (corpus.hpp): documents × words counts as a CSR folder.
+Corpus read_bag_of_words_csr(const std::string& folder) {
+  namespace npy = regression::npy;
+  if (!std::filesystem::is_directory(folder))
+    throw sgmcmc::Error(fmt::format("{}: not a folder; a .csr corpus is a folder of indptr.npy, indices.npy, data.npy and "
+                                    "shape.npy (sgmcmc convert --docword)",
+                                    folder));
+  const auto file = [&](const char* name) { return (std::filesystem::path(folder) / (std::string(name) + ".npy")).string(); };
+  const auto integers = [&](const char* name, std::size_t entries, const char* what) {
+    npy::MappedArray array(file(name));
+    if (array.dimensions() != 1 || (array.dtype() != npy::Dtype::int64 && array.dtype() != npy::Dtype::int32))
+      throw sgmcmc::Error(fmt::format("{}: a {}-D '{}' array; expected a 1-D array of '<i8' or '<i4' whole numbers ({})",
+                                      file(name), array.dimensions(), npy::descr(array.dtype()), what));
+    if (entries != SIZE_MAX && array.rows() != entries)
+      throw sgmcmc::Error(fmt::format("{}: {} entries; expected {} ({})", file(name), array.rows(), entries, what));
+    return array;
+  };
+  const auto shape = integers("shape", 2, "D documents, W words");
+  if (shape.integer(0) < 1 || shape.integer(1) < 1 || shape.integer(1) > static_cast<std::int64_t>(UINT32_MAX))
+    throw sgmcmc::Error(fmt::format("{}: ({}, {}); expected D ≥ 1 documents and 1 ≤ W ≤ {} words", file("shape"),
+                                    shape.integer(0), shape.integer(1), std::uint64_t{UINT32_MAX}));
+  const auto documents = static_cast<std::size_t>(shape.integer(0));
+  const auto words = static_cast<std::int64_t>(shape.integer(1));
+  const auto indptr = integers("indptr", documents + 1, "D + 1 offsets");
+  const auto indices = integers("indices", SIZE_MAX, "each count's word, 0-based");
+  const auto counts = integers("data", indices.rows(), "one count per word index");
+  const auto nonzeros = static_cast<std::int64_t>(indices.rows());
+  if (indptr.integer(0) != 0 || indptr.integer(documents) != nonzeros)
+    throw sgmcmc::Error(fmt::format("{}: from {} to {}; expected from 0 to {}, the entries of {}", file("indptr"),
+                                    indptr.integer(0), indptr.integer(documents), nonzeros, file("indices")));
+  Corpus corpus;
+  corpus.words = static_cast<std::size_t>(words);
+  std::size_t tokens = 0;
+  for (std::size_t d = 0; d < documents; ++d) {
+    const std::int64_t from = indptr.integer(d), to = indptr.integer(d + 1);
+    if (to < from || to > nonzeros)
+      throw sgmcmc::Error(fmt::format("{}: indptr[{}] = {} after indptr[{}] = {}; expected a non-decreasing sequence", file("indptr"),
+                                      d + 1, to, d, from));
+    if (from == to) {
+      note_empty(corpus, d + 1, d + 2);
+      continue;
+    }
+    std::vector<WordCount> document;
+    for (std::int64_t k = from; k < to; ++k) {
+      const std::int64_t word = indices.integer(static_cast<std::size_t>(k)), count = counts.integer(static_cast<std::size_t>(k));
+      if (word < 0 || word >= words || (!document.empty() && word <= static_cast<std::int64_t>(document.back().word)))
+        throw sgmcmc::Error(fmt::format("{}: indices[{}] = {} (document {}); expected a word in 0..{}, increasing along a "
+                                        "document",
+                                        file("indices"), k, word, d + 1, words - 1));
+      if (count < 1 || count > static_cast<std::int64_t>(UINT32_MAX))
+        throw sgmcmc::Error(fmt::format("{}: data[{}] = {}; expected a count in 1..{}", file("data"), k, count,
+                                        std::uint64_t{UINT32_MAX}));
+      tokens += static_cast<std::size_t>(count);
+      require_token_budget(tokens, static_cast<std::uint64_t>(count), fmt::format("{}: data[{}]", file("data"), k));
+      document.push_back({static_cast<std::uint32_t>(word), static_cast<std::uint32_t>(count)});
+    }
+    corpus.documents.push_back(std::move(document));
+    corpus.ids.push_back(d + 1);
+  }
+  if (corpus.documents.empty()) throw sgmcmc::Error(fmt::format("{}: no document has any word", folder));
+  return corpus;
+}
+
 }  // namespace
 
 Corpus read_bag_of_words(const std::string& path) {
+  if (regression::binary_layout(path) == regression::BinaryLayout::sparse_csr) return read_bag_of_words_csr(path);
   sgmcmc::TextLines in(path);
   std::string line;
   const std::size_t documents = header_count(in, line, "D, the number of documents");
@@ -68,11 +155,6 @@ Corpus read_bag_of_words(const std::string& path) {
     throw sgmcmc::Error(fmt::format("{}: W = {} words; at most {} word ids can be told apart", in.where(), words,
                                     std::uint64_t{UINT32_MAX}));
   const std::size_t declared_entries = header_count(in, line, "NNZ, the number of `docID wordID count` lines");
-  // Every token is held as a word id in the training set, and a document's tokens are listed again
-  // with a topic each while the Gibbs step sweeps it: 12 bytes a token. A count no memory can hold
-  // is refused on its line, before anything of that size is allocated.
-  constexpr std::size_t bytes_per_token = 3 * sizeof(std::uint32_t);
-  const std::size_t token_budget = sgmcmc::memory_budget_bytes() / bytes_per_token;
   struct Entry {
     std::size_t document;
     std::uint32_t word;
@@ -94,11 +176,7 @@ Corpus read_bag_of_words(const std::string& path) {
     const auto count = body_field(fields[2], "count", 1, INT64_MAX, in);
     if (count > UINT32_MAX) throw sgmcmc::Error(fmt::format("{}: count {} is too large", in.where(), count));
     tokens += static_cast<std::size_t>(count);
-    if (token_budget != 0 && tokens > token_budget)
-      throw sgmcmc::Error(fmt::format("{}: count {} brings the corpus to {} tokens, which need {:.3g} GB ({} bytes a "
-                                      "token), more than {}",
-                                      in.where(), count, tokens, static_cast<double>(tokens) * bytes_per_token / 1e9,
-                                      bytes_per_token, sgmcmc::memory_budget_description()));
+    require_token_budget(tokens, static_cast<std::uint64_t>(count), in.where());
     entries.push_back({static_cast<std::size_t>(doc), static_cast<std::uint32_t>(word - 1),
                        static_cast<std::uint32_t>(count), in.line_number()});
   }
@@ -114,13 +192,9 @@ Corpus read_bag_of_words(const std::string& path) {
   Corpus corpus;
   corpus.words = words;
   std::size_t previous_id = 0;  // ids between two listed documents are declared but empty
-  const auto note_empty = [&](std::size_t from, std::size_t to) {  // ids from..to-1
-    corpus.empty_documents += to - from;
-    for (std::size_t id = from; id < to && corpus.first_empty_ids.size() < 5; ++id) corpus.first_empty_ids.push_back(id);
-  };
   for (const Entry& entry : entries) {
     if (entry.document != previous_id) {
-      note_empty(previous_id + 1, entry.document);
+      note_empty(corpus, previous_id + 1, entry.document);
       corpus.documents.emplace_back();
       corpus.ids.push_back(entry.document);
       previous_id = entry.document;
@@ -135,9 +209,37 @@ Corpus read_bag_of_words(const std::string& path) {
       document.push_back({entry.word, entry.count});
     }
   }
-  note_empty(previous_id + 1, documents + 1);
+  note_empty(corpus, previous_id + 1, documents + 1);
   if (corpus.documents.empty()) throw sgmcmc::Error(fmt::format("{}: no document has any word", path));
   return corpus;
+}
+
+void write_bag_of_words_csr(const Corpus& corpus, const std::string& folder) {
+  namespace npy = regression::npy;
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  if (error) throw sgmcmc::Error(fmt::format("{}: cannot create the folder ({})", folder, error.message()));
+  const std::size_t documents = corpus.documents.size() + corpus.empty_documents;  // every declared id 1..D
+  std::vector<double> indptr{0.0}, indices, counts;
+  std::size_t next = 0;  // the next listed document
+  for (std::size_t id = 1; id <= documents; ++id) {
+    if (next < corpus.ids.size() && corpus.ids[next] == id) {
+      for (const auto& entry : corpus.documents[next]) {
+        indices.push_back(entry.word);
+        counts.push_back(entry.count);
+      }
+      ++next;
+    }
+    indptr.push_back(static_cast<double>(indices.size()));
+  }
+  const auto file = [&](const char* name) { return (std::filesystem::path(folder) / (std::string(name) + ".npy")).string(); };
+  const std::size_t pair[] = {2}, offsets[] = {indptr.size()}, entries[] = {indices.size()};
+  const double shape[] = {static_cast<double>(documents), static_cast<double>(corpus.words)};
+  npy::write(file("shape"), npy::Dtype::int64, pair, shape);
+  npy::write(file("indptr"), npy::Dtype::int64, offsets, indptr);
+  // scipy's own choice: 32-bit word indices while the vocabulary fits.
+  npy::write(file("indices"), corpus.words <= std::size_t{INT32_MAX} ? npy::Dtype::int32 : npy::Dtype::int64, entries, indices);
+  npy::write(file("data"), npy::Dtype::int64, entries, counts);
 }
 
 std::vector<std::size_t> most_frequent_words(const Corpus& corpus, std::size_t size) {

@@ -31,7 +31,18 @@ struct Corpus {
 /// nothing in the posterior) and counted in `empty_documents`. Memory grows with the file's
 /// lines, not with the header's D and W, so a header that declares far more than the file holds
 /// costs nothing.
+///
+/// A path naming a `.csr` folder is `sgmcmc convert --docword`'s binary layout of the same corpus,
+/// read by mapping it, without parsing: the D × W count matrix as scipy.sparse.csr_matrix holds it,
+/// in 1-D .npy arrays `shape` (D, W), `indptr` (D + 1 offsets; document id d + 1 is row d),
+/// `indices` (0-based word ids, increasing along a row) and `data` (the counts, ≥ 1), all '<i8' or
+/// '<i4'. It gives the Corpus the text gives, empty documents included; each refusal names the
+/// array and the entry.
 Corpus read_bag_of_words(const std::string& path);
+
+/// Writes `corpus` (as read_bag_of_words returns it, before any cut of its words) in that `.csr`
+/// layout, for `sgmcmc convert --docword`.
+void write_bag_of_words_csr(const Corpus& corpus, const std::string& folder);
 
 /// The file ids (1-based) of the `size` most frequent words of `corpus` (total count over all its
 /// documents, ties to the lower id; words that never occur follow in id order when fewer than

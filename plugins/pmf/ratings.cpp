@@ -86,7 +86,7 @@ RatingTriples read_triples_npy(const std::string& path, RatingRange range) {
 }  // namespace
 
 RatingTriples read_triples(const std::string& path, RatingRange range) {
-  if (path.ends_with(".npy")) return read_triples_npy(path, range);
+  if (regression::binary_layout(path) == regression::BinaryLayout::dense_npy) return read_triples_npy(path, range);
   sgmcmc::TextLines in(path);
   RatingTriples triples;
   bool header = false;

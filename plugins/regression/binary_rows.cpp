@@ -71,15 +71,6 @@ std::pair<std::size_t, std::size_t> csr_shape(const CsrFiles& file) {
 
 }  // namespace
 
-BinaryLayout binary_layout(const std::string& path) {
-  fs::path name(path);
-  if (!name.has_filename()) name = name.parent_path();  // "x.csr/", as a shell completes a folder
-  const std::string extension = name.extension().string();
-  if (extension == ".npy") return BinaryLayout::dense_npy;
-  if (extension == ".csr") return BinaryLayout::sparse_csr;
-  return BinaryLayout::none;
-}
-
 LabelledRows map_npy_rows(const std::string& path, std::size_t declared_features, npy::RowRange range) {
   auto array = std::make_shared<const npy::MappedArray>(path, range);
   if (!is_float(array->dtype()))

@@ -21,11 +21,6 @@
 
 namespace regression {
 
-enum class BinaryLayout { none, dense_npy, sparse_csr };
-
-/// The layout `path` names by its extension: ".npy", ".csr" (a folder), or none (a text file).
-BinaryLayout binary_layout(const std::string& path);
-
 /// Rows `range` of a dense .npy file, labels as read (unmapped), the features left in the map
 /// (LabelledRows::mapped) after one pass that checks every value finite. `declared_features` (0:
 /// none) must equal the file's feature count.

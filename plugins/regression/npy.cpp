@@ -10,6 +10,7 @@
 #include <charconv>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string_view>
@@ -19,6 +20,19 @@
 #include <fmt/ranges.h>
 
 import sgmcmc.sdk;
+
+namespace regression {
+
+BinaryLayout binary_layout(const std::string& path) {
+  std::filesystem::path name(path);
+  if (!name.has_filename()) name = name.parent_path();  // "x.csr/", as a shell completes a folder
+  const std::string extension = name.extension().string();
+  if (extension == ".npy") return BinaryLayout::dense_npy;
+  if (extension == ".csr") return BinaryLayout::sparse_csr;
+  return BinaryLayout::none;
+}
+
+}  // namespace regression
 
 namespace regression::npy {
 

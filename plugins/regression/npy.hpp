@@ -13,6 +13,19 @@
 #include <string>
 #include <vector>
 
+namespace regression {
+
+/// The binary layouts a data file's name picks: a dense `NAME.npy`, a sparse `NAME.csr/` folder of
+/// 1-D .npy arrays (scipy.sparse.csr_matrix's fields; regression rows in binary_rows.hpp, lda's
+/// documents in ../lda/corpus.hpp), or none (a text file).
+enum class BinaryLayout { none, dense_npy, sparse_csr };
+
+/// The layout `path` names by its extension: ".npy", ".csr" (a folder, with or without a trailing
+/// slash), or none.
+BinaryLayout binary_layout(const std::string& path);
+
+}  // namespace regression
+
 namespace regression::npy {
 
 enum class Dtype { float64, float32, int64, int32 };

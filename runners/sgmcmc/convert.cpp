@@ -1,7 +1,8 @@
 // `sgmcmc convert IN OUT`: a regression data set (CSV or LIBSVM, plain or gzip; or a binary one)
 // rewritten as a binary one that the plugins read without parsing (issue 45): a dense .npy file or
 // a sparse .csr folder, by OUT's name (plugins/regression/binary_rows.hpp gives both layouts).
-// With --ratings, pmf's triples (user item rating) as a .npy of rows × 3 (plugins/pmf/ratings.hpp).
+// With --ratings, pmf's triples (user item rating) as a .npy of rows × 3 (plugins/pmf/ratings.hpp);
+// with --docword, lda's UCI bag of words as a .csr folder of counts (plugins/lda/corpus.hpp).
 // The regression plugins' own reader reads IN, so a file converts exactly when a run accepts it,
 // and the labels are kept as read: model.labels maps them when the binary file is read. A dense
 // .npy is written a block of rows (some 32 MB of values) at a time, so a file larger than memory converts; it is
@@ -19,6 +20,7 @@
 
 #include "binary_rows.hpp"
 #include "commands.hpp"
+#include "corpus.hpp"
 #include "labelled_rows.hpp"
 #include "ratings.hpp"
 
@@ -31,7 +33,7 @@ namespace {
 struct ConvertOptions {
   std::string in, out, format = "auto", dtype = "float64";
   std::size_t features = 0;
-  bool replace = false, ratings = false;
+  bool replace = false, ratings = false, docword = false;
 };
 
 /// The rows of the data file `in` (any format read_labelled_rows reads; labels as read) written as
@@ -76,6 +78,21 @@ int convert_ratings(const ConvertOptions& options, regression::BinaryLayout layo
   return 0;
 }
 
+/// lda's corpus: every document and count as read (before any cut of the vocabulary, which a run
+/// makes), so that a run on the folder draws what the run on the text draws.
+int convert_docword(const ConvertOptions& options, regression::BinaryLayout layout) {
+  if (layout != regression::BinaryLayout::sparse_csr || options.dtype != "float64" || options.format != "auto" ||
+      options.features != 0)
+    throw sgmcmc::Error(fmt::format("convert --docword: {}: a corpus is written as a .csr folder of whole counts, without "
+                                    "--dtype, --format or --features",
+                                    options.out));
+  const auto corpus = lda::read_bag_of_words(options.in);
+  lda::write_bag_of_words_csr(corpus, options.out);
+  fmt::print(stderr, "sgmcmc: note: {}: {} documents ({} without words) × {} words, counts as CSR\n", options.out,
+             corpus.documents.size() + corpus.empty_documents, corpus.empty_documents, corpus.words);
+  return 0;
+}
+
 int convert(const ConvertOptions& options) {
   const auto layout = regression::binary_layout(options.out);
   if (layout == regression::BinaryLayout::none)
@@ -83,7 +100,10 @@ int convert(const ConvertOptions& options) {
                                     options.out));
   if (!options.replace && fs::exists(options.out))
     throw sgmcmc::Error(fmt::format("convert: {} exists; pass --replace to overwrite it", options.out));
+  if (options.ratings && options.docword)
+    throw sgmcmc::Error("convert: --ratings and --docword name two kinds of input; give one");
   if (options.ratings) return convert_ratings(options, layout);
+  if (options.docword) return convert_docword(options, layout);
   const auto dtype = options.dtype == "float32" ? regression::npy::Dtype::float32 : regression::npy::Dtype::float64;
   const auto format = regression::parse_file_format(options.format, "convert --format");
   const auto check = [&](const regression::LabelledRows& rows) {
@@ -132,5 +152,6 @@ Command add_convert_command(CLI::App& app) {
       ->check(CLI::IsMember({"float64", "float32"}));
   command->add_flag("--replace", options->replace, "overwrite OUT if it exists");
   command->add_flag("--ratings", options->ratings, "IN is pmf's ratings (user item rating per line); OUT a .npy");
+  command->add_flag("--docword", options->docword, "IN is lda's UCI bag of words (docword.NAME.txt); OUT a .csr folder");
   return {command, [options] { return convert(*options); }};
 }

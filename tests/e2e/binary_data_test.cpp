@@ -273,3 +273,66 @@ TEST_CASE("binary data: pmf ratings converted with --ratings draw what the run o
   CHECK(result.exit_code == 2);
   CHECK_THAT(result.output, Contains("ratings are written as one float64 .npy"));
 }
+
+TEST_CASE("binary data: an lda corpus converted with --docword draws what the run on the docword file draws; bad counts are refused") {
+  test::TempDir dir;
+  // 50 declared documents over 30 words, in UCI's layout: lines out of order, a (doc, word) pair on
+  // two lines (their counts add), and documents 7 and 50 without a line (declared, empty).
+  sgmcmc::Rng rng(17, 0);
+  std::string lines;
+  std::size_t entries = 0;
+  for (int doc = 50 - 1; doc >= 1; --doc) {
+    if (doc == 7) continue;
+    for (int word = 1; word <= 30; word += 1 + static_cast<int>(rng.index(4))) {
+      lines += fmt::format("{} {} {}\n", doc, word, 1 + rng.index(5));
+      ++entries;
+    }
+  }
+  lines += "3 1 2\n";
+  ++entries;
+  const auto docword = dir.write("docword.small.txt", fmt::format("50\n30\n{}\n{}", entries, lines));
+  const auto folder = dir.path() / "small.csr";
+  const auto converted = test::run_cli(fmt::format("convert --docword '{}' '{}'", docword.string(), folder.string()));
+  INFO(converted.output);
+  REQUIRE(converted.exit_code == 0);
+  CHECK_THAT(converted.output, Contains("50 documents (2 without words) × 30 words"));
+  check_same_draws(dir, "name = \"lda\"\ntopics = 3\n", docword, {folder});
+
+  // Refusals name the array and the entry: the run reads the folder as the text's reader would.
+  const auto lda_run = [&] {
+    fs::remove_all(dir.path() / "refused");
+    return test::run_cli(fmt::format("run --preset lda-sgld --set model.data='\"{}\"' --set model.test_docs=0 "
+                                     "--set estimator.batch_size=1 --set run.iterations=2 --set run.thin=1 --out '{}' --quiet",
+                                     folder.string(), (dir.path() / "refused").string()));
+  };
+  const auto lda_refusal = [&](const std::vector<std::string>& expected) {
+    const auto result = lda_run();
+    INFO(result.output);
+    CHECK(result.exit_code == 2);
+    for (const auto& text : expected) CHECK_THAT(result.output, Contains(text));
+  };
+  const auto write_counts = [&](const std::vector<std::int64_t>& counts) {
+    dir.write("small.csr/data.npy", vector_npy("<i8", counts.size(), raw(counts)));
+  };
+  dir.write("small.csr/shape.npy", vector_npy("<i8", 2, raw(std::vector<std::int64_t>{2, 4})));
+  dir.write("small.csr/indptr.npy", vector_npy("<i8", 3, raw(std::vector<std::int64_t>{0, 2, 3})));
+  dir.write("small.csr/indices.npy", vector_npy("<i4", 3, raw(std::vector<std::int32_t>{0, 3, 1})));
+  write_counts({1, 2, 1});
+  {  // this corpus runs: each refusal below is the reader's
+    const auto result = lda_run();
+    INFO(result.output);
+    REQUIRE(result.exit_code == 0);
+  }
+  write_counts({1, 0, 1});
+  lda_refusal({"small.csr/data.npy: data[1] = 0; expected a count in 1..4294967295"});
+  write_counts({1, 2, 1});
+  dir.write("small.csr/indices.npy", vector_npy("<i4", 3, raw(std::vector<std::int32_t>{3, 0, 1})));
+  lda_refusal({"small.csr/indices.npy: indices[1] = 0 (document 1)", "increasing along a document"});
+  dir.write("small.csr/indices.npy", vector_npy("<i4", 3, raw(std::vector<std::int32_t>{0, 3, 4})));
+  lda_refusal({"small.csr/indices.npy: indices[2] = 4 (document 2); expected a word in 0..3"});
+  dir.write("small.csr/data.npy", vector_npy("<f8", 3, raw(std::vector<double>{1.0, 2.0, 1.0})));
+  lda_refusal({"small.csr/data.npy: a 1-D '<f8' array; expected a 1-D array of '<i8' or '<i4' whole numbers"});
+  const auto result = test::run_cli(fmt::format("convert --docword '{}' '{}'", docword.string(), (dir.path() / "c.npy").string()));
+  CHECK(result.exit_code == 2);
+  CHECK_THAT(result.output, Contains("a corpus is written as a .csr folder"));
+}
