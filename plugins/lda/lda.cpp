@@ -405,7 +405,7 @@ sgmcmc::PluginInfo lda_info() {
           .description =
               "Latent Dirichlet allocation, K topics θ_kw ~ Gamma(β, 1) (expanded mean, π = θ/rowsum), document mixes "
               "~ Dirichlet(α) integrated out, topic assignments Gibbs-sampled inside the gradient (Baker et al. 2019, §5.3; "
-              "Patterson & Teh 2013). Keys: data (UCI docword file, .gz or plain), test_data (held-out documents, same "
+              "Patterson & Teh 2013). Keys: data (UCI docword file, .gz or plain, or its .csr from sgmcmc convert --docword), test_data (held-out documents, same "
               "format and word ids), test_docs (0.1: fraction, or an integer count), vocabulary_size (all: keep the most "
               "frequent words of data), max_docs (training documents kept, first by id), topics (20), alpha (0.1), beta (1), "
               "gibbs_sweeps (10), gibbs_burnin (5); simulated corpus (no data): docs (1000), words (500), true_topics "
