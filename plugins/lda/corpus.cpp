@@ -60,24 +60,37 @@ std::int64_t body_field(std::string_view text, const char* what, std::int64_t lo
   return value;
 }
 
-// Every token is held as a word id in the training set, and a document's tokens are listed again
-// with a topic each while the Gibbs step sweeps it: 12 bytes a token. A count no memory can hold
-// is refused where it is read (`where`), before anything of that size is allocated.
-constexpr std::size_t bytes_per_token = 3 * sizeof(std::uint32_t);
+/// The corpus's tokens as they are read. Every token is held as a word id in the training set, and
+/// a document's tokens are listed again with a topic each while the Gibbs step sweeps it: 12 bytes
+/// a token. A count no memory can hold is refused where it is read, before anything of that size
+/// is allocated.
+class TokenBudget {
+public:
+  /// Adds `count` tokens; beyond the memory budget, throws naming where() (called then only).
+  template <class Where>
+  void add(std::uint64_t count, Where where) {
+    tokens_ += count;
+    if (limit_ != 0 && tokens_ > limit_)
+      throw sgmcmc::Error(fmt::format("{}: count {} brings the corpus to {} tokens, which need {:.3g} GB ({} bytes a "
+                                      "token), more than {}",
+                                      where(), count, tokens_, static_cast<double>(tokens_) * bytes_per_token / 1e9,
+                                      bytes_per_token, sgmcmc::memory_budget_description()));
+  }
 
-void require_token_budget(std::size_t tokens, std::uint64_t count, const std::string& where) {
-  const std::size_t token_budget = sgmcmc::memory_budget_bytes() / bytes_per_token;
-  if (token_budget != 0 && tokens > token_budget)
-    throw sgmcmc::Error(fmt::format("{}: count {} brings the corpus to {} tokens, which need {:.3g} GB ({} bytes a "
-                                    "token), more than {}",
-                                    where, count, tokens, static_cast<double>(tokens) * bytes_per_token / 1e9,
-                                    bytes_per_token, sgmcmc::memory_budget_description()));
-}
+private:
+  static constexpr std::size_t bytes_per_token = 3 * sizeof(std::uint32_t);
+  std::size_t limit_ = sgmcmc::memory_budget_bytes() / bytes_per_token, tokens_ = 0;
+};
 
 /// Declared documents ids from..to-1 have no word: counted, and the first few kept for the note.
 void note_empty(Corpus& corpus, std::size_t from, std::size_t to) {
   corpus.empty_documents += to - from;
   for (std::size_t id = from; id < to && corpus.first_empty_ids.size() < 5; ++id) corpus.first_empty_ids.push_back(id);
+}
+
+/// The file of the 1-D array `name` of a .csr folder, which messages name.
+std::string array_path(const std::string& folder, const char* name) {
+  return (std::filesystem::path(folder) / (std::string(name) + ".npy")).string();
 }
 
 /// `sgmcmc convert --docword`'s layout (corpus.hpp): documents × words counts as a CSR folder.
@@ -87,7 +100,7 @@ Corpus read_bag_of_words_csr(const std::string& folder) {
     throw sgmcmc::Error(fmt::format("{}: not a folder; a .csr corpus is a folder of indptr.npy, indices.npy, data.npy and "
                                     "shape.npy (sgmcmc convert --docword)",
                                     folder));
-  const auto file = [&](const char* name) { return (std::filesystem::path(folder) / (std::string(name) + ".npy")).string(); };
+  const auto file = [&](const char* name) { return array_path(folder, name); };
   const auto integers = [&](const char* name, std::size_t entries, const char* what) {
     npy::MappedArray array(file(name));
     if (array.dimensions() != 1 || (array.dtype() != npy::Dtype::int64 && array.dtype() != npy::Dtype::int32))
@@ -112,7 +125,7 @@ Corpus read_bag_of_words_csr(const std::string& folder) {
                                     indptr.integer(0), indptr.integer(documents), nonzeros, file("indices")));
   Corpus corpus;
   corpus.words = static_cast<std::size_t>(words);
-  std::size_t tokens = 0;
+  TokenBudget tokens;
   for (std::size_t d = 0; d < documents; ++d) {
     const std::int64_t from = indptr.integer(d), to = indptr.integer(d + 1);
     if (to < from || to > nonzeros)
@@ -132,8 +145,7 @@ Corpus read_bag_of_words_csr(const std::string& folder) {
       if (count < 1 || count > static_cast<std::int64_t>(UINT32_MAX))
         throw sgmcmc::Error(fmt::format("{}: data[{}] = {}; expected a count in 1..{}", file("data"), k, count,
                                         std::uint64_t{UINT32_MAX}));
-      tokens += static_cast<std::size_t>(count);
-      require_token_budget(tokens, static_cast<std::uint64_t>(count), fmt::format("{}: data[{}]", file("data"), k));
+      tokens.add(static_cast<std::uint64_t>(count), [&] { return fmt::format("{}: data[{}]", file("data"), k); });
       document.push_back({static_cast<std::uint32_t>(word), static_cast<std::uint32_t>(count)});
     }
     corpus.documents.push_back(std::move(document));
@@ -162,7 +174,7 @@ Corpus read_bag_of_words(const std::string& path) {
     std::size_t line;
   };
   std::vector<Entry> entries;  // as many as the file has lines, whatever the header declares
-  std::size_t tokens = 0;
+  TokenBudget tokens;
   while (in.next(line)) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;  // a trailing blank line
     if (entries.size() == declared_entries)
@@ -175,8 +187,7 @@ Corpus read_bag_of_words(const std::string& path) {
     const auto word = body_field(fields[1], "word id", 1, static_cast<std::int64_t>(words), in);
     const auto count = body_field(fields[2], "count", 1, INT64_MAX, in);
     if (count > UINT32_MAX) throw sgmcmc::Error(fmt::format("{}: count {} is too large", in.where(), count));
-    tokens += static_cast<std::size_t>(count);
-    require_token_budget(tokens, static_cast<std::uint64_t>(count), in.where());
+    tokens.add(static_cast<std::uint64_t>(count), [&] { return in.where(); });
     entries.push_back({static_cast<std::size_t>(doc), static_cast<std::uint32_t>(word - 1),
                        static_cast<std::uint32_t>(count), in.line_number()});
   }
@@ -232,7 +243,7 @@ void write_bag_of_words_csr(const Corpus& corpus, const std::string& folder) {
     }
     indptr.push_back(static_cast<double>(indices.size()));
   }
-  const auto file = [&](const char* name) { return (std::filesystem::path(folder) / (std::string(name) + ".npy")).string(); };
+  const auto file = [&](const char* name) { return array_path(folder, name); };
   const std::size_t pair[] = {2}, offsets[] = {indptr.size()}, entries[] = {indices.size()};
   const double shape[] = {static_cast<double>(documents), static_cast<double>(corpus.words)};
   npy::write(file("shape"), npy::Dtype::int64, pair, shape);
