@@ -1,11 +1,13 @@
 // pmf's data (pmf_data.hpp).
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <fmt/format.h>
 
 #include "pmf_data.hpp"
+#include "../regression/npy.hpp"
 
 import sgmcmc.sdk;
 
@@ -15,39 +17,74 @@ namespace {
 using sgmcmc::Rng;
 using sgmcmc::SectionReader;
 
-/// Dense rows 0..n-1 for the distinct ids in `ids`, in increasing id order.
-std::map<std::int64_t, std::uint32_t> dense_rows(const std::vector<std::int64_t>& ids, std::span<const std::size_t> rows) {
-  std::map<std::int64_t, std::uint32_t> index;
-  for (std::size_t r : rows) index.emplace(ids[r], 0);
-  std::uint32_t next = 0;
-  for (auto& [id, row] : index) row = next++;
-  return index;
-}
+using RowIndex = std::map<std::int64_t, std::uint32_t>;  // an id → its dense row
 
-std::vector<std::int64_t> ids_of(const std::map<std::int64_t, std::uint32_t>& index) {
+/// What indexes the training ratings, from every one of them: the dense rows 0..n-1 of U and V for
+/// the distinct training ids in increasing id order, and r̄, their ratings summed in file order.
+struct TrainingIndex {
+  RowIndex users, items;
+  double rating_sum = 0.0;
+  std::size_t ratings = 0;
+  void add(std::int64_t user, std::int64_t item, double rating) {
+    users.emplace(user, 0);
+    items.emplace(item, 0);
+    rating_sum += rating;
+    ++ratings;
+  }
+};
+
+std::vector<std::int64_t> number_rows(RowIndex& index) {
   std::vector<std::int64_t> ids;
-  for (const auto& entry : index) ids.push_back(entry.first);
+  for (auto& [id, row] : index) {
+    row = static_cast<std::uint32_t>(ids.size());
+    ids.push_back(id);
+  }
   return ids;
 }
 
-std::uint32_t row_or_cold(const std::map<std::int64_t, std::uint32_t>& index, std::int64_t id) {
+std::uint32_t row_or_cold(const RowIndex& index, std::int64_t id) {
   const auto found = index.find(id);
   return found == index.end() ? cold : found->second;
 }
 
-Prepared index_ratings(const RatingTriples& data, std::span<const std::size_t> train_rows, const RatingTriples& test_data,
-                       std::span<const std::size_t> test_rows) {
-  const auto users = dense_rows(data.user, train_rows), items = dense_rows(data.item, train_rows);
+/// The model's ratings by `index`: the rows `train_rows` of `train` (the share's block of the
+/// training ratings, or all of them) and `test_rows` of `test`.
+Prepared index_ratings(TrainingIndex index, const RatingTriples& train, std::span<const std::size_t> train_rows,
+                       const RatingTriples& test, std::span<const std::size_t> test_rows) {
   Prepared prepared;
-  prepared.user_ids = ids_of(users);
-  prepared.item_ids = ids_of(items);
-  for (std::size_t r : train_rows) prepared.offset += data.rating[r];
-  prepared.offset /= static_cast<double>(train_rows.size());
+  prepared.user_ids = number_rows(index.users);
+  prepared.item_ids = number_rows(index.items);
+  prepared.all_train = index.ratings;
+  prepared.offset = index.rating_sum / static_cast<double>(index.ratings);
   for (std::size_t r : train_rows)
-    prepared.train.push_back({users.at(data.user[r]), items.at(data.item[r]), data.rating[r] - prepared.offset});
+    prepared.train.push_back({index.users.at(train.user[r]), index.items.at(train.item[r]), train.rating[r] - prepared.offset});
   for (std::size_t r : test_rows)
-    prepared.test.push_back({row_or_cold(users, test_data.user[r]), row_or_cold(items, test_data.item[r]), test_data.rating[r]});
+    prepared.test.push_back({row_or_cold(index.users, test.user[r]), row_or_cold(index.items, test.item[r]), test.rating[r]});
   return prepared;
+}
+
+/// A data-parallel rank's ratings from a .npy file (sgmcmc convert --ratings) streamed once with
+/// pread: every training rating enters the index, as in one process, and only the share's block
+/// of them and the held-out ratings (the sorted file rows `test_rows`) are kept, so the rank holds
+/// none of the others' ratings, not even while reading.
+Prepared stream_share(const std::string& path, RatingRange range, std::size_t rows, std::span<const std::size_t> test_rows,
+                      const std::optional<RatingTriples>& test_file, sgmcmc::RowShare share) {
+  const auto block = sgmcmc::share_of(sgmcmc::index_range(rows - test_rows.size()), share);
+  TrainingIndex index;
+  RatingTriples kept, held_out;
+  std::size_t next_test = 0;
+  for_each_triple_npy(path, range, [&](std::size_t i, std::int64_t user, std::int64_t item, double rating) {
+    if (next_test < test_rows.size() && test_rows[next_test] == i) {
+      held_out.push_back(user, item, rating, i + 1);
+      ++next_test;
+      return;
+    }
+    const std::size_t k = index.ratings;  // this rating's place among the training ones
+    index.add(user, item, rating);
+    if (k >= block.front() && k <= block.back()) kept.push_back(user, item, rating, i + 1);
+  });
+  const auto& test = test_file ? *test_file : held_out;
+  return index_ratings(std::move(index), kept, sgmcmc::index_range(kept.size()), test, sgmcmc::index_range(test.size()));
 }
 
 SimulationShape simulation_shape(SectionReader settings, RatingRange range) {
@@ -81,10 +118,15 @@ void refuse_simulation_keys(SectionReader settings) {
 Prepared prepare(const sgmcmc::ModelContext& context, RatingRange range) {
   SectionReader settings = context.settings;
   Rng rng(context.seed, sgmcmc::data_stream);
-  RatingTriples data, test_file;
+  RatingTriples data;
+  std::optional<std::string> streamed;  // a .npy file a data-parallel rank streams instead of holding
   if (auto path = sgmcmc::file_setting(settings, "data")) {
     refuse_simulation_keys(settings);
-    data = read_triples(*path, range);
+    if (!context.rows.whole() && !settings.contains("max_users") &&
+        regression::binary_layout(*path) == regression::BinaryLayout::dense_npy)
+      streamed = *path;
+    else
+      data = read_triples(*path, range);
   } else {
     data = simulate_movielens_shape(simulation_shape(settings, range), rng);
   }
@@ -93,31 +135,33 @@ Prepared prepare(const sgmcmc::ModelContext& context, RatingRange range) {
     kept_users = first_users(data, static_cast<std::size_t>(settings.integer_at_least("max_users", 0, 1)));
     data = keep_users(data, *kept_users);
   }
+  const std::size_t rows = streamed ? triples_npy_rows(*streamed) : data.size();
 
   std::vector<std::size_t> train_rows, test_rows;
-  const bool separate_test = settings.optional_text("test_data").has_value();
-  if (separate_test) {
+  std::optional<RatingTriples> test_file;
+  if (const auto test_path = settings.optional_text("test_data")) {
     if (settings.contains("test_size"))
       throw sgmcmc::Error(fmt::format("{}: the test set is model.test_data; remove one of the two",
                                       settings.describe("test_size")));
-    test_file = read_triples(*settings.optional_text("test_data"), range);
-    if (kept_users) test_file = keep_users(test_file, *kept_users);
-    train_rows = sgmcmc::index_range(data.size());
-    test_rows = sgmcmc::index_range(test_file.size());
+    test_file = read_triples(*test_path, range);
+    if (kept_users) test_file = keep_users(*test_file, *kept_users);
+    train_rows = sgmcmc::index_range(rows);
+    test_rows = sgmcmc::index_range(test_file->size());
   } else {
-    auto split = sgmcmc::split_rows(data.size(), sgmcmc::row_count(settings, "test_size", 0.1, data.size(), 0, data.size() - 1), rng);
+    if (rows == 0) throw sgmcmc::Error(fmt::format("{}: no ratings in the file", streamed.value_or("model.data")));
+    auto split = sgmcmc::split_rows(rows, sgmcmc::row_count(settings, "test_size", 0.1, rows, 0, rows - 1), rng);
     train_rows = std::move(split.rest);
     test_rows = std::move(split.chosen);
     std::sort(test_rows.begin(), test_rows.end());
   }
-  Prepared prepared = index_ratings(data, train_rows, separate_test ? test_file : data, test_rows);
-  prepared.all_train = prepared.train.size();
-  if (!context.rows.whole()) {
-    const auto block = sgmcmc::share_of(sgmcmc::index_range(prepared.all_train), context.rows);
-    prepared.train = std::vector<Rating>(prepared.train.begin() + static_cast<std::ptrdiff_t>(block.front()),
-                                         prepared.train.begin() + static_cast<std::ptrdiff_t>(block.back() + 1));
-  }
-  return prepared;
+  if (streamed) return stream_share(*streamed, range, rows, test_file ? std::span<const std::size_t>() : test_rows, test_file, context.rows);
+
+  TrainingIndex index;
+  for (std::size_t r : train_rows) index.add(data.user[r], data.item[r], data.rating[r]);
+  std::vector<std::size_t> block;  // of a share's rows; one process keeps every training row
+  if (!context.rows.whole()) block = sgmcmc::share_of(train_rows, context.rows);
+  return index_ratings(std::move(index), data, context.rows.whole() ? train_rows : block, test_file ? *test_file : data,
+                       test_rows);
 }
 
 Options read_options(SectionReader settings) {

@@ -1,13 +1,17 @@
 #include "ratings.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
+#include <fcntl.h>
+#include <unistd.h>
 #include <fmt/format.h>
 
 #include "../regression/npy.hpp"
@@ -54,28 +58,40 @@ double parse_rating(std::string_view text, RatingRange range, const sgmcmc::Text
 }
 
 /// `sgmcmc convert --ratings`'s layout: one 2-D NumPy array, ratings × (user, item, rating), float64
-/// or float32, read by mapping it (../regression/npy.hpp). Ids must be whole numbers ≥ 0 and below
-/// 2^53 (where float64 holds every integer); each refusal names the file and the array element.
-RatingTriples read_triples_npy(const std::string& path, RatingRange range) {
-  const regression::npy::MappedArray array(path);
-  if (array.dimensions() != 2 || array.columns() != 3 ||
-      (array.dtype() != regression::npy::Dtype::float64 && array.dtype() != regression::npy::Dtype::float32))
+/// or float32 (../regression/npy.hpp): its header, checked.
+regression::npy::Header triples_npy_header(const std::string& path) {
+  const auto header = regression::npy::read_header(path);
+  if (header.shape.size() != 2 || header.columns() != 3 ||
+      (header.dtype != regression::npy::Dtype::float64 && header.dtype != regression::npy::Dtype::float32))
     throw sgmcmc::Error(fmt::format("{}: a {}-D '{}' array of {} column(s); expected 2-D '<f8' or '<f4', rows × (user, "
                                     "item, rating)",
-                                    path, array.dimensions(), regression::npy::descr(array.dtype()), array.columns()));
+                                    path, header.shape.size(), regression::npy::descr(header.dtype), header.columns()));
+  return header;
+}
+
+/// Row i of that layout, checked: ids whole numbers ≥ 0 and below 2^53 (where float64 holds every
+/// integer), the rating finite and in `range`; each refusal names the file and the array element.
+void check_triple(const std::string& path, std::size_t i, const double* row, RatingRange range) {
+  for (int j = 0; j < 2; ++j)
+    if (!(row[j] >= 0.0 && row[j] < 0x1p53 && row[j] == std::floor(row[j])))
+      throw sgmcmc::Error(fmt::format("{}: a[{}, {}] = {}: the {} id is not a non-negative integer", path, i, j, row[j],
+                                      j == 0 ? "user" : "item"));
+  if (!std::isfinite(row[2]) || row[2] < range.min || row[2] > range.max)
+    throw sgmcmc::Error(fmt::format("{}: a[{}, 2] = {}: the rating is {}", path, i, row[2],
+                                    std::isfinite(row[2]) ? fmt::format("outside the declared range [{}, {}] (model.rating_min, "
+                                                                        "model.rating_max)", range.min, range.max)
+                                                          : std::string("not finite")));
+}
+
+/// The layout read by mapping it, every row kept.
+RatingTriples read_triples_npy(const std::string& path, RatingRange range) {
+  triples_npy_header(path);
+  const regression::npy::MappedArray array(path);
   RatingTriples triples;
   double row[3];
   for (std::size_t i = 0; i < array.rows(); ++i) {
     array.row_as_double(i, row);
-    for (int j = 0; j < 2; ++j)
-      if (!(row[j] >= 0.0 && row[j] < 0x1p53 && row[j] == std::floor(row[j])))
-        throw sgmcmc::Error(fmt::format("{}: a[{}, {}] = {}: the {} id is not a non-negative integer", path, i, j, row[j],
-                                        j == 0 ? "user" : "item"));
-    if (!std::isfinite(row[2]) || row[2] < range.min || row[2] > range.max)
-      throw sgmcmc::Error(fmt::format("{}: a[{}, 2] = {}: the rating is {}", path, i, row[2],
-                                      std::isfinite(row[2]) ? fmt::format("outside the declared range [{}, {}] (model.rating_min, "
-                                                                          "model.rating_max)", range.min, range.max)
-                                                            : std::string("not finite")));
+    check_triple(path, i, row, range);
     triples.push_back(static_cast<std::int64_t>(row[0]), static_cast<std::int64_t>(row[1]), row[2], i + 1);
   }
   if (triples.size() == 0) throw sgmcmc::Error(fmt::format("{}: no ratings in the file", path));
@@ -109,6 +125,43 @@ RatingTriples read_triples(const std::string& path, RatingRange range) {
   if (triples.size() == 0) throw sgmcmc::Error(fmt::format("{}: no ratings in the file", path));
   sgmcmc::note_rows_read(path, triples.size(), header);
   return triples;
+}
+
+std::size_t triples_npy_rows(const std::string& path) { return triples_npy_header(path).rows(); }
+
+void for_each_triple_npy(const std::string& path, RatingRange range, const TripleVisitor& visit) {
+  const auto header = triples_npy_header(path);
+  const std::size_t width = regression::npy::item_size(header.dtype), row_bytes = 3 * width;
+  const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (descriptor < 0) throw sgmcmc::Error(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
+  struct Closer {
+    int descriptor;
+    ~Closer() { ::close(descriptor); }
+  } closer{descriptor};
+  constexpr std::size_t block_rows = 1 << 16;  // 1.5 MB of float64 triples a read
+  std::vector<std::byte> bytes(block_rows * row_bytes);
+  double row[3];
+  for (std::size_t first = 0; first < header.rows(); first += block_rows) {
+    const std::size_t count = std::min(block_rows, header.rows() - first), wanted = count * row_bytes;
+    const auto at = static_cast<off_t>(header.data_offset + first * row_bytes);
+    if (::pread(descriptor, bytes.data(), wanted, at) != static_cast<ssize_t>(wanted))
+      throw sgmcmc::Error(fmt::format("{}: cannot read rows {} to {} of its {}", path, first, first + count, header.rows()));
+    for (std::size_t k = 0; k < count; ++k) {
+      for (std::size_t j = 0; j < 3; ++j) {
+        const std::byte* value = bytes.data() + k * row_bytes + j * width;
+        if (header.dtype == regression::npy::Dtype::float64) {
+          std::memcpy(&row[j], value, sizeof(double));
+        } else {
+          float narrow = 0.0f;
+          std::memcpy(&narrow, value, sizeof(float));
+          row[j] = narrow;
+        }
+      }
+      check_triple(path, first + k, row, range);
+      visit(first + k, static_cast<std::int64_t>(row[0]), static_cast<std::int64_t>(row[1]), row[2]);
+    }
+  }
+  sgmcmc::note_rows_read(path, header.rows(), false);
 }
 
 void write_triples_npy(const RatingTriples& triples, const std::string& path) {

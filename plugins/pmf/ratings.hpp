@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -38,6 +39,14 @@ struct RatingRange {
 /// `range` throws, naming path:line. A path ending in `.npy` is `sgmcmc convert --ratings`'s binary
 /// layout instead, rows × (user, item, rating), read by mapping it.
 RatingTriples read_triples(const std::string& path, RatingRange range);
+
+/// That .npy layout read without mapping it, for a data-parallel rank that keeps only its block of
+/// the ratings (pmf_data.cpp): its rows (the header checked), and visit(i, user, item, rating) for
+/// every row i in file order, each checked as read_triples checks it, read with pread a block at a
+/// time so that the rank's memory holds none of the file's pages.
+using TripleVisitor = std::function<void(std::size_t, std::int64_t, std::int64_t, double)>;
+std::size_t triples_npy_rows(const std::string& path);
+void for_each_triple_npy(const std::string& path, RatingRange range, const TripleVisitor& visit);
 
 /// Writes `triples` as that .npy layout (float64), for `sgmcmc convert --ratings`.
 void write_triples_npy(const RatingTriples& triples, const std::string& path);

@@ -197,6 +197,19 @@ TEST_CASE("row shares: pmf holds its block of the training ratings, lda its bloc
   // steps (key, d) are every rank's alike: the part's terms are the whole model's on the same items.
   check_shares("pmf", "users = 30\nitems = 20\nratings = 200\nrank = 2\n");
   check_shares("pmf", "users = 30\nitems = 20\nratings = 200\nrank = 2\nbiases = true\nmax_users = 25\n");
+  // A ratings .npy, which a part streams (only its block and the held-out ratings kept) while the
+  // whole model maps it: ids in no order, one item rated once (in the held-out rows or not).
+  test::TempDir dir;
+  std::vector<double> triples, test_triples;
+  for (int k = 0; k < 90; ++k) triples.insert(triples.end(), {double((k * 37) % 23 + 5), double((k * 11) % 13 + 100), double(1 + k % 5)});
+  triples.insert(triples.end(), {7.0, 500.0, 4.0});
+  for (int k = 0; k < 6; ++k) test_triples.insert(test_triples.end(), {double(5 + k), double(100 + 2 * k), 3.0});
+  const auto ratings = dir.path() / "u.npy", held_out = dir.path() / "test.npy";
+  write_npy_array(ratings, "<f8", fmt::format("({}, 3)", triples.size() / 3), triples);
+  write_npy_array(held_out, "<f8", fmt::format("({}, 3)", test_triples.size() / 3), test_triples);
+  check_shares("pmf", fmt::format("data = {}\nrank = 2\ntest_size = 15\n", test::quoted(ratings.string())));
+  check_shares("pmf", fmt::format("data = {}\nrank = 2\nbiases = true\ntest_data = {}\n", test::quoted(ratings.string()),
+                                  test::quoted(held_out.string())));
   check_shares("lda", "topics = 3\ndocs = 40\nwords = 15\ndoc_length = 8\ntest_docs = 5\n");
 }
 
