@@ -351,6 +351,19 @@ TEST_CASE("pmf drawing its noise precision τ in a Gibbs step: 1, 2 and 4 ranks 
                                                 "[integrator]\nname = \"sgld\"\nstep_size = 1e-3\n[corrector]\nname = \"none\"\n" + run);
     check_one_process_draws(dir, file, label);
   }
+  // The same on a ratings .npy (`sgmcmc convert --ratings`), which each rank streams, keeping only
+  // its block and the held-out ratings.
+  test::TempDir dir;
+  std::string lines;
+  for (int user = 1; user <= 40; ++user)
+    for (int k = 0; k < 10; ++k) lines += fmt::format("{}\t{}\t{}\n", user, (user * 7 + k * 5) % 25 + 1, 1 + (user + k) % 5);
+  const auto text = dir.write("u.data", lines), npy = dir.path() / "u.npy";
+  REQUIRE_THAT(test::run_cli(fmt::format("convert --ratings '{}' '{}'", text.string(), npy.string())), test::ExitsWith(0));
+  const auto file = dir.write("run.toml", fmt::format("[model]\nname = \"pmf\"\ndata = \"{}\"\nrank = 2\ngibbs_every = 1\n"
+                                                      "noise_prior_shape = 2\n[estimator]\nname = \"minibatch\"\nbatch_size = 50\n"
+                                                      "[integrator]\nname = \"sgld\"\nstep_size = 1e-3\n[corrector]\nname = \"none\"\n{}",
+                                                      npy.string(), run));
+  check_one_process_draws(dir, file, "pmf on a ratings .npy, minibatch + sgld");
 }
 
 TEST_CASE("lda, whose gradient Gibbs-samples each document's topics: 1, 2 and 4 ranks give the one-process draws") {
