@@ -15,6 +15,7 @@ module;
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <variant>
 #include <vector>
 #include <fmt/format.h>
@@ -84,6 +85,11 @@ struct RowSplit {
   std::vector<std::size_t> rest;
 };
 RowSplit split_rows(std::size_t rows, std::size_t count, Rng& rng);
+
+/// split_rows' `chosen` alone, the same rows from the same draws, in O(count) memory rather than
+/// O(rows): the shuffle keeps only the positions it has moved. For a data-parallel rank that
+/// streams a file of `rows` rows and keeps few of them.
+std::vector<std::size_t> chosen_rows(std::size_t rows, std::size_t count, Rng& rng);
 
 /// The running posterior-predictive average of a held-out set: after S draws, per test point j,
 /// log[(1/S) Σ_s p(y*_j | θ_s)] (average the probabilities, then take logs; Baker et al. 2019, §5.1), kept in
@@ -196,6 +202,25 @@ std::size_t row_count(SectionReader settings, const std::string& key, double fal
     throw Error(fmt::format("{}: asks for {} of the {} rows; expected between {} and {}", settings.describe(key), count,
                             rows, minimum, maximum));
   return static_cast<std::size_t>(count);
+}
+
+std::vector<std::size_t> chosen_rows(std::size_t rows, std::size_t count, Rng& rng) {
+  // split_rows' partial Fisher–Yates shuffle of 0..rows-1: step k swaps positions k and
+  // j = k + U{0..rows-k-1} and draws what lands at k. Only positions that were swapped hold other
+  // than their own index, at most one more per step (tests/unit check both draw the same rows).
+  std::unordered_map<std::size_t, std::size_t> moved;
+  const auto at = [&](std::size_t position) {
+    const auto found = moved.find(position);
+    return found == moved.end() ? position : found->second;
+  };
+  std::vector<std::size_t> chosen;
+  chosen.reserve(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    const std::size_t j = k + rng.index(rows - k);
+    chosen.push_back(at(j));
+    moved[j] = at(k);  // position k is never read again
+  }
+  return chosen;
 }
 
 RowSplit split_rows(std::size_t rows, std::size_t count, Rng& rng) {

@@ -332,6 +332,10 @@ struct RowShare {
 /// with row shares keeps. Throws, naming both counts, when there are fewer items than ranks.
 std::vector<std::size_t> share_of(const std::vector<std::size_t>& training, RowShare share);
 
+/// The positions of that block among `items` training items (what share_of keeps, without a list
+/// of them); the same refusal.
+ItemBlock share_block(std::size_t items, RowShare share);
+
 /// What a plugin's factory gets: its [model] settings, the run's seed (for simulated data and
 /// train/test splits) and the share of the training rows this process holds. The factory reads
 /// every key it knows; unread keys are reported as unknown.
@@ -383,14 +387,16 @@ std::size_t row_block_start(std::size_t items, std::size_t rank, std::size_t ran
   return static_cast<std::size_t>(static_cast<unsigned __int128>(items) * rank / ranks);
 }
 
-std::vector<std::size_t> share_of(const std::vector<std::size_t>& training, RowShare share) {
-  const std::size_t n = training.size();
-  if (n < share.ranks)
-    throw Error("model: " + std::to_string(n) + " training rows cannot be shared by " + std::to_string(share.ranks) +
+ItemBlock share_block(std::size_t items, RowShare share) {
+  if (items < share.ranks)
+    throw Error("model: " + std::to_string(items) + " training rows cannot be shared by " + std::to_string(share.ranks) +
                 " ranks of a data-parallel run; run fewer ranks");
-  const auto first = static_cast<std::ptrdiff_t>(row_block_start(n, share.rank, share.ranks));
-  const auto end = static_cast<std::ptrdiff_t>(row_block_start(n, share.rank + 1, share.ranks));
-  return {training.begin() + first, training.begin() + end};
+  return {row_block_start(items, share.rank, share.ranks), row_block_start(items, share.rank + 1, share.ranks)};
+}
+
+std::vector<std::size_t> share_of(const std::vector<std::size_t>& training, RowShare share) {
+  const ItemBlock block = share_block(training.size(), share);
+  return {training.begin() + static_cast<std::ptrdiff_t>(block.first), training.begin() + static_cast<std::ptrdiff_t>(block.end)};
 }
 
 std::vector<std::size_t> index_range(std::size_t count) {

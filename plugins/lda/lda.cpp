@@ -209,11 +209,11 @@ Prepared prepare(const sgmcmc::ModelContext& context, const Options& options) {
                    fmt::format("{}: W = {} words", settings.optional_text("data").value_or("the simulated corpus"), corpus.words));
   const auto training = std::span(split.rest).first(std::min(max_docs, split.rest.size()));
   prepared.all_documents = training.size();
-  const auto mine = sgmcmc::share_of(sgmcmc::index_range(training.size()), context.rows);
-  prepared.first_document = mine.front();
+  const sgmcmc::ItemBlock mine = sgmcmc::share_block(training.size(), context.rows);
+  prepared.first_document = mine.first;
   for (std::size_t k = 0; k < training.size(); ++k) {
     const auto tokens = tokens_of(corpus.documents[training[k]]);
-    if (k >= mine.front() && k <= mine.back()) prepared.train.add(tokens);
+    if (mine.holds(k)) prepared.train.add(tokens);
     for (auto w : tokens) prepared.word_counts[w] += 1.0;
     prepared.training_tokens += tokens.size();
   }

@@ -69,7 +69,7 @@ Prepared index_ratings(TrainingIndex index, const RatingTriples& train, std::spa
 /// none of the others' ratings, not even while reading.
 Prepared stream_share(const std::string& path, RatingRange range, std::size_t rows, std::span<const std::size_t> test_rows,
                       const std::optional<RatingTriples>& test_file, sgmcmc::RowShare share) {
-  const auto block = sgmcmc::share_of(sgmcmc::index_range(rows - test_rows.size()), share);
+  const sgmcmc::ItemBlock block = sgmcmc::share_block(rows - test_rows.size(), share);
   TrainingIndex index;
   RatingTriples kept, held_out;
   std::size_t next_test = 0;
@@ -81,7 +81,7 @@ Prepared stream_share(const std::string& path, RatingRange range, std::size_t ro
     }
     const std::size_t k = index.ratings;  // this rating's place among the training ones
     index.add(user, item, rating);
-    if (k >= block.front() && k <= block.back()) kept.push_back(user, item, rating, i + 1);
+    if (block.holds(k)) kept.push_back(user, item, rating, i + 1);
   });
   const auto& test = test_file ? *test_file : held_out;
   return index_ratings(std::move(index), kept, sgmcmc::index_range(kept.size()), test, sgmcmc::index_range(test.size()));
@@ -145,16 +145,22 @@ Prepared prepare(const sgmcmc::ModelContext& context, RatingRange range) {
                                       settings.describe("test_size")));
     test_file = read_triples(*test_path, range);
     if (kept_users) test_file = keep_users(*test_file, *kept_users);
+    if (streamed) return stream_share(*streamed, range, rows, {}, test_file, context.rows);
     train_rows = sgmcmc::index_range(rows);
     test_rows = sgmcmc::index_range(test_file->size());
   } else {
     if (rows == 0) throw sgmcmc::Error(fmt::format("{}: no ratings in the file", streamed.value_or("model.data")));
-    auto split = sgmcmc::split_rows(rows, sgmcmc::row_count(settings, "test_size", 0.1, rows, 0, rows - 1), rng);
+    const std::size_t count = sgmcmc::row_count(settings, "test_size", 0.1, rows, 0, rows - 1);
+    if (streamed) {  // the held-out rows alone, not a list of every row
+      test_rows = sgmcmc::chosen_rows(rows, count, rng);
+      std::sort(test_rows.begin(), test_rows.end());
+      return stream_share(*streamed, range, rows, test_rows, test_file, context.rows);
+    }
+    auto split = sgmcmc::split_rows(rows, count, rng);
     train_rows = std::move(split.rest);
     test_rows = std::move(split.chosen);
     std::sort(test_rows.begin(), test_rows.end());
   }
-  if (streamed) return stream_share(*streamed, range, rows, test_file ? std::span<const std::size_t>() : test_rows, test_file, context.rows);
 
   TrainingIndex index;
   for (std::size_t r : train_rows) index.add(data.user[r], data.item[r], data.rating[r]);

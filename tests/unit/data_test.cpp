@@ -41,6 +41,18 @@ TEST_CASE("split_rows: a partition, the rest in file order, the same for the sam
   CHECK(sgmcmc::split_rows(100, 30, b).chosen == split.chosen);
 }
 
+TEST_CASE("chosen_rows draws split_rows' chosen rows, in the same order, and leaves the stream where it does") {
+  // From none to every row, so that the shuffle's positions are swapped over and over.
+  for (const auto [rows, count] : {std::pair{1, 0}, std::pair{1, 1}, std::pair{10, 3}, std::pair{100, 30}, std::pair{100, 99},
+                                   std::pair{100, 100}, std::pair{5000, 4000}, std::pair{100000, 10}}) {
+    INFO(rows << " rows, " << count << " chosen");
+    sgmcmc::Rng a(9, 2), b(9, 2);
+    const auto split = sgmcmc::split_rows(rows, count, a);
+    CHECK(sgmcmc::chosen_rows(rows, count, b) == split.chosen);
+    CHECK(a.bits() == b.bits());
+  }
+}
+
 TEST_CASE("PredictiveAverage: the log of the averaged probabilities, not the average of the logs") {
   // Two test points. Draw 1: p = 0.2 and 0.5; draw 2: p = 0.6 and 0.5. Running averages 0.4 and 0.5,
   // so the mean log predictive density is (log 0.4 + log 0.5)/2; the mean of the logs would be
