@@ -274,7 +274,7 @@ TEST_CASE("binary data: pmf ratings converted with --ratings draw what the run o
   CHECK_THAT(result.output, Contains("ratings are written as one float64 .npy"));
 }
 
-TEST_CASE("binary data: an lda corpus converted with --docword draws what the run on the docword file draws; bad counts are refused") {
+TEST_CASE("binary data: an lda corpus converted with --docword draws what the run on the docword file draws, and bad counts are refused") {
   test::TempDir dir;
   // 50 declared documents over 30 words, in UCI's layout: lines out of order, a (doc, word) pair on
   // two lines (their counts add), and documents 7 and 50 without a line (declared, empty).
