@@ -26,6 +26,7 @@ import sgmcmc.error;
 import :minibatch;
 import :weighted_batches;
 import :parameters;
+import :item_scalars;
 
 namespace sgmcmc::estimator_parts {
 
@@ -35,12 +36,14 @@ namespace sgmcmc::estimator_parts {
 ///   ĝ(θ) = ∇U(c) + ∇f_0(θ) - ∇f_0(c) + Σ_{k∈S} w_k [∇f_{i_k}(θ) - ∇f_{i_k}(c)],  w_k = 1/(n p_{i_k}),
 /// kept as Σ_i ∇f_i(c) + ∇f_0(θ) + Σ_k w_k [...] since ∇U(c) - ∇f_0(c) = Σ_i ∇f_i(c). SVRG
 /// (Dubey et al. 2016, SVRG-LD) is the same estimate with c = the last snapshot θ̃.
-/// A GLM model (∇f_i = s_i x_i) keeps the N scalars s_i(c) of the full pass, so an estimate costs
-/// n item gradients; any other model evaluates both ∇f_i(θ) and ∇f_i(c) of the batch (2n).
+/// A GLM model (∇f_i = s_i x_i) keeps the N scalars s_i(c) of the full pass (a data-parallel rank
+/// its block's: ItemScalars), so an estimate costs n item gradients; any other model evaluates both
+/// ∇f_i(θ) and ∇f_i(c) of the batch (2n).
 class Centre {
 public:
   explicit Centre(const Model& model)
-      : glm_(model.capabilities().glm_gradients), dimension_(model.dimension()), items_(model.num_items()) {}
+      : glm_(model.capabilities().glm_gradients), dimension_(model.dimension()), items_(model.num_items()),
+        centre_scalars_(model, glm_) {}
 
   /// For a model whose gradient Gibbs-samples latent variables (LDA) Σ_i ∇f_i(c) is itself an
   /// estimate, fixed until the centre moves, so every later estimate carries its error: each full
@@ -60,15 +63,14 @@ public:
     const Model& model = context.model;
     set_zero(data_gradient_);
     if (glm_) {
-      model.glm_scalars(point_, all_items_, centre_scalars_, context.workspace);
-      model.add_scaled_features(all_items_, centre_scalars_, data_gradient_);
+      centre_scalars_.fill(point_, data_gradient_, context);
     } else {
       for (std::size_t pass = 0; pass < passes_; ++pass)
         model.add_data_gradient(point_, Batch{all_items_}, data_gradient_, context.workspace, context.rng);
       if (passes_ > 1)
         for (double& g : data_gradient_) g /= static_cast<double>(passes_);
     }
-    context.cost.item_gradients += passes_ * all_items_.size();
+    context.cost.item_gradients += passes_ * items_;
     context.cost.full_passes += passes_;
   }
 
@@ -85,8 +87,8 @@ public:
     archive(placed);
     if (!placed) return;
     if constexpr (Archive::restoring) self.allocate();
-    archive(Sized{self.point_, self.dimension_}, Sized{self.data_gradient_, self.dimension_},
-            Sized{self.centre_scalars_, self.glm_ ? self.items_ : 0});
+    archive(Sized{self.point_, self.dimension_}, Sized{self.data_gradient_, self.dimension_});
+    ItemScalars::saved_fields(self.centre_scalars_, archive);  // none for a model without glm-gradients
   }
   void save_state(StateWriter& out) const { save_fields(*this, out); }
   void restore_state(StateReader& in) { restore_fields(*this, in); }
@@ -110,12 +112,10 @@ public:
 
 private:
   void allocate() {
-    if (!all_items_.empty()) return;
-    all_items_.resize(items_);
-    std::iota(all_items_.begin(), all_items_.end(), std::size_t{0});
+    if (!data_gradient_.empty()) return;
+    if (!glm_) all_items_ = index_range(items_);  // a GLM's full pass is ItemScalars'
     data_gradient_.resize(dimension_);
     at_centre_.resize(dimension_);
-    if (glm_) centre_scalars_.resize(items_);
   }
 
   /// Σ_i∇f_i(c) + Σ_k w_k [∇f_i(θ) - ∇f_i(c)], both batch sums kept apart until the difference
@@ -141,7 +141,8 @@ private:
     const auto items = draw.batch.items;
     scales_.resize(items.size());
     context.model.glm_scalars(theta, items, scales_, context.workspace);
-    for (std::size_t k = 0; k < items.size(); ++k) scales_[k] = draw.weight(k) * (scales_[k] - centre_scalars_[items[k]]);
+    for (std::size_t k = 0; k < items.size(); ++k)  // items of other ranks get 0: their owners add their terms
+      scales_[k] = centre_scalars_.holds(items[k]) ? draw.weight(k) * (scales_[k] - centre_scalars_[items[k]]) : 0.0;
     std::copy(data_gradient_.begin(), data_gradient_.end(), gradient.begin());
     context.model.add_scaled_features(items, scales_, gradient);
     context.cost.item_gradients += items.size();
@@ -150,10 +151,10 @@ private:
   bool glm_;
   std::size_t dimension_, items_;
   std::size_t passes_ = 1;  // full passes averaged for Σ_i ∇f_i(c)
-  std::vector<std::size_t> all_items_;
+  std::vector<std::size_t> all_items_;  // every item, for the full pass of a model without glm-gradients
   std::vector<double> point_;           // c
   std::vector<double> data_gradient_;   // Σ_i ∇f_i(c)
-  std::vector<double> centre_scalars_;  // s_i(c) for every item (GLM models)
+  ItemScalars centre_scalars_;          // s_i(c) (GLM models)
   std::vector<double> at_centre_;       // scratch: Σ_k w_k ∇f_i(c) over the batch
   std::vector<double> scales_;          // scratch: w_k [s_i(θ) - s_i(c)]
 };

@@ -23,6 +23,7 @@ import sgmcmc.data_parallel;
 import :minibatch;
 import :weighted_batches;
 import :parameters;
+import :item_scalars;
 
 namespace sgmcmc::estimator_parts {
 
@@ -141,58 +142,29 @@ private:
 };
 
 /// N scalars for a GLM model: g_i = s_i(α_i) x_i is stored as s_i(α_i) (modules/README.md, "SAGA").
-/// A rank of a data-parallel chain keeps only the scalars of its block of items (evaluated_items):
-/// the reduced add_scaled_features adds s_i x_i for the items a rank owns only, so the other
-/// ranks' scalars are never read there, and G's update, reduced the same way, is the global one.
+/// A rank of a data-parallel chain keeps only the scalars of its block of items (ItemScalars), and
+/// G's update, reduced as every add_scaled_features is, is the global one.
 class CompactTable final : public GradientTable {
 public:
-  explicit CompactTable(const Model& model)
-      : model_(&model), dimension_(model.dimension()), items_(model.num_items()), block_(evaluated_items(model)) {}
+  explicit CompactTable(const Model& model) : dimension_(model.dimension()), scalars_(model, true) {}
 
-  /// What a checkpoint holds (SavingArchive, sgmcmc.state): all N scalars and G; the scratch Δ
-  /// is cleared on restoring. A data-parallel rank saves the ranks' blocks gathered (every rank
-  /// checkpoints at the same block end), so that the checkpoint rank 0 writes holds the whole
-  /// table, and takes its own block back on resuming.
+  /// What a checkpoint holds (SavingArchive, sgmcmc.state): all N scalars (ItemScalars) and G; the
+  /// scratch Δ is cleared on restoring.
   template <class Self, class Archive>
   static void saved_fields(Self& self, Archive& archive) {
     archive.section("saga table, N scalars");
-    if (self.block_.size() == self.items_) {
-      archive(Sized{self.scalars_, self.items_}, Sized{self.sum_, self.dimension_});
-    } else if constexpr (Archive::restoring) {
-      std::vector<double> table;
-      archive(Sized{table, self.items_}, Sized{self.sum_, self.dimension_});
-      const auto at = [&](std::size_t item) { return table.begin() + static_cast<std::ptrdiff_t>(item); };
-      self.scalars_.assign(at(self.block_.first), at(self.block_.end));
-    } else {
-      const std::vector<double> table = gather_item_blocks(*self.model_, self.scalars_);
-      archive(Sized{table, self.items_}, Sized{self.sum_, self.dimension_});
-    }
+    ItemScalars::saved_fields(self.scalars_, archive);
+    archive(Sized{self.sum_, self.dimension_});
     if constexpr (Archive::restoring) self.change_.assign(self.dimension_, 0.0);
   }
   void save_state(StateWriter& out) const override { save_fields(*this, out); }
   void restore_state(StateReader& in) override { restore_fields(*this, in); }
 
   void fill(std::span<const double> theta, ChainContext& context) override {
-    const auto items = every_item(context.model);
     sum_.assign(theta.size(), 0.0);
     change_.assign(theta.size(), 0.0);
-    if (block_.size() == items_) {  // every item here: one pass
-      scalars_.assign(items.size(), 0.0);
-      context.model.glm_scalars(theta, items, scalars_, context.workspace);
-      context.model.add_scaled_features(items, scalars_, sum_);
-    } else {  // a rank's block: every rank passes the same chunks (collectives), keeping its own scalars
-      constexpr std::size_t chunk = 65536;  // bounds the gathered scalars at P·chunk
-      scalars_.assign(block_.size(), 0.0);
-      for (std::size_t first = 0; first < items.size(); first += chunk) {
-        const auto part = std::span<const std::size_t>(items).subspan(first, std::min(chunk, items.size() - first));
-        fresh_.resize(part.size());
-        context.model.glm_scalars(theta, part, fresh_, context.workspace);
-        context.model.add_scaled_features(part, fresh_, sum_);
-        for (std::size_t k = 0; k < part.size(); ++k)
-          if (block_.holds(part[k])) scalars_[part[k] - block_.first] = fresh_[k];
-      }
-    }
-    context.cost.item_gradients += items.size();
+    scalars_.fill(theta, sum_, context);
+    context.cost.item_gradients += context.model.num_items();
     context.cost.full_passes += 1;
   }
 
@@ -207,13 +179,13 @@ public:
     // Items of other ranks get 0: their owners add their terms.
     if (!one_pass) {  // the estimate from the table as it was, before any repeated item changes it
       for (std::size_t k = 0; k < items.size(); ++k)
-        differences_[k] = block_.holds(items[k]) ? draw.weight(k) * (fresh_[k] - scalars_[items[k] - block_.first]) : 0.0;
+        differences_[k] = scalars_.holds(items[k]) ? draw.weight(k) * (fresh_[k] - scalars_[items[k]]) : 0.0;
       context.model.add_scaled_features(items, differences_, out);
     }
     for (std::size_t k = 0; k < items.size(); ++k) {  // in order: a repeated item adds 0 the second time
       differences_[k] = 0.0;
-      if (!block_.holds(items[k])) continue;
-      double& stored = scalars_[items[k] - block_.first];
+      if (!scalars_.holds(items[k])) continue;
+      double& stored = scalars_[items[k]];
       differences_[k] = fresh_[k] - stored;
       stored = fresh_[k];
     }
@@ -223,10 +195,8 @@ public:
   }
 
 private:
-  const Model* model_;  // the chain's, which outlives its estimator
-  std::size_t dimension_, items_;
-  ItemBlock block_;                  // the items whose scalars this process keeps (all but in a data-parallel rank)
-  std::vector<double> scalars_;      // s_i(α_i) of the block's items
+  std::size_t dimension_;
+  ItemScalars scalars_;              // s_i(α_i)
   std::vector<double> fresh_;        // scratch: s_i(θ) of the batch
   std::vector<double> differences_;  // scratch
 };
