@@ -58,6 +58,9 @@ const std::string cv_lipschitz_sgld =
     "step_size = 1e-4\n[corrector]\nname = \"none\"\n";
 // saga's table in the GLM form, each rank keeping its block's scalars: its first estimate is a full
 // pass, then G (the table's sum) changes by the reduced sum of the batch's owned differences.
+const std::string svrg_sgld =
+    "[estimator]\nname = \"svrg\"\nbatch_size = 50\nperiod = 25\n[integrator]\nname = \"sgld\"\nstep_size = 1e-4\n"
+    "[corrector]\nname = \"none\"\n";
 const std::string saga_sgld =
     "[estimator]\nname = \"saga\"\nbatch_size = 50\n[integrator]\nname = \"sgld\"\nstep_size = 1e-4\n"
     "[corrector]\nname = \"none\"\n";
@@ -204,6 +207,7 @@ void check_one_process_draws(const test::TempDir& dir, const fs::path& file, con
 
 TEST_CASE("mpirun -n 1, 2 and 4 data-parallel runs give the one-process draws") {
   for (const auto& [label, sampler] : {std::pair{"minibatch + sgld", minibatch_sgld}, std::pair{"cv + sgld", cv_sgld},
+                                      std::pair{"svrg + sgld", svrg_sgld},
                                       std::pair{"saga + sgld", saga_sgld}, std::pair{"exact + mala + mh", exact_mala_mh},
                                       std::pair{"minibatch + sgld, dense Fisher mass", fisher_sgld}}) {
     INFO(label);
