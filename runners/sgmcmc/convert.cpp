@@ -64,11 +64,16 @@ void require_float32_labels(const regression::LabelledRows& rows, const std::str
                                       regression::row_place(rows, i, in), rows.y[i]));
 }
 
+/// Whether an option of the regression rows' conversion was given (--dtype float32, --format,
+/// --features), which ratings and corpora, each with a layout of its own, refuse.
+bool row_options_given(const ConvertOptions& options) {
+  return options.dtype != "float64" || options.format != "auto" || options.features != 0;
+}
+
 /// pmf's ratings: every triple as read (no rating range: model.rating_min/max apply when the .npy
 /// is read), float64, so that ids up to 2^53 and every rating stay exact.
 int convert_ratings(const ConvertOptions& options, regression::BinaryLayout layout) {
-  if (layout != regression::BinaryLayout::dense_npy || options.dtype != "float64" || options.format != "auto" ||
-      options.features != 0)
+  if (layout != regression::BinaryLayout::dense_npy || row_options_given(options))
     throw sgmcmc::Error(fmt::format("convert --ratings: {}: ratings are written as one float64 .npy (rows × user, item, "
                                     "rating), without --dtype float32, --format or --features",
                                     options.out));
@@ -81,8 +86,7 @@ int convert_ratings(const ConvertOptions& options, regression::BinaryLayout layo
 /// lda's corpus: every document and count as read (before any cut of the vocabulary, which a run
 /// makes), so that a run on the folder draws what the run on the text draws.
 int convert_docword(const ConvertOptions& options, regression::BinaryLayout layout) {
-  if (layout != regression::BinaryLayout::sparse_csr || options.dtype != "float64" || options.format != "auto" ||
-      options.features != 0)
+  if (layout != regression::BinaryLayout::sparse_csr || row_options_given(options))
     throw sgmcmc::Error(fmt::format("convert --docword: {}: a corpus is written as a .csr folder of whole counts, without "
                                     "--dtype, --format or --features",
                                     options.out));
