@@ -1,17 +1,13 @@
 #include "ratings.hpp"
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
-#include <fcntl.h>
-#include <unistd.h>
 #include <fmt/format.h>
 
 #include "../regression/npy.hpp"
@@ -130,38 +126,21 @@ RatingTriples read_triples(const std::string& path, RatingRange range) {
 std::size_t triples_npy_rows(const std::string& path) { return triples_npy_header(path).rows(); }
 
 void for_each_triple_npy(const std::string& path, RatingRange range, const TripleVisitor& visit) {
-  const auto header = triples_npy_header(path);
-  const std::size_t width = regression::npy::item_size(header.dtype), row_bytes = 3 * width;
-  const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (descriptor < 0) throw sgmcmc::Error(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
-  struct Closer {
-    int descriptor;
-    ~Closer() { ::close(descriptor); }
-  } closer{descriptor};
+  triples_npy_header(path);
+  regression::npy::RowReader reader(path);
+  const std::size_t rows = reader.header().rows();
   constexpr std::size_t block_rows = 1 << 16;  // 1.5 MB of float64 triples a read
-  std::vector<std::byte> bytes(block_rows * row_bytes);
-  double row[3];
-  for (std::size_t first = 0; first < header.rows(); first += block_rows) {
-    const std::size_t count = std::min(block_rows, header.rows() - first), wanted = count * row_bytes;
-    const auto at = static_cast<off_t>(header.data_offset + first * row_bytes);
-    if (::pread(descriptor, bytes.data(), wanted, at) != static_cast<ssize_t>(wanted))
-      throw sgmcmc::Error(fmt::format("{}: cannot read rows {} to {} of its {}", path, first, first + count, header.rows()));
+  std::vector<double> block;
+  for (std::size_t first = 0; first < rows; first += block_rows) {
+    const std::size_t count = std::min(block_rows, rows - first);
+    reader.read(first, count, block);
     for (std::size_t k = 0; k < count; ++k) {
-      for (std::size_t j = 0; j < 3; ++j) {
-        const std::byte* value = bytes.data() + k * row_bytes + j * width;
-        if (header.dtype == regression::npy::Dtype::float64) {
-          std::memcpy(&row[j], value, sizeof(double));
-        } else {
-          float narrow = 0.0f;
-          std::memcpy(&narrow, value, sizeof(float));
-          row[j] = narrow;
-        }
-      }
+      const double* row = &block[3 * k];
       check_triple(path, first + k, row, range);
       visit(first + k, static_cast<std::int64_t>(row[0]), static_cast<std::int64_t>(row[1]), row[2]);
     }
   }
-  sgmcmc::note_rows_read(path, header.rows(), false);
+  sgmcmc::note_rows_read(path, rows, false);
 }
 
 void write_triples_npy(const RatingTriples& triples, const std::string& path) {

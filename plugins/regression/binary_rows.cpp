@@ -4,15 +4,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <cerrno>
 #include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
 #include <system_error>
 #include <vector>
-#include <fcntl.h>
-#include <unistd.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -99,43 +96,24 @@ LabelledRows map_npy_rows(const std::string& path, std::size_t declared_features
 }
 
 LabelledRows read_npy_rows_at(const std::string& path, std::size_t declared_features, std::span<const std::size_t> rows) {
-  const npy::Header header = npy::read_header(path);
+  npy::RowReader reader(path);
+  const npy::Header& header = reader.header();
   if (!is_float(header.dtype) || header.shape.size() != 2 || header.columns() < 2)
     return map_npy_rows(path, declared_features, {0, 0});  // its refusal, naming the file
   LabelledRows out;
   out.features = header.columns() - 1;
   if (declared_features && declared_features != out.features)
     throw sgmcmc::Error(fmt::format("{}: {} feature columns, but model.features = {}", path, out.features, declared_features));
-  const std::size_t width = npy::item_size(header.dtype), row_bytes = header.columns() * width;
-  const int descriptor = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (descriptor < 0) throw sgmcmc::Error(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
-  std::vector<std::byte> bytes(row_bytes);
-  std::vector<double> row(header.columns());
+  std::vector<double> row;
   out.y.reserve(rows.size());
   out.x.reserve(rows.size() * out.features);
   for (const std::size_t i : rows) {
-    const auto at = static_cast<off_t>(header.data_offset + i * row_bytes);
-    if (i >= header.rows() || ::pread(descriptor, bytes.data(), row_bytes, at) != static_cast<ssize_t>(row_bytes)) {
-      ::close(descriptor);
-      throw sgmcmc::Error(fmt::format("{}: cannot read row {} of its {}", path, i, header.rows()));
-    }
-    for (std::size_t j = 0; j < row.size(); ++j) {
-      if (header.dtype == npy::Dtype::float64) {
-        std::memcpy(&row[j], bytes.data() + j * width, sizeof(double));
-      } else {
-        float value = 0.0f;
-        std::memcpy(&value, bytes.data() + j * width, sizeof(float));
-        row[j] = value;
-      }
-      if (!std::isfinite(row[j])) {
-        ::close(descriptor);
-        require_finite(row[j], path, fmt::format("a[{}, {}]", i, j));
-      }
-    }
+    reader.read(i, 1, row);
+    for (std::size_t j = 0; j < row.size(); ++j)
+      if (!std::isfinite(row[j])) require_finite(row[j], path, fmt::format("a[{}, {}]", i, j));
     out.y.push_back(row[0]);
     out.x.insert(out.x.end(), row.begin() + 1, row.end());
   }
-  ::close(descriptor);
   return out;
 }
 
@@ -242,58 +220,6 @@ LabelledRows empty_csr_rows(const CsrFolder& csr, std::size_t count) {
   return rows;
 }
 
-/// Elements of a 1-D .npy array read with pread, not mapped, as double (indices and offsets below
-/// 2⁵³ are exact): a rank's held-out rows, scattered over pages the rank does not otherwise hold,
-/// are read without mapping those pages into its memory.
-class ReadAt {
-public:
-  explicit ReadAt(std::string path) : path_(std::move(path)), header_(npy::read_header(path_)) {
-    descriptor_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (descriptor_ < 0) throw sgmcmc::Error(fmt::format("{}: cannot open ({})", path_, std::strerror(errno)));
-  }
-  ~ReadAt() { ::close(descriptor_); }
-  ReadAt(const ReadAt&) = delete;
-  ReadAt& operator=(const ReadAt&) = delete;
-
-  /// Elements [first, first + count) into `out`.
-  void read(std::size_t first, std::size_t count, std::vector<double>& out) {
-    const std::size_t width = npy::item_size(header_.dtype);
-    bytes_.resize(count * width);
-    const auto at = static_cast<off_t>(header_.data_offset + first * width);
-    if (first + count > header_.rows() ||
-        (count && ::pread(descriptor_, bytes_.data(), bytes_.size(), at) != static_cast<ssize_t>(bytes_.size())))
-      throw sgmcmc::Error(fmt::format("{}: cannot read entries {} to {} of its {}", path_, first, first + count, header_.rows()));
-    out.resize(count);
-    for (std::size_t k = 0; k < count; ++k) out[k] = decode(bytes_.data() + k * width);
-  }
-  double at(std::size_t i) {
-    read(i, 1, one_);
-    return one_[0];
-  }
-
-private:
-  double decode(const std::byte* at) const {
-    switch (header_.dtype) {
-      case npy::Dtype::float64: return load<double>(at);
-      case npy::Dtype::float32: return load<float>(at);
-      case npy::Dtype::int64: return static_cast<double>(load<std::int64_t>(at));
-      case npy::Dtype::int32: return load<std::int32_t>(at);
-    }
-    return 0.0;
-  }
-  template <class T>
-  static T load(const std::byte* at) {
-    T value;
-    std::memcpy(&value, at, sizeof(T));
-    return value;
-  }
-  std::string path_;
-  npy::Header header_;
-  int descriptor_ = -1;
-  std::vector<std::byte> bytes_;
-  std::vector<double> one_;
-};
-
 }  // namespace
 
 LabelledRows read_csr_rows(const std::string& folder, std::size_t declared_features, npy::RowRange range) {
@@ -333,9 +259,9 @@ LabelledRows read_csr_rows(const std::string& folder, std::size_t declared_featu
 
 LabelledRows read_csr_rows_at(const std::string& folder, std::size_t declared_features, std::span<const std::size_t> which) {
   const CsrFolder csr = open_csr(folder, declared_features);
-  ReadAt indptr(csr.file("indptr")), labels(csr.file("labels")), indices(csr.file("indices")), data(csr.file("data"));
+  npy::RowReader indptr(csr.file("indptr")), labels(csr.file("labels")), indices(csr.file("indices")), data(csr.file("data"));
   LabelledRows rows = empty_csr_rows(csr, which.size());
-  std::vector<double> bounds, columns, values;
+  std::vector<double> bounds, label, columns, values;
   for (const std::size_t row : which) {
     if (row >= csr.rows) throw sgmcmc::Error(fmt::format("{}: row {} asked for, but it has {}", folder, row, csr.rows));
     indptr.read(row, 2, bounds);
@@ -346,8 +272,9 @@ LabelledRows read_csr_rows_at(const std::string& folder, std::size_t declared_fe
                                       csr.file("indptr"), row, from, row + 1, to, csr.nonzeros, csr.file("data")));
     indices.read(static_cast<std::size_t>(from), static_cast<std::size_t>(to - from), columns);
     data.read(static_cast<std::size_t>(from), static_cast<std::size_t>(to - from), values);
+    labels.read(row, 1, label);
     append_csr_row(
-        csr, row, labels.at(row), from, to, [&](std::int64_t k) { return static_cast<std::int64_t>(columns[k - from]); },
+        csr, row, label[0], from, to, [&](std::int64_t k) { return static_cast<std::int64_t>(columns[k - from]); },
         [&](std::int64_t k) { return values[static_cast<std::size_t>(k - from)]; }, rows);
   }
   return rows;

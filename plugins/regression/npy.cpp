@@ -282,20 +282,48 @@ void MappedArray::unmap() {
   mapping_ = nullptr;
 }
 
-void MappedArray::row_as_double(std::size_t i, std::span<double> out) const {
-  const std::byte* row = row_bytes(i);
-  // memcpy, not a cast of the pointer: a header of odd length leaves the values unaligned.
-  if (header_.dtype == Dtype::float64) {
-    std::memcpy(out.data(), row, out.size() * sizeof(double));
-  } else if (header_.dtype == Dtype::float32) {
+namespace {
+
+/// The values at `bytes`, of `dtype`, as doubles into `out`. memcpy, not a cast of the pointer: a
+/// header of odd length leaves the values unaligned.
+void values_as_double(const std::byte* bytes, Dtype dtype, std::span<double> out) {
+  const auto convert = [&]<class Stored>(Stored) {
     for (std::size_t j = 0; j < out.size(); ++j) {
-      float value;
-      std::memcpy(&value, row + j * sizeof(float), sizeof(float));
-      out[j] = value;
+      Stored value;
+      std::memcpy(&value, bytes + j * sizeof(Stored), sizeof(Stored));
+      out[j] = static_cast<double>(value);
     }
-  } else {
-    for (std::size_t j = 0; j < out.size(); ++j) out[j] = static_cast<double>(integer_at(row + j * item_size(header_.dtype)));
+  };
+  switch (dtype) {
+    case Dtype::float64: std::memcpy(out.data(), bytes, out.size() * sizeof(double)); break;
+    case Dtype::float32: convert(float{}); break;
+    case Dtype::int64: convert(std::int64_t{}); break;
+    case Dtype::int32: convert(std::int32_t{}); break;
   }
+}
+
+}  // namespace
+
+void MappedArray::row_as_double(std::size_t i, std::span<double> out) const {
+  values_as_double(row_bytes(i), header_.dtype, out);
+}
+
+RowReader::RowReader(const std::string& path) : path_(path), header_(read_header(path)) {
+  descriptor_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (descriptor_ < 0) throw sgmcmc::Error(fmt::format("{}: cannot open ({})", path, std::strerror(errno)));
+}
+
+RowReader::~RowReader() { ::close(descriptor_); }
+
+void RowReader::read(std::size_t first, std::size_t count, std::vector<double>& out) {
+  const std::size_t row_bytes = header_.columns() * item_size(header_.dtype);
+  bytes_.resize(count * row_bytes);
+  const auto at = static_cast<off_t>(header_.data_offset + first * row_bytes);
+  if (first + count > header_.rows() ||
+      (count && ::pread(descriptor_, bytes_.data(), bytes_.size(), at) != static_cast<ssize_t>(bytes_.size())))
+    throw sgmcmc::Error(fmt::format("{}: cannot read rows {} to {} of its {}", path_, first, first + count, header_.rows()));
+  out.resize(count * header_.columns());
+  values_as_double(bytes_.data(), header_.dtype, out);
 }
 
 template <class Real>

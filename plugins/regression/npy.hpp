@@ -97,6 +97,27 @@ private:
   const std::byte* values_ = nullptr;  // the first value of the range, inside the mapping
 };
 
+/// Rows of an .npy file read with pread, not mapped, as doubles: a process that keeps few of a
+/// file's rows (a data-parallel rank's held-out rows, or a stream it indexes and mostly drops) holds
+/// none of its pages in its memory. The header is checked as MappedArray checks it.
+class RowReader {
+public:
+  explicit RowReader(const std::string& path);
+  ~RowReader();
+  RowReader(const RowReader&) = delete;
+  RowReader& operator=(const RowReader&) = delete;
+  const Header& header() const { return header_; }
+  /// Rows [first, first + count) into `out`, row-major, columns() values a row: float64 unchanged,
+  /// float32 widened exactly, integers converted. Rows beyond the file are an error naming it.
+  void read(std::size_t first, std::size_t count, std::vector<double>& out);
+
+private:
+  std::string path_;
+  Header header_;
+  int descriptor_ = -1;
+  std::vector<std::byte> bytes_;
+};
+
 /// Reads and checks the header of `path` (the checks of MappedArray but the range).
 Header read_header(const std::string& path);
 
